@@ -1,0 +1,81 @@
+"""The `simplequeue` command: serve, migrate, openapi."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from app.settings import Settings
+from app.store import create_store, dialect_of
+from app.store.migrations import load_migrations
+
+
+@click.group()
+def main() -> None:
+    """simplequeue: a queue service over HTTP, backed by a relational database.
+
+    Configure with SIMPLEQUEUE_* environment variables (see the README).
+    """
+
+
+@main.command()
+@click.option("--host", default=None, help="Bind address (default SIMPLEQUEUE_HOST or 127.0.0.1).")
+@click.option("--port", type=int, default=None, help="Port (default SIMPLEQUEUE_PORT or 8000).")
+@click.option("--workers", type=int, default=1, show_default=True, help="Worker processes sharing one database.")
+def serve(host: str | None, port: int | None, workers: int) -> None:
+    """Serve the HTTP API."""
+    import uvicorn
+
+    settings = Settings()
+    if workers > 1 and settings.migrate_on_start:
+        _migrate(settings)  # once, before the workers race to it
+    uvicorn.run(
+        "app.main:app_from_env",
+        factory=True,
+        host=host or settings.host,
+        port=settings.port if port is None else port,
+        workers=workers,
+        log_level=settings.log_level,
+    )
+
+
+@main.command()
+@click.option("--print", "print_only", is_flag=True, help="Print the DDL for a DBA instead of applying it.")
+def migrate(print_only: bool) -> None:
+    """Apply pending schema migrations (safe to re-run)."""
+    settings = Settings()
+    if print_only:
+        for migration in load_migrations(dialect_of(settings.database_url)):
+            click.echo(f"-- migration {migration.version:04d}_{migration.name}\n{migration.sql}")
+        return
+    applied = _migrate(settings)
+    click.echo(f"applied migrations: {applied}" if applied else "schema is up to date")
+
+
+def _migrate(settings: Settings) -> list[int]:
+    async def run() -> list[int]:
+        store = create_store(settings)
+        await store.open()
+        try:
+            return await store.migrate()
+        finally:
+            await store.close()
+
+    return asyncio.run(run())
+
+
+@main.command()
+@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here instead of stdout.")
+def openapi(output: Path | None) -> None:
+    """Print the OpenAPI spec that generated clients are built from."""
+    from app.main import create_app
+
+    text = json.dumps(create_app(Settings()).openapi(), indent=2, sort_keys=True) + "\n"
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        output.write_text(text, encoding="utf-8")

@@ -1,0 +1,56 @@
+"""The application factory: `create_app(settings)` wires settings, store and routes."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from app.domain import Clock, system_clock
+from app.http_errors import BodyLimit, install_error_handlers
+from app.routes import router
+from app.settings import Settings
+from app.store import create_store
+from app.waiting import WakeHub
+
+API_VERSION = "0.1.0"
+
+
+def create_app(settings: Settings | None = None, *, clock: Clock | None = None) -> FastAPI:
+    """Build the service. `clock` replaces the service's UTC clock (and the database clock,
+    where the store supports it) so that tests can control time."""
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        store = create_store(settings, clock)
+        await store.open()
+        hub = WakeHub()
+        try:
+            if settings.migrate_on_start:
+                await store.migrate()
+            app.state.store = store
+            app.state.hub = hub
+            yield
+        finally:
+            hub.close()
+            await store.close()
+
+    app = FastAPI(
+        title="simplequeue",
+        version=API_VERSION,
+        summary="A queue over HTTP, backed by SQLite, PostgreSQL or SQL Server.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.clock = clock or system_clock
+    app.include_router(router)
+    install_error_handlers(app)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_request_bytes)
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """Factory for `uvicorn --factory` and multi-worker serving."""
+    return create_app(Settings())

@@ -1,0 +1,61 @@
+"""The store: one interface, one module (with its SQL beside it) per database dialect."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from app.domain import Clock
+from app.settings import Settings
+from app.store.protocol import Store
+
+__all__ = ["Store", "UnsupportedDatabaseURL", "create_store", "dialect_of"]
+
+
+class UnsupportedDatabaseURL(ValueError):
+    pass
+
+
+_SCHEMES = {
+    "sqlite": "sqlite",
+    "postgresql": "postgresql",
+    "postgres": "postgresql",
+    "mssql": "mssql",
+    "mssql+odbc": "mssql",
+    "mssql+aioodbc": "mssql",
+}
+
+
+def dialect_of(url: str) -> str:
+    scheme = urlsplit(url).scheme.lower()
+    if scheme not in _SCHEMES:
+        raise UnsupportedDatabaseURL(
+            f"unsupported database URL scheme {scheme!r}; use sqlite:///, postgresql:// or mssql+odbc://"
+        )
+    return _SCHEMES[scheme]
+
+
+def create_store(settings: Settings, clock: Clock | None = None) -> Store:
+    """Build (but do not open) the store the URL names. Drivers are imported only when chosen,
+    so that SQLite and PostgreSQL deployments never need unixODBC."""
+    url = settings.database_url
+    dialect = dialect_of(url)
+    timeout = settings.db_timeout_seconds
+    if dialect == "sqlite":
+        from app.store.sqlite import SqliteStore
+
+        return SqliteStore(sqlite_path(url), timeout_seconds=timeout, clock=clock)
+    if dialect == "postgresql":
+        from app.store.postgres import PostgresStore
+
+        return PostgresStore(url, pool_size=settings.pool_size, timeout_seconds=timeout, clock=clock)
+    from app.store.mssql import MssqlStore
+
+    return MssqlStore(url, pool_size=settings.pool_size, timeout_seconds=timeout, clock=clock)
+
+
+def sqlite_path(url: str) -> str:
+    """sqlite:///relative.db, sqlite:////absolute.db, sqlite:///:memory: (one process only)."""
+    prefix = "sqlite:///"
+    if not url.startswith(prefix):
+        raise UnsupportedDatabaseURL("SQLite URLs look like sqlite:///./simplequeue.db or sqlite:////var/lib/sq.db")
+    return url[len(prefix) :] or "simplequeue.db"

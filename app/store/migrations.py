@@ -1,0 +1,58 @@
+"""Numbered SQL migrations per dialect, read from ``migrations/<dialect>/NNNN_name.sql``.
+
+Each store applies them inside its own lock and transaction and records every version in
+``sq_schema_version``; the files themselves are idempotent where the engine allows it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import app
+
+_FILE = re.compile(r"^(\d{4})_(\w+)\.sql$")
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+def migrations_root() -> Path:
+    package_dir = Path(app.__file__).parent
+    installed = package_dir / "migrations"  # a wheel carries them inside the package
+    return installed if installed.is_dir() else package_dir.parent / "migrations"
+
+
+def load_migrations(dialect: str) -> list[Migration]:
+    folder = migrations_root() / dialect
+    found = []
+    for path in sorted(folder.glob("*.sql")):
+        match = _FILE.match(path.name)
+        if match is None:
+            raise ValueError(f"migration file {path.name} is not named NNNN_name.sql")
+        found.append(Migration(int(match[1]), match[2], path.read_text(encoding="utf-8")))
+    if not found:
+        raise FileNotFoundError(f"no migrations for {dialect} under {folder}")
+    versions = [m.version for m in found]
+    if len(set(versions)) != len(versions):
+        raise ValueError(f"duplicate migration versions for {dialect}: {versions}")
+    return found
+
+
+def latest_version(dialect: str) -> int:
+    return load_migrations(dialect)[-1].version
+
+
+def split_statements(sql: str) -> list[str]:
+    """Split a migration into statements at semicolons that end a line.
+
+    Our migration files keep one statement per such terminator (no procedural bodies),
+    which is what drivers that run one statement per call need.
+    """
+    body = "\n".join(line for line in sql.splitlines() if not line.lstrip().startswith("--"))
+    return [s.strip() for s in re.split(r";\s*$", body, flags=re.MULTILINE) if s.strip()]

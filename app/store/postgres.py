@@ -1,0 +1,166 @@
+"""PostgreSQL through asyncpg: FOR UPDATE SKIP LOCKED claims, the database's clock."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import datetime
+from pathlib import Path
+from uuid import UUID, uuid4
+
+import asyncpg
+
+from app.domain import Clock, Failure, ItemView, LeasedItem, NewItem, QueueStats
+from app.errors import (
+    DatabaseUnavailable,
+    ItemExists,
+    QueueError,
+    QueueNotFound,
+    SchemaNotReady,
+    StoreError,
+)
+from app.store import rows
+from app.store.migrations import load_migrations
+from app.store.sqlfile import load_queries
+
+Q = load_queries(Path(__file__).with_suffix(".sql"))
+
+_UNAVAILABLE = (
+    OSError,
+    TimeoutError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.CannotConnectNowError,
+    asyncpg.TooManyConnectionsError,
+    asyncpg.InterfaceError,
+    asyncpg.AdminShutdownError,
+)
+
+
+@asynccontextmanager
+async def translated_errors() -> AsyncIterator[None]:
+    """The one place where asyncpg's exceptions become domain errors."""
+    try:
+        yield
+    except QueueError:
+        raise
+    except asyncpg.UniqueViolationError as exc:
+        if exc.constraint_name == "sq_items_id_key":
+            raise ItemExists() from exc
+        raise StoreError(f"PostgreSQL: {exc}") from exc
+    except asyncpg.UndefinedTableError as exc:
+        raise SchemaNotReady() from exc
+    except _UNAVAILABLE as exc:
+        raise DatabaseUnavailable(f"PostgreSQL: {type(exc).__name__}: {exc}") from exc
+    except asyncpg.PostgresError as exc:
+        raise StoreError(f"PostgreSQL: {exc}") from exc
+
+
+def _affected(status: str) -> int:
+    """asyncpg reports 'DELETE 3'."""
+    return int(status.rsplit(" ", 1)[-1])
+
+
+class PostgresStore:
+    dialect = "postgresql"
+
+    def __init__(self, url: str, *, pool_size: int = 10, timeout_seconds: float = 5.0, clock: Clock | None = None):
+        self._url = url
+        self._pool_size = pool_size
+        self._timeout = timeout_seconds
+        self._clock = clock
+        self._pool: asyncpg.Pool | None = None
+
+    def _now(self) -> datetime | None:
+        """None lets the database's clock decide; a clock is injected only by tests."""
+        return self._clock() if self._clock else None
+
+    async def open(self) -> None:
+        # min_size=0: the service starts (and answers 503) while the database is down.
+        self._pool = await asyncpg.create_pool(
+            self._url,
+            min_size=0,
+            max_size=self._pool_size,
+            timeout=self._timeout,
+            command_timeout=max(30.0, self._timeout),
+        )
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
+
+    @asynccontextmanager
+    async def _conn(self) -> AsyncIterator[asyncpg.pool.PoolConnectionProxy]:  # type: ignore[type-arg]
+        assert self._pool is not None, "store is not open"
+        async with translated_errors(), self._pool.acquire(timeout=self._timeout) as conn:
+            yield conn
+
+    async def migrate(self) -> list[int]:
+        applied: list[int] = []
+        async with self._conn() as conn, conn.transaction():
+            await conn.execute(Q["lock_migrations"])
+            await conn.execute(Q["create_version_table"])
+            done = {r["version"] for r in await conn.fetch(Q["applied_versions"])}
+            for migration in load_migrations(self.dialect):
+                if migration.version not in done:
+                    await conn.execute(migration.sql)
+                    await conn.execute(Q["record_version"], migration.version, migration.name)
+                    applied.append(migration.version)
+        return applied
+
+    async def check_ready(self) -> None:
+        latest = load_migrations(self.dialect)[-1].version
+        async with self._conn() as conn:
+            versions = [r["version"] for r in await conn.fetch(Q["applied_versions"])]
+        if latest not in versions:
+            raise SchemaNotReady()
+
+    async def push(self, item: NewItem) -> None:
+        async with self._conn() as conn:
+            await conn.execute(Q["push"], item.id, item.queue, item.payload_json, item.created_at, self._now())
+
+    async def pop(self, queue: str, max_items: int, lease_seconds: int) -> list[LeasedItem]:
+        async with self._conn() as conn:
+            found = await conn.fetch(Q["pop"], queue, self._now(), max_items, uuid4(), lease_seconds)
+        return rows.sorted_leases([(r["seq"], rows.leased_item(r)) for r in found])
+
+    async def complete(self, item_id: UUID, lease_token: UUID | None) -> None:
+        async with self._conn() as conn:
+            if _affected(await conn.execute(Q["complete"], item_id, lease_token)) == 0:
+                current = await conn.fetchrow(Q["get_item"], item_id, self._now())
+                raise rows.transition_refused(current, lease_token)
+
+    async def fail(self, item_id: UUID, failure: Failure) -> ItemView:
+        async with self._conn() as conn:
+            row = await conn.fetchrow(
+                Q["fail"],
+                item_id,
+                failure.lease_token,
+                failure.retry,
+                failure.retry_after_seconds,
+                self._now(),
+                failure.error,
+            )
+            if row is None:
+                current = await conn.fetchrow(Q["get_item"], item_id, self._now())
+                raise rows.transition_refused(current, failure.lease_token)
+        return rows.item_view(row, row["now"])
+
+    async def get_item(self, item_id: UUID) -> ItemView:
+        async with self._conn() as conn:
+            row = await conn.fetchrow(Q["get_item"], item_id, self._now())
+        if row is None:
+            raise rows.transition_refused(None, None)
+        return rows.item_view(row, row["now"])
+
+    async def _stats(self, queue: str | None) -> list[QueueStats]:
+        async with self._conn() as conn:
+            return [rows.queue_stats(r) for r in await conn.fetch(Q["queue_stats"], self._now(), queue)]
+
+    async def list_queues(self) -> list[QueueStats]:
+        return await self._stats(None)
+
+    async def get_queue(self, name: str) -> QueueStats:
+        found = await self._stats(name)
+        if not found:
+            raise QueueNotFound()
+        return found[0]

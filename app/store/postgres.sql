@@ -1,0 +1,79 @@
+-- Queries of the PostgreSQL dialect (asyncpg, $n parameters).
+-- $now is NULL in production, so every time comes from the database's clock (one clock for
+-- every replica; seed 004); tests bind a fake clock in its place.
+
+-- name: push
+WITH new_queue AS (
+    INSERT INTO sq_queues (name, created_at) VALUES ($2, COALESCE($5::timestamptz, now()))
+    ON CONFLICT (name) DO NOTHING
+)
+INSERT INTO sq_items (id, queue, payload, created_at, visible_at)
+VALUES ($1, $2, $3::json, $4, COALESCE($5::timestamptz, now()))
+
+-- name: pop
+-- SKIP LOCKED: concurrent poppers pass over rows another transaction is claiming instead of
+-- queueing behind it; each row goes to exactly one of them.
+WITH next AS (
+    SELECT seq FROM sq_items
+    WHERE queue = $1 AND status IN ('ready', 'leased') AND visible_at <= COALESCE($2::timestamptz, now())
+    ORDER BY created_at, seq
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE sq_items AS i
+SET status = 'leased',
+    attempts = i.attempts + 1,
+    lease_token = $4,
+    visible_at = COALESCE($2::timestamptz, now()) + $5 * interval '1 second'
+FROM next
+WHERE i.seq = next.seq
+RETURNING i.seq, i.id, i.queue, i.payload::text AS payload, i.created_at, i.attempts, i.lease_token, i.visible_at
+
+-- name: complete
+DELETE FROM sq_items WHERE id = $1 AND ($2::uuid IS NULL OR lease_token = $2)
+
+-- name: fail
+UPDATE sq_items
+SET status = CASE WHEN $3 THEN 'ready' ELSE 'dead' END,
+    visible_at = CASE WHEN $3 THEN COALESCE($5::timestamptz, now()) + $4 * interval '1 second' ELSE visible_at END,
+    lease_token = NULL,
+    errors = errors || jsonb_build_array(jsonb_build_object('at', COALESCE($5::timestamptz, now()), 'error', $6::text))
+WHERE id = $1 AND status <> 'dead' AND ($2::uuid IS NULL OR lease_token = $2)
+RETURNING id, queue, payload::text AS payload, status, attempts, errors::text AS errors, created_at, visible_at,
+          COALESCE($5::timestamptz, now()) AS now
+
+-- name: get_item
+SELECT id, queue, payload::text AS payload, status, attempts, errors::text AS errors, created_at, visible_at,
+       lease_token, COALESCE($2::timestamptz, now()) AS now
+FROM sq_items WHERE id = $1
+
+-- name: queue_stats
+SELECT q.name,
+       count(*) FILTER (WHERE i.status = 'ready' OR (i.status = 'leased' AND i.visible_at <= c.now)) AS ready,
+       count(*) FILTER (WHERE i.status = 'leased' AND i.visible_at > c.now) AS leased,
+       count(*) FILTER (WHERE i.status = 'dead') AS dead,
+       min(i.created_at) FILTER (WHERE i.status IN ('ready', 'leased') AND i.visible_at <= c.now) AS oldest_ready,
+       c.now
+FROM (SELECT COALESCE($1::timestamptz, now()) AS now) AS c
+CROSS JOIN sq_queues AS q
+LEFT JOIN sq_items AS i ON i.queue = q.name
+WHERE $2::text IS NULL OR q.name = $2
+GROUP BY q.name, c.now
+ORDER BY q.name
+
+-- name: lock_migrations
+-- Replicas starting together: one migrates, the others wait here and then find nothing to do.
+SELECT pg_advisory_xact_lock(hashtext('simplequeue_migrate'))
+
+-- name: create_version_table
+CREATE TABLE IF NOT EXISTS sq_schema_version (
+    version integer NOT NULL PRIMARY KEY,
+    name text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)
+
+-- name: applied_versions
+SELECT version FROM sq_schema_version ORDER BY version
+
+-- name: record_version
+INSERT INTO sq_schema_version (version, name) VALUES ($1, $2)

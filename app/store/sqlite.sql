@@ -1,0 +1,65 @@
+-- Queries of the SQLite dialect. Writes run inside BEGIN IMMEDIATE: SQLite has one writer
+-- per database file, so taking the write lock up front makes every claim atomic across
+-- all processes that share the file, without SKIP LOCKED.
+
+-- name: ensure_queue
+INSERT INTO sq_queues (name, created_at) VALUES (:queue, :now)
+ON CONFLICT (name) DO NOTHING
+
+-- name: insert_item
+INSERT INTO sq_items (id, queue, payload, created_at, visible_at)
+VALUES (:id, :queue, :payload, :created_at, :now)
+
+-- name: pop
+UPDATE sq_items
+SET status = 'leased', attempts = attempts + 1, lease_token = :lease_token, visible_at = :lease_expires_at
+WHERE seq IN (
+    SELECT seq FROM sq_items INDEXED BY sq_items_pop
+    WHERE queue = :queue AND status IN ('ready', 'leased') AND visible_at <= :now
+    ORDER BY created_at, seq
+    LIMIT :max_items
+)
+RETURNING seq, id, queue, payload, created_at, attempts, lease_token, visible_at
+
+-- name: complete
+DELETE FROM sq_items
+WHERE id = :id AND (:lease_token IS NULL OR lease_token = :lease_token)
+
+-- name: fail
+UPDATE sq_items
+SET status = CASE WHEN :retry THEN 'ready' ELSE 'dead' END,
+    visible_at = CASE WHEN :retry THEN :retry_at ELSE visible_at END,
+    lease_token = NULL,
+    errors = json_insert(errors, '$[#]', json_object('at', :now, 'error', :error))
+WHERE id = :id AND status <> 'dead' AND (:lease_token IS NULL OR lease_token = :lease_token)
+RETURNING id, queue, payload, status, attempts, errors, created_at, visible_at
+
+-- name: get_item
+SELECT id, queue, payload, status, attempts, errors, created_at, visible_at, lease_token
+FROM sq_items WHERE id = :id
+
+-- name: queue_stats
+SELECT q.name AS name,
+       SUM(i.status = 'ready' OR (i.status = 'leased' AND i.visible_at <= :now)) AS ready,
+       SUM(i.status = 'leased' AND i.visible_at > :now) AS leased,
+       SUM(i.status = 'dead') AS dead,
+       MIN(CASE WHEN i.status IN ('ready', 'leased') AND i.visible_at <= :now THEN i.created_at END)
+           AS oldest_ready,
+       :now AS now
+FROM sq_queues q LEFT JOIN sq_items i ON i.queue = q.name
+WHERE :queue IS NULL OR q.name = :queue
+GROUP BY q.name
+ORDER BY q.name
+
+-- name: applied_versions
+SELECT version FROM sq_schema_version ORDER BY version
+
+-- name: create_version_table
+CREATE TABLE IF NOT EXISTS sq_schema_version (
+    version INTEGER NOT NULL PRIMARY KEY,
+    name TEXT NOT NULL,
+    applied_at TEXT NOT NULL
+)
+
+-- name: record_version
+INSERT INTO sq_schema_version (version, name, applied_at) VALUES (:version, :name, :now)

@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from uuid import uuid4
+
+import pytest
+
+from app.settings import Settings
+from app.store import Store, create_store
+from tests.engines import ENGINES, FakeClock, postgres_database, require_mssql
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    with postgres_database() as url:
+        yield url
+
+
+@pytest.fixture(params=ENGINES)
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """One database URL per engine; the conformance and API suites run over all of them."""
+    engine = request.param
+    if engine == "sqlite":
+        return f"sqlite:///{tmp_path / 'queue.db'}"
+    if engine == "postgresql":
+        url: str = request.getfixturevalue("postgres_url")
+        return url
+    return require_mssql()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    return Settings(database_url=database_url, db_timeout_seconds=5)
+
+
+@pytest.fixture
+async def store(settings: Settings, clock: FakeClock) -> AsyncIterator[Store]:
+    store = create_store(settings, clock)
+    await store.open()
+    await store.migrate()
+    yield store
+    await store.close()
+
+
+@pytest.fixture
+def queue() -> str:
+    """A queue of this test's own: tests share a database per engine but never a queue."""
+    return f"t-{uuid4().hex[:16]}"
