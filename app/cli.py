@@ -25,7 +25,9 @@ def main() -> None:
 @main.command()
 @click.option("--host", default=None, help="Bind address (default SIMPLEQUEUE_HOST or 127.0.0.1).")
 @click.option("--port", type=int, default=None, help="Port (default SIMPLEQUEUE_PORT or 8000).")
-@click.option("--workers", type=int, default=1, show_default=True, help="Worker processes sharing one database.")
+@click.option(
+    "--workers", type=int, default=1, show_default=True, help="Worker processes sharing one database."
+)
 def serve(host: str | None, port: int | None, workers: int) -> None:
     """Serve the HTTP API."""
     import uvicorn
@@ -69,7 +71,9 @@ def _migrate(settings: Settings) -> list[int]:
 
 
 @main.command()
-@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here instead of stdout.")
+@click.option(
+    "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here instead of stdout."
+)
 def openapi(output: Path | None) -> None:
     """Print the OpenAPI spec that generated clients are built from."""
     from app.main import create_app
@@ -79,3 +83,7 @@ def openapi(output: Path | None) -> None:
         sys.stdout.write(text)
     else:
         output.write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -60,7 +60,7 @@ class ItemExists(Conflict):
 
 
 class LeaseMismatch(Conflict):
-    """The lease token is not the item's current lease (it expired and the item may have been popped again)."""
+    """The lease token is not the item's current lease (it expired; the item may have been popped again)."""
 
 
 class ItemDead(Conflict):

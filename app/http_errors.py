@@ -12,7 +12,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.errors import PayloadTooLarge, QueueError
+from app.errors import QueueError
 from app.schemas import ErrorBody
 
 log = logging.getLogger("simplequeue")
@@ -36,10 +36,14 @@ async def on_validation_error(request: Request, exc: Exception) -> JSONResponse:
     errors = exc.errors()
     content_type = request.headers.get("content-type", "")
     if request.method in ("POST", "PUT", "PATCH") and "json" not in content_type:
-        return envelope(415, "UnsupportedMediaType", "send the body as JSON with Content-Type: application/json")
+        return envelope(
+            415, "UnsupportedMediaType", "send the body as JSON with Content-Type: application/json"
+        )
     if any(e.get("type") == "json_invalid" for e in errors):
         return envelope(400, "MalformedJSON", "the request body is not valid JSON")
-    fields = [{"loc": [str(p) if not isinstance(p, int) else p for p in e["loc"]], "msg": e["msg"]} for e in errors]
+    fields = [
+        {"loc": [str(p) if not isinstance(p, int) else p for p in e["loc"]], "msg": e["msg"]} for e in errors
+    ]
     summary = "; ".join(f"{'.'.join(map(str, f['loc']))}: {f['msg']}" for f in fields)
     return envelope(422, "ValidationError", summary, fields)
 
@@ -64,7 +68,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
 
 class BodyLimit:
-    """Refuses request bodies over a limit before they are read into memory."""
+    """Refuses request bodies over a limit without reading more than the limit into memory."""
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app = app
@@ -75,18 +79,38 @@ class BodyLimit:
             await self.app(scope, receive, send)
             return
         declared = dict(scope["headers"]).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            response = envelope(413, "PayloadTooLarge", f"request body is over {self.max_bytes} bytes")
-            await response(scope, receive, send)
+        if declared is not None and declared.isdigit():
+            if int(declared) > self.max_bytes:
+                await self._refuse(scope, receive, send)
+            else:  # the server holds the client to its Content-Length
+                await self.app(scope, receive, send)
             return
-        seen = 0
-
-        async def counted() -> Message:
-            nonlocal seen
+        # Chunked: read up to the limit here, because FastAPI turns any error raised while it
+        # reads the body into a generic 400.
+        chunks: list[bytes] = []
+        size = 0
+        while True:
             message = await receive()
-            seen += len(message.get("body", b""))
-            if seen > self.max_bytes:
-                raise PayloadTooLarge(f"request body is over {self.max_bytes} bytes")
-            return message
+            if message["type"] != "http.request":
+                break
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > self.max_bytes:
+                await self._refuse(scope, receive, send)
+                return
+            if not message.get("more_body", False):
+                break
+        replayed = False
 
-        await self.app(scope, counted, send)
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = envelope(413, "PayloadTooLarge", f"request body is over {self.max_bytes} bytes")
+        await response(scope, receive, send)

@@ -57,7 +57,9 @@ SettingsDep = Annotated[Settings, Depends(get_settings)]
 HubDep = Annotated[WakeHub, Depends(get_hub)]
 ClockDep = Annotated[Clock, Depends(get_clock)]
 ItemId = Annotated[UUID, Path(description="The item's id.")]
-LeaseTokenQuery = Annotated[UUID | None, Query(description="Refuse (409) unless this is the item's current lease.")]
+LeaseTokenQuery = Annotated[
+    UUID | None, Query(description="Refuse (409) unless this is the item's current lease.")
+]
 
 
 def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
@@ -82,7 +84,9 @@ router = APIRouter()
     operation_id="push",
     responses=_errors(400, 409, 413, 415, 422, 503),
 )
-async def push(body: PushRequest, store: StoreDep, settings: SettingsDep, hub: HubDep, clock: ClockDep) -> PushResponse:
+async def push(
+    body: PushRequest, store: StoreDep, settings: SettingsDep, hub: HubDep, clock: ClockDep
+) -> PushResponse:
     """Add an item to a queue (created on first push). 201 means it is committed."""
     item = NewItem(
         id=body.id or uuid4(),
@@ -122,7 +126,9 @@ async def complete_item(item_id: ItemId, store: StoreDep, lease_token: LeaseToke
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
-@router.post("/items/{item_id}/fail", operation_id="failItem", responses=_errors(400, 404, 409, 415, 422, 503))
+@router.post(
+    "/items/{item_id}/fail", operation_id="failItem", responses=_errors(400, 404, 409, 415, 422, 503)
+)
 async def fail_item(item_id: ItemId, body: FailRequest, store: StoreDep, hub: HubDep) -> ItemResponse:
     """Record an error; retry the item later (`retry: true`) or park it as dead."""
     failure = Failure(body.error, body.lease_token, body.retry, body.retry_after_seconds)

@@ -49,7 +49,9 @@ class Body(BaseModel):
 class PushRequest(Body):
     queue: QueueName = "default"
     payload: Any = Field(..., description="Any JSON value, stored and returned as given.")
-    id: UUID | None = Field(None, description="Client-chosen id; an id that already exists is refused with 409.")
+    id: UUID | None = Field(
+        None, description="Client-chosen id; an id that already exists is refused with 409."
+    )
     created_at: UtcDatetime | None = Field(
         None, description="The producer's timestamp (ISO-8601; UTC if no offset). Pop order is oldest first."
     )
@@ -64,7 +66,9 @@ class PushResponse(BaseModel):
 class PopRequest(Body):
     queue: QueueName = "default"
     max_items: int = Field(1, ge=1, le=100)
-    wait_seconds: float = Field(0, ge=0, le=20, description="Long-poll up to this long when nothing is ready.")
+    wait_seconds: float = Field(
+        0, ge=0, le=20, description="Long-poll up to this long when nothing is ready."
+    )
     lease_seconds: int = Field(30, ge=1, le=43200, description="How long the worker holds each item.")
 
 
@@ -97,7 +101,9 @@ class PopResponse(BaseModel):
 class FailRequest(Body):
     error: ErrorText
     lease_token: UUID | None = None
-    retry: bool = Field(True, description="true: poppable again after retry_after_seconds; false: park as dead.")
+    retry: bool = Field(
+        True, description="true: poppable again after retry_after_seconds; false: park as dead."
+    )
     retry_after_seconds: int = Field(0, ge=0, le=86400)
 
 
@@ -166,4 +172,6 @@ class ErrorBody(BaseModel):
 
     error: str = Field(examples=["LeaseMismatch"])
     detail: str
-    fields: list[FieldError] | None = Field(None, description="Which inputs were invalid (ValidationError only).")
+    fields: list[FieldError] | None = Field(
+        None, description="Which inputs were invalid (ValidationError only)."
+    )

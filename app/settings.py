@@ -10,21 +10,29 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="SIMPLEQUEUE_", env_file=".env", extra="ignore")
 
     database_url: str = Field(
-        "sqlite:///./simplequeue.db",
+        default="sqlite:///./simplequeue.db",
         description="sqlite:///path | postgresql://user@host:port/db | mssql+odbc://user:pw@host:port/db?driver=...",
     )
     host: str = "127.0.0.1"
-    port: int = Field(8000, ge=0, le=65535)
+    port: int = Field(default=8000, ge=0, le=65535)
     migrate_on_start: bool = True
-    max_payload_bytes: int = Field(256 * 1024, ge=1, description="Largest payload accepted, as UTF-8 JSON.")
-    max_request_bytes: int = Field(
-        8 * 1024 * 1024, ge=1024, description="Largest request body read at all; larger bodies get 413 unread."
+    max_payload_bytes: int = Field(
+        default=256 * 1024, ge=1, description="Largest payload accepted, as UTF-8 JSON."
     )
-    pool_size: int = Field(10, ge=1, le=500)
+    max_request_bytes: int = Field(
+        default=8 * 1024 * 1024,
+        ge=1024,
+        description="Largest request body read at all; larger bodies get 413 unread.",
+    )
+    pool_size: int = Field(default=10, ge=1, le=500)
     db_timeout_seconds: float = Field(
-        5.0, gt=0, description="Connect, pool-acquire and lock-wait limit; past it requests answer 503."
+        default=5.0,
+        gt=0,
+        description="Connect, pool-acquire and lock-wait limit; past it requests answer 503.",
     )
     wait_recheck_seconds: float = Field(
-        1.0, gt=0, description="How often a long-poll re-checks the database for items pushed elsewhere."
+        default=1.0,
+        gt=0,
+        description="How often a long-poll re-checks the database for items pushed elsewhere.",
     )
     log_level: str = "info"

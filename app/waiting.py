@@ -8,6 +8,7 @@ through another process or became poppable when a lease expired.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 from app.domain import LeasedItem
@@ -56,7 +57,5 @@ async def pop_waiting(
         remaining = deadline - time.monotonic()
         if items or remaining <= 0 or hub.closed:
             return items
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(signal.wait(), timeout=min(remaining, recheck_seconds))
-        except TimeoutError:
-            pass

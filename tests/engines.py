@@ -19,9 +19,13 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-POSTGRES_URL = os.environ.get("SIMPLEQUEUE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+POSTGRES_URL = os.environ.get(
+    "SIMPLEQUEUE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
 MSSQL_URL = os.environ.get("SIMPLEQUEUE_TEST_MSSQL_URL", "")
-REQUIRE_POSTGRES = os.environ.get("CI", "").lower() == "true" or os.environ.get("SIMPLEQUEUE_REQUIRE_POSTGRES") == "1"
+REQUIRE_POSTGRES = (
+    os.environ.get("CI", "").lower() == "true" or os.environ.get("SIMPLEQUEUE_REQUIRE_POSTGRES") == "1"
+)
 
 ENGINES = ["sqlite", "postgresql", "mssql"]
 

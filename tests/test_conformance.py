@@ -17,7 +17,9 @@ from app.store import Store, create_store
 from tests.engines import FakeClock
 
 
-def new_item(queue: str, payload: Any = None, *, created_at: datetime | None = None, id: UUID | None = None) -> NewItem:
+def new_item(
+    queue: str, payload: Any = None, *, created_at: datetime | None = None, id: UUID | None = None
+) -> NewItem:
     import json
 
     return NewItem(
@@ -37,7 +39,9 @@ async def pop_one(store: Store, queue: str, lease_seconds: int = 30) -> LeasedIt
 # --- push and pop ---------------------------------------------------------------------------
 
 
-async def test_pushed_item_pops_with_its_payload_and_a_lease(store: Store, queue: str, clock: FakeClock) -> None:
+async def test_pushed_item_pops_with_its_payload_and_a_lease(
+    store: Store, queue: str, clock: FakeClock
+) -> None:
     item = new_item(queue, {"order": 42, "lines": ["a", "b"]})
     await store.push(item)
 
@@ -81,7 +85,9 @@ async def test_pop_hands_out_oldest_created_at_first_then_insertion_order(store:
 
 async def test_pop_takes_at_most_max_items(store: Store, queue: str) -> None:
     for n in range(5):
-        await store.push(new_item(queue, n, created_at=datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=n)))
+        await store.push(
+            new_item(queue, n, created_at=datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=n))
+        )
     first = await store.pop(queue, 3, 30)
     second = await store.pop(queue, 3, 30)
     assert [p.payload for p in first] == [0, 1, 2]
@@ -143,7 +149,9 @@ async def test_stale_lease_token_cannot_complete_and_changes_nothing(
         await store.get_item(first.id)
 
 
-async def test_expired_but_untaken_lease_can_still_complete(store: Store, queue: str, clock: FakeClock) -> None:
+async def test_expired_but_untaken_lease_can_still_complete(
+    store: Store, queue: str, clock: FakeClock
+) -> None:
     await store.push(new_item(queue))
     popped = await pop_one(store, queue, lease_seconds=5)
     clock.advance(60)
@@ -152,7 +160,9 @@ async def test_expired_but_untaken_lease_can_still_complete(store: Store, queue:
     assert await store.pop(queue, 1, 5) == []
 
 
-async def test_complete_without_token_deletes_and_a_second_complete_is_not_found(store: Store, queue: str) -> None:
+async def test_complete_without_token_deletes_and_a_second_complete_is_not_found(
+    store: Store, queue: str
+) -> None:
     item = new_item(queue)
     await store.push(item)
     await store.complete(item.id, None)
@@ -211,7 +221,9 @@ async def test_fail_without_retry_parks_the_item_dead_with_its_errors(
     popped = await pop_one(store, queue)
     clock.advance(2)
 
-    view = await store.fail(popped.id, Failure("fatal: 'quoted' \"text\" \\ ✗", popped.lease_token, retry=False))
+    view = await store.fail(
+        popped.id, Failure("fatal: 'quoted' \"text\" \\ ✗", popped.lease_token, retry=False)
+    )
 
     assert view.status == ItemStatus.DEAD
     assert [e.error for e in view.errors] == ["first", "fatal: 'quoted' \"text\" \\ ✗"]
@@ -367,5 +379,7 @@ async def test_concurrent_poppers_get_every_item_exactly_once(store: Store, queu
 async def test_concurrent_pushes_are_all_kept(store: Store, queue: str) -> None:
     items = [new_item(queue, n) for n in range(300)]
     await asyncio.gather(*(store.push(i) for i in items))
-    popped = await store.pop(queue, 100, 30) + await store.pop(queue, 100, 30) + await store.pop(queue, 100, 30)
+    popped = (
+        await store.pop(queue, 100, 30) + await store.pop(queue, 100, 30) + await store.pop(queue, 100, 30)
+    )
     assert {p.id for p in popped} == {i.id for i in items}

@@ -57,5 +57,7 @@ def sqlite_path(url: str) -> str:
     """sqlite:///relative.db, sqlite:////absolute.db, sqlite:///:memory: (one process only)."""
     prefix = "sqlite:///"
     if not url.startswith(prefix):
-        raise UnsupportedDatabaseURL("SQLite URLs look like sqlite:///./simplequeue.db or sqlite:////var/lib/sq.db")
+        raise UnsupportedDatabaseURL(
+            "SQLite URLs look like sqlite:///./simplequeue.db or sqlite:////var/lib/sq.db"
+        )
     return url[len(prefix) :] or "simplequeue.db"

@@ -63,7 +63,9 @@ def _affected(status: str) -> int:
 class PostgresStore:
     dialect = "postgresql"
 
-    def __init__(self, url: str, *, pool_size: int = 10, timeout_seconds: float = 5.0, clock: Clock | None = None):
+    def __init__(
+        self, url: str, *, pool_size: int = 10, timeout_seconds: float = 5.0, clock: Clock | None = None
+    ):
         self._url = url
         self._pool_size = pool_size
         self._timeout = timeout_seconds
@@ -89,7 +91,7 @@ class PostgresStore:
             await self._pool.close()
 
     @asynccontextmanager
-    async def _conn(self) -> AsyncIterator[asyncpg.pool.PoolConnectionProxy]:  # type: ignore[type-arg]
+    async def _conn(self) -> AsyncIterator[asyncpg.pool.PoolConnectionProxy]:
         assert self._pool is not None, "store is not open"
         async with translated_errors(), self._pool.acquire(timeout=self._timeout) as conn:
             yield conn
@@ -116,7 +118,9 @@ class PostgresStore:
 
     async def push(self, item: NewItem) -> None:
         async with self._conn() as conn:
-            await conn.execute(Q["push"], item.id, item.queue, item.payload_json, item.created_at, self._now())
+            await conn.execute(
+                Q["push"], item.id, item.queue, item.payload_json, item.created_at, self._now()
+            )
 
     async def pop(self, queue: str, max_items: int, lease_seconds: int) -> list[LeasedItem]:
         async with self._conn() as conn:

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 from uuid import UUID
 
 from app.domain import ErrorRecord, ItemView, LeasedItem, QueueStats, effective_status
 from app.errors import ItemDead, ItemNotFound, LeaseMismatch, QueueError
+
+
+class Row(Protocol):
+    """What every driver's row offers: sqlite3.Row, asyncpg.Record and our ODBC dicts."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
 
 
 def as_utc(value: datetime | str) -> datetime:
@@ -23,7 +29,7 @@ def as_uuid(value: UUID | str) -> UUID:
     return value if isinstance(value, UUID) else UUID(value)
 
 
-def leased_item(row: Mapping[str, Any]) -> LeasedItem:
+def leased_item(row: Row) -> LeasedItem:
     return LeasedItem(
         id=as_uuid(row["id"]),
         queue=row["queue"],
@@ -35,7 +41,7 @@ def leased_item(row: Mapping[str, Any]) -> LeasedItem:
     )
 
 
-def item_view(row: Mapping[str, Any], now: datetime | str) -> ItemView:
+def item_view(row: Row, now: datetime | str) -> ItemView:
     visible_at = as_utc(row["visible_at"])
     status = effective_status(row["status"], visible_at, as_utc(now))
     errors = [ErrorRecord(as_utc(e["at"]), e["error"]) for e in json.loads(row["errors"])]
@@ -51,7 +57,7 @@ def item_view(row: Mapping[str, Any], now: datetime | str) -> ItemView:
     )
 
 
-def queue_stats(row: Mapping[str, Any]) -> QueueStats:
+def queue_stats(row: Row) -> QueueStats:
     """Rows carry the counts, the oldest poppable created_at and the clock they were read at."""
     oldest = row["oldest_ready"]
     age = None
@@ -66,7 +72,7 @@ def queue_stats(row: Mapping[str, Any]) -> QueueStats:
     )
 
 
-def transition_refused(row: Mapping[str, Any] | None, lease_token: UUID | None) -> QueueError:
+def transition_refused(row: Row | None, lease_token: UUID | None) -> QueueError:
     """Why a compare-and-set changed nothing, given the item's current row (or None)."""
     if row is None:
         return ItemNotFound()

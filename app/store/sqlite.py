@@ -59,7 +59,9 @@ async def translated_errors() -> AsyncIterator[None]:
 class SqliteStore:
     dialect = "sqlite"
 
-    def __init__(self, path: str, *, timeout_seconds: float = 5.0, readers: int = 2, clock: Clock | None = None):
+    def __init__(
+        self, path: str, *, timeout_seconds: float = 5.0, readers: int = 2, clock: Clock | None = None
+    ):
         self._path = path
         self._timeout = timeout_seconds
         self._reader_count = readers

@@ -1,0 +1,333 @@
+"""The HTTP API through the real app, in-process (httpx's ASGI transport, real lifespan)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+from uuid import uuid4
+
+import httpx
+import pytest
+from asgi_lifespan import LifespanManager
+
+from app.main import create_app
+from app.settings import Settings
+from tests.engines import FakeClock
+
+Client = httpx.AsyncClient
+
+
+async def _client(settings: Settings, clock: FakeClock | None) -> AsyncIterator[Client]:
+    app = create_app(settings, clock=clock)
+    async with LifespanManager(app) as manager:
+        transport = httpx.ASGITransport(app=manager.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://sq") as client:
+            yield client
+
+
+@pytest.fixture
+async def client(settings: Settings, clock: FakeClock) -> AsyncIterator[Client]:
+    """A client of the app on each engine."""
+    async for c in _client(settings, clock):
+        yield c
+
+
+@pytest.fixture
+async def lite(tmp_path: Path, clock: FakeClock) -> AsyncIterator[Client]:
+    """A client of the app on SQLite, for input validation (the engine is not what is tested)."""
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'api.db'}", max_payload_bytes=1024, max_request_bytes=20_000
+    )
+    async for c in _client(settings, clock):
+        yield c
+
+
+def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    body: dict[str, Any] = response.json()
+    assert body["error"] == code, body
+    assert isinstance(body["detail"], str)
+    assert body["detail"]
+    return body
+
+
+# --- the whole flow, on every engine --------------------------------------------------------
+
+
+async def test_push_pop_fail_complete_and_inspect(client: Client, queue: str, clock: FakeClock) -> None:
+    pushed = await client.post("/push", json={"queue": queue, "payload": {"n": 1}})
+    assert pushed.status_code == 201, pushed.text
+    item_id = pushed.json()["id"]
+    assert set(pushed.json()) == {"id", "queue", "created_at"}
+
+    popped = await client.post("/pop", json={"queue": queue, "lease_seconds": 60})
+    assert popped.status_code == 200
+    [item] = popped.json()["items"]
+    assert set(item) == {
+        "id",
+        "queue",
+        "payload",
+        "created_at",
+        "attempts",
+        "lease_token",
+        "lease_expires_at",
+    }
+    assert (item["id"], item["payload"], item["attempts"]) == (item_id, {"n": 1}, 1)
+
+    failed = await client.post(
+        f"/items/{item_id}/fail",
+        json={"error": "db timeout", "lease_token": item["lease_token"], "retry": True},
+    )
+    assert failed.status_code == 200, failed.text
+    assert failed.json()["status"] == "ready"
+    assert [e["error"] for e in failed.json()["errors"]] == ["db timeout"]
+
+    [again] = (await client.post("/pop", json={"queue": queue})).json()["items"]
+    assert again["attempts"] == 2
+
+    view = (await client.get(f"/items/{item_id}")).json()
+    assert set(view) == {
+        "id",
+        "queue",
+        "payload",
+        "status",
+        "attempts",
+        "errors",
+        "created_at",
+        "lease_expires_at",
+    }
+    assert (view["status"], view["attempts"]) == ("leased", 2)
+
+    stale = await client.delete(f"/items/{item_id}", params={"lease_token": item["lease_token"]})
+    assert_error(stale, 409, "LeaseMismatch")
+    done = await client.delete(f"/items/{item_id}", params={"lease_token": again["lease_token"]})
+    assert done.status_code == 204
+    assert done.content == b""
+    assert_error(await client.get(f"/items/{item_id}"), 404, "ItemNotFound")
+
+    stats = (await client.get(f"/queues/{queue}")).json()
+    assert stats == {"name": queue, "ready": 0, "leased": 0, "dead": 0, "oldest_ready_age_seconds": None}
+    listed = (await client.get("/queues")).json()["queues"]
+    assert stats in listed
+
+
+async def test_client_supplied_id_and_created_at_are_kept(client: Client, queue: str) -> None:
+    item_id = str(uuid4())
+    body = {"queue": queue, "payload": "x", "id": item_id, "created_at": "2021-09-16T17:55:38.403+02:00"}
+    pushed = await client.post("/push", json=body)
+    assert pushed.status_code == 201
+    assert pushed.json() == {"id": item_id, "queue": queue, "created_at": "2021-09-16T15:55:38.403000Z"}
+
+    again = await client.post("/push", json={**body, "payload": "changed"})
+    assert_error(again, 409, "ItemExists")
+    assert (await client.get(f"/items/{item_id}")).json()["payload"] == "x"
+
+
+async def test_fail_without_retry_parks_dead(client: Client, queue: str) -> None:
+    item_id = (await client.post("/push", json={"queue": queue, "payload": 1})).json()["id"]
+    dead = await client.post(f"/items/{item_id}/fail", json={"error": "poison", "retry": False})
+    assert dead.json()["status"] == "dead"
+    assert (await client.post("/pop", json={"queue": queue})).json() == {"items": []}
+    assert (await client.get(f"/queues/{queue}")).json()["dead"] == 1
+    assert_error(await client.post(f"/items/{item_id}/fail", json={"error": "x"}), 409, "ItemDead")
+
+
+async def test_long_poll_returns_when_an_item_is_pushed(client: Client, queue: str) -> None:
+    waiting = asyncio.create_task(client.post("/pop", json={"queue": queue, "wait_seconds": 20}))
+    await asyncio.sleep(0.2)
+    assert not waiting.done()
+    await client.post("/push", json={"queue": queue, "payload": "wake"})
+    response = await asyncio.wait_for(waiting, timeout=10)
+    assert [i["payload"] for i in response.json()["items"]] == ["wake"]
+
+
+async def test_long_poll_ends_empty_after_its_wait(client: Client, queue: str) -> None:
+    response = await client.post("/pop", json={"queue": queue, "wait_seconds": 0.3})
+    assert response.json() == {"items": []}
+
+
+async def test_health_and_readiness(client: Client) -> None:
+    assert (await client.get("/healthz")).json() == {"status": "ok"}
+    assert (await client.get("/readyz")).json() == {"status": "ready"}
+
+
+# --- bad input: a clear 4xx with the envelope, and nothing changes --------------------------
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"queue": "q"},
+        {"payload": 1, "queue": ""},
+        {"payload": 1, "queue": "has space"},
+        {"payload": 1, "queue": "slash/name"},
+        {"payload": 1, "queue": "é"},
+        {"payload": 1, "queue": "x" * 129},
+        {"payload": 1, "queue": 7},
+        {"payload": 1, "id": "not-a-uuid"},
+        {"payload": 1, "id": 12},
+        {"payload": 1, "created_at": "yesterday"},
+        {"payload": 1, "created_at": "2021-13-40T00:00:00Z"},
+        {"payload": 1, "created_at": "9999-12-31T23:59:59-05:00"},
+        {"payload": 1, "priority": 5},
+        [1, 2],
+        "just a string",
+        None,
+    ],
+)
+async def test_push_refuses_invalid_bodies(lite: Client, body: Any) -> None:
+    raw = json.dumps(body)  # json=None would send no body at all; send the literal null
+    response = await lite.post("/push", content=raw, headers={"content-type": "application/json"})
+    result = assert_error(response, 422, "ValidationError")
+    assert result["fields"]
+    assert (await lite.get("/queues")).json() == {"queues": []}
+
+
+@pytest.mark.parametrize(
+    ("raw", "code"),
+    [
+        ('{"payload": NaN}', "InvalidPayload"),
+        ('{"payload": 1e999}', "InvalidPayload"),
+        ('{"payload": "\\ud800"}', "InvalidPayload"),
+        ('{"payload": "nul \\u0000 inside"}', "InvalidPayload"),
+    ],
+)
+async def test_push_refuses_payloads_no_database_can_hold(lite: Client, raw: str, code: str) -> None:
+    response = await lite.post("/push", content=raw, headers={"content-type": "application/json"})
+    assert_error(response, 422, code)
+    assert (await lite.get("/queues")).json() == {"queues": []}
+
+
+async def test_malformed_json_and_wrong_content_type(lite: Client) -> None:
+    bad = await lite.post("/push", content=b'{"payload": ', headers={"content-type": "application/json"})
+    assert_error(bad, 400, "MalformedJSON")
+    form = await lite.post("/push", content=b'{"payload": 1}', headers={"content-type": "text/plain"})
+    assert_error(form, 415, "UnsupportedMediaType")
+    missing = await lite.post("/pop")
+    assert_error(missing, 415, "UnsupportedMediaType")
+
+
+async def test_payload_and_body_size_limits(lite: Client) -> None:
+    assert (await lite.post("/push", json={"payload": "x" * 1000})).status_code == 201
+    assert_error(await lite.post("/push", json={"payload": "x" * 1023}), 413, "PayloadTooLarge")
+    # multi-byte characters count as their UTF-8 bytes
+    assert_error(await lite.post("/push", json={"payload": "é" * 600}), 413, "PayloadTooLarge")
+    assert_error(await lite.post("/push", json={"payload": "x" * 25_000}), 413, "PayloadTooLarge")
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b'{"payload": "'
+        for _ in range(10):
+            yield b"x" * 3000
+        yield b'"}'
+
+    streamed = await lite.post("/push", content=chunks(), headers={"content-type": "application/json"})
+    assert_error(streamed, 413, "PayloadTooLarge")
+    assert (await lite.get("/queues/default")).json()["ready"] == 1
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"max_items": 0},
+        {"max_items": 101},
+        {"max_items": "many"},
+        {"wait_seconds": -1},
+        {"wait_seconds": 20.5},
+        {"lease_seconds": 0},
+        {"lease_seconds": 43201},
+        {"lease_seconds": 1.5},
+        {"queue": "bad name"},
+        {"max_item": 3},
+    ],
+)
+async def test_pop_refuses_out_of_range_options(lite: Client, body: dict[str, Any]) -> None:
+    await lite.post("/push", json={"payload": 1})
+    assert_error(await lite.post("/pop", json=body), 422, "ValidationError")
+    assert (await lite.get("/queues/default")).json()["ready"] == 1
+
+
+async def test_item_routes_refuse_bad_ids_tokens_and_errors(lite: Client) -> None:
+    item_id = (await lite.post("/push", json={"payload": 1})).json()["id"]
+    assert_error(await lite.delete("/items/nope"), 422, "ValidationError")
+    assert_error(await lite.get("/items/123"), 422, "ValidationError")
+    assert_error(
+        await lite.delete(f"/items/{item_id}", params={"lease_token": "zzz"}), 422, "ValidationError"
+    )
+    assert_error(await lite.delete(f"/items/{uuid4()}"), 404, "ItemNotFound")
+    assert_error(await lite.post(f"/items/{uuid4()}/fail", json={"error": "x"}), 404, "ItemNotFound")
+    for body in (
+        {},
+        {"error": ""},
+        {"error": "x" * 16385},
+        {"error": "nul\x00"},
+        {"error": "x", "retry": "perhaps"},
+        {"error": "x", "retry_after_seconds": -1},
+        {"error": "x", "retry_after_seconds": 86401},
+        {"error": "x", "lease_token": "abc"},
+        {"error": "x", "extra": 1},
+    ):
+        assert_error(await lite.post(f"/items/{item_id}/fail", json=body), 422, "ValidationError")
+    view = (await lite.get(f"/items/{item_id}")).json()
+    assert (view["status"], view["errors"], view["attempts"]) == ("ready", [], 0)
+
+
+async def test_queue_routes_and_unknown_paths(lite: Client) -> None:
+    assert_error(await lite.get("/queues/never-pushed"), 404, "QueueNotFound")
+    assert_error(await lite.get("/queues/bad name"), 422, "ValidationError")
+    assert_error(await lite.get("/nowhere"), 404, "NotFound")
+    assert_error(await lite.put("/push", json={}), 405, "MethodNotAllowed")
+
+
+# --- the database going away ----------------------------------------------------------------
+
+
+async def test_database_outage_answers_503_quickly(clock: FakeClock) -> None:
+    # Port 1 on loopback refuses connections: the service must say so, not hang or crash.
+    settings = Settings(
+        database_url="postgresql://postgres@127.0.0.1:1/none", migrate_on_start=False, db_timeout_seconds=2
+    )
+    async for client in _client(settings, clock):
+        assert (await client.get("/healthz")).status_code == 200
+        for call in (
+            client.get("/readyz"),
+            client.post("/push", json={"payload": 1}),
+            client.post("/pop", json={"wait_seconds": 5}),
+            client.get("/queues"),
+        ):
+            response = await asyncio.wait_for(call, timeout=10)
+            assert_error(response, 503, "DatabaseUnavailable")
+            assert response.headers["retry-after"] == "1"
+
+
+async def test_readiness_fails_until_migrated(tmp_path: Path, clock: FakeClock) -> None:
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'empty.db'}", migrate_on_start=False)
+    async for client in _client(settings, clock):
+        assert_error(await client.get("/readyz"), 503, "SchemaNotReady")
+        assert_error(await client.post("/push", json={"payload": 1}), 503, "SchemaNotReady")
+
+
+def test_openapi_spec_is_committed_and_current() -> None:
+    current = json.dumps(create_app(Settings()).openapi(), indent=2, sort_keys=True) + "\n"
+    committed = (Path(__file__).parent.parent / "openapi" / "openapi.json").read_text(encoding="utf-8")
+    assert committed == current, "the API changed: run `simplequeue openapi --output openapi/openapi.json`"
+
+
+def test_operation_ids_are_stable() -> None:
+    spec = create_app(Settings()).openapi()
+    ids = {op["operationId"] for path in spec["paths"].values() for op in path.values()}
+    expected = {
+        "push",
+        "pop",
+        "completeItem",
+        "failItem",
+        "getItem",
+        "listQueues",
+        "getQueue",
+        "healthz",
+        "readyz",
+    }
+    assert ids == expected
