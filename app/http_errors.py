@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from http import HTTPStatus
 from typing import Any
 
@@ -18,9 +19,16 @@ from app.schemas import ErrorBody
 log = logging.getLogger("simplequeue")
 
 
-def envelope(status: int, code: str, detail: str, fields: list[dict[str, Any]] | None = None) -> JSONResponse:
+def envelope(
+    status: int,
+    code: str,
+    detail: str,
+    fields: list[dict[str, Any]] | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> JSONResponse:
     body = ErrorBody(error=code, detail=detail, fields=fields)
-    headers = {"Retry-After": "1"} if status == 503 else None
+    if status == 503:
+        headers = {**(headers or {}), "Retry-After": "1"}
     return JSONResponse(body.model_dump(exclude_none=True), status_code=status, headers=headers)
 
 
@@ -51,7 +59,7 @@ async def on_validation_error(request: Request, exc: Exception) -> JSONResponse:
 async def on_http_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     code = HTTPStatus(exc.status_code).phrase.replace(" ", "").replace("-", "")
-    return envelope(exc.status_code, code, str(exc.detail))
+    return envelope(exc.status_code, code, str(exc.detail), headers=exc.headers)  # keeps 405's Allow
 
 
 async def on_unexpected_error(_: Request, exc: Exception) -> JSONResponse:

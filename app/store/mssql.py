@@ -1,0 +1,402 @@
+"""SQL Server through pyodbc and aioodbc: READPAST/UPDLOCK claims, the server's clock.
+
+aioodbc and pyodbc are imported by ``open()`` only, so that importing this module (and every
+deployment on another database) needs no unixODBC.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sys
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager, suppress
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import parse_qsl, unquote, urlsplit
+from uuid import UUID, uuid4
+
+from app.domain import Clock, Failure, ItemView, LeasedItem, NewItem, QueueStats
+from app.errors import (
+    DatabaseUnavailable,
+    ItemExists,
+    QueueError,
+    QueueNotFound,
+    SchemaNotReady,
+    StoreError,
+)
+from app.store import rows
+from app.store.migrations import load_migrations, split_statements
+from app.store.sqlfile import load_queries
+
+Q = load_queries(Path(__file__).with_suffix(".sql"))
+
+SCHEMES = ("mssql", "mssql+odbc", "mssql+aioodbc")
+DEFAULT_DRIVER = "ODBC Driver 18 for SQL Server"
+DEFAULT_PORT = 1433
+MIGRATION_LOCK_TIMEOUT_MS = 300_000
+# Idle pooled connections are replaced before load balancers and Azure's gateway drop them.
+POOL_RECYCLE_SECONDS = 600
+
+Param = str | int
+Row = dict[str, Any]
+
+
+class Cursor(Protocol):
+    """The part of an aioodbc cursor the store uses."""
+
+    @property
+    def description(self) -> Sequence[Sequence[Any]] | None: ...
+
+    async def execute(self, sql: str, *params: Param) -> Any: ...
+
+    async def fetchall(self) -> list[Sequence[Any]]: ...
+
+    async def nextset(self) -> bool | None: ...
+
+    async def close(self) -> None: ...
+
+
+class Connection(Protocol):
+    """The part of an aioodbc connection the store uses."""
+
+    async def cursor(self) -> Cursor: ...
+
+    async def commit(self) -> None: ...
+
+    async def rollback(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+# --- connection string --------------------------------------------------------------------------
+
+
+def odbc_connection_string(url: str) -> str:
+    """The ODBC connection string that an ``mssql+odbc://`` URL stands for.
+
+    ``mssql+odbc://user:password@host:port/database?driver=...&Encrypt=yes`` with the user and
+    password percent-encoded. ``driver`` picks Microsoft's ODBC driver (the default, version 18) or
+    FreeTDS; every other parameter is passed on as an ODBC keyword. ``odbc_connect=<percent-encoded
+    connection string>`` is used as it is.
+    """
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in SCHEMES:
+        raise ValueError(f"not a SQL Server URL: scheme {parts.scheme!r}, expected one of {SCHEMES}")
+    options = dict(parse_qsl(parts.query, keep_blank_values=True))
+    verbatim = _take(options, "odbc_connect")
+    if verbatim is not None:
+        return verbatim
+    driver = _take(options, "driver") or DEFAULT_DRIVER
+    freetds = any(name in driver.lower() for name in ("freetds", "tdsodbc"))
+    host, port = parts.hostname or "localhost", str(parts.port or DEFAULT_PORT)
+    # Microsoft's driver takes the port after a comma; FreeTDS has a keyword of its own.
+    pairs = [("Driver", _braced(driver))]
+    pairs += [("Server", host), ("Port", port)] if freetds else [("Server", f"{host},{port}")]
+    if database := unquote(parts.path.lstrip("/")):
+        pairs.append(("Database", _odbc_value(database)))
+    if parts.username is not None:
+        pairs.append(("UID", _odbc_value(unquote(parts.username))))
+    if parts.password is not None:
+        pairs.append(("PWD", _odbc_value(unquote(parts.password))))
+    pairs += [(key, _odbc_value(value)) for key, value in options.items()]
+    if freetds and not any(key.lower() == "tds_version" for key, _ in pairs):
+        pairs.append(("TDS_Version", "7.4"))  # the first version that carries DATETIME2 as a time
+    return ";".join(f"{key}={value}" for key, value in pairs)
+
+
+def _take(options: dict[str, str], key: str) -> str | None:
+    """Remove and return a URL parameter, whatever its case."""
+    for name in list(options):
+        if name.lower() == key:
+            return options.pop(name)
+    return None
+
+
+def _braced(value: str) -> str:
+    return "{" + value.replace("}", "}}") + "}"
+
+
+def _odbc_value(value: str) -> str:
+    """Brace a value that would otherwise end the attribute or be trimmed (a password with ';')."""
+    if any(char in value for char in ";{}=") or value != value.strip():
+        return _braced(value)
+    return value
+
+
+# --- errors -------------------------------------------------------------------------------------
+
+_ITEM_ID_INDEX = "sq_items_id_key"
+_DUPLICATE_KEY = {2601, 2627}
+_INVALID_OBJECT = 208
+# Azure SQL's "try again later" errors: the database is moving, busy or throttled, or not yet open.
+_TRANSIENT = {4060, 10928, 10929, 40197, 40501, 40613, 49918, 49919, 49920}
+# 08: connection; HYT00/HYT01: login or query timeout; 28000: login refused; 40001: deadlock victim.
+_UNAVAILABLE_STATES = ("08", "HYT", "28000", "40001")
+
+
+@asynccontextmanager
+async def translated_errors() -> AsyncIterator[None]:
+    """The one place where pyodbc's exceptions (and timeouts) become domain errors."""
+    try:
+        yield
+    except QueueError:
+        raise
+    except OSError as exc:  # TimeoutError from a bounded acquire included
+        raise DatabaseUnavailable(f"SQL Server: {type(exc).__name__}: {exc}") from exc
+    except Exception as exc:
+        if not _is_driver_error(exc):
+            raise
+        raise _domain_error(exc) from exc
+
+
+def _is_driver_error(exc: Exception) -> bool:
+    # A pyodbc exception can only exist once open() imported pyodbc; no import is attempted here.
+    pyodbc = sys.modules.get("pyodbc")
+    return pyodbc is not None and isinstance(exc, pyodbc.Error)
+
+
+def _domain_error(exc: Exception) -> QueueError:
+    state, message = _diagnostics(exc)
+    codes = {int(code) for code in re.findall(r"\((\d+)\)", message)}
+    if codes & _DUPLICATE_KEY and _ITEM_ID_INDEX in message:
+        return ItemExists()
+    if _INVALID_OBJECT in codes or state == "42S02":
+        return SchemaNotReady()
+    operational = isinstance(exc, sys.modules["pyodbc"].OperationalError)
+    if operational or state.startswith(_UNAVAILABLE_STATES) or codes & _TRANSIENT:
+        return DatabaseUnavailable(f"SQL Server: [{state}] {message}")
+    return StoreError(f"SQL Server: [{state}] {message}")
+
+
+def _diagnostics(exc: Exception) -> tuple[str, str]:
+    """pyodbc's errors carry (SQLSTATE, message); the message ends in '(native error number)'."""
+    if len(exc.args) >= 2 and isinstance(exc.args[0], str):
+        return exc.args[0], str(exc.args[1])
+    return "", str(exc)
+
+
+# --- running batches ----------------------------------------------------------------------------
+
+
+async def _execute(conn: Connection, sql: str, *params: Param) -> list[Row]:
+    """Run one batch and return its first result set as dicts (none: an empty list)."""
+    cursor = await conn.cursor()
+    try:
+        await cursor.execute(sql, *params)
+        return await _first_result(cursor)
+    finally:
+        await cursor.close()
+
+
+async def _query(conn: Connection, name: str, *params: Param) -> list[Row]:
+    return await _execute(conn, Q[name], *params)
+
+
+async def _first_result(cursor: Cursor) -> list[Row]:
+    # Reading on to the end of the batch makes the driver raise errors of later statements too.
+    found: list[Row] | None = None
+    while True:
+        if found is None and cursor.description is not None:
+            names = [column[0] for column in cursor.description]
+            found = [dict(zip(names, row, strict=True)) for row in await cursor.fetchall()]
+        if not await cursor.nextset():
+            return found or []
+
+
+@asynccontextmanager
+async def _committed(conn: Connection) -> AsyncIterator[None]:
+    """Commit what the block did, or roll it back if it raised.
+
+    ODBC manual-commit mode opens a transaction at the first statement that needs one.
+    """
+    try:
+        yield
+    except BaseException:
+        try:
+            await conn.rollback()
+        except Exception:
+            # A connection that cannot roll back must not go back to the pool; closed, it is dropped.
+            with suppress(Exception):
+                await conn.close()
+        raise
+    await conn.commit()
+
+
+def _timestamp(moment: datetime) -> str:
+    """Naive UTC ISO-8601, which CAST(... AS DATETIME2) reads the same under every language setting."""
+    return moment.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds")
+
+
+def _optional(token: UUID | None) -> str:
+    return str(token) if token else ""
+
+
+# --- the store ----------------------------------------------------------------------------------
+
+
+class MssqlStore:
+    dialect = "mssql"
+
+    def __init__(
+        self, url: str, *, pool_size: int = 10, timeout_seconds: float = 5.0, clock: Clock | None = None
+    ) -> None:
+        self._dsn = odbc_connection_string(url)
+        self._pool_size = pool_size
+        self._timeout = timeout_seconds
+        self._clock = clock
+        self._pool: Any = None
+
+    def _now(self) -> str:
+        """'' lets the server's clock decide; a clock is injected only by tests."""
+        return _timestamp(self._clock()) if self._clock else ""
+
+    async def open(self) -> None:
+        try:
+            import aioodbc
+        except ImportError as exc:
+            raise ImportError(
+                "SQL Server needs aioodbc (pip install 'simplequeue[mssql]') and unixODBC with "
+                "Microsoft's ODBC Driver 18 or FreeTDS on the host"
+            ) from exc
+        # minsize=0: nothing connects here, so the service starts (and answers 503) while SQL Server
+        # is down. timeout is pyodbc's login timeout, in whole seconds.
+        self._pool = await aioodbc.create_pool(
+            dsn=self._dsn,
+            minsize=0,
+            maxsize=self._pool_size,
+            autocommit=False,
+            timeout=max(1, round(self._timeout)),
+            pool_recycle=POOL_RECYCLE_SECONDS,
+        )
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            await self._pool.wait_closed()
+            self._pool = None
+
+    @asynccontextmanager
+    async def _acquire(self) -> AsyncIterator[Connection]:
+        """A pooled connection. Waiting for one, or for a new one to log in, is bounded, so that an
+        outage or an exhausted pool answers DatabaseUnavailable instead of hanging the request."""
+        if self._pool is None:
+            raise RuntimeError("store is not open")
+        async with asyncio.timeout(self._timeout):
+            conn: Connection = await self._pool.acquire()
+        try:
+            yield conn
+        finally:
+            await self._pool.release(conn)
+
+    @asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[Connection]:
+        async with translated_errors(), self._acquire() as conn, _committed(conn):
+            yield conn
+
+    async def migrate(self) -> list[int]:
+        async with translated_errors(), self._acquire() as conn:
+            try:
+                await _take_migration_lock(conn)
+                async with _committed(conn):
+                    return await self._apply_pending(conn)
+            finally:
+                # After the commit: a replica that waited must find the versions recorded.
+                await _release_migration_lock(conn)
+
+    async def _apply_pending(self, conn: Connection) -> list[int]:
+        await _query(conn, "create_version_table")
+        done = {row["version"] for row in await _query(conn, "applied_versions")}
+        applied: list[int] = []
+        for migration in load_migrations(self.dialect):
+            if migration.version in done:
+                continue
+            for statement in split_statements(migration.sql):
+                await _execute(conn, statement)
+            await _query(conn, "record_version", migration.version, migration.name, self._now())
+            applied.append(migration.version)
+        return applied
+
+    async def check_ready(self) -> None:
+        latest = load_migrations(self.dialect)[-1].version
+        async with self._transaction() as conn:
+            versions = {row["version"] for row in await _query(conn, "applied_versions")}
+        if latest not in versions:
+            raise SchemaNotReady()
+
+    async def push(self, item: NewItem) -> None:
+        params = (self._now(), item.queue, str(item.id), item.payload_json, _timestamp(item.created_at))
+        async with self._transaction() as conn:
+            await _query(conn, "push", *params)
+
+    async def pop(self, queue: str, max_items: int, lease_seconds: int) -> list[LeasedItem]:
+        params = (self._now(), max_items, queue, str(uuid4()), lease_seconds)
+        async with self._transaction() as conn:
+            found = await _query(conn, "pop", *params)
+        return rows.sorted_leases([(row["seq"], rows.leased_item(row)) for row in found])
+
+    async def complete(self, item_id: UUID, lease_token: UUID | None) -> None:
+        async with self._transaction() as conn:
+            if not await _query(conn, "complete", _optional(lease_token), str(item_id)):
+                raise rows.transition_refused(await self._current(conn, item_id), lease_token)
+
+    async def fail(self, item_id: UUID, failure: Failure) -> ItemView:
+        params = (
+            self._now(),
+            _optional(failure.lease_token),
+            int(failure.retry),
+            failure.retry_after_seconds,
+            failure.error,
+            str(item_id),
+        )
+        async with self._transaction() as conn:
+            found = await _query(conn, "fail", *params)
+            if not found:
+                raise rows.transition_refused(await self._current(conn, item_id), failure.lease_token)
+        return rows.item_view(found[0], found[0]["now"])
+
+    async def _current(self, conn: Connection, item_id: UUID) -> Row | None:
+        found = await _query(conn, "get_item", self._now(), str(item_id))
+        return found[0] if found else None
+
+    async def get_item(self, item_id: UUID) -> ItemView:
+        async with self._transaction() as conn:
+            row = await self._current(conn, item_id)
+        if row is None:
+            raise rows.transition_refused(None, None)
+        return rows.item_view(row, row["now"])
+
+    async def _stats(self, queue: str | None) -> list[QueueStats]:
+        async with self._transaction() as conn:
+            found = await _query(conn, "queue_stats", self._now(), queue or "")
+        return [rows.queue_stats(row) for row in found]
+
+    async def list_queues(self) -> list[QueueStats]:
+        return await self._stats(None)
+
+    async def get_queue(self, name: str) -> QueueStats:
+        found = await self._stats(name)
+        if not found:
+            raise QueueNotFound()
+        return found[0]
+
+
+async def _take_migration_lock(conn: Connection) -> None:
+    found = await _query(conn, "lock_migrations", MIGRATION_LOCK_TIMEOUT_MS)
+    result = found[0]["result"] if found else None
+    if result is None or result < 0:
+        # -1: another process has been migrating for the whole timeout; lower: refused outright.
+        error = DatabaseUnavailable if result == -1 else StoreError
+        raise error(f"SQL Server: could not take the migration lock (sp_getapplock returned {result})")
+
+
+async def _release_migration_lock(conn: Connection) -> None:
+    """Release the session's lock. A connection that cannot is closed instead, which releases the lock
+    too, rather than going back to the pool still holding it."""
+    try:
+        await _query(conn, "unlock_migrations")
+        await conn.commit()  # in case the procedure opened an implicit transaction
+    except Exception:
+        with suppress(Exception):
+            await conn.close()
