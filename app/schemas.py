@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 
 from app.domain import ItemView, LeasedItem, QueueStats
 
@@ -33,11 +33,27 @@ def _storable_text(value: str) -> str:
     return value
 
 
+def _json_number(value: Any) -> Any:
+    # Lax validation would read true as 1 and "5" as 5; a client sending those has a bug to hear about.
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("must be a JSON number")
+    return value
+
+
+def _iso_text(value: Any) -> Any:
+    # Lax validation would read 0 as 1970-01-01; the API takes ISO-8601 text only.
+    if not isinstance(value, str):
+        raise ValueError("must be an ISO-8601 date-time string")
+    return value
+
+
+Number = BeforeValidator(_json_number)
+
 QueueName = Annotated[
     str,
     Field(pattern=QUEUE_NAME_PATTERN, min_length=1, max_length=128, examples=["default"]),
 ]
-UtcDatetime = Annotated[datetime, AfterValidator(_to_utc)]
+UtcDatetime = Annotated[datetime, BeforeValidator(_iso_text), AfterValidator(_to_utc)]
 ErrorText = Annotated[str, Field(min_length=1, max_length=16384), AfterValidator(_storable_text)]
 
 
@@ -65,11 +81,13 @@ class PushResponse(BaseModel):
 
 class PopRequest(Body):
     queue: QueueName = "default"
-    max_items: int = Field(1, ge=1, le=100)
-    wait_seconds: float = Field(
+    max_items: Annotated[int, Number] = Field(1, ge=1, le=100)
+    wait_seconds: Annotated[float, Number] = Field(
         0, ge=0, le=20, description="Long-poll up to this long when nothing is ready."
     )
-    lease_seconds: int = Field(30, ge=1, le=43200, description="How long the worker holds each item.")
+    lease_seconds: Annotated[int, Number] = Field(
+        30, ge=1, le=43200, description="How long the worker holds each item."
+    )
 
 
 class PoppedItem(BaseModel):
@@ -101,10 +119,10 @@ class PopResponse(BaseModel):
 class FailRequest(Body):
     error: ErrorText
     lease_token: UUID | None = None
-    retry: bool = Field(
+    retry: StrictBool = Field(
         True, description="true: poppable again after retry_after_seconds; false: park as dead."
     )
-    retry_after_seconds: int = Field(0, ge=0, le=86400)
+    retry_after_seconds: Annotated[int, Number] = Field(0, ge=0, le=86400)
 
 
 class ErrorEntry(BaseModel):
