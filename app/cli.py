@@ -30,19 +30,13 @@ def main() -> None:
 )
 def serve(host: str | None, port: int | None, workers: int) -> None:
     """Serve the HTTP API."""
-    import uvicorn
+
+    from app.serving import run
 
     settings = Settings()
     if workers > 1 and settings.migrate_on_start:
         _migrate(settings)  # once, before the workers race to it
-    uvicorn.run(
-        "app.main:app_from_env",
-        factory=True,
-        host=host or settings.host,
-        port=settings.port if port is None else port,
-        workers=workers,
-        log_level=settings.log_level,
-    )
+    run(settings, host=host or settings.host, port=settings.port if port is None else port, workers=workers)
 
 
 @main.command()

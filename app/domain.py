@@ -89,6 +89,20 @@ class Failure:
     retry_after_seconds: int = 0
 
 
+class CompleteOutcome(StrEnum):
+    COMPLETED = "completed"
+    NOT_FOUND = "not_found"
+    LEASE_MISMATCH = "lease_mismatch"
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """One item of a batch completion: the lease token is checked when given."""
+
+    id: UUID
+    lease_token: UUID | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class QueueStats:
     name: str

@@ -9,10 +9,11 @@ from fastapi import FastAPI
 
 from app.domain import Clock, system_clock
 from app.http_errors import BodyLimit, install_error_handlers
+from app.pushing import PushCoalescer
 from app.routes import router
 from app.settings import Settings
 from app.store import create_store
-from app.waiting import WakeHub
+from app.waiting import Waiting
 
 API_VERSION = "0.1.0"
 
@@ -26,15 +27,17 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         store = create_store(settings, clock)
         await store.open()
-        hub = WakeHub()
+        waiting = Waiting(store, recheck_seconds=settings.wait_recheck_seconds)
         try:
             if settings.migrate_on_start:
                 await store.migrate()
+            await store.subscribe(waiting.notify)
             app.state.store = store
-            app.state.hub = hub
+            app.state.waiting = waiting
+            app.state.coalescer = PushCoalescer(store)
             yield
         finally:
-            hub.close()
+            waiting.close()
             await store.close()
 
     app = FastAPI(

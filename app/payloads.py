@@ -8,16 +8,16 @@ from typing import Any
 from app.errors import InvalidPayload, PayloadTooLarge
 
 
-def encode_payload(payload: Any, limit_bytes: int) -> str:
+def encode_payload(payload: Any, limit_bytes: int, where: str = "payload") -> str:
     try:
         # allow_nan=False: 1e999 parses to inf, which no database JSON type accepts back.
         text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         size = len(text.encode("utf-8"))
     except ValueError as exc:  # NaN/Infinity, or lone surrogates (UnicodeEncodeError)
-        raise InvalidPayload(f"payload is not storable JSON: {exc}") from exc
+        raise InvalidPayload(f"{where} is not storable JSON: {exc}") from exc
     if "\\u0000" in text:
         # PostgreSQL and several JSON readers cannot hold NUL; refuse it on every engine alike.
-        raise InvalidPayload("payload must not contain NUL characters (\\u0000)")
+        raise InvalidPayload(f"{where} must not contain NUL characters (\\u0000)")
     if size > limit_bytes:
-        raise PayloadTooLarge(f"payload is {size} bytes as JSON; the limit is {limit_bytes}")
+        raise PayloadTooLarge(f"{where} is {size} bytes as JSON; the limit is {limit_bytes}")
     return text

@@ -7,16 +7,22 @@ from uuid import UUID, uuid4
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response, status
 
-from app.domain import Clock, Failure, NewItem
+from app.domain import Clock, Completion, Failure, NewItem
 from app.payloads import encode_payload
+from app.pushing import PushCoalescer
 from app.schemas import (
     QUEUE_NAME_PATTERN,
+    CompleteBatchRequest,
+    CompleteBatchResponse,
+    CompleteResult,
     ErrorBody,
     FailRequest,
     ItemResponse,
     PoppedItem,
     PopRequest,
     PopResponse,
+    PushBatchRequest,
+    PushBatchResponse,
     PushRequest,
     PushResponse,
     QueueResponse,
@@ -25,7 +31,7 @@ from app.schemas import (
 )
 from app.settings import Settings
 from app.store import Store
-from app.waiting import WakeHub, pop_waiting
+from app.waiting import Waiting
 
 
 def _state(request: Request, name: str) -> Any:
@@ -42,9 +48,14 @@ def get_settings(request: Request) -> Settings:
     return settings
 
 
-def get_hub(request: Request) -> WakeHub:
-    hub: WakeHub = _state(request, "hub")
-    return hub
+def get_waiting(request: Request) -> Waiting:
+    waiting: Waiting = _state(request, "waiting")
+    return waiting
+
+
+def get_coalescer(request: Request) -> PushCoalescer:
+    coalescer: PushCoalescer = _state(request, "coalescer")
+    return coalescer
 
 
 def get_clock(request: Request) -> Clock:
@@ -54,7 +65,8 @@ def get_clock(request: Request) -> Clock:
 
 StoreDep = Annotated[Store, Depends(get_store)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
-HubDep = Annotated[WakeHub, Depends(get_hub)]
+WaitingDep = Annotated[Waiting, Depends(get_waiting)]
+CoalescerDep = Annotated[PushCoalescer, Depends(get_coalescer)]
 ClockDep = Annotated[Clock, Depends(get_clock)]
 ItemId = Annotated[UUID, Path(description="The item's id.")]
 LeaseTokenQuery = Annotated[
@@ -85,7 +97,7 @@ router = APIRouter()
     responses=_errors(400, 409, 413, 415, 422, 503),
 )
 async def push(
-    body: PushRequest, store: StoreDep, settings: SettingsDep, hub: HubDep, clock: ClockDep
+    body: PushRequest, pusher: CoalescerDep, settings: SettingsDep, waiting: WaitingDep, clock: ClockDep
 ) -> PushResponse:
     """Add an item to a queue (created on first push). 201 means it is committed."""
     item = NewItem(
@@ -94,22 +106,41 @@ async def push(
         payload_json=encode_payload(body.payload, settings.max_payload_bytes),
         created_at=body.created_at or clock(),
     )
-    await store.push(item)
-    hub.notify(item.queue)
+    await pusher.push(item)
+    waiting.notify(item.queue, 1)
     return PushResponse(id=item.id, queue=item.queue, created_at=item.created_at)
 
 
+@router.post(
+    "/push/batch",
+    status_code=status.HTTP_201_CREATED,
+    operation_id="pushBatch",
+    responses=_errors(400, 409, 413, 415, 422, 503),
+)
+async def push_batch(
+    body: PushBatchRequest, store: StoreDep, settings: SettingsDep, waiting: WaitingDep, clock: ClockDep
+) -> PushBatchResponse:
+    """Add 1..1000 items to one queue in one transaction: all of them, or (409, 413, 422) none."""
+    now = clock()
+    items = [
+        NewItem(
+            id=entry.id or uuid4(),
+            queue=body.queue,
+            payload_json=encode_payload(entry.payload, settings.max_payload_bytes, f"items[{n}].payload"),
+            created_at=entry.created_at or now,
+        )
+        for n, entry in enumerate(body.items)
+    ]
+    await store.push_batch(items, skip_existing=False)
+    waiting.notify(body.queue, len(items))
+    return PushBatchResponse(ids=[item.id for item in items])
+
+
 @router.post("/pop", operation_id="pop", responses=_errors(400, 415, 422, 503))
-async def pop(body: PopRequest, store: StoreDep, settings: SettingsDep, hub: HubDep) -> PopResponse:
+async def pop(body: PopRequest, waiting: WaitingDep) -> PopResponse:
     """Lease up to `max_items` items, oldest first, waiting up to `wait_seconds` for one to arrive."""
-    items = await pop_waiting(
-        store,
-        hub,
-        body.queue,
-        max_items=body.max_items,
-        wait_seconds=body.wait_seconds,
-        lease_seconds=body.lease_seconds,
-        recheck_seconds=settings.wait_recheck_seconds,
+    items = await waiting.pop(
+        body.queue, max_items=body.max_items, wait_seconds=body.wait_seconds, lease_seconds=body.lease_seconds
     )
     return PopResponse(items=[PoppedItem.of(i) for i in items])
 
@@ -126,15 +157,23 @@ async def complete_item(item_id: ItemId, store: StoreDep, lease_token: LeaseToke
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
+@router.post("/items/complete", operation_id="completeItems", responses=_errors(400, 415, 422, 503))
+async def complete_items(body: CompleteBatchRequest, store: StoreDep) -> CompleteBatchResponse:
+    """Finish 1..1000 items at once; each gets its own result, as DELETE /items/{id} would give."""
+    outcomes = await store.complete_batch([Completion(i.id, i.lease_token) for i in body.items])
+    results = [CompleteResult(id=i.id, result=o.value) for i, o in zip(body.items, outcomes, strict=True)]
+    return CompleteBatchResponse(results=results)
+
+
 @router.post(
     "/items/{item_id}/fail", operation_id="failItem", responses=_errors(400, 404, 409, 415, 422, 503)
 )
-async def fail_item(item_id: ItemId, body: FailRequest, store: StoreDep, hub: HubDep) -> ItemResponse:
+async def fail_item(item_id: ItemId, body: FailRequest, store: StoreDep, waiting: WaitingDep) -> ItemResponse:
     """Record an error; retry the item later (`retry: true`) or park it as dead."""
     failure = Failure(body.error, body.lease_token, body.retry, body.retry_after_seconds)
     view = await store.fail(item_id, failure)
     if view.status == "ready":
-        hub.notify(view.queue)
+        waiting.notify(view.queue, 1)
     return ItemResponse.of(view)
 
 

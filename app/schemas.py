@@ -6,7 +6,15 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    field_validator,
+)
 
 from app.domain import ItemView, LeasedItem, QueueStats
 
@@ -71,6 +79,57 @@ class PushRequest(Body):
     created_at: UtcDatetime | None = Field(
         None, description="The producer's timestamp (ISO-8601; UTC if no offset). Pop order is oldest first."
     )
+
+
+class BatchItem(Body):
+    payload: Any = Field(..., description="Any JSON value, stored and returned as given.")
+    id: UUID | None = None
+    created_at: UtcDatetime | None = None
+
+
+def _distinct_ids(ids: list[UUID | None]) -> None:
+    given = [i for i in ids if i is not None]
+    if len(set(given)) != len(given):
+        raise ValueError("ids must be distinct within one request")
+
+
+class PushBatchRequest(Body):
+    queue: QueueName = "default"
+    items: list[BatchItem] = Field(..., min_length=1, max_length=1000)
+
+    @field_validator("items")
+    @classmethod
+    def _ids_are_distinct(cls, items: list[BatchItem]) -> list[BatchItem]:
+        _distinct_ids([i.id for i in items])
+        return items
+
+
+class PushBatchResponse(BaseModel):
+    ids: list[UUID] = Field(description="The items' ids, in the order given.")
+
+
+class CompleteRef(Body):
+    id: UUID
+    lease_token: UUID | None = None
+
+
+class CompleteBatchRequest(Body):
+    items: list[CompleteRef] = Field(..., min_length=1, max_length=1000)
+
+    @field_validator("items")
+    @classmethod
+    def _ids_are_distinct(cls, items: list[CompleteRef]) -> list[CompleteRef]:
+        _distinct_ids([i.id for i in items])
+        return items
+
+
+class CompleteResult(BaseModel):
+    id: UUID
+    result: Literal["completed", "not_found", "lease_mismatch"]
+
+
+class CompleteBatchResponse(BaseModel):
+    results: list[CompleteResult] = Field(description="One per requested item, in the order given.")
 
 
 class PushResponse(BaseModel):

@@ -1,61 +1,160 @@
 """Long-polling pops that hold no database connection while they wait.
 
-A waiting request sleeps on an in-process signal for its queue, which a push through this
-process sets; it re-checks the database every ``recheck_seconds`` for items that arrived
-through another process or became poppable when a lease expired.
+Waiting pops sleep on futures, grouped per queue. They are woken by:
+- a push through this process (the route signals the count of items it committed);
+- the store's notifications of pushes through other processes (PostgreSQL LISTEN/NOTIFY);
+- the probe: ONE task per process that asks the database, in one statement for every queue
+  with waiters, when each queue's next item becomes poppable. It sleeps until then (a lease
+  expiring, a retry falling due) or for ``recheck_seconds`` at most, which is how pushes
+  through other processes are found on engines without notifications.
+
+A queue whose last pop found nothing is "known empty" until a signal arrives, so waiting
+requests that come and go on an idle queue cost no statements at all: the probe is the only
+load they cause.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
+from collections import deque
+from dataclasses import dataclass, field
 
 from app.domain import LeasedItem
+from app.errors import QueueError
 from app.store import Store
 
+log = logging.getLogger("simplequeue.waiting")
 
-class WakeHub:
-    """Per-queue wake-up signals for the waiting pops of this process."""
 
-    def __init__(self) -> None:
-        self._signals: dict[str, asyncio.Event] = {}
+@dataclass(eq=False)
+class QueueWatch:
+    """The waiting pops of one queue in this process."""
+
+    waiters: deque[asyncio.Future[None]] = field(default_factory=deque)
+    # Pops using this watch, waiting or not: a watch in use is never forgotten, or a pop between
+    # its statement and its wait would sleep on a watch that no signal reaches.
+    users: int = 0
+    # Bumped by every signal. A pop that found nothing marks the queue empty *as of* the generation
+    # it started in, so a signal that lands while its statement runs is never lost.
+    generation: int = 0
+    empty_as_of: int = -1
+
+    def known_empty(self) -> bool:
+        return self.empty_as_of == self.generation
+
+    def wake(self, count: int | None) -> None:
+        """Wake `count` waiters, oldest first (None: all of them)."""
+        self.generation += 1
+        woken = 0
+        while self.waiters and (count is None or woken < count):
+            waiter = self.waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                woken += 1
+
+
+class Waiting:
+    """Every long-polling pop of this process, and the probe that serves them."""
+
+    def __init__(self, store: Store, *, recheck_seconds: float) -> None:
+        self._store = store
+        self._recheck = recheck_seconds
+        self._watches: dict[str, QueueWatch] = {}
+        self._probe: asyncio.Task[None] | None = None
+        self._kick = asyncio.Event()  # a queue got its first waiter: probe now
         self.closed = False
 
-    def signal(self, queue: str) -> asyncio.Event:
-        """The event the next push to `queue` will set. Take it *before* checking the
-        database, so that a push landing between the check and the wait is not missed."""
-        return self._signals.setdefault(queue, asyncio.Event())
-
-    def notify(self, queue: str) -> None:
-        event = self._signals.pop(queue, None)
-        if event is not None:
-            event.set()
+    def notify(self, queue: str | None, count: int) -> None:
+        """Items became poppable: `count` of them on `queue`; (None, 0) when any queue may have some."""
+        if queue is None:
+            for watch in self._watches.values():
+                watch.wake(None)
+        elif (one := self._watches.get(queue)) is not None:
+            one.wake(count)
 
     def close(self) -> None:
-        """Wake every waiter for good: shutting down answers waiting pops with what they have."""
+        """Answer every waiting pop now, with what it has (nothing): the service is stopping."""
         self.closed = True
-        for event in self._signals.values():
-            event.set()
-        self._signals.clear()
+        for watch in self._watches.values():
+            watch.wake(None)
+        if self._probe is not None:
+            self._probe.cancel()
 
+    async def pop(
+        self, queue: str, *, max_items: int, wait_seconds: float, lease_seconds: int
+    ) -> list[LeasedItem]:
+        if wait_seconds <= 0:
+            return await self._store.pop(queue, max_items, lease_seconds)
+        deadline = time.monotonic() + wait_seconds
+        watch = self._watch(queue)
+        watch.users += 1
+        try:
+            while True:
+                generation = watch.generation
+                if not watch.known_empty():
+                    items = await self._store.pop(queue, max_items, lease_seconds)
+                    if items:
+                        return items
+                    if watch.generation == generation:
+                        watch.empty_as_of = generation
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self.closed:
+                    return []
+                await self._wait(watch, remaining)
+        finally:
+            watch.users -= 1
 
-async def pop_waiting(
-    store: Store,
-    hub: WakeHub,
-    queue: str,
-    *,
-    max_items: int,
-    wait_seconds: float,
-    lease_seconds: int,
-    recheck_seconds: float,
-) -> list[LeasedItem]:
-    deadline = time.monotonic() + wait_seconds
-    while True:
-        signal = hub.signal(queue)
-        items = await store.pop(queue, max_items, lease_seconds)
-        remaining = deadline - time.monotonic()
-        if items or remaining <= 0 or hub.closed:
-            return items
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(signal.wait(), timeout=min(remaining, recheck_seconds))
+    def _watch(self, queue: str) -> QueueWatch:
+        watch = self._watches.get(queue)
+        if watch is None:
+            watch = self._watches[queue] = QueueWatch()
+        if self._probe is None or self._probe.done():
+            self._probe = asyncio.create_task(self._run_probe(), name="simplequeue-probe")
+        return watch
+
+    async def _wait(self, watch: QueueWatch, seconds: float) -> None:
+        waiter = asyncio.get_running_loop().create_future()
+        watch.waiters.append(waiter)
+        if len(watch.waiters) == 1:
+            self._kick.set()  # the probe learns when this queue's next lease expires
+        try:
+            await asyncio.wait_for(waiter, seconds)
+        except TimeoutError:
+            pass
+        finally:
+            with contextlib.suppress(ValueError):
+                watch.waiters.remove(waiter)
+
+    async def _run_probe(self) -> None:
+        while not self.closed:
+            self._forget_unused_queues()
+            if not self._watches:
+                return  # no pops left; the next one starts the probe again
+            queues = [name for name, watch in self._watches.items() if watch.waiters]
+            self._kick.clear()
+            delay = await self._probe_once(queues) if queues else self._recheck
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._kick.wait(), delay)
+
+    async def _probe_once(self, queues: list[str]) -> float:
+        """Wake the queues that have poppable items; return how long to sleep before looking again."""
+        try:
+            next_at, now = await self._store.next_visible_at(queues)
+        except QueueError as exc:
+            log.warning("long-poll probe failed: %s", exc.detail)
+            return self._recheck
+        delay = self._recheck
+        for queue, moment in next_at.items():
+            wait = (moment - now).total_seconds()
+            if wait <= 0:
+                self.notify(queue, len(self._watches[queue].waiters))
+            else:
+                delay = min(delay, wait)
+        return max(delay, 0.001)
+
+    def _forget_unused_queues(self) -> None:
+        for name in [name for name, watch in self._watches.items() if watch.users == 0]:
+            del self._watches[name]

@@ -154,6 +154,45 @@ async def test_health_and_readiness(client: Client) -> None:
     assert (await client.get("/readyz")).json() == {"status": "ready"}
 
 
+async def test_batch_push_then_batch_complete(client: Client, queue: str) -> None:
+    given = str(uuid4())
+    body = {
+        "queue": queue,
+        "items": [{"payload": n} for n in range(150)] + [{"payload": "mine", "id": given}],
+    }
+    pushed = await client.post("/push/batch", json=body)
+    assert pushed.status_code == 201, pushed.text
+    ids = pushed.json()["ids"]
+    assert (len(ids), ids[-1]) == (151, given)
+
+    popped = (await client.post("/pop", json={"queue": queue, "max_items": 100})).json()["items"]
+    assert [i["payload"] for i in popped] == list(range(100))
+    refs = [{"id": i["id"], "lease_token": i["lease_token"]} for i in popped[:99]]
+    refs += [{"id": popped[99]["id"], "lease_token": str(uuid4())}, {"id": str(uuid4())}, {"id": given}]
+    done = await client.post("/items/complete", json={"items": refs})
+    assert done.status_code == 200, done.text
+    results = [r["result"] for r in done.json()["results"]]
+    assert results == ["completed"] * 99 + ["lease_mismatch", "not_found", "completed"]
+    assert (await client.get(f"/queues/{queue}")).json()["ready"] == 50
+
+
+async def test_batch_push_is_all_or_nothing(client: Client, queue: str) -> None:
+    taken = (await client.post("/push", json={"queue": queue, "payload": "first"})).json()["id"]
+    body = {"queue": queue, "items": [{"payload": 1}, {"payload": 2, "id": taken}]}
+    assert_error(await client.post("/push/batch", json=body), 409, "ItemExists")
+    assert (await client.get(f"/queues/{queue}")).json()["ready"] == 1
+
+
+async def test_long_poll_is_woken_by_a_batch_push(client: Client, queue: str) -> None:
+    waiting = asyncio.create_task(
+        client.post("/pop", json={"queue": queue, "wait_seconds": 20, "max_items": 5})
+    )
+    await asyncio.sleep(0.2)
+    await client.post("/push/batch", json={"queue": queue, "items": [{"payload": n} for n in range(3)]})
+    response = await asyncio.wait_for(waiting, timeout=10)
+    assert [i["payload"] for i in response.json()["items"]] == [0, 1, 2]
+
+
 # --- bad input: a clear 4xx with the envelope, and nothing changes --------------------------
 
 
@@ -281,6 +320,33 @@ async def test_item_routes_refuse_bad_ids_tokens_and_errors(lite: Client) -> Non
     assert (view["status"], view["errors"], view["attempts"]) == ("ready", [], 0)
 
 
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/push/batch", {"items": []}),
+        ("/push/batch", {"items": [{"payload": 1}] * 1001}),
+        ("/push/batch", {"items": [{"id": "a"}]}),
+        ("/push/batch", {"items": [{"payload": 1, "queue": "x"}]}),
+        ("/push/batch", {"queue": "bad name", "items": [{"payload": 1}]}),
+        ("/push/batch", {"items": [{"payload": 1, "id": "00000000-0000-4000-8000-000000000001"}] * 2}),
+        ("/items/complete", {"items": []}),
+        ("/items/complete", {"items": [{"id": "nope"}]}),
+        ("/items/complete", {"items": [{"id": "00000000-0000-4000-8000-000000000001"}] * 2}),
+        ("/items/complete", {"items": [{"id": "00000000-0000-4000-8000-000000000001", "token": "x"}]}),
+    ],
+)
+async def test_batch_routes_refuse_bad_bodies(lite: Client, path: str, body: dict[str, Any]) -> None:
+    assert_error(await lite.post(path, json=body), 422, "ValidationError")
+    assert (await lite.get("/queues")).json() == {"queues": []}
+
+
+async def test_batch_push_refuses_one_oversized_payload_whole(lite: Client) -> None:
+    body = {"items": [{"payload": "small"}, {"payload": "x" * 2000}]}
+    error = assert_error(await lite.post("/push/batch", json=body), 413, "PayloadTooLarge")
+    assert "items[1]" in error["detail"]
+    assert (await lite.get("/queues")).json() == {"queues": []}
+
+
 async def test_queue_routes_and_unknown_paths(lite: Client) -> None:
     assert_error(await lite.get("/queues/never-pushed"), 404, "QueueNotFound")
     assert_error(await lite.get("/queues/bad name"), 422, "ValidationError")
@@ -327,8 +393,10 @@ def test_operation_ids_are_stable() -> None:
     ids = {op["operationId"] for path in spec["paths"].values() for op in path.values()}
     expected = {
         "push",
+        "pushBatch",
         "pop",
         "completeItem",
+        "completeItems",
         "failItem",
         "getItem",
         "listQueues",

@@ -10,7 +10,7 @@ from uuid import UUID, uuid4
 
 import pytest
 
-from app.domain import Failure, ItemStatus, LeasedItem, NewItem
+from app.domain import CompleteOutcome, Completion, Failure, ItemStatus, LeasedItem, NewItem
 from app.errors import ItemDead, ItemExists, ItemNotFound, LeaseMismatch, QueueNotFound
 from app.settings import Settings
 from app.store import Store, create_store
@@ -30,6 +30,10 @@ def new_item(
     )
 
 
+async def push(store: Store, item: NewItem) -> None:
+    await store.push_batch([item], skip_existing=False)
+
+
 async def pop_one(store: Store, queue: str, lease_seconds: int = 30) -> LeasedItem:
     items = await store.pop(queue, 1, lease_seconds)
     assert len(items) == 1, items
@@ -43,7 +47,7 @@ async def test_pushed_item_pops_with_its_payload_and_a_lease(
     store: Store, queue: str, clock: FakeClock
 ) -> None:
     item = new_item(queue, {"order": 42, "lines": ["a", "b"]})
-    await store.push(item)
+    await push(store, item)
 
     popped = await pop_one(store, queue, lease_seconds=45)
 
@@ -60,7 +64,7 @@ async def test_pushed_item_pops_with_its_payload_and_a_lease(
     [None, 0, -7, 2**62, 3.25, True, "", "ünïcødé ✓ 🚀", [], {}, [1, {"a": [None, "x"]}], {"z": 1, "a": 2}],
 )
 async def test_payload_round_trips_any_json_value(store: Store, queue: str, payload: Any) -> None:
-    await store.push(new_item(queue, payload))
+    await push(store, new_item(queue, payload))
     popped = await pop_one(store, queue)
     assert popped.payload == payload
     assert type(popped.payload) is type(payload)
@@ -68,7 +72,7 @@ async def test_payload_round_trips_any_json_value(store: Store, queue: str, payl
 
 async def test_created_at_round_trips_to_the_microsecond(store: Store, queue: str) -> None:
     moment = datetime(2021, 9, 16, 17, 55, 38, 403127, tzinfo=UTC)
-    await store.push(new_item(queue, created_at=moment))
+    await push(store, new_item(queue, created_at=moment))
     assert (await pop_one(store, queue)).created_at == moment
 
 
@@ -76,7 +80,7 @@ async def test_pop_hands_out_oldest_created_at_first_then_insertion_order(store:
     base = datetime(2026, 1, 1, tzinfo=UTC)
     order = [("late", 30), ("early", 10), ("tie-first", 20), ("tie-second", 20)]
     for name, offset in order:
-        await store.push(new_item(queue, name, created_at=base + timedelta(seconds=offset)))
+        await push(store, new_item(queue, name, created_at=base + timedelta(seconds=offset)))
 
     popped = await store.pop(queue, 10, 30)
 
@@ -85,8 +89,8 @@ async def test_pop_hands_out_oldest_created_at_first_then_insertion_order(store:
 
 async def test_pop_takes_at_most_max_items(store: Store, queue: str) -> None:
     for n in range(5):
-        await store.push(
-            new_item(queue, n, created_at=datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=n))
+        await push(
+            store, new_item(queue, n, created_at=datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=n))
         )
     first = await store.pop(queue, 3, 30)
     second = await store.pop(queue, 3, 30)
@@ -96,16 +100,16 @@ async def test_pop_takes_at_most_max_items(store: Store, queue: str) -> None:
 
 
 async def test_queues_are_independent(store: Store, queue: str) -> None:
-    await store.push(new_item(queue + "-a", "a"))
+    await push(store, new_item(queue + "-a", "a"))
     assert await store.pop(queue + "-b", 10, 30) == []
     assert (await pop_one(store, queue + "-a")).payload == "a"
 
 
 async def test_duplicate_id_is_refused_and_changes_nothing(store: Store, queue: str) -> None:
     item = new_item(queue, "original")
-    await store.push(item)
+    await push(store, item)
     with pytest.raises(ItemExists):
-        await store.push(new_item(queue + "-other", "impostor", id=item.id))
+        await push(store, new_item(queue + "-other", "impostor", id=item.id))
     assert (await store.get_item(item.id)).payload == "original"
     with pytest.raises(QueueNotFound):
         await store.get_queue(queue + "-other")
@@ -117,7 +121,7 @@ async def test_duplicate_id_is_refused_and_changes_nothing(store: Store, queue: 
 async def test_leased_item_is_not_popped_again_until_its_lease_expires(
     store: Store, queue: str, clock: FakeClock
 ) -> None:
-    await store.push(new_item(queue, "job"))
+    await push(store, new_item(queue, "job"))
     first = await pop_one(store, queue, lease_seconds=10)
 
     clock.advance(9.999)
@@ -133,7 +137,7 @@ async def test_leased_item_is_not_popped_again_until_its_lease_expires(
 async def test_stale_lease_token_cannot_complete_and_changes_nothing(
     store: Store, queue: str, clock: FakeClock
 ) -> None:
-    await store.push(new_item(queue, "job"))
+    await push(store, new_item(queue, "job"))
     first = await pop_one(store, queue, lease_seconds=5)
     clock.advance(6)
     second = await pop_one(store, queue, lease_seconds=5)
@@ -152,7 +156,7 @@ async def test_stale_lease_token_cannot_complete_and_changes_nothing(
 async def test_expired_but_untaken_lease_can_still_complete(
     store: Store, queue: str, clock: FakeClock
 ) -> None:
-    await store.push(new_item(queue))
+    await push(store, new_item(queue))
     popped = await pop_one(store, queue, lease_seconds=5)
     clock.advance(60)
     assert (await store.get_item(popped.id)).status == ItemStatus.READY
@@ -164,7 +168,7 @@ async def test_complete_without_token_deletes_and_a_second_complete_is_not_found
     store: Store, queue: str
 ) -> None:
     item = new_item(queue)
-    await store.push(item)
+    await push(store, item)
     await store.complete(item.id, None)
     with pytest.raises(ItemNotFound):
         await store.complete(item.id, None)
@@ -174,7 +178,7 @@ async def test_complete_without_token_deletes_and_a_second_complete_is_not_found
 
 async def test_token_for_an_item_never_leased_is_a_mismatch(store: Store, queue: str) -> None:
     item = new_item(queue)
-    await store.push(item)
+    await push(store, item)
     with pytest.raises(LeaseMismatch):
         await store.complete(item.id, uuid4())
     assert (await store.get_item(item.id)).status == ItemStatus.READY
@@ -186,7 +190,7 @@ async def test_token_for_an_item_never_leased_is_a_mismatch(store: Store, queue:
 async def test_fail_with_retry_records_the_error_and_makes_the_item_ready_again(
     store: Store, queue: str, clock: FakeClock
 ) -> None:
-    await store.push(new_item(queue, "job"))
+    await push(store, new_item(queue, "job"))
     popped = await pop_one(store, queue)
     clock.advance(1)
 
@@ -202,7 +206,7 @@ async def test_fail_with_retry_records_the_error_and_makes_the_item_ready_again(
 async def test_fail_with_retry_after_keeps_the_item_back_until_then(
     store: Store, queue: str, clock: FakeClock
 ) -> None:
-    await store.push(new_item(queue))
+    await push(store, new_item(queue))
     popped = await pop_one(store, queue)
     await store.fail(popped.id, Failure("later", popped.lease_token, retry=True, retry_after_seconds=60))
 
@@ -215,7 +219,7 @@ async def test_fail_with_retry_after_keeps_the_item_back_until_then(
 async def test_fail_without_retry_parks_the_item_dead_with_its_errors(
     store: Store, queue: str, clock: FakeClock
 ) -> None:
-    await store.push(new_item(queue, {"x": 1}))
+    await push(store, new_item(queue, {"x": 1}))
     popped = await pop_one(store, queue)
     await store.fail(popped.id, Failure("first", popped.lease_token, retry=True))
     popped = await pop_one(store, queue)
@@ -237,7 +241,7 @@ async def test_fail_without_retry_parks_the_item_dead_with_its_errors(
 
 
 async def test_fail_with_a_stale_token_changes_nothing(store: Store, queue: str, clock: FakeClock) -> None:
-    await store.push(new_item(queue))
+    await push(store, new_item(queue))
     first = await pop_one(store, queue, lease_seconds=5)
     clock.advance(6)
     second = await pop_one(store, queue, lease_seconds=5)
@@ -257,11 +261,107 @@ async def test_fail_unknown_item_is_not_found(store: Store) -> None:
 
 async def test_dead_item_can_be_deleted(store: Store, queue: str) -> None:
     item = new_item(queue)
-    await store.push(item)
+    await push(store, item)
     await store.fail(item.id, Failure("bad", retry=False))
     await store.complete(item.id, None)
     with pytest.raises(ItemNotFound):
         await store.get_item(item.id)
+
+
+# --- batches -------------------------------------------------------------------------------
+
+
+async def test_push_batch_inserts_all_in_order_and_registers_queues(store: Store, queue: str) -> None:
+    moment = datetime(2026, 5, 1, tzinfo=UTC)
+    items = [new_item(queue, n, created_at=moment) for n in range(50)] + [new_item(queue + "-b", "other")]
+
+    inserted = await store.push_batch(items, skip_existing=False)
+
+    assert inserted == {i.id for i in items}
+    assert [p.payload for p in await store.pop(queue, 100, 30)] == list(range(50))  # ties: insertion order
+    assert (await store.get_queue(queue + "-b")).ready == 1
+
+
+async def test_push_batch_is_all_or_nothing(store: Store, queue: str) -> None:
+    existing = new_item(queue, "first")
+    await push(store, existing)
+    batch = [
+        new_item(queue + "-x", "a"),
+        new_item(queue + "-x", "clash", id=existing.id),
+        new_item(queue + "-x", "c"),
+    ]
+
+    with pytest.raises(ItemExists):
+        await store.push_batch(batch, skip_existing=False)
+
+    assert (await store.get_item(existing.id)).payload == "first"
+    with pytest.raises(ItemNotFound):
+        await store.get_item(batch[0].id)
+    with pytest.raises(QueueNotFound):
+        await store.get_queue(queue + "-x")
+
+
+async def test_push_batch_can_leave_out_existing_ids(store: Store, queue: str) -> None:
+    existing = new_item(queue, "first")
+    await push(store, existing)
+    twin = uuid4()
+    batch = [
+        new_item(queue, "a"),
+        new_item(queue, "clash", id=existing.id),
+        new_item(queue, "twin-1", id=twin),
+        new_item(queue, "twin-2", id=twin),
+    ]
+
+    inserted = await store.push_batch(batch, skip_existing=True)
+
+    assert inserted == {batch[0].id, twin}
+    assert (await store.get_item(existing.id)).payload == "first"
+    assert (await store.get_item(twin)).payload == "twin-1"
+    assert (await store.get_queue(queue)).ready == 3
+
+
+async def test_complete_batch_reports_each_item(store: Store, queue: str, clock: FakeClock) -> None:
+    items = [new_item(queue, n, created_at=clock.now + timedelta(seconds=n)) for n in range(4)]
+    await store.push_batch(items, skip_existing=False)
+    a, b, c = await store.pop(queue, 3, 30)
+    missing = uuid4()
+
+    outcomes = await store.complete_batch(
+        [
+            Completion(a.id, a.lease_token),
+            Completion(b.id, uuid4()),  # someone else's token
+            Completion(missing, None),
+            Completion(c.id, None),  # no token: completes whatever the lease
+            Completion(items[3].id, None),  # never popped
+        ]
+    )
+
+    assert outcomes == [
+        CompleteOutcome.COMPLETED,
+        CompleteOutcome.LEASE_MISMATCH,
+        CompleteOutcome.NOT_FOUND,
+        CompleteOutcome.COMPLETED,
+        CompleteOutcome.COMPLETED,
+    ]
+    assert (await store.get_item(b.id)).status == ItemStatus.LEASED
+    for gone in (a.id, c.id, items[3].id):
+        with pytest.raises(ItemNotFound):
+            await store.get_item(gone)
+
+
+async def test_next_visible_at_tells_when_each_queue_has_work(
+    store: Store, queue: str, clock: FakeClock
+) -> None:
+    idle, busy, leased = queue + "-idle", queue + "-busy", queue + "-leased"
+    await push(store, new_item(busy, 1))
+    await push(store, new_item(leased, 2))
+    await store.pop(leased, 1, 90)
+
+    found, now = await store.next_visible_at([idle, busy, leased])
+
+    assert now == clock.now
+    assert found == {busy: clock.now, leased: clock.now + timedelta(seconds=90)}
+    assert await store.next_visible_at([]) == ({}, clock.now)
 
 
 # --- inspection -----------------------------------------------------------------------------
@@ -270,7 +370,7 @@ async def test_dead_item_can_be_deleted(store: Store, queue: str) -> None:
 async def test_get_item_shows_state_without_changing_it(store: Store, queue: str, clock: FakeClock) -> None:
     created = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
     item = new_item(queue, [1, 2], created_at=created)
-    await store.push(item)
+    await push(store, item)
 
     ready = await store.get_item(item.id)
     assert (ready.status, ready.attempts, ready.lease_expires_at, ready.created_at) == (
@@ -293,7 +393,7 @@ async def test_get_item_shows_state_without_changing_it(store: Store, queue: str
 
 async def test_queue_stats_count_each_state(store: Store, queue: str, clock: FakeClock) -> None:
     for n in range(6):
-        await store.push(new_item(queue, n, created_at=clock.now - timedelta(seconds=100 - n)))
+        await push(store, new_item(queue, n, created_at=clock.now - timedelta(seconds=100 - n)))
     leased = await store.pop(queue, 3, 30)
     await store.fail(leased[0].id, Failure("dead", leased[0].lease_token, retry=False))
 
@@ -310,7 +410,7 @@ async def test_queue_stats_count_each_state(store: Store, queue: str, clock: Fak
 
 async def test_a_queue_outlives_its_items_and_unknown_queues_are_not_found(store: Store, queue: str) -> None:
     item = new_item(queue)
-    await store.push(item)
+    await push(store, item)
     await store.complete(item.id, None)
 
     stats = await store.get_queue(queue)
@@ -327,7 +427,7 @@ async def test_leases_follow_the_database_clock_when_none_is_injected(settings: 
     await store.open()
     try:
         await store.migrate()
-        await store.push(new_item(queue, "real time"))
+        await push(store, new_item(queue, "real time"))
         popped = await pop_one(store, queue, lease_seconds=1)
         assert timedelta(0) < popped.lease_expires_at - datetime.now(UTC) <= timedelta(seconds=2)
         assert await store.pop(queue, 1, 1) == []
@@ -355,7 +455,7 @@ async def test_concurrent_poppers_get_every_item_exactly_once(store: Store, queu
     for n in range(total):
         item = new_item(queue, n)
         ids.add(item.id)
-        await store.push(item)
+        await push(store, item)
     delivered: list[UUID] = []
     rng = random.Random(7)
 
@@ -378,7 +478,7 @@ async def test_concurrent_poppers_get_every_item_exactly_once(store: Store, queu
 
 async def test_concurrent_pushes_are_all_kept(store: Store, queue: str) -> None:
     items = [new_item(queue, n) for n in range(300)]
-    await asyncio.gather(*(store.push(i) for i in items))
+    await asyncio.gather(*(push(store, i) for i in items))
     popped = (
         await store.pop(queue, 100, 30) + await store.pop(queue, 100, 30) + await store.pop(queue, 100, 30)
     )

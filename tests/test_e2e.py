@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -17,6 +19,13 @@ import httpx
 import pytest
 
 pytestmark = pytest.mark.e2e
+
+
+_processes: dict[str, subprocess.Popen[bytes]] = {}
+
+
+def _serving_process(base: str) -> subprocess.Popen[bytes]:
+    return _processes[base]
 
 
 def free_port() -> int:
@@ -42,6 +51,7 @@ def serving(database_url: str, *, migrate: bool = True) -> Iterator[str]:
     }
     process = subprocess.Popen([*simplequeue_command(), "serve", "--port", str(port)], env=env)
     base = f"http://127.0.0.1:{port}"
+    _processes[base] = process
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -55,6 +65,7 @@ def serving(database_url: str, *, migrate: bool = True) -> Iterator[str]:
             time.sleep(0.1)
         yield base
     finally:
+        del _processes[base]
         process.terminate()
         try:
             process.wait(timeout=15)
@@ -77,6 +88,22 @@ def test_serve_push_pop_fail_complete_over_http(tmp_path: Path) -> None:
             http.delete(f"/items/{item_id}", params={"lease_token": item["lease_token"]}).status_code == 204
         )
         assert http.get("/queues/mail").json()["ready"] == 0
+
+
+def test_stopping_answers_waiting_pops_at_once(tmp_path: Path) -> None:
+    with serving(f"sqlite:///{tmp_path / 'stop.db'}") as base:
+        process = _serving_process(base)
+        with ThreadPoolExecutor(1) as pool:
+            waiting = pool.submit(httpx.post, f"{base}/pop", json={"wait_seconds": 20}, timeout=30)
+            time.sleep(0.5)
+            started = time.monotonic()
+            process.send_signal(signal.SIGTERM)
+            response = waiting.result(timeout=30)
+            process.wait(timeout=30)
+            stopped_after = time.monotonic() - started
+    assert response.status_code == 200
+    assert response.json() == {"items": []}
+    assert stopped_after < 15, "the stop waited out the long-poll"  # bound, not a benchmark: 20 s vs ~0
 
 
 def test_two_processes_on_one_sqlite_file_deliver_each_item_once(tmp_path: Path) -> None:

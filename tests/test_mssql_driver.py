@@ -48,8 +48,9 @@ async def test_unreachable_server_is_database_unavailable(refused_url: str) -> N
     store = create_store(Settings(database_url=refused_url, db_timeout_seconds=2))
     await store.open()  # opening never connects: the service starts while the database is down
     try:
+        item = NewItem(uuid4(), "q", "1", datetime.now(UTC))
         with pytest.raises(DatabaseUnavailable) as caught:
-            await asyncio.wait_for(store.push(NewItem(uuid4(), "q", "1", datetime.now(UTC))), timeout=30)
+            await asyncio.wait_for(store.push_batch([item], skip_existing=False), timeout=30)
         assert caught.value.__cause__ is not None  # the driver's error is chained, not swallowed
         with pytest.raises(DatabaseUnavailable):
             await asyncio.wait_for(store.pop("q", 1, 30), timeout=30)

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager, suppress
 from datetime import datetime
 from pathlib import Path
 from uuid import UUID, uuid4
 
 import asyncpg
 
-from app.domain import Clock, Failure, ItemView, LeasedItem, NewItem, QueueStats
+from app.domain import Clock, CompleteOutcome, Completion, Failure, ItemView, LeasedItem, NewItem, QueueStats
 from app.errors import (
     DatabaseUnavailable,
     ItemExists,
@@ -21,9 +24,12 @@ from app.errors import (
 )
 from app.store import rows
 from app.store.migrations import load_migrations
+from app.store.protocol import ReadyCallback
 from app.store.sqlfile import load_queries
 
 Q = load_queries(Path(__file__).with_suffix(".sql"))
+CHANNEL = "simplequeue_ready"
+log = logging.getLogger("simplequeue.postgres")
 
 _UNAVAILABLE = (
     OSError,
@@ -71,6 +77,8 @@ class PostgresStore:
         self._timeout = timeout_seconds
         self._clock = clock
         self._pool: asyncpg.Pool | None = None
+        self._own_pids: set[int] = set()  # our pool's backends: their NOTIFYs were already signalled
+        self._listener: asyncio.Task[None] | None = None
 
     def _now(self) -> datetime | None:
         """None lets the database's clock decide; a clock is injected only by tests."""
@@ -84,9 +92,17 @@ class PostgresStore:
             max_size=self._pool_size,
             timeout=self._timeout,
             command_timeout=max(30.0, self._timeout),
+            init=self._remember_pid,
         )
 
+    async def _remember_pid(self, conn: asyncpg.Connection) -> None:
+        self._own_pids.add(conn.get_server_pid())
+
     async def close(self) -> None:
+        if self._listener is not None:
+            self._listener.cancel()
+            with suppress(asyncio.CancelledError):
+                await self._listener
         if self._pool is not None:
             await self._pool.close()
 
@@ -116,11 +132,22 @@ class PostgresStore:
         if latest not in versions:
             raise SchemaNotReady()
 
-    async def push(self, item: NewItem) -> None:
+    async def push_batch(self, items: Sequence[NewItem], *, skip_existing: bool) -> set[UUID]:
+        columns = (
+            [i.id for i in items],
+            [i.queue for i in items],
+            [i.payload_json for i in items],
+            [i.created_at for i in items],
+            self._now(),
+        )
         async with self._conn() as conn:
-            await conn.execute(
-                Q["push"], item.id, item.queue, item.payload_json, item.created_at, self._now()
-            )
+            if skip_existing:
+                return {r["id"] for r in await conn.fetch(Q["push_batch"], *columns)}
+            async with conn.transaction():
+                inserted = {r["id"] for r in await conn.fetch(Q["push_batch"], *columns)}
+                if len(inserted) < len(items):
+                    raise ItemExists()  # rolls the batch back: all or nothing
+                return inserted
 
     async def pop(self, queue: str, max_items: int, lease_seconds: int) -> list[LeasedItem]:
         async with self._conn() as conn:
@@ -132,6 +159,15 @@ class PostgresStore:
             if _affected(await conn.execute(Q["complete"], item_id, lease_token)) == 0:
                 current = await conn.fetchrow(Q["get_item"], item_id, self._now())
                 raise rows.transition_refused(current, lease_token)
+
+    async def complete_batch(self, items: Sequence[Completion]) -> list[CompleteOutcome]:
+        async with self._conn() as conn:
+            found = await conn.fetch(
+                Q["complete_batch"], [i.id for i in items], [i.lease_token for i in items]
+            )
+        completed = {r["id"] for r in found if r["completed"]}
+        still_there = {r["id"] for r in found if r["present"] and not r["completed"]}
+        return rows.complete_outcomes(items, completed, still_there)
 
     async def fail(self, item_id: UUID, failure: Failure) -> ItemView:
         async with self._conn() as conn:
@@ -155,6 +191,48 @@ class PostgresStore:
         if row is None:
             raise rows.transition_refused(None, None)
         return rows.item_view(row, row["now"])
+
+    async def next_visible_at(self, queues: Sequence[str]) -> tuple[dict[str, datetime], datetime]:
+        now = self._now()
+        async with self._conn() as conn:
+            found = await conn.fetch(Q["next_visible_at"], list(queues), now)
+            if not found:
+                return {}, now or await conn.fetchval("SELECT now()")
+        return {r["queue"]: r["next"] for r in found if r["next"] is not None}, found[0]["now"]
+
+    async def subscribe(self, on_ready: ReadyCallback) -> None:
+        """LISTEN on one dedicated connection per process, kept up for the life of the store."""
+        self._listener = asyncio.create_task(self._listen(on_ready), name="simplequeue-listen")
+
+    async def _listen(self, on_ready: ReadyCallback) -> None:
+        def received(_: object, pid: int, channel: str, payload: object) -> None:
+            if pid in self._own_pids:
+                return
+            message = json.loads(str(payload))
+            on_ready(message["q"], int(message["n"]))
+
+        backoff = 0.5
+        while True:
+            lost = asyncio.Event()
+            try:
+                conn = await asyncpg.connect(self._url, timeout=self._timeout)
+            except (*_UNAVAILABLE, asyncpg.PostgresError) as exc:
+                log.warning("LISTEN connection failed (%s); retrying in %.1fs", exc, backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 10.0)
+                continue
+            try:
+                conn.add_termination_listener(lambda _, lost=lost: lost.set())
+                await conn.add_listener(CHANNEL, received)
+                backoff = 0.5
+                on_ready(None, 0)  # anything pushed while we were not listening
+                await lost.wait()
+                log.warning("LISTEN connection lost; reconnecting")
+            except (*_UNAVAILABLE, asyncpg.PostgresError) as exc:
+                log.warning("LISTEN failed (%s); reconnecting", exc)
+            finally:
+                with suppress(Exception):
+                    await conn.close(timeout=1)
 
     async def _stats(self, queue: str | None) -> list[QueueStats]:
         async with self._conn() as conn:

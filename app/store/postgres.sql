@@ -2,13 +2,21 @@
 -- $now is NULL in production, so every time comes from the database's clock (one clock for
 -- every replica; seed 004); tests bind a fake clock in its place.
 
--- name: push
-WITH new_queue AS (
-    INSERT INTO sq_queues (name, created_at) VALUES ($2, COALESCE($5::timestamptz, now()))
+-- name: push_batch
+-- One statement: queues registered, items inserted in the order given. Existing ids are left out
+-- (the caller learns which from RETURNING). The statement trigger NOTIFYs each queue at commit.
+WITH new_queues AS (
+    INSERT INTO sq_queues (name, created_at)
+    SELECT DISTINCT q, COALESCE($5::timestamptz, now()) FROM unnest($2::text[]) AS q
     ON CONFLICT (name) DO NOTHING
 )
 INSERT INTO sq_items (id, queue, payload, created_at, visible_at)
-VALUES ($1, $2, $3::json, $4, COALESCE($5::timestamptz, now()))
+SELECT t.id, t.queue, t.payload::json, t.created_at, COALESCE($5::timestamptz, now())
+FROM unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[]) WITH ORDINALITY
+    AS t(id, queue, payload, created_at, ord)
+ORDER BY t.ord
+ON CONFLICT (id) DO NOTHING
+RETURNING id
 
 -- name: pop
 -- SKIP LOCKED: concurrent poppers pass over rows another transaction is claiming instead of
@@ -31,6 +39,28 @@ RETURNING i.seq, i.id, i.queue, i.payload::text AS payload, i.created_at, i.atte
 
 -- name: complete
 DELETE FROM sq_items WHERE id = $1 AND ($2::uuid IS NULL OR lease_token = $2)
+
+-- name: complete_batch
+-- The final SELECT sees the table as it was before the DELETE, so `present` is true for every
+-- requested item that existed; those not deleted were refused for their lease token.
+WITH req AS (
+    SELECT * FROM unnest($1::uuid[], $2::uuid[]) AS r(id, token)
+), done AS (
+    DELETE FROM sq_items AS i USING req
+    WHERE i.id = req.id AND (req.token IS NULL OR i.lease_token = req.token)
+    RETURNING i.id
+)
+SELECT req.id, done.id IS NOT NULL AS completed,
+       EXISTS (SELECT 1 FROM sq_items AS s WHERE s.id = req.id) AS present
+FROM req LEFT JOIN done ON done.id = req.id
+
+-- name: next_visible_at
+-- A correlated min() per queue: each is one seek on sq_items_visible, however many items wait.
+SELECT q.queue,
+       (SELECT min(i.visible_at) FROM sq_items AS i
+        WHERE i.queue = q.queue AND i.status IN ('ready', 'leased')) AS next,
+       COALESCE($2::timestamptz, now()) AS now
+FROM unnest($1::text[]) AS q(queue)
 
 -- name: fail
 UPDATE sq_items

@@ -8,7 +8,15 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 from uuid import UUID
 
-from app.domain import ErrorRecord, ItemView, LeasedItem, QueueStats, effective_status
+from app.domain import (
+    CompleteOutcome,
+    Completion,
+    ErrorRecord,
+    ItemView,
+    LeasedItem,
+    QueueStats,
+    effective_status,
+)
 from app.errors import ItemDead, ItemNotFound, LeaseMismatch, QueueError
 
 
@@ -86,3 +94,18 @@ def transition_refused(row: Row | None, lease_token: UUID | None) -> QueueError:
 def sorted_leases(items: Sequence[tuple[Any, LeasedItem]]) -> list[LeasedItem]:
     """RETURNING/OUTPUT rows come in no defined order; hand them out oldest first."""
     return [item for _, item in sorted(items, key=lambda pair: (pair[1].created_at, pair[0]))]
+
+
+def complete_outcomes(
+    requested: Sequence[Completion], completed: set[UUID], still_there: set[UUID]
+) -> list[CompleteOutcome]:
+    """Each request's outcome, given the ids the batch deleted and those it left in place."""
+
+    def outcome(item: Completion) -> CompleteOutcome:
+        if item.id in completed:
+            return CompleteOutcome.COMPLETED
+        if item.id in still_there:
+            return CompleteOutcome.LEASE_MISMATCH
+        return CompleteOutcome.NOT_FOUND
+
+    return [outcome(item) for item in requested]

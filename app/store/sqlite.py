@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -13,7 +14,17 @@ from uuid import UUID, uuid4
 
 import aiosqlite
 
-from app.domain import Clock, Failure, ItemView, LeasedItem, NewItem, QueueStats, system_clock
+from app.domain import (
+    Clock,
+    CompleteOutcome,
+    Completion,
+    Failure,
+    ItemView,
+    LeasedItem,
+    NewItem,
+    QueueStats,
+    system_clock,
+)
 from app.errors import (
     DatabaseUnavailable,
     ItemExists,
@@ -24,6 +35,7 @@ from app.errors import (
 )
 from app.store import rows
 from app.store.migrations import load_migrations, split_statements
+from app.store.protocol import ReadyCallback
 from app.store.sqlfile import load_queries
 
 Q = load_queries(Path(__file__).with_suffix(".sql"))
@@ -146,20 +158,22 @@ class SqliteStore:
         if latest not in versions:
             raise SchemaNotReady()
 
-    async def push(self, item: NewItem) -> None:
+    async def push_batch(self, items: Sequence[NewItem], *, skip_existing: bool) -> set[UUID]:
         now = to_text(self._clock())
         async with self._write() as conn:
-            await conn.execute(Q["ensure_queue"], {"queue": item.queue, "now": now})
-            await conn.execute(
-                Q["insert_item"],
-                {
-                    "id": str(item.id),
-                    "queue": item.queue,
-                    "payload": item.payload_json,
-                    "created_at": to_text(item.created_at),
-                    "now": now,
-                },
+            # Under BEGIN IMMEDIATE no other writer can insert between this look-up and the insert.
+            async with conn.execute(
+                Q["existing_ids"], {"ids": json.dumps([str(i.id) for i in items])}
+            ) as cursor:
+                taken = {row[0] for row in await cursor.fetchall()}
+            fresh = _first_of_each_id(items, taken)
+            if not skip_existing and len(fresh) < len(items):
+                raise ItemExists()
+            await conn.executemany(
+                Q["ensure_queue"], [{"queue": q, "now": now} for q in {i.queue for i in fresh}]
             )
+            await conn.executemany(Q["insert_item"], [_insert_params(i, now) for i in fresh])
+        return {i.id for i in fresh}
 
     async def pop(self, queue: str, max_items: int, lease_seconds: int) -> list[LeasedItem]:
         now = self._clock()
@@ -182,6 +196,19 @@ class SqliteStore:
             if deleted == 0:
                 row = await self._fetchone(conn, "get_item", {"id": str(item_id)})
                 raise rows.transition_refused(row, lease_token)
+
+    async def complete_batch(self, items: Sequence[Completion]) -> list[CompleteOutcome]:
+        requested = json.dumps(
+            [{"id": str(i.id), "token": str(i.lease_token) if i.lease_token else None} for i in items]
+        )
+        async with self._write() as conn:
+            async with conn.execute(Q["complete_batch"], {"items": requested}) as cursor:
+                completed = {rows.as_uuid(row[0]) for row in await cursor.fetchall()}
+            async with conn.execute(
+                Q["existing_ids"], {"ids": json.dumps([str(i.id) for i in items])}
+            ) as cursor:
+                still_there = {rows.as_uuid(row[0]) for row in await cursor.fetchall()}
+        return rows.complete_outcomes(items, completed, still_there)
 
     async def fail(self, item_id: UUID, failure: Failure) -> ItemView:
         now = self._clock()
@@ -207,6 +234,18 @@ class SqliteStore:
             raise rows.transition_refused(None, None)
         return rows.item_view(row, self._clock())
 
+    async def next_visible_at(self, queues: Sequence[str]) -> tuple[dict[str, datetime], datetime]:
+        now = self._clock()
+        async with (
+            self._read() as conn,
+            conn.execute(Q["next_visible_at"], {"queues": json.dumps(queues)}) as cursor,
+        ):
+            found = await cursor.fetchall()
+        return {row["queue"]: rows.as_utc(row["next"]) for row in found if row["next"]}, now
+
+    async def subscribe(self, on_ready: ReadyCallback) -> None:
+        """SQLite has no notifications: the watcher's probe finds other processes' pushes."""
+
     async def _stats(self, queue: str | None) -> list[QueueStats]:
         params = {"queue": queue, "now": to_text(self._clock())}
         async with self._read() as conn, conn.execute(Q["queue_stats"], params) as cursor:
@@ -220,3 +259,24 @@ class SqliteStore:
         if not found:
             raise QueueNotFound()
         return found[0]
+
+
+def _first_of_each_id(items: Sequence[NewItem], taken: set[str]) -> list[NewItem]:
+    """The items to insert: those whose id is not taken, each id once, in the order given."""
+    seen = set(taken)
+    fresh = []
+    for item in items:
+        if str(item.id) not in seen:
+            seen.add(str(item.id))
+            fresh.append(item)
+    return fresh
+
+
+def _insert_params(item: NewItem, now: str) -> dict[str, str]:
+    return {
+        "id": str(item.id),
+        "queue": item.queue,
+        "payload": item.payload_json,
+        "created_at": to_text(item.created_at),
+        "now": now,
+    }

@@ -10,6 +10,26 @@ ON CONFLICT (name) DO NOTHING
 INSERT INTO sq_items (id, queue, payload, created_at, visible_at)
 VALUES (:id, :queue, :payload, :created_at, :now)
 
+-- name: existing_ids
+SELECT id FROM sq_items WHERE id IN (SELECT value FROM json_each(:ids))
+
+-- name: complete_batch
+-- :items is a JSON array of {"id", "token"}; a null token completes whatever the lease.
+DELETE FROM sq_items
+WHERE seq IN (
+    SELECT i.seq
+    FROM json_each(:items) AS r
+    JOIN sq_items AS i ON i.id = json_extract(r.value, '$.id')
+    WHERE json_extract(r.value, '$.token') IS NULL OR i.lease_token = json_extract(r.value, '$.token')
+)
+RETURNING id
+
+-- name: next_visible_at
+SELECT q.value AS queue,
+       (SELECT MIN(i.visible_at) FROM sq_items AS i
+        WHERE i.queue = q.value AND i.status IN ('ready', 'leased')) AS next
+FROM json_each(:queues) AS q
+
 -- name: pop
 UPDATE sq_items
 SET status = 'leased', attempts = attempts + 1, lease_token = :lease_token, visible_at = :lease_expires_at

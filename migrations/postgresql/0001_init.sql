@@ -29,3 +29,21 @@ CREATE INDEX IF NOT EXISTS sq_items_pop ON sq_items (queue, created_at, seq)
     WHERE status IN ('ready', 'leased');
 
 CREATE INDEX IF NOT EXISTS sq_items_queue_status ON sq_items (queue, status);
+
+-- The long-poll watcher's probe: when does the next live item of a queue become poppable?
+CREATE INDEX IF NOT EXISTS sq_items_visible ON sq_items (queue, visible_at)
+    WHERE status IN ('ready', 'leased');
+
+-- Wake long-polls in every replica when items are inserted, by this service or by any other
+-- writer (a bulk load straight into the table included). NOTIFY goes out at commit, one message
+-- per queue and statement: {"q": <queue>, "n": <items>}.
+CREATE OR REPLACE FUNCTION sq_items_notify_ready() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('simplequeue_ready', json_build_object('q', queue, 'n', count(*))::text)
+    FROM new_items WHERE status = 'ready' GROUP BY queue;
+    RETURN NULL;
+END
+$$;
+
+CREATE OR REPLACE TRIGGER sq_items_notify_ready AFTER INSERT ON sq_items
+    REFERENCING NEW TABLE AS new_items FOR EACH STATEMENT EXECUTE FUNCTION sq_items_notify_ready();

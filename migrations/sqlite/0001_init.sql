@@ -28,3 +28,7 @@ CREATE INDEX IF NOT EXISTS sq_items_pop ON sq_items (queue, created_at, seq)
     WHERE status IN ('ready', 'leased');
 
 CREATE INDEX IF NOT EXISTS sq_items_queue_status ON sq_items (queue, status);
+
+-- The long-poll watcher's probe: when does the next live item of a queue become poppable?
+CREATE INDEX IF NOT EXISTS sq_items_visible ON sq_items (queue, visible_at)
+    WHERE status IN ('ready', 'leased');

@@ -1,0 +1,56 @@
+"""Single pushes that arrive together share one transaction (group commit).
+
+Each caller waits for the commit that holds its row; its `201` means that commit happened. A
+caller whose id already exists gets ItemExists alone, and the rest of its batch still commits
+(the store leaves existing ids out rather than failing the batch). There is no timer: while one
+commit is in flight the next batch gathers, so a lone push is never delayed, and under load a
+commit carries everything that arrived during the previous one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from uuid import UUID
+
+from app.domain import NewItem
+from app.errors import ItemExists
+from app.store import Store
+
+Pending = tuple[NewItem, asyncio.Future[bool]]
+
+
+class PushCoalescer:
+    def __init__(self, store: Store, *, max_batch: int = 1000) -> None:
+        self._store = store
+        self._max_batch = max_batch
+        self._pending: list[Pending] = []
+        self._flusher: asyncio.Task[None] | None = None
+
+    async def push(self, item: NewItem) -> None:
+        """Return once `item` is committed. Raises ItemExists, or the store's error for its batch."""
+        inserted = asyncio.get_running_loop().create_future()
+        self._pending.append((item, inserted))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush(), name="simplequeue-push")
+        # shield: a caller that goes away must not cancel the commit its neighbours wait for.
+        if not await asyncio.shield(inserted):
+            raise ItemExists()
+
+    async def _flush(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending[: self._max_batch], self._pending[self._max_batch :]
+            try:
+                inserted = await self._store.push_batch([item for item, _ in batch], skip_existing=True)
+            except Exception as exc:  # nothing of this batch committed: each of its callers hears why
+                for _, future in batch:
+                    future.set_exception(exc)
+                continue
+            _settle(batch, inserted)
+
+
+def _settle(batch: list[Pending], inserted: set[UUID]) -> None:
+    """Tell each caller whether its row went in; of two callers with one id, only the first did."""
+    claimed: set[UUID] = set()
+    for item, future in batch:
+        future.set_result(item.id in inserted and item.id not in claimed)
+        claimed.add(item.id)

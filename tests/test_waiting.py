@@ -1,0 +1,190 @@
+"""Long-poll waiting and push coalescing, over real stores (on every engine)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+from uuid import uuid4
+
+import pytest
+
+from app.domain import NewItem
+from app.errors import DatabaseUnavailable, ItemExists
+from app.pushing import PushCoalescer
+from app.settings import Settings
+from app.store import Store, create_store
+from app.waiting import Waiting
+
+
+class Counted:
+    """A real store whose calls are counted (instrumentation, not a stand-in)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.calls: Counter[str] = Counter()
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self.store, name)
+        if not callable(attribute):
+            return attribute
+
+        async def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls[name] += 1
+            return await attribute(*args, **kwargs)
+
+        return counted
+
+
+@pytest.fixture
+async def real_store(settings: Settings) -> AsyncIterator[Store]:
+    """The engine's own clock: the probe sleeps in real time until leases expire."""
+    store = create_store(settings)
+    await store.open()
+    await store.migrate()
+    yield store
+    await store.close()
+
+
+def item(queue: str, payload: Any = 1, id: Any = None) -> NewItem:
+    return NewItem(id or uuid4(), queue, json.dumps(payload), datetime.now(UTC))
+
+
+async def test_a_push_wakes_one_waiter_per_item(real_store: Store, queue: str) -> None:
+    store = Counted(real_store)
+    waiting = Waiting(store, recheck_seconds=1000)  # only signals can wake anyone here
+    waiters = []
+    for _ in range(5):
+        waiters.append(
+            asyncio.create_task(waiting.pop(queue, max_items=1, wait_seconds=20, lease_seconds=30))
+        )
+        await asyncio.sleep(0.05)
+    assert store.calls["pop"] == 1  # the first found the queue empty; the later ones trusted that
+
+    await real_store.push_batch([item(queue, "x")], skip_existing=False)
+    waiting.notify(queue, 1)
+    done, pending = await asyncio.wait(waiters, timeout=10, return_when=asyncio.FIRST_COMPLETED)
+
+    assert [len(t.result()) for t in done] == [1]
+    await asyncio.sleep(0.1)
+    assert store.calls["pop"] == 2  # one waiter woke for one item, not five
+    waiting.close()
+    assert [await t for t in pending] == [[]] * 4  # shutting down answers the rest, empty
+
+
+async def test_idle_long_polls_cost_no_statements_beyond_the_probe(real_store: Store, queue: str) -> None:
+    store = Counted(real_store)
+    waiting = Waiting(store, recheck_seconds=1000)
+    assert await waiting.pop(queue, max_items=1, wait_seconds=0.1, lease_seconds=30) == []
+    for _ in range(3):  # clients come back again and again to an idle queue
+        polls = [waiting.pop(queue, max_items=1, wait_seconds=0.2, lease_seconds=30) for _ in range(30)]
+        assert await asyncio.gather(*polls) == [[]] * 30
+    assert store.calls["pop"] == 1
+    waiting.close()
+
+
+async def test_an_expiring_lease_wakes_a_waiter_without_a_push(real_store: Store, queue: str) -> None:
+    waiting = Waiting(real_store, recheck_seconds=1000)  # no recheck: only the expiry timer can wake it
+    await real_store.push_batch([item(queue)], skip_existing=False)
+    [first] = await real_store.pop(queue, 1, 1)
+
+    [again] = await asyncio.wait_for(
+        waiting.pop(queue, max_items=1, wait_seconds=15, lease_seconds=30), timeout=10
+    )
+    assert (again.id, again.attempts) == (first.id, 2)
+    waiting.close()
+
+
+async def test_a_push_through_another_process_is_found(
+    settings: Settings, real_store: Store, queue: str
+) -> None:
+    # Another replica: its own store and waiting, no shared memory. PostgreSQL tells it through
+    # LISTEN/NOTIFY; SQLite and SQL Server through the probe's recheck.
+    other = create_store(settings)
+    await other.open()
+    waiting = Waiting(other, recheck_seconds=1000 if settings.database_url.startswith("postgresql") else 0.2)
+    await other.subscribe(waiting.notify)
+    try:
+        waiter = asyncio.create_task(waiting.pop(queue, max_items=1, wait_seconds=15, lease_seconds=30))
+        await asyncio.sleep(0.5)  # the waiter is asleep and the listener is up
+        await real_store.push_batch([item(queue, "from elsewhere")], skip_existing=False)
+        [popped] = await asyncio.wait_for(waiter, timeout=10)
+        assert popped.payload == "from elsewhere"
+    finally:
+        waiting.close()
+        await other.close()
+
+
+class SlowPop:
+    """A real store whose pop holds until released, to land a signal while the statement runs."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.release = asyncio.Event()
+        self.started = asyncio.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    async def pop(self, *args: Any) -> Any:
+        found = await self.store.pop(*args)
+        self.started.set()
+        await self.release.wait()
+        return found
+
+
+async def test_a_signal_during_the_pop_statement_is_not_lost(real_store: Store, queue: str) -> None:
+    slow = SlowPop(real_store)
+    waiting = Waiting(slow, recheck_seconds=1000)
+    waiter = asyncio.create_task(waiting.pop(queue, max_items=1, wait_seconds=15, lease_seconds=30))
+    await slow.started.wait()  # its statement found nothing...
+    await real_store.push_batch([item(queue, "late")], skip_existing=False)
+    waiting.notify(queue, 1)  # ...and the signal lands before it starts to wait
+    slow.release.set()
+    [popped] = await asyncio.wait_for(waiter, timeout=10)
+    assert popped.payload == "late"
+    waiting.close()
+
+
+async def test_concurrent_single_pushes_share_commits(real_store: Store, queue: str) -> None:
+    store = Counted(real_store)
+    pusher = PushCoalescer(store)
+    items = [item(queue, n) for n in range(200)]
+
+    await asyncio.gather(*(pusher.push(i) for i in items))
+
+    assert store.calls["push_batch"] < 20
+    assert (await real_store.get_queue(queue)).ready == 200
+
+
+async def test_a_duplicate_fails_alone_and_its_neighbours_commit(real_store: Store, queue: str) -> None:
+    taken = item(queue, "first")
+    await real_store.push_batch([taken], skip_existing=False)
+    pusher = PushCoalescer(real_store)
+    twin = uuid4()
+    batch = [
+        item(queue, "a"),
+        item(queue, "dup", id=taken.id),
+        item(queue, "t1", id=twin),
+        item(queue, "t2", id=twin),
+    ]
+
+    results = await asyncio.gather(*(pusher.push(i) for i in batch), return_exceptions=True)
+
+    assert [type(r) for r in results] == [type(None), ItemExists, type(None), ItemExists]
+    assert (await real_store.get_item(twin)).payload == "t1"
+    assert (await real_store.get_queue(queue)).ready == 3
+
+
+async def test_a_failed_commit_reaches_every_caller_of_its_batch(queue: str) -> None:
+    down = create_store(Settings(database_url="postgresql://postgres@127.0.0.1:1/none", db_timeout_seconds=1))
+    await down.open()
+    pusher = PushCoalescer(down)
+    try:
+        results = await asyncio.gather(*(pusher.push(item(queue)) for _ in range(5)), return_exceptions=True)
+        assert all(isinstance(r, DatabaseUnavailable) for r in results)
+    finally:
+        await down.close()
