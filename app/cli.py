@@ -31,12 +31,19 @@ def main() -> None:
 def serve(host: str | None, port: int | None, workers: int) -> None:
     """Serve the HTTP API."""
 
-    from app.serving import run
+    import uvicorn
 
     settings = Settings()
     if workers > 1 and settings.migrate_on_start:
         _migrate(settings)  # once, before the workers race to it
-    run(settings, host=host or settings.host, port=settings.port if port is None else port, workers=workers)
+    uvicorn.run(
+        "app.main:app_from_env",
+        factory=True,
+        host=host or settings.host,
+        port=settings.port if port is None else port,
+        workers=workers,
+        log_level=settings.log_level,
+    )
 
 
 @main.command()

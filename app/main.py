@@ -12,6 +12,7 @@ from app.http_errors import BodyLimit, install_error_handlers
 from app.pushing import PushCoalescer
 from app.routes import router
 from app.settings import Settings
+from app.shutdown import on_stop_signal
 from app.store import create_store
 from app.waiting import Waiting
 
@@ -35,7 +36,8 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
             app.state.store = store
             app.state.waiting = waiting
             app.state.coalescer = PushCoalescer(store)
-            yield
+            with on_stop_signal(waiting.close):
+                yield
         finally:
             waiting.close()
             await store.close()
