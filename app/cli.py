@@ -43,6 +43,7 @@ def serve(host: str | None, port: int | None, workers: int) -> None:
         port=settings.port if port is None else port,
         workers=workers,
         log_level=settings.log_level,
+        access_log=settings.access_log,
     )
 
 

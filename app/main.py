@@ -13,20 +13,24 @@ from app.pushing import PushCoalescer
 from app.routes import router
 from app.settings import Settings
 from app.shutdown import on_stop_signal
-from app.store import create_store
+from app.store import Store, create_store
 from app.waiting import Waiting
 
 API_VERSION = "0.1.0"
 
 
-def create_app(settings: Settings | None = None, *, clock: Clock | None = None) -> FastAPI:
+def create_app(
+    settings: Settings | None = None, *, clock: Clock | None = None, store: Store | None = None
+) -> FastAPI:
     """Build the service. `clock` replaces the service's UTC clock (and the database clock,
-    where the store supports it) so that tests can control time."""
+    where the store supports it) so that tests can control time. `store` replaces the one the
+    settings name (the lifespan still opens and closes it)."""
     settings = settings or Settings()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        store = create_store(settings, clock)
+        nonlocal store
+        store = store or create_store(settings, clock)
         await store.open()
         waiting = Waiting(store, recheck_seconds=settings.wait_recheck_seconds)
         try:

@@ -36,3 +36,4 @@ class Settings(BaseSettings):
         description="How often a long-poll re-checks the database for items pushed elsewhere.",
     )
     log_level: str = "info"
+    access_log: bool = True

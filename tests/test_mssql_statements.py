@@ -33,7 +33,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel
 
-from app.domain import Failure, ItemStatus, NewItem
+from app.domain import CompleteOutcome, Completion, Failure, ItemStatus, NewItem
 from app.errors import (
     DatabaseUnavailable,
     ItemDead,
@@ -46,7 +46,7 @@ from app.errors import (
     StoreError,
 )
 from app.store.migrations import load_migrations, split_statements
-from app.store.mssql import MssqlStore, Q, odbc_connection_string, translated_errors
+from app.store.mssql import MssqlStore, Q, _index_order, odbc_connection_string, translated_errors
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=UTC)
 NOW_TEXT = "2026-03-01T12:00:00.123456"
@@ -90,8 +90,8 @@ def test_every_migration_statement_parses_as_tsql(statement: str) -> None:
     assert len(parse(statement)) == 1
 
 
-def test_the_migration_splits_into_its_five_guarded_creates() -> None:
-    assert len(migration_statements()) == 5
+def test_the_migration_splits_into_its_six_guarded_creates() -> None:
+    assert len(migration_statements()) == 6
     assert all(
         ";" not in line.rstrip()[:-1] for line in MIGRATION.sql.splitlines() if not line.startswith("--")
     )
@@ -117,13 +117,17 @@ def claim_select() -> exp.Select:
     return cte.this
 
 
-def test_pop_claims_top_n_rows_of_sq_items_with_the_four_locking_hints() -> None:
+def test_pop_claims_top_n_rows_of_sq_items_with_the_four_locking_hints_on_the_pop_index() -> None:
     select = claim_select()
     assert select.args.get("limit") is not None, "TOP (n)"
     table = select.find(exp.From).this
     assert (table.db, table.name) == ("dbo", "sq_items")
     hints = [var.name.upper() for hint in table.args["hints"] for var in hint.expressions]
-    assert sorted(hints) == ["READCOMMITTEDLOCK", "READPAST", "ROWLOCK", "UPDLOCK"]
+    assert sorted(hints) == ["INDEX", "READCOMMITTEDLOCK", "READPAST", "ROWLOCK", "UPDLOCK"]
+    [index] = [
+        hint for hint in table.args["hints"] for var in hint.expressions if var.name.upper() == "INDEX"
+    ]
+    assert "sq_items_pop" in index.sql(dialect="tsql"), "pop must walk the filtered pop index"
 
 
 def test_pop_takes_the_oldest_created_at_first_then_insertion_order() -> None:
@@ -165,7 +169,7 @@ def test_pop_leases_and_outputs_the_leased_rows() -> None:
 
 
 def test_the_server_clock_is_used_unless_one_is_bound() -> None:
-    for name in ("push", "pop", "fail", "get_item", "queue_stats"):
+    for name in ("push_batch", "pop", "fail", "get_item", "next_visible_at", "queue_stats"):
         declare = next(tree for tree in parse(Q[name]) if isinstance(tree, exp.Declare))
         default = declare.expressions[0].args["default"]
         assert declare.expressions[0].this[0].name == "now"
@@ -277,6 +281,198 @@ def test_the_pop_index_is_filtered_to_live_rows() -> None:
     ]
 
 
+def live_statuses(where: exp.Expression) -> list[list[str]]:
+    """The status lists of a predicate's `status IN (...)`s, each sorted."""
+    found = [node for node in where.find_all(exp.In) if node.this.name == "status"]
+    return [sorted(lit.name for lit in node.expressions) for node in found]
+
+
+def test_the_watchers_index_is_filtered_to_live_rows_by_the_probes_own_predicate() -> None:
+    params = create_index("sq_items_visible").this.args["params"]
+    assert [o.this.name for o in params.args["columns"]] == ["queue", "visible_at"]
+    assert live_statuses(params.args["where"]) == [["leased", "ready"]]
+    # A filtered index serves a parameterised statement only when the statement repeats its filter
+    # as literals.
+    assert params.args["where"].this.sql("tsql") in next_visible_at_min().args["where"].sql("tsql")
+
+
+# --- the batches ----------------------------------------------------------------------------------
+
+
+def hints(table: exp.Table) -> list[str]:
+    return sorted(var.name.upper() for hint in table.args.get("hints") or [] for var in hint.expressions)
+
+
+def openjson_columns(node: exp.Expression) -> dict[str, str]:
+    openjson = node.find(exp.OpenJSON)
+    assert openjson is not None
+    return {col.name: col.args["kind"].sql("tsql") for col in openjson.expressions}
+
+
+def push_batch_statements() -> tuple[exp.Insert, exp.Insert, exp.Select, exp.IfBlock]:
+    trees = parse(Q["push_batch"])
+    kinds = [type(tree) for tree in trees]
+    assert kinds == [exp.Set, exp.Set, *[exp.Declare] * 4, exp.Insert, exp.Insert, exp.Select, exp.IfBlock]
+    lock, insert, select, register = trees[6:]
+    assert isinstance(lock, exp.Insert)
+    assert isinstance(insert, exp.Insert)
+    assert isinstance(select, exp.Select)
+    assert isinstance(register, exp.IfBlock)
+    return lock, insert, select, register
+
+
+def test_push_batch_reads_every_item_from_one_json_parameter() -> None:
+    lock, insert, _, _ = push_batch_statements()
+    assert placeholders(Q["push_batch"]) == 2, "the clock and the items, whatever their number"
+    assert parse(Q["push_batch"])[3].sql("tsql") == "DECLARE @items NVARCHAR(MAX) = ?"
+    for statement in (lock, insert):
+        assert statement.expression.find(exp.OpenJSON).this.sql("tsql") == "@items"
+    # The payload is a JSON string read as text (no AS JSON, which would re-serialise it); the time is
+    # text that the SELECT casts, as everywhere else.
+    openjson = insert.expression.find(exp.OpenJSON)
+    assert openjson_columns(insert.expression) == {
+        "n": "INTEGER",
+        "id": "UNIQUEIDENTIFIER",
+        "queue": "NVARCHAR(4000)",
+        "payload": "NVARCHAR(MAX)",
+        "created_at": "NVARCHAR(40)",
+    }
+    assert not any(col.args.get("as_json") for col in openjson.expressions)
+    assert "CAST(j.created_at AS DATETIME2(7))" in insert.expression.sql("tsql")
+    assert [col.name for col in insert.this.expressions] == [
+        "id",
+        "queue",
+        "payload",
+        "created_at",
+        "visible_at",
+    ]
+
+
+def test_push_batch_first_finds_the_ids_that_exist_under_key_range_locks() -> None:
+    lock, _, _, _ = push_batch_statements()
+    assert lock.this.sql("tsql") == "@taken (id)"
+    assert openjson_columns(lock.expression) == {"id": "UNIQUEIDENTIFIER"}
+    [join] = lock.expression.args["joins"]
+    probed = join.this
+    assert (probed.db, probed.name, probed.alias) == ("dbo", "sq_items", "e")
+    assert hints(probed) == ["FORCESEEK", "HOLDLOCK", "UPDLOCK"]
+    assert join.args["on"].sql("tsql") == "e.id = j.id"
+    assert join.args.get("side") is None, "an inner join: only the ids found"
+    assert [col.sql("tsql") for col in lock.expression.expressions] == ["e.id"]
+
+
+def test_push_batch_inserts_the_others_in_the_order_given_and_outputs_them() -> None:
+    _, insert, select, _ = push_batch_statements()
+    table = insert.this.this
+    assert (table.db, table.name) == ("dbo", "sq_items")
+    where = insert.expression.args["where"].this
+    assert isinstance(where, exp.Not)
+    assert where.this.this.sql("tsql") == "SELECT 1 FROM @taken AS t WHERE t.id = j.id"
+    assert insert.expression.find(exp.Hint) is None
+    assert not [t for t in where.find_all(exp.Table) if t.name == "sq_items"], "the locks are taken"
+    # IDENTITY numbers the rows in the ORDER BY's order, so that seq keeps the batch's order.
+    order = insert.expression.args["order"]
+    assert [o.sql("tsql") for o in order.expressions] == ["j.n"]
+    output = insert.args["returning"]
+    assert [(col.table, col.name) for col in output.expressions] == [
+        ("inserted", "id"),
+        ("inserted", "queue"),
+    ]
+    assert output.args["into"].name == "inserted"
+    assert select.sql("tsql") == "SELECT id FROM @inserted"
+
+
+def test_push_batch_registers_the_inserted_items_queues_once_under_a_lock() -> None:
+    _, _, _, register = push_batch_statements()
+    # An unlocked probe first, so that pushes to existing queues take no lock on sq_queues.
+    assert isinstance(register.this, exp.Exists)
+    assert {hints(t) == [] for t in register.this.find_all(exp.Table)} == {True}
+    [insert] = register.args["true"].expressions
+    assert isinstance(insert, exp.Insert)
+    assert insert.this.this.name == "sq_queues"
+    assert insert.expression.args.get("distinct") is not None
+    locked = [t for t in insert.expression.find_all(exp.Table) if t.name == "sq_queues"]
+    assert [hints(t) for t in locked] == [["HOLDLOCK", "UPDLOCK"]]
+    declares = " ".join(tree.sql("tsql") for tree in parse(Q["push_batch"])[2:6])
+    assert "DECLARE @taken TABLE (id UNIQUEIDENTIFIER NOT NULL PRIMARY KEY)" in declares
+    assert "queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2" in declares
+
+
+def complete_batch_statements() -> tuple[exp.Delete, exp.Select]:
+    trees = parse(Q["complete_batch"])
+    assert [type(tree) for tree in trees] == [exp.Set, exp.Set, exp.Declare, exp.Delete, exp.Select]
+    delete, select = trees[3:]
+    assert isinstance(delete, exp.Delete)
+    assert isinstance(select, exp.Select)
+    return delete, select
+
+
+def test_complete_batch_deletes_by_seek_where_the_token_matches_or_none_was_given() -> None:
+    delete, _ = complete_batch_statements()
+    assert placeholders(Q["complete_batch"]) == 1
+    assert parse(Q["complete_batch"])[2].sql("tsql") == "DECLARE @items NVARCHAR(MAX) = ?"
+    target = delete.this
+    assert (target.db, target.name, target.alias) == ("dbo", "sq_items", "i")
+    assert [t.name for t in delete.args["tables"]] == ["i"]
+    assert hints(target) == ["FORCESEEK"]
+    [join] = target.args["joins"]
+    assert join.find(exp.OpenJSON).this.sql("tsql") == "@items"
+    assert openjson_columns(join) == {"id": "UNIQUEIDENTIFIER", "token": "UNIQUEIDENTIFIER"}
+    assert join.args["on"].sql("tsql") == "i.id = j.id"
+    assert delete.args["where"].this.sql("tsql") == "j.token IS NULL OR i.lease_token = j.token"
+    assert [(c.table, c.name) for c in delete.args["returning"].expressions] == [("deleted", "id")]
+    assert not delete.args["returning"].args.get("into")
+
+
+def test_complete_batch_then_reads_which_requested_ids_are_still_there() -> None:
+    _, select = complete_batch_statements()
+    table = select.find(exp.From).this
+    assert (table.db, table.name) == ("dbo", "sq_items")
+    assert hints(table) == ["FORCESEEK"]
+    [join] = select.args["joins"]
+    assert join.find(exp.OpenJSON).this.sql("tsql") == "@items"
+    assert openjson_columns(join) == {"id": "UNIQUEIDENTIFIER"}
+    assert join.args["on"].sql("tsql") == "i.id = j.id"
+    assert [col.sql("tsql") for col in select.expressions] == ["i.id"]
+    assert select.args.get("where") is None
+
+
+def next_visible_at_min() -> exp.Select:
+    """The MIN(visible_at) applied to each queue of next_visible_at's second SELECT."""
+    [*_, per_queue] = parse(Q["next_visible_at"])
+    subquery = per_queue.find(exp.Subquery)
+    assert subquery is not None
+    assert isinstance(subquery.this, exp.Select)
+    return subquery.this
+
+
+def test_next_visible_at_reads_the_clock_then_each_queues_earliest_live_item() -> None:
+    trees = parse(Q["next_visible_at"])
+    assert [type(tree) for tree in trees] == [exp.Set, exp.Declare, exp.Select, exp.Select]
+    assert placeholders(Q["next_visible_at"]) == 2, "the clock and the queues, however many"
+    clock, per_queue = trees[2:]
+    assert clock.sql("tsql") == "SELECT @now AS now"
+    assert [col.alias for col in per_queue.expressions] == ["queue", "next_visible_at"]
+    openjson = per_queue.find(exp.OpenJSON)
+    assert isinstance(openjson.this, exp.Placeholder)
+    [column] = openjson.expressions
+    assert (column.name, column.args["kind"].sql("tsql"), column.args["path"].name) == (
+        "queue",
+        "NVARCHAR(4000)",
+        "$",
+    )
+    # CROSS APPLY of an aggregate: one row for every queue asked about, NULL for those without items.
+    [apply] = per_queue.args["joins"]
+    assert isinstance(apply.this, exp.Lateral)
+    assert apply.this.args.get("cross_apply") is True, "CROSS APPLY, not OUTER APPLY"
+    minimum = next_visible_at_min()
+    assert [col.sql("tsql") for col in minimum.expressions] == ["MIN(i.visible_at) AS next_visible_at"]
+    assert minimum.find(exp.From).this.name == "sq_items"
+    where = minimum.args["where"]
+    assert live_statuses(where) == [["leased", "ready"]]
+    assert "i.queue = q.queue" in where.sql("tsql")
+
+
 # --- a recording fake of aioodbc's connection -----------------------------------------------------
 
 
@@ -284,6 +480,13 @@ def test_the_pop_index_is_filtered_to_live_rows() -> None:
 class Result:
     columns: list[str]
     rows: list[tuple[Any, ...]]
+
+
+@dataclass
+class Results:
+    """The result sets of one batch of several statements that each return rows."""
+
+    sets: list[Result]
 
 
 def result(**columns: Any) -> Result:
@@ -333,8 +536,10 @@ class FakeCursor:
         if name in self._conn.errors:
             raise self._conn.errors[name]
         replies = self._conn.replies.get(name, [])
-        # Like a batch of several statements: a result without columns ahead of the rows.
-        self._sets = [None, replies.pop(0)] if replies else [None]
+        reply = replies.pop(0) if replies else Results([])
+        # Like a batch of several statements: a result without columns ahead of each set of rows.
+        sets = reply.sets if isinstance(reply, Results) else [reply]
+        self._sets = [part for found in sets for part in (None, found)] or [None]
         return self
 
     async def fetchall(self) -> list[tuple[Any, ...]]:
@@ -352,7 +557,7 @@ class FakeCursor:
 
 @dataclass
 class FakeConnection:
-    replies: dict[str, list[Result]] = field(default_factory=dict)
+    replies: dict[str, list[Result | Results]] = field(default_factory=dict)
     errors: dict[str, Exception] = field(default_factory=dict)
     executed: list[Executed] = field(default_factory=list)
     commits: int = 0
@@ -360,7 +565,7 @@ class FakeConnection:
     closed: bool = False
     cursors_closed: int = 0
 
-    def reply(self, name: str, *results: Result) -> None:
+    def reply(self, name: str, *results: Result | Results) -> None:
         self.replies.setdefault(name, []).extend(results)
 
     @property
@@ -388,6 +593,22 @@ class FakeConnection:
         self.closed = True
 
 
+@pytest.mark.parametrize("bad", [None, True, 1.5, uuid4(), NOW, b"orders", ["orders"]], ids=repr)
+async def test_the_fake_refuses_parameters_pyodbc_cannot_bind_without_asking(bad: Any) -> None:
+    # None needs the server to describe the batch; a bool, a float, a UUID or a datetime bind as types
+    # the statements do not expect. Every binding test below relies on this check.
+    cursor = FakeCursor(FakeConnection())
+    with pytest.raises(AssertionError, match="bind str and int only"):
+        await cursor.execute(Q["next_visible_at"], NOW_TEXT, bad)
+
+
+async def test_the_fake_refuses_a_parameter_too_many_or_too_few() -> None:
+    cursor = FakeCursor(FakeConnection())
+    for params in [(NOW_TEXT,), (NOW_TEXT, "orders", "extra")]:
+        with pytest.raises(AssertionError, match="markers"):
+            await cursor.execute(Q["next_visible_at"], *params)
+
+
 def fake_store(monkeypatch: pytest.MonkeyPatch, *, clock: bool = True) -> tuple[MssqlStore, FakeConnection]:
     store = MssqlStore(URL, clock=(lambda: NOW) if clock else None)
     conn = FakeConnection()
@@ -408,42 +629,202 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> tuple[MssqlStore, FakeConnection]:
 # --- binding and row mapping, method by method ----------------------------------------------------
 
 
-async def test_push_binds_the_item_as_text_and_commits(fake: tuple[MssqlStore, FakeConnection]) -> None:
+def ids(*item_ids: UUID) -> Result:
+    """OUTPUT id rows as pyodbc gives UNIQUEIDENTIFIER: uppercase text."""
+    return Result(["id"], [(str(item_id).upper(),) for item_id in item_ids])
+
+
+def pushed(conn: FakeConnection) -> list[dict[str, Any]]:
+    """The items push_batch sent, as its OPENJSON reads them."""
+    _, items_json = conn.params("push_batch")
+    assert isinstance(items_json, str)
+    items = json.loads(items_json)
+    assert isinstance(items, list)
+    return items
+
+
+async def test_push_batch_binds_the_clock_and_the_items_as_one_json_text(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
     store, conn = fake
-    item = NewItem(uuid4(), "orders", '{"n": 1}', datetime(2026, 2, 1, 9, 30, 0, 654321, tzinfo=UTC))
+    first = NewItem(uuid4(), "orders", '{"n": 1}', datetime(2026, 2, 1, 9, 30, 0, 654321, tzinfo=UTC))
+    second = NewItem(uuid4(), "Orders", "[1, 2]", NOW)
+    conn.reply("push_batch", ids(first.id, second.id))
 
-    await store.push(item)
+    inserted = await store.push_batch([first, second], skip_existing=False)
 
-    assert conn.names == ["push"]
-    assert conn.params("push") == (NOW_TEXT, "orders", str(item.id), '{"n": 1}', "2026-02-01T09:30:00.654321")
-    batch = conn.inlined("push")
+    assert inserted == {first.id, second.id}
+    assert conn.names == ["push_batch"]
+    assert conn.params("push_batch")[0] == NOW_TEXT
+    assert sorted(pushed(conn), key=lambda item: item["n"]) == [
+        {
+            "n": 0,
+            "id": str(first.id),
+            "queue": "orders",
+            "payload": '{"n": 1}',
+            "created_at": "2026-02-01T09:30:00.654321",
+        },
+        {"n": 1, "id": str(second.id), "queue": "Orders", "payload": "[1, 2]", "created_at": NOW_TEXT},
+    ]
+    batch = conn.inlined("push_batch")
     assert CLOCK in batch
-    assert "DECLARE @queue NVARCHAR(4000) = N'orders';" in batch
-    assert (
-        f"VALUES (CAST(N'{item.id}' AS UNIQUEIDENTIFIER), @queue, N'{{\"n\": 1}}', "
-        "CAST(N'2026-02-01T09:30:00.654321' AS DATETIME2(7)), @now);"
-    ) in batch
+    assert 'DECLARE @items NVARCHAR(MAX) = N\'[{"n":' in batch
     assert (conn.commits, conn.rollbacks, conn.cursors_closed) == (1, 0, 1)
+
+
+async def test_push_batch_sends_payload_text_exactly_as_a_json_string(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    payloads = [
+        '{"b": 1,  "a": [1.0, 1e3, 12345678901234567890.5]}',  # key order, spacing, number spelling
+        '"quote \\" backslash \\\\ tab \\t"',
+        '"na\u00efve \u65e5\u672c \U0001f600 \u2028"',  # as characters: BMP, beyond it, a separator
+        '"\\u0000 nul and \\u2028 separator"',
+        "null",
+    ]
+    items = [NewItem(uuid4(), "orders", payload, NOW) for payload in payloads]
+    conn.reply("push_batch", ids(*(item.id for item in items)))
+
+    await store.push_batch(items, skip_existing=True)
+
+    sent = {item["id"]: item["payload"] for item in pushed(conn)}
+    assert all(isinstance(payload, str) for payload in sent.values()), "a JSON string, not a JSON value"
+    assert sent == {str(item.id): item.payload_json for item in items}
+
+
+async def test_a_thousand_items_are_still_two_parameters(fake: tuple[MssqlStore, FakeConnection]) -> None:
+    store, conn = fake
+    items = [NewItem(uuid4(), f"q{n % 7}", str(n), NOW) for n in range(1000)]
+    conn.reply("push_batch", ids(*(item.id for item in items)))
+
+    assert len(await store.push_batch(items, skip_existing=False)) == 1000
+
+    assert len(conn.params("push_batch")) == 2
+    assert len(pushed(conn)) == 1000
+
+
+async def test_push_batch_sends_the_items_in_the_id_indexs_order_numbered_in_the_order_given(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    items = [NewItem(uuid4(), "orders", str(n), NOW) for n in range(50)]
+    conn.reply("push_batch", ids(*(item.id for item in items)))
+
+    await store.push_batch(items, skip_existing=True)
+
+    sent = pushed(conn)
+    assert [UUID(item["id"]) for item in sent] == sorted((item.id for item in items), key=_index_order)
+    assert [item["id"] for item in sorted(sent, key=lambda item: item["n"])] == [str(i.id) for i in items]
+
+
+def test_the_index_order_is_sql_servers_uniqueidentifier_order() -> None:
+    # Documented: byte groups right to left; the last two groups compared as written, the first
+    # three byte-reversed. One GUID per byte position, with only that byte set, sorts from the least
+    # significant position to the most.
+    def only(position: int) -> UUID:
+        raw = bytearray(16)
+        raw[position] = 1
+        return UUID(bytes=bytes(raw))
+
+    ladder = sorted(range(16), key=lambda position: _index_order(only(position)))
+    assert ladder == [0, 1, 2, 3, 4, 5, 6, 7, 9, 8, 15, 14, 13, 12, 11, 10]
+    # The documented example: compared on their last groups first, 86FF976E763F > 393AE6BBB849.
+    g1 = UUID("55666BEE-B3A0-4BF5-81A7-86FF976E763F")
+    g2 = UUID("8DD5BCA5-6ABE-4F73-B4B7-393AE6BBB849")
+    assert _index_order(g2) < _index_order(g1)
+
+
+async def test_skip_existing_returns_only_the_ids_inserted_and_commits(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    existing, new = NewItem(uuid4(), "orders", "1", NOW), NewItem(uuid4(), "orders", "2", NOW)
+    conn.reply("push_batch", ids(new.id))
+
+    assert await store.push_batch([existing, new], skip_existing=True) == {new.id}
+
+    assert {item["id"] for item in pushed(conn)} == {str(existing.id), str(new.id)}
+    assert (conn.commits, conn.rollbacks) == (1, 0)
+
+
+async def test_skip_existing_keeps_the_first_of_a_repeated_id(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    item_id = uuid4()
+    first, again = NewItem(item_id, "orders", '"first"', NOW), NewItem(item_id, "orders", '"again"', NOW)
+
+    later = NewItem(uuid4(), "orders", '"later"', NOW)
+    conn.reply("push_batch", ids(item_id, later.id))
+
+    assert await store.push_batch([first, again, later], skip_existing=True) == {item_id, later.id}
+
+    sent = sorted(pushed(conn), key=lambda item: item["n"])
+    assert [(item["n"], item["payload"]) for item in sent] == [(0, '"first"'), (1, '"later"')]
+
+
+async def test_all_or_nothing_refuses_the_batch_when_an_id_exists(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    existing, new = NewItem(uuid4(), "orders", "1", NOW), NewItem(uuid4(), "orders", "2", NOW)
+    conn.reply("push_batch", ids(new.id))
+
+    with pytest.raises(ItemExists):
+        await store.push_batch([existing, new], skip_existing=False)
+
+    assert (conn.commits, conn.rollbacks) == (0, 1), "the new item and its queue are rolled back"
+
+
+async def test_all_or_nothing_refuses_a_repeated_id_without_asking_the_server(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    item = NewItem(uuid4(), "orders", "1", NOW)
+
+    with pytest.raises(ItemExists):
+        await store.push_batch([item, NewItem(uuid4(), "orders", "2", NOW), item], skip_existing=False)
+
+    assert conn.executed == []
+
+
+@pytest.mark.parametrize("skip_existing", [False, True])
+async def test_an_empty_batch_asks_nothing(
+    fake: tuple[MssqlStore, FakeConnection], skip_existing: bool
+) -> None:
+    store, conn = fake
+    assert await store.push_batch([], skip_existing=skip_existing) == set()
+    assert await store.complete_batch([]) == []
+    assert conn.executed == []
 
 
 async def test_without_a_clock_the_server_clock_is_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
     store, conn = fake_store(monkeypatch, clock=False)
+    item = NewItem(uuid4(), "orders", "null", NOW)
+    conn.reply("push_batch", ids(item.id))
+    conn.reply("next_visible_at", Results([result(now=NOW.replace(tzinfo=None)), visible_rows()]))
 
-    await store.push(NewItem(uuid4(), "orders", "null", NOW))
+    await store.push_batch([item], skip_existing=False)
     await store.pop("orders", 1, 30)
+    await store.next_visible_at(["orders"])
 
     server_clock = "COALESCE(CAST(NULLIF(N'', N'') AS DATETIME2(7)), SYSUTCDATETIME())"
-    assert server_clock in conn.inlined("push")
-    assert server_clock in conn.inlined("pop")
+    for name in ("push_batch", "pop", "next_visible_at"):
+        assert server_clock in conn.inlined(name)
+    # created_at is the item's own time, never the clock's.
+    assert pushed(conn)[0]["created_at"] == NOW_TEXT
 
 
-async def test_created_at_in_another_zone_is_bound_as_utc(fake: tuple[MssqlStore, FakeConnection]) -> None:
+async def test_created_at_in_another_zone_is_sent_as_utc(fake: tuple[MssqlStore, FakeConnection]) -> None:
     store, conn = fake
     paris = datetime(2026, 2, 1, 10, 30, tzinfo=UTC).astimezone(ZoneInfo("Europe/Paris"))
+    item = NewItem(uuid4(), "orders", "1", paris)
+    conn.reply("push_batch", ids(item.id))
 
-    await store.push(NewItem(uuid4(), "orders", "1", paris))
+    await store.push_batch([item], skip_existing=False)
 
-    assert conn.params("push")[-1] == "2026-02-01T10:30:00.000000"
+    assert pushed(conn)[0]["created_at"] == "2026-02-01T10:30:00.000000"
 
 
 async def test_pop_binds_a_fresh_lease_and_returns_items_oldest_first(
@@ -557,6 +938,109 @@ async def test_complete_of_an_unknown_item_is_not_found(fake: tuple[MssqlStore, 
     store, _ = fake
     with pytest.raises(ItemNotFound):
         await store.complete(uuid4(), None)
+
+
+def completed(conn: FakeConnection) -> list[dict[str, Any]]:
+    [items_json] = conn.params("complete_batch")
+    assert isinstance(items_json, str)
+    items = json.loads(items_json)
+    assert isinstance(items, list)
+    return items
+
+
+async def test_complete_batch_maps_both_result_sets_to_outcomes_in_request_order(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    done, untokened, mismatched, missing, dead = (uuid4() for _ in range(5))
+    token = uuid4()
+    requests = [
+        Completion(mismatched, uuid4()),
+        Completion(done, token),
+        Completion(missing, uuid4()),
+        Completion(untokened),
+        Completion(dead, uuid4()),  # a dead item has no lease: a given token cannot match
+    ]
+    conn.reply("complete_batch", Results([ids(done, untokened), ids(mismatched, dead)]))
+
+    outcomes = await store.complete_batch(requests)
+
+    assert outcomes == [
+        CompleteOutcome.LEASE_MISMATCH,
+        CompleteOutcome.COMPLETED,
+        CompleteOutcome.NOT_FOUND,
+        CompleteOutcome.COMPLETED,
+        CompleteOutcome.LEASE_MISMATCH,
+    ]
+    assert conn.names == ["complete_batch"]
+    assert completed(conn) == [
+        {"id": str(c.id), "token": str(c.lease_token) if c.lease_token else None} for c in requests
+    ]
+    assert 'DECLARE @items NVARCHAR(MAX) = N\'[{"id":' in conn.inlined("complete_batch")
+    assert (conn.commits, conn.rollbacks, conn.cursors_closed) == (1, 0, 1)
+
+
+async def test_complete_batch_that_deletes_nothing_still_reads_the_second_result(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    mismatched, missing = uuid4(), uuid4()
+    conn.reply("complete_batch", Results([ids(), ids(mismatched)]))
+
+    outcomes = await store.complete_batch([Completion(missing), Completion(mismatched, uuid4())])
+
+    assert outcomes == [CompleteOutcome.NOT_FOUND, CompleteOutcome.LEASE_MISMATCH]
+
+
+def visible_rows(*rows_: tuple[str, datetime | None]) -> Result:
+    return Result(["queue", "next_visible_at"], list(rows_))
+
+
+async def test_next_visible_at_binds_the_queues_as_one_json_array_and_returns_aware_utc(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    busy = datetime(2026, 3, 1, 12, 0, 30, 5)
+    leased = datetime(2026, 3, 1, 12, 1, 30)
+    clock = result(now=NOW.replace(tzinfo=None))
+    conn.reply(
+        "next_visible_at",
+        Results([clock, visible_rows(("idle", None), ("busy", busy), ("Leased ✓", leased))]),
+    )
+
+    found, now = await store.next_visible_at(["idle", "busy", "Leased ✓"])
+
+    assert found == {"busy": busy.replace(tzinfo=UTC), "Leased ✓": leased.replace(tzinfo=UTC)}
+    assert now == NOW
+    assert all(moment.tzinfo is UTC for moment in [*found.values(), now])
+    now_text, queues_json = conn.params("next_visible_at")
+    assert now_text == NOW_TEXT
+    assert json.loads(queues_json) == ["idle", "busy", "Leased ✓"]
+    batch = conn.inlined("next_visible_at")
+    assert CLOCK in batch
+    assert 'FROM OPENJSON(N\'["idle","busy","Leased ✓"]\') WITH (queue NVARCHAR(4000) \'$\') AS q' in batch
+    assert conn.commits == 1
+
+
+async def test_next_visible_at_of_no_queues_still_tells_the_time(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    conn.reply("next_visible_at", Results([result(now=NOW.replace(tzinfo=None)), visible_rows()]))
+
+    assert await store.next_visible_at([]) == ({}, NOW)
+
+    assert conn.params("next_visible_at") == (NOW_TEXT, "[]")
+
+
+async def test_subscribe_does_nothing(fake: tuple[MssqlStore, FakeConnection]) -> None:
+    store, conn = fake
+    calls: list[tuple[str | None, int]] = []
+
+    await store.subscribe(lambda queue, count: calls.append((queue, count)))
+
+    assert conn.executed == []
+    assert calls == []
 
 
 async def test_fail_appends_the_error_and_returns_the_item(fake: tuple[MssqlStore, FakeConnection]) -> None:
@@ -673,12 +1157,14 @@ async def test_migrate_from_zero_applies_the_schema_under_the_lock(
 ) -> None:
     store, conn = fake
     conn.reply("lock_migrations", result(result=0))
+    conn.reply("compatibility_level", result(compatibility_level=130))
     conn.reply("applied_versions", Result(["version"], []))
 
     assert await store.migrate() == [1]
 
     assert conn.names == [
         "lock_migrations",
+        "compatibility_level",
         "create_version_table",
         "applied_versions",
         *migration_statements(),
@@ -695,11 +1181,32 @@ async def test_migrate_from_zero_applies_the_schema_under_the_lock(
 async def test_migrate_again_applies_nothing(fake: tuple[MssqlStore, FakeConnection]) -> None:
     store, conn = fake
     conn.reply("lock_migrations", result(result=1))  # granted after waiting for another replica
+    conn.reply("compatibility_level", result(compatibility_level=160))
     conn.reply("applied_versions", Result(["version"], [(1,)]))
 
     assert await store.migrate() == []
 
-    assert conn.names == ["lock_migrations", "create_version_table", "applied_versions", "unlock_migrations"]
+    assert conn.names == [
+        "lock_migrations",
+        "compatibility_level",
+        "create_version_table",
+        "applied_versions",
+        "unlock_migrations",
+    ]
+
+
+async def test_migrate_refuses_a_database_too_old_for_openjson(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    conn.reply("lock_migrations", result(result=0))
+    conn.reply("compatibility_level", result(compatibility_level=120))
+
+    with pytest.raises(StoreError, match=r"compatibility level 120\b.*\b130 or later"):
+        await store.migrate()
+
+    assert conn.names == ["lock_migrations", "compatibility_level", "unlock_migrations"]
+    assert conn.rollbacks == 1
 
 
 async def test_migrate_gives_up_when_the_lock_is_not_granted(fake: tuple[MssqlStore, FakeConnection]) -> None:
@@ -717,6 +1224,7 @@ async def test_a_failed_migration_rolls_back_and_still_releases_the_lock(
 ) -> None:
     store, conn = fake
     conn.reply("lock_migrations", result(result=0))
+    conn.reply("compatibility_level", result(compatibility_level=130))
     conn.reply("applied_versions", Result(["version"], []))
     conn.errors[migration_statements()[1]] = fake_pyodbc.ProgrammingError("42000", "Incorrect syntax (102)")
 
@@ -847,10 +1355,10 @@ async def test_a_duplicate_id_is_item_exists_and_rolls_back(
 ) -> None:
     store, conn = fake
     message = SERVER + DUPLICATE.format("sq_items_id_key") + " (2601) (SQLExecute)"
-    conn.errors["push"] = fake_pyodbc.IntegrityError("23000", message)
+    conn.errors["push_batch"] = fake_pyodbc.IntegrityError("23000", message)
 
     with pytest.raises(ItemExists):
-        await store.push(NewItem(uuid4(), "orders", "1", NOW))
+        await store.push_batch([NewItem(uuid4(), "orders", "1", NOW)], skip_existing=False)
 
     assert (conn.commits, conn.rollbacks) == (0, 1)
 

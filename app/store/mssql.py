@@ -7,6 +7,7 @@ deployment on another database) needs no unixODBC.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import sys
 from collections.abc import AsyncIterator, Sequence
@@ -17,7 +18,16 @@ from typing import Any, Protocol
 from urllib.parse import parse_qsl, unquote, urlsplit
 from uuid import UUID, uuid4
 
-from app.domain import Clock, Failure, ItemView, LeasedItem, NewItem, QueueStats
+from app.domain import (
+    Clock,
+    CompleteOutcome,
+    Completion,
+    Failure,
+    ItemView,
+    LeasedItem,
+    NewItem,
+    QueueStats,
+)
 from app.errors import (
     DatabaseUnavailable,
     ItemExists,
@@ -28,6 +38,7 @@ from app.errors import (
 )
 from app.store import rows
 from app.store.migrations import load_migrations, split_statements
+from app.store.protocol import ReadyCallback
 from app.store.sqlfile import load_queries
 
 Q = load_queries(Path(__file__).with_suffix(".sql"))
@@ -36,6 +47,8 @@ SCHEMES = ("mssql", "mssql+odbc", "mssql+aioodbc")
 DEFAULT_DRIVER = "ODBC Driver 18 for SQL Server"
 DEFAULT_PORT = 1433
 MIGRATION_LOCK_TIMEOUT_MS = 300_000
+# OPENJSON, which reads every batch of items, needs SQL Server 2016's compatibility level.
+MIN_COMPATIBILITY_LEVEL = 130
 # Idle pooled connections are replaced before load balancers and Azure's gateway drop them.
 POOL_RECYCLE_SECONDS = 600
 
@@ -180,29 +193,40 @@ def _diagnostics(exc: Exception) -> tuple[str, str]:
 # --- running batches ----------------------------------------------------------------------------
 
 
-async def _execute(conn: Connection, sql: str, *params: Param) -> list[Row]:
-    """Run one batch and return its first result set as dicts (none: an empty list)."""
+async def _execute_sets(conn: Connection, sql: str, *params: Param) -> list[list[Row]]:
+    """Run one batch and return every result set that has columns, in order, as lists of dicts."""
     cursor = await conn.cursor()
     try:
         await cursor.execute(sql, *params)
-        return await _first_result(cursor)
+        return await _result_sets(cursor)
     finally:
         await cursor.close()
+
+
+async def _execute(conn: Connection, sql: str, *params: Param) -> list[Row]:
+    """Run one batch and return its first result set (none: an empty list)."""
+    sets = await _execute_sets(conn, sql, *params)
+    return sets[0] if sets else []
 
 
 async def _query(conn: Connection, name: str, *params: Param) -> list[Row]:
     return await _execute(conn, Q[name], *params)
 
 
-async def _first_result(cursor: Cursor) -> list[Row]:
+async def _query_sets(conn: Connection, name: str, *params: Param) -> list[list[Row]]:
+    return await _execute_sets(conn, Q[name], *params)
+
+
+async def _result_sets(cursor: Cursor) -> list[list[Row]]:
     # Reading on to the end of the batch makes the driver raise errors of later statements too.
-    found: list[Row] | None = None
+    # Results without columns (row counts, should a batch not SET NOCOUNT ON) are passed over.
+    sets: list[list[Row]] = []
     while True:
-        if found is None and cursor.description is not None:
+        if cursor.description is not None:
             names = [column[0] for column in cursor.description]
-            found = [dict(zip(names, row, strict=True)) for row in await cursor.fetchall()]
+            sets.append([dict(zip(names, row, strict=True)) for row in await cursor.fetchall()])
         if not await cursor.nextset():
-            return found or []
+            return sets
 
 
 @asynccontextmanager
@@ -231,6 +255,45 @@ def _timestamp(moment: datetime) -> str:
 
 def _optional(token: UUID | None) -> str:
     return str(token) if token else ""
+
+
+def _index_order(item_id: UUID) -> bytes:
+    """The order in which SQL Server sorts UNIQUEIDENTIFIER, and so its index on sq_items.id: the last
+    six bytes first, then the fourth group, both as written; then the third, second and first groups,
+    each compared byte-reversed (little-endian)."""
+    raw = item_id.bytes  # as written: groups of 4, 2, 2, 2 and 6 bytes
+    return raw[10:16] + raw[8:10] + raw[6:8][::-1] + raw[4:6][::-1] + raw[0:4][::-1]
+
+
+def _json_text(value: object) -> str:
+    """A JSON parameter: compact, and with text as it is (pyodbc binds str as NVARCHAR anyway)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _push_json(items: Sequence[NewItem]) -> str:
+    """The batch as push_batch's OPENJSON reads it: in the id index's order, for its locks, with each
+    item's place in `items` as n, for the order of insertion. The payload is a JSON string holding the
+    payload's text, so that the text arrives exactly (an object would come back re-serialised)."""
+    numbered = sorted(enumerate(items), key=lambda pair: _index_order(pair[1].id))
+    return _json_text(
+        [
+            {
+                "n": n,
+                "id": str(item.id),
+                "queue": item.queue,
+                "payload": item.payload_json,
+                "created_at": _timestamp(item.created_at),
+            }
+            for n, item in numbered
+        ]
+    )
+
+
+def _complete_json(items: Sequence[Completion]) -> str:
+    """The batch as complete_batch's OPENJSON reads it; null where no token was given."""
+    return _json_text(
+        [{"id": str(item.id), "token": str(item.lease_token) if item.lease_token else None} for item in items]
+    )
 
 
 # --- the store ----------------------------------------------------------------------------------
@@ -306,6 +369,7 @@ class MssqlStore:
                 await _release_migration_lock(conn)
 
     async def _apply_pending(self, conn: Connection) -> list[int]:
+        await _check_compatibility_level(conn)
         await _query(conn, "create_version_table")
         done = {row["version"] for row in await _query(conn, "applied_versions")}
         applied: list[int] = []
@@ -325,10 +389,27 @@ class MssqlStore:
         if latest not in versions:
             raise SchemaNotReady()
 
-    async def push(self, item: NewItem) -> None:
-        params = (self._now(), item.queue, str(item.id), item.payload_json, _timestamp(item.created_at))
+    async def push_batch(self, items: Sequence[NewItem], *, skip_existing: bool) -> set[UUID]:
+        """One batch and one round trip, whatever the number of items.
+
+        An id that appears twice in `items` fails the batch (all or nothing), or keeps its first
+        occurrence (skip_existing). The batch inserts, in the order given, only ids it does not find
+        (see push_batch in mssql.sql for why that is race-free); in all-or-nothing mode a shortfall
+        is ItemExists and rolls everything back.
+        """
+        distinct: dict[UUID, NewItem] = {}
+        for item in items:
+            distinct.setdefault(item.id, item)
+        if len(distinct) < len(items) and not skip_existing:
+            raise ItemExists()
+        if not distinct:
+            return set()
         async with self._transaction() as conn:
-            await _query(conn, "push", *params)
+            found = await _query(conn, "push_batch", self._now(), _push_json(list(distinct.values())))
+            inserted = {rows.as_uuid(row["id"]) for row in found}
+            if len(inserted) < len(distinct) and not skip_existing:
+                raise ItemExists()
+        return inserted
 
     async def pop(self, queue: str, max_items: int, lease_seconds: int) -> list[LeasedItem]:
         params = (self._now(), max_items, queue, str(uuid4()), lease_seconds)
@@ -340,6 +421,18 @@ class MssqlStore:
         async with self._transaction() as conn:
             if not await _query(conn, "complete", _optional(lease_token), str(item_id)):
                 raise rows.transition_refused(await self._current(conn, item_id), lease_token)
+
+    async def complete_batch(self, items: Sequence[Completion]) -> list[CompleteOutcome]:
+        """One batch: the DELETE's OUTPUT, then which of the other ids are still there."""
+        if not items:
+            return []
+        async with self._transaction() as conn:
+            deleted, still_there = await _query_sets(conn, "complete_batch", _complete_json(items))
+        return rows.complete_outcomes(
+            items,
+            {rows.as_uuid(row["id"]) for row in deleted},
+            {rows.as_uuid(row["id"]) for row in still_there},
+        )
 
     async def fail(self, item_id: UUID, failure: Failure) -> ItemView:
         params = (
@@ -367,6 +460,27 @@ class MssqlStore:
             raise rows.transition_refused(None, None)
         return rows.item_view(row, row["now"])
 
+    async def next_visible_at(self, queues: Sequence[str]) -> tuple[dict[str, datetime], datetime]:
+        async with self._transaction() as conn:
+            [[clock], found] = await _query_sets(
+                conn,
+                "next_visible_at",
+                self._now(),
+                _json_text(list(queues)),
+            )
+        earliest = {
+            row["queue"]: rows.as_utc(row["next_visible_at"])
+            for row in found
+            if row["next_visible_at"] is not None
+        }
+        return earliest, rows.as_utc(clock["now"])
+
+    async def subscribe(self, on_ready: ReadyCallback) -> None:
+        """Does nothing: SQL Server has no notification channel that suits a pooled service. Service
+        Broker's WAITFOR (RECEIVE ...) would hold a pooled connection for as long as it waits, and
+        change data capture needs SQL Server Agent, which Azure SQL Database does not have. The
+        long-poll watcher finds other processes' items with next_visible_at instead."""
+
     async def _stats(self, queue: str | None) -> list[QueueStats]:
         async with self._transaction() as conn:
             found = await _query(conn, "queue_stats", self._now(), queue or "")
@@ -380,6 +494,17 @@ class MssqlStore:
         if not found:
             raise QueueNotFound()
         return found[0]
+
+
+async def _check_compatibility_level(conn: Connection) -> None:
+    [row] = await _query(conn, "compatibility_level")
+    level = row["compatibility_level"]
+    if level < MIN_COMPATIBILITY_LEVEL:
+        raise StoreError(
+            f"SQL Server: the database is at compatibility level {level}; simplequeue needs "
+            f"{MIN_COMPATIBILITY_LEVEL} or later (OPENJSON): ALTER DATABASE CURRENT SET "
+            f"COMPATIBILITY_LEVEL = {MIN_COMPATIBILITY_LEVEL}"
+        )
 
 
 async def _take_migration_lock(conn: Connection) -> None:

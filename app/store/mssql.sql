@@ -13,22 +13,58 @@
 -- * Times are bound as ISO-8601 text and CAST to DATETIME2(7): exact to the microsecond whatever
 --   precision the ODBC driver would give a Python datetime (FreeTDS and older drivers truncate).
 -- * UUIDs are bound as text and CAST to UNIQUEIDENTIFIER; pyodbc returns them as (uppercase) text.
+-- * A batch of items is one JSON text parameter, built with json.dumps and read with OPENJSON ... WITH:
+--   one marker whatever the batch size. OPENJSON needs database compatibility level 130 or later,
+--   which migrate() checks before it applies anything.
 
--- name: push
--- The item first: a duplicate id fails before the queue row is touched. The queue row is inserted
--- only if missing: the unlocked probe keeps pushes to an existing queue from serialising on its
--- row; UPDLOCK, HOLDLOCK (a key-range lock) makes two pushers that both found it missing insert it
--- once. @queue is wider than the column so that an overlong name fails instead of being truncated.
+-- name: push_batch
+-- Every item from one JSON parameter: 1000 items bound one value each would pass SQL Server's limit
+-- of 2100 parameters per request. The payload travels as a JSON string and is read back as
+-- NVARCHAR(MAX), so its text arrives exactly as sent.
+-- First the ids that exist, found and locked: UPDLOCK, HOLDLOCK takes a key-range lock on every
+-- probed id of the unique id index, present or not, until commit. So no other transaction can insert
+-- a missing id meanwhile (it waits, then finds it here), and none can delete an existing one; the
+-- INSERT that follows needs no probe of its own. FORCESEEK keeps the locks to one seek per item: a
+-- scan under HOLDLOCK would range-lock the whole index. The store sends the array in the index's
+-- order, so that concurrent batches, whose seeks follow it, lock their ranges in the same order
+-- rather than deadlock (a deadlock victim would surface as DatabaseUnavailable, which clients retry).
+-- IGNORE_DUP_KEY on the index would take the same range locks, for every writer of the table, and
+-- hide duplicates from all of them.
+-- Then the other items, in the order given: INSERT ... SELECT ... ORDER BY fixes the order in which
+-- IDENTITY numbers them, and seq breaks pop's ties on created_at. OUTPUT says which ids went in; the
+-- store refuses the whole batch (all or nothing) when that is fewer than it sent.
+-- The queues of the inserted items are registered last, because T-SQL's IF governs one statement.
+-- The unlocked probe keeps pushes to existing queues from serialising on their rows; UPDLOCK,
+-- HOLDLOCK makes two pushers that both found a queue missing insert it once. @inserted.queue has the
+-- column's binary collation, so that DISTINCT and the probe tell "Orders" from "orders". queue is
+-- read wider than the column so that an overlong name fails instead of being truncated.
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
 DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(?, N'') AS DATETIME2(7)), SYSUTCDATETIME());
-DECLARE @queue NVARCHAR(4000) = ?;
+DECLARE @items NVARCHAR(MAX) = ?;
+DECLARE @taken TABLE (id UNIQUEIDENTIFIER NOT NULL PRIMARY KEY);
+DECLARE @inserted TABLE (
+    id UNIQUEIDENTIFIER NOT NULL,
+    queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL
+);
+INSERT INTO @taken (id)
+SELECT e.id
+FROM OPENJSON(@items) WITH (id UNIQUEIDENTIFIER) AS j
+JOIN dbo.sq_items AS e WITH (UPDLOCK, HOLDLOCK, FORCESEEK) ON e.id = j.id;
 INSERT INTO dbo.sq_items (id, queue, payload, created_at, visible_at)
-VALUES (CAST(? AS UNIQUEIDENTIFIER), @queue, ?, CAST(? AS DATETIME2(7)), @now);
-IF NOT EXISTS (SELECT 1 FROM dbo.sq_queues WHERE name = @queue)
+OUTPUT inserted.id, inserted.queue INTO @inserted
+SELECT j.id, j.queue, j.payload, CAST(j.created_at AS DATETIME2(7)), @now
+FROM OPENJSON(@items) WITH (
+    n INT, id UNIQUEIDENTIFIER, queue NVARCHAR(4000), payload NVARCHAR(MAX), created_at NVARCHAR(40)
+) AS j
+WHERE NOT EXISTS (SELECT 1 FROM @taken AS t WHERE t.id = j.id)
+ORDER BY j.n;
+SELECT id FROM @inserted;
+IF EXISTS (SELECT 1 FROM @inserted AS i WHERE NOT EXISTS (SELECT 1 FROM dbo.sq_queues AS q WHERE q.name = i.queue))
     INSERT INTO dbo.sq_queues (name, created_at)
-    SELECT @queue, @now
-    WHERE NOT EXISTS (SELECT 1 FROM dbo.sq_queues WITH (UPDLOCK, HOLDLOCK) WHERE name = @queue);
+    SELECT DISTINCT i.queue, @now
+    FROM @inserted AS i
+    WHERE NOT EXISTS (SELECT 1 FROM dbo.sq_queues AS q WITH (UPDLOCK, HOLDLOCK) WHERE q.name = i.queue);
 
 -- name: pop
 -- An atomic test-and-set: the CTE picks the oldest poppable rows and the UPDATE leases exactly the
@@ -40,12 +76,16 @@ IF NOT EXISTS (SELECT 1 FROM dbo.sq_queues WHERE name = @queue)
 -- READPAST: skip rows that another popper has locked instead of waiting for it.
 -- UPDLOCK: take an update lock as each row is read, so that no other popper can claim it between
 --   this SELECT and the UPDATE (no lost update, no double lease).
+-- INDEX(sq_items_pop): walk the filtered pop index in (created_at, seq) order and stop after TOP
+--   rows. A queue table's size swings faster than statistics follow it; with stale ones the
+--   optimizer may scan another index and sort every ready row on each pop (PostgreSQL was seen
+--   doing exactly that: see PLANNER_SETTINGS in postgres.py).
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
 DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(?, N'') AS DATETIME2(7)), SYSUTCDATETIME());
 WITH claimable AS (
     SELECT TOP (CAST(? AS INT)) seq, id, queue, payload, created_at, status, attempts, lease_token, visible_at
-    FROM dbo.sq_items WITH (READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
+    FROM dbo.sq_items WITH (INDEX(sq_items_pop), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
     WHERE queue = ? AND status IN ('ready', 'leased') AND visible_at <= @now
     ORDER BY created_at, seq
 )
@@ -65,6 +105,23 @@ DECLARE @token UNIQUEIDENTIFIER = CAST(NULLIF(?, N'') AS UNIQUEIDENTIFIER);
 DELETE dbo.sq_items
 OUTPUT deleted.seq
 WHERE id = CAST(? AS UNIQUEIDENTIFIER) AND (@token IS NULL OR lease_token = @token);
+
+-- name: complete_batch
+-- Two result sets: the ids deleted, then those of the requested ids that are still there (a token
+-- that did not match, a dead item with a token given). An id in neither was not found. A null token
+-- deletes whatever the item's state, as complete does. FORCESEEK: one seek per id on the id index,
+-- never a scan that would take update locks on (and wait for) other workers' rows.
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @items NVARCHAR(MAX) = ?;
+DELETE i
+OUTPUT deleted.id
+FROM dbo.sq_items AS i WITH (FORCESEEK)
+JOIN OPENJSON(@items) WITH (id UNIQUEIDENTIFIER, token UNIQUEIDENTIFIER) AS j ON i.id = j.id
+WHERE j.token IS NULL OR i.lease_token = j.token;
+SELECT i.id
+FROM dbo.sq_items AS i WITH (FORCESEEK)
+JOIN OPENJSON(@items) WITH (id UNIQUEIDENTIFIER) AS j ON i.id = j.id;
 
 -- name: fail
 SET NOCOUNT ON;
@@ -90,6 +147,21 @@ DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(?, N'') AS DATETIME2(7)), SYSUT
 SELECT id, queue, payload, status, attempts, errors, created_at, visible_at, lease_token, @now AS now
 FROM dbo.sq_items
 WHERE id = CAST(? AS UNIQUEIDENTIFIER);
+
+-- name: next_visible_at
+-- The long-poll watcher's probe for every queue it waits on: the clock, then one row per queue with
+-- the earliest visible_at of its live items (NULL: none). Each MIN is one seek on sq_items_visible,
+-- whose filter is this literal predicate. The clock comes first so that it is there for no queues.
+SET NOCOUNT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(?, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+SELECT @now AS now;
+SELECT q.queue AS queue, n.next_visible_at AS next_visible_at
+FROM OPENJSON(?) WITH (queue NVARCHAR(4000) '$') AS q
+CROSS APPLY (
+    SELECT MIN(i.visible_at) AS next_visible_at
+    FROM dbo.sq_items AS i
+    WHERE i.queue = q.queue AND i.status IN ('ready', 'leased')
+) AS n;
 
 -- name: queue_stats
 -- '' for the queue filter lists every queue.
@@ -140,3 +212,7 @@ SELECT version FROM dbo.sq_schema_version ORDER BY version;
 -- name: record_version
 INSERT INTO dbo.sq_schema_version (version, name, applied_at)
 VALUES (?, ?, COALESCE(CAST(NULLIF(?, N'') AS DATETIME2(7)), SYSUTCDATETIME()));
+
+-- name: compatibility_level
+-- OPENJSON needs 130 (SQL Server 2016); a database restored from an older server keeps its level.
+SELECT compatibility_level FROM sys.databases WHERE database_id = DB_ID();

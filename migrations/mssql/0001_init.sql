@@ -1,4 +1,6 @@
 -- simplequeue schema v1 for SQL Server 2016 SP1 or later, Azure SQL Database and Managed Instance.
+-- The database must be at compatibility level 130 or later (the store reads batches with OPENJSON);
+-- MssqlStore.migrate() checks that before it runs this file.
 --
 -- MssqlStore.migrate() runs this file one statement at a time (split_statements cuts at every ';'
 -- that ends a line), all in one transaction under an application lock. So each statement ends with
@@ -58,3 +60,9 @@ CREATE NONCLUSTERED INDEX sq_items_pop ON dbo.sq_items (queue, created_at, seq) 
 -- Covers the queue statistics, which count every item of a queue by status and visible_at.
 IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'dbo.sq_items') AND name = N'sq_items_queue_status')
 CREATE NONCLUSTERED INDEX sq_items_queue_status ON dbo.sq_items (queue, status) INCLUDE (visible_at, created_at);
+
+-- The long-poll watcher's probe (when does a queue's next live item become poppable?): one seek for
+-- MIN(visible_at). Filtered like the pop index, by the probe's literal predicate.
+IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'dbo.sq_items') AND name = N'sq_items_visible')
+CREATE NONCLUSTERED INDEX sq_items_visible ON dbo.sq_items (queue, visible_at)
+    WHERE status IN ('ready', 'leased');

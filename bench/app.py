@@ -1,0 +1,61 @@
+"""The service as benchmarked, plus what only the benchmark needs.
+
+- POST /bench/noop parses the same body as POST /push and answers the same shape without
+  touching the database: the baseline for the single-push ratio.
+- The store is wrapped so that every call is counted (GET /bench/counters): each call is one
+  statement on the hot paths, which is how the idle long-poll load is measured on SQLite.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+from uuid import uuid4
+
+from fastapi import FastAPI, status
+
+from app.domain import NewItem, system_clock
+from app.main import create_app
+from app.payloads import encode_payload
+from app.schemas import PushRequest, PushResponse
+from app.settings import Settings
+from app.store import Store, create_store
+
+
+class CountedStore:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self.calls: Counter[str] = Counter()
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._store, name)
+        if not callable(attribute) or name.startswith("_"):
+            return attribute
+
+        async def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls[name] += 1
+            return await attribute(*args, **kwargs)
+
+        return counted
+
+
+def create() -> FastAPI:
+    settings = Settings()
+    counted = CountedStore(create_store(settings))
+    app = create_app(settings, store=counted)  # type: ignore[arg-type]
+
+    @app.post("/bench/noop", status_code=status.HTTP_201_CREATED, include_in_schema=False)
+    async def noop(body: PushRequest) -> PushResponse:
+        item = NewItem(
+            id=body.id or uuid4(),
+            queue=body.queue,
+            payload_json=encode_payload(body.payload, settings.max_payload_bytes),
+            created_at=body.created_at or system_clock(),
+        )
+        return PushResponse(id=item.id, queue=item.queue, created_at=item.created_at)
+
+    @app.get("/bench/counters", include_in_schema=False)
+    async def counters() -> dict[str, int]:
+        return dict(counted.calls)
+
+    return app

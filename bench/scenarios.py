@@ -1,0 +1,472 @@
+"""The measurements. Each returns figures measured in this run, next to their baselines."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import statistics
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import aiohttp
+import asyncpg
+import httpx
+
+from app.settings import Settings
+from app.store import create_store
+from bench.infra import database, run_for, server
+
+CONCURRENCY = 32
+
+
+@dataclass
+class Figure:
+    measure: str
+    engine: str
+    value: float
+    unit: str
+    baseline: float | None = None
+    baseline_name: str = ""
+    target: str = ""
+    met: bool | None = None
+
+    @property
+    def ratio(self) -> float | None:
+        return self.value / self.baseline if self.baseline else None
+
+
+def percentile(samples: list[float], p: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def session(base: str) -> aiohttp.ClientSession:
+    return aiohttp.ClientSession(base, connector=aiohttp.TCPConnector(limit=256))
+
+
+async def post(http: aiohttp.ClientSession, path: str, body: Any) -> Any:
+    async with http.post(path, json=body) as response:
+        if response.status >= 300:
+            raise RuntimeError(f"{path}: {response.status} {await response.text()}")
+        return await response.json() if response.status != 204 else None
+
+
+async def counted_rate(
+    seconds: float, warmup: float, work: Callable[[], Awaitable[int]], workers: int
+) -> float:
+    """Operations per second over a window after a warm-up, with `workers` loops of `work`."""
+    done = 0
+    measuring = False
+
+    async def loop() -> None:
+        nonlocal done
+        while True:
+            n = await work()
+            if measuring:
+                done += n
+
+    tasks = [asyncio.create_task(loop()) for _ in range(workers)]
+    await asyncio.sleep(warmup)
+    measuring, started = True, time.perf_counter()
+    await run_for(seconds, *tasks)
+    return done / (time.perf_counter() - started)
+
+
+# --- 1. push → pop → complete with batches of 100, vs PgQueuer's continuous throughput ----------
+
+
+async def throughput_batches(engine: str, seconds: float) -> float:
+    """PgQueuer's shape (1 producer, 5 consumers), with batches of 100 over HTTP."""
+    async with database(engine) as url:
+        with server(url, access_log="false") as base:
+            async with session(base) as http:
+                completed = 0
+                measuring = False
+
+                async def producer() -> None:
+                    while True:
+                        await post(
+                            http,
+                            "/push/batch",
+                            {"queue": "tp", "items": [{"payload": {"n": n}} for n in range(100)]},
+                        )
+
+                async def consumer() -> None:
+                    nonlocal completed
+                    while True:
+                        popped = await post(
+                            http, "/pop", {"queue": "tp", "max_items": 100, "wait_seconds": 1}
+                        )
+                        items = [{"id": i["id"], "lease_token": i["lease_token"]} for i in popped["items"]]
+                        if items:
+                            await post(http, "/items/complete", {"items": items})
+                            completed += len(items) if measuring else 0
+
+                tasks = [asyncio.create_task(producer())] + [
+                    asyncio.create_task(consumer()) for _ in range(5)
+                ]
+                await asyncio.sleep(2)
+                measuring, started = True, time.perf_counter()
+                await run_for(seconds, *tasks)
+                return completed / (time.perf_counter() - started)
+
+
+async def pgqueuer_throughput(seconds: float) -> float:
+    """PgQueuer's own benchmark method (tools/benchmark.py, continuous strategy, its defaults):
+    1 enqueue task with batches of 10, 5 PgQueuer consumers with batch_size 10, each on its own
+    asyncpg connection, entrypoints that only count; rate = jobs processed / elapsed."""
+    from pgqueuer import PgQueuer
+    from pgqueuer.db import AsyncpgDriver
+    from pgqueuer.models import Job
+    from pgqueuer.queries import Queries
+    from pgqueuer.types import QueueExecutionMode
+
+    async with database("postgresql") as url:
+        await Queries(AsyncpgDriver(await asyncpg.connect(url))).install()
+        processed = 0
+        measuring = False
+        consumers = [PgQueuer(AsyncpgDriver(await asyncpg.connect(url))) for _ in range(5)]
+        for pgq in consumers:
+
+            @pgq.entrypoint("asyncfetch")
+            async def asyncfetch(job: Job) -> None:
+                nonlocal processed
+                processed += 1 if measuring else 0
+
+            @pgq.entrypoint("syncfetch")  # async too: PgQueuer 1.x refuses sync entrypoints
+            async def syncfetch(job: Job) -> None:
+                nonlocal processed
+                processed += 1 if measuring else 0
+
+        producer_queries = Queries(AsyncpgDriver(await asyncpg.connect(url)))
+        counter = iter(range(10**12))
+
+        async def produce() -> None:
+            entrypoints = ["syncfetch", "asyncfetch"] * 10
+            while True:
+                await producer_queries.enqueue(
+                    random.sample(entrypoints, k=10),
+                    [str(next(counter)).encode() for _ in range(10)],
+                    [0] * 10,
+                )
+
+        runs = [
+            asyncio.create_task(p.run(batch_size=10, mode=QueueExecutionMode.continuous)) for p in consumers
+        ]
+        producer = asyncio.create_task(produce())
+        await asyncio.sleep(2)
+        measuring, started = True, time.perf_counter()
+        await asyncio.sleep(seconds)
+        rate = processed / (time.perf_counter() - started)
+        producer.cancel()
+        for pgq in consumers:
+            pgq.shutdown.set()
+        await asyncio.wait_for(asyncio.gather(*runs, producer, return_exceptions=True), timeout=30)
+        return rate
+
+
+# --- 2. single pushes at 32 clients vs a no-op endpoint and raw driver INSERTs ------------------
+
+
+async def single_push(engine: str, seconds: float) -> tuple[float, float, float]:
+    body = {"queue": "single", "payload": {"order": 42, "lines": ["a", "b"]}}
+    async with database(engine) as url:
+        with server(url, access_log="false") as base:
+            async with session(base) as http:
+
+                async def one(path: str) -> int:
+                    await post(http, path, body)
+                    return 1
+
+                noop = await counted_rate(seconds, 1, lambda: one("/bench/noop"), CONCURRENCY)
+                push = await counted_rate(seconds, 1, lambda: one("/push"), CONCURRENCY)
+        raw = await raw_inserts(engine, url, seconds, json.dumps(body["payload"]))
+    return push, noop, raw
+
+
+async def raw_inserts(engine: str, url: str, seconds: float, payload: str) -> float:
+    """The same row inserted straight through the driver, one transaction each, 32 at a time."""
+    if engine == "postgresql":
+        pool = await asyncpg.create_pool(url, min_size=10, max_size=10)
+        sql = (
+            "INSERT INTO sq_items (id, queue, payload, created_at, visible_at) "
+            "VALUES ($1, 'raw', $2::json, now(), now())"
+        )
+
+        async def insert() -> int:
+            await pool.execute(sql, uuid.uuid4(), payload)
+            return 1
+
+        try:
+            return await counted_rate(seconds, 1, insert, CONCURRENCY)
+        finally:
+            await pool.close()
+    import aiosqlite
+
+    conn = await aiosqlite.connect(url.removeprefix("sqlite:///"), isolation_level=None)
+    await conn.execute("PRAGMA synchronous = FULL")  # the service's durability
+    lock = asyncio.Lock()
+    sql = (
+        "INSERT INTO sq_items (id, queue, payload, created_at, visible_at) "
+        "VALUES (?, 'raw', ?, strftime('%Y-%m-%dT%H:%M:%fZ'), strftime('%Y-%m-%dT%H:%M:%fZ'))"
+    )
+
+    async def insert_lite() -> int:
+        async with lock:
+            await conn.execute("BEGIN IMMEDIATE")
+            await conn.execute(sql, (str(uuid.uuid4()), payload))
+            await conn.execute("COMMIT")
+        return 1
+
+    try:
+        return await counted_rate(seconds, 1, insert_lite, CONCURRENCY)
+    finally:
+        await conn.close()
+
+
+# --- 3. single pop + complete at 32 workers vs the raw driver's claim+delete loop ---------------
+
+# The raw loops run each dialect's own pop statement: the baseline is the same SQL without HTTP,
+# the framework or the store's Python, not a different (better or worse) query.
+from app.store.postgres import Q as PG  # noqa: E402
+from app.store.sqlite import Q as LITE  # noqa: E402
+from app.store.sqlite import to_text  # noqa: E402
+
+
+async def fill(base: str, queue: str, count: int) -> None:
+    async with httpx.AsyncClient(base_url=base, timeout=60) as http:
+        for _ in range(count // 1000):
+            items = [{"payload": {"n": n}} for n in range(1000)]
+            response = await http.post("/push/batch", json={"queue": queue, "items": items})
+            response.raise_for_status()
+
+
+async def pop_complete(engine: str, seconds: float) -> tuple[float, float]:
+    async with database(engine) as url:
+        with server(url, access_log="false") as base:
+            await fill(base, "work", 60_000)
+            async with session(base) as http:
+
+                async def one() -> int:
+                    popped = (await post(http, "/pop", {"queue": "work"}))["items"]
+                    for item in popped:
+                        async with http.delete(
+                            f"/items/{item['id']}", params={"lease_token": item["lease_token"]}
+                        ):
+                            pass
+                    return len(popped)
+
+                ours = await counted_rate(seconds, 1, one, CONCURRENCY)
+            await fill(base, "raw", 60_000)
+        raw = await raw_claim_delete(engine, url, seconds)
+    return ours, raw
+
+
+async def raw_claim_delete(engine: str, url: str, seconds: float) -> float:
+    if engine == "postgresql":
+        pool = await asyncpg.create_pool(url, min_size=10, max_size=10)
+
+        async def one() -> int:
+            token = uuid.uuid4()
+            found = await pool.fetchrow(PG["pop"], "raw", None, 1, token, 30)
+            if found is not None:
+                await pool.execute(
+                    "DELETE FROM sq_items WHERE id = $1 AND lease_token = $2", found["id"], token
+                )
+            return 1 if found else 0
+
+        try:
+            return await counted_rate(seconds, 1, one, CONCURRENCY)
+        finally:
+            await pool.close()
+    import aiosqlite
+
+    conn = await aiosqlite.connect(url.removeprefix("sqlite:///"), isolation_level=None)
+    await conn.execute("PRAGMA synchronous = FULL")
+    lock = asyncio.Lock()
+
+    async def one_lite() -> int:
+        token = str(uuid.uuid4())
+        now = datetime.now(UTC)
+        params = {
+            "queue": "raw",
+            "max_items": 1,
+            "now": to_text(now),
+            "lease_token": token,
+            "lease_expires_at": to_text(now + timedelta(seconds=30)),
+        }
+        async with lock:
+            await conn.execute("BEGIN IMMEDIATE")
+            async with conn.execute(LITE["pop"], params) as cursor:
+                found = await cursor.fetchone()
+            await conn.execute("COMMIT")
+            if found is None:
+                return 0
+            await conn.execute("BEGIN IMMEDIATE")
+            await conn.execute("DELETE FROM sq_items WHERE id = ? AND lease_token = ?", (found[1], token))
+            await conn.execute("COMMIT")
+        return 1
+
+    try:
+        return await counted_rate(seconds, 1, one_lite, CONCURRENCY)
+    finally:
+        await conn.close()
+
+
+# --- 4. wake latency: push → a waiting long-poll -------------------------------------------------
+
+
+async def wake_latency(push_base: str, wait_base: str, rounds: int) -> list[float]:
+    """Milliseconds from sending a push to the waiting pop's answer arriving."""
+    samples = []
+    async with session(push_base) as pusher, session(wait_base) as waiter:
+        for n in range(rounds):
+            queue = f"wake-{n % 4}"
+            waiting = asyncio.create_task(post(waiter, "/pop", {"queue": queue, "wait_seconds": 10}))
+            await asyncio.sleep(0.02)  # the pop is asleep on the server
+            started = time.perf_counter()
+            await post(pusher, "/push", {"queue": queue, "payload": n})
+            answer = await asyncio.wait_for(waiting, timeout=15)
+            samples.append((time.perf_counter() - started) * 1000)
+            item = answer["items"][0]
+            async with waiter.delete(f"/items/{item['id']}"):
+                pass
+    return samples
+
+
+async def wake(engine: str, rounds: int) -> dict[str, list[float]]:
+    async with database(engine) as url:
+        with server(url, access_log="false") as base:
+            found = {"same process": await wake_latency(base, base, rounds)}
+            if engine == "postgresql":  # another replica: LISTEN/NOTIFY carries the wake-up
+                with server(url, access_log="false", migrate_on_start="false") as other:
+                    found["other replica"] = await wake_latency(other, base, rounds)
+    return found
+
+
+# --- 5. statements per second caused by 100 idle long-polls -------------------------------------
+
+
+async def idle_statements(engine: str, seconds: float) -> tuple[float, float | None]:
+    async with database(engine) as url:
+        with server(url, access_log="false") as base:
+            async with session(base) as http:
+
+                async def poll() -> int:
+                    await post(http, "/pop", {"queue": "idle", "wait_seconds": 5})
+                    return 1
+
+                tasks = [asyncio.create_task(_forever(poll)) for _ in range(100)]
+                await asyncio.sleep(2)
+                calls_before = await _counters(http)
+                xacts_before = await _pg_transactions(url) if engine == "postgresql" else 0
+                started = time.perf_counter()
+                await asyncio.sleep(seconds)
+                elapsed = time.perf_counter() - started
+                calls = (await _counters(http)) - calls_before
+                xacts = (await _pg_transactions(url)) - xacts_before if engine == "postgresql" else None
+                await run_for(0, *tasks)
+    return calls / elapsed, (xacts / elapsed if xacts is not None else None)
+
+
+async def _forever(work: Callable[[], Awaitable[int]]) -> None:
+    while True:
+        await work()
+
+
+async def _counters(http: aiohttp.ClientSession) -> int:
+    async with http.get("/bench/counters") as response:
+        return sum((await response.json()).values())
+
+
+async def _pg_transactions(url: str) -> float:
+    """Committed and rolled-back transactions of this database, as PostgreSQL counts them."""
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute("SELECT pg_stat_force_next_flush()")
+        await asyncio.sleep(1.1)  # other backends flush their counts at most once a second
+        return float(
+            await conn.fetchval(
+                "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()"
+            )
+        )
+    finally:
+        await conn.close()
+
+
+# --- 6. pop latency with 1M dead rows vs 10k -----------------------------------------------------
+
+PG_DEAD_ROWS = """
+INSERT INTO sq_items (id, queue, payload, created_at, status, attempts, visible_at, errors)
+SELECT gen_random_uuid(), 'lat', '{"dead": true}', now() - interval '1 day', 'dead', 5, now(),
+       '[{"at": "2026-01-01T00:00:00Z", "error": "gave up"}]'
+FROM generate_series(1, $1)
+"""
+LITE_DEAD_ROWS = """
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+INSERT INTO sq_items (id, queue, payload, created_at, status, attempts, visible_at, errors)
+SELECT printf('%08x-0000-4000-8000-%012x', i, i), 'lat', '{"dead": true}', '2026-01-01T00:00:00.000000Z',
+       'dead', 5, '2026-01-01T00:00:00.000000Z', '[{"at": "2026-01-01T00:00:00Z", "error": "gave up"}]'
+FROM n
+"""
+
+
+async def pop_latency(engine: str, dead_rows: int, samples: int) -> list[float]:
+    """Milliseconds per store pop (one item) with `dead_rows` dead items in the same queue."""
+    async with database(engine) as url:
+        store = create_store(Settings(database_url=url))
+        await store.open()
+        try:
+            await store.migrate()
+            await _insert_dead(engine, url, dead_rows)
+            await _fill_store(store, samples + 100)
+            latencies = []
+            for _ in range(samples):
+                started = time.perf_counter()
+                assert await store.pop("lat", 1, 300)
+                latencies.append((time.perf_counter() - started) * 1000)
+            return latencies
+        finally:
+            await store.close()
+
+
+async def _insert_dead(engine: str, url: str, count: int) -> None:
+    if engine == "postgresql":
+        conn = await asyncpg.connect(url)
+        try:
+            await conn.execute(PG_DEAD_ROWS, count)
+            await conn.execute("ANALYZE sq_items")
+        finally:
+            await conn.close()
+        return
+    import aiosqlite
+
+    async with aiosqlite.connect(url.removeprefix("sqlite:///")) as conn:
+        await conn.execute(LITE_DEAD_ROWS, (count,))
+        await conn.commit()
+        await conn.execute("ANALYZE")
+
+
+async def _fill_store(store: Any, count: int) -> None:
+    from app.domain import NewItem
+
+    now = datetime.now(UTC)
+    for start in range(0, count, 1000):
+        items = [
+            NewItem(uuid.uuid4(), "lat", '{"ready": true}', now) for _ in range(min(1000, count - start))
+        ]
+        await store.push_batch(items, skip_existing=False)
+
+
+def summary(samples: list[float]) -> dict[str, float]:
+    return {
+        "p50": percentile(samples, 50),
+        "p99": percentile(samples, 99),
+        "mean": statistics.fmean(samples),
+        "n": len(samples),
+    }
