@@ -11,6 +11,7 @@ from app.domain import Clock, system_clock
 from app.http_errors import BodyLimit, install_error_handlers
 from app.pushing import PushCoalescer
 from app.routes import router
+from app.services import Services
 from app.settings import Settings
 from app.shutdown import on_stop_signal
 from app.store import Store, create_store
@@ -37,9 +38,9 @@ def create_app(
             if settings.migrate_on_start:
                 await store.migrate()
             await store.subscribe(waiting.notify)
-            app.state.store = store
-            app.state.waiting = waiting
-            app.state.coalescer = PushCoalescer(store)
+            app.state.services = Services(
+                settings, clock or system_clock, store, waiting, PushCoalescer(store)
+            )
             with on_stop_signal(waiting.close):
                 yield
         finally:
@@ -52,8 +53,6 @@ def create_app(
         summary="A queue over HTTP, backed by SQLite, PostgreSQL or SQL Server.",
         lifespan=lifespan,
     )
-    app.state.settings = settings
-    app.state.clock = clock or system_clock
     app.include_router(router)
     install_error_handlers(app)
     app.add_middleware(BodyLimit, max_bytes=settings.max_request_bytes)

@@ -160,7 +160,7 @@ class PoppedItem(BaseModel):
 
     @classmethod
     def of(cls, item: LeasedItem) -> PoppedItem:
-        return cls(
+        return cls.model_construct(  # the store's values are already valid
             id=item.id,
             queue=item.queue,
             payload=item.payload,

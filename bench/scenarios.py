@@ -192,7 +192,7 @@ async def single_push(engine: str, seconds: float) -> tuple[float, float, float]
 async def raw_inserts(engine: str, url: str, seconds: float, payload: str) -> float:
     """The same row inserted straight through the driver, one transaction each, 32 at a time."""
     if engine == "postgresql":
-        pool = await asyncpg.create_pool(url, min_size=10, max_size=10)
+        pool = await asyncpg.create_pool(url, min_size=10, max_size=10, server_settings=PLANNER_SETTINGS)
         sql = (
             "INSERT INTO sq_items (id, queue, payload, created_at, visible_at) "
             "VALUES ($1, 'raw', $2::json, now(), now())"
@@ -233,6 +233,7 @@ async def raw_inserts(engine: str, url: str, seconds: float, payload: str) -> fl
 
 # The raw loops run each dialect's own pop statement: the baseline is the same SQL without HTTP,
 # the framework or the store's Python, not a different (better or worse) query.
+from app.store.postgres import PLANNER_SETTINGS  # noqa: E402
 from app.store.postgres import Q as PG  # noqa: E402
 from app.store.sqlite import Q as LITE  # noqa: E402
 from app.store.sqlite import to_text  # noqa: E402
@@ -269,7 +270,8 @@ async def pop_complete(engine: str, seconds: float) -> tuple[float, float]:
 
 async def raw_claim_delete(engine: str, url: str, seconds: float) -> float:
     if engine == "postgresql":
-        pool = await asyncpg.create_pool(url, min_size=10, max_size=10)
+        # The store's own session settings too: the same SQL, planned the same way.
+        pool = await asyncpg.create_pool(url, min_size=10, max_size=10, server_settings=PLANNER_SETTINGS)
 
         async def one() -> int:
             token = uuid.uuid4()
