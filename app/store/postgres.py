@@ -34,9 +34,10 @@ log = logging.getLogger("simplequeue.postgres")
 # A queue table's size swings faster than autovacuum analyses it, so the planner often thinks a
 # queue holds a handful of rows when it holds thousands. It then reads them all through a bitmap
 # scan and sorts them, on every pop (seen: 22 ms instead of 0.1 ms with 60,000 ready rows).
-# These settings price such plans out for our own sessions, so pop walks sq_items_pop in order.
-# They are penalties, not bans: a statement with no other plan (ORDER BY on unnest) still sorts.
-PLANNER_SETTINGS = {"enable_sort": "off", "enable_bitmapscan": "off"}
+# Pricing sorts out for our own sessions leaves pop one cheap plan: walking sq_items_pop in order
+# (a bitmap scan loses the order, so it would need the sort too). A penalty, not a ban: statements
+# that cannot avoid a sort (ORDER BY over unnest) still sort.
+PLANNER_SETTINGS = {"enable_sort": "off"}
 
 _UNAVAILABLE = (
     OSError,
@@ -183,7 +184,7 @@ class PostgresStore:
                 Q["complete_batch"], [i.id for i in items], [i.lease_token for i in items]
             )
         completed = {r["id"] for r in found if r["completed"]}
-        still_there = {r["id"] for r in found if r["present"] and not r["completed"]}
+        still_there = {r["id"] for r in found if not r["completed"]}
         return rows.complete_outcomes(items, completed, still_there)
 
     async def fail(self, item_id: UUID, failure: Failure) -> ItemView:

@@ -21,38 +21,40 @@ RETURNING id
 -- name: pop
 -- SKIP LOCKED: concurrent poppers pass over rows another transaction is claiming instead of
 -- queueing behind it; each row goes to exactly one of them.
-WITH next AS (
+-- seq = ANY(ARRAY(...)): the claim runs once and the UPDATE finds its rows by primary key. Joined
+-- to a CTE instead, the planner may hash-join against a scan of the whole table (seen: 20,000 rows
+-- read to lease 100), a cost that grows with everything the table holds.
+UPDATE sq_items
+SET status = 'leased',
+    attempts = attempts + 1,
+    lease_token = $4,
+    visible_at = COALESCE($2::timestamptz, now()) + $5 * interval '1 second'
+WHERE seq = ANY (ARRAY(
     SELECT seq FROM sq_items
     WHERE queue = $1 AND status IN ('ready', 'leased') AND visible_at <= COALESCE($2::timestamptz, now())
     ORDER BY created_at, seq
     LIMIT $3
     FOR UPDATE SKIP LOCKED
-)
-UPDATE sq_items AS i
-SET status = 'leased',
-    attempts = i.attempts + 1,
-    lease_token = $4,
-    visible_at = COALESCE($2::timestamptz, now()) + $5 * interval '1 second'
-FROM next
-WHERE i.seq = next.seq
-RETURNING i.seq, i.id, i.queue, i.payload::text AS payload, i.created_at, i.attempts, i.lease_token, i.visible_at
+))
+RETURNING seq, id, queue, payload::text AS payload, created_at, attempts, lease_token, visible_at
 
 -- name: complete
 DELETE FROM sq_items WHERE id = $1 AND ($2::uuid IS NULL OR lease_token = $2)
 
 -- name: complete_batch
--- The final SELECT sees the table as it was before the DELETE, so `present` is true for every
--- requested item that existed; those not deleted were refused for their lease token.
-WITH req AS (
-    SELECT * FROM unnest($1::uuid[], $2::uuid[]) AS r(id, token)
+-- Rows come back for the requested items that existed (CTEs share the statement's snapshot, so
+-- `present` sees them before the DELETE); those not deleted were refused for their lease token.
+-- The `id = ANY($1)` conditions let both look their rows up in sq_items_id_key rather than scan.
+WITH present AS (
+    SELECT id FROM sq_items WHERE id = ANY ($1::uuid[])
 ), done AS (
-    DELETE FROM sq_items AS i USING req
-    WHERE i.id = req.id AND (req.token IS NULL OR i.lease_token = req.token)
+    DELETE FROM sq_items AS i
+    USING unnest($1::uuid[], $2::uuid[]) AS r(id, token)
+    WHERE i.id = ANY ($1::uuid[]) AND i.id = r.id AND (r.token IS NULL OR i.lease_token = r.token)
     RETURNING i.id
 )
-SELECT req.id, done.id IS NOT NULL AS completed,
-       EXISTS (SELECT 1 FROM sq_items AS s WHERE s.id = req.id) AS present
-FROM req LEFT JOIN done ON done.id = req.id
+SELECT present.id, done.id IS NOT NULL AS completed
+FROM present LEFT JOIN done ON done.id = present.id
 
 -- name: next_visible_at
 -- A correlated min() per queue: each is one seek on sq_items_visible, however many items wait.
