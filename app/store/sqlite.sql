@@ -59,16 +59,22 @@ SELECT id, queue, payload, status, attempts, errors, created_at, visible_at, lea
 FROM sq_items WHERE id = :id
 
 -- name: queue_stats
+-- Per queue: the live counts read sq_items_pop's rows, the dead count sq_items_dead; neither
+-- walks the other kind, so a million dead items do not slow the live figures down.
 SELECT q.name AS name,
-       SUM(i.status = 'ready' OR (i.status = 'leased' AND i.visible_at <= :now)) AS ready,
-       SUM(i.status = 'leased' AND i.visible_at > :now) AS leased,
-       SUM(i.status = 'dead') AS dead,
-       MIN(CASE WHEN i.status IN ('ready', 'leased') AND i.visible_at <= :now THEN i.created_at END)
-           AS oldest_ready,
+       (SELECT COUNT(*) FROM sq_items AS i INDEXED BY sq_items_pop
+        WHERE i.queue = q.name AND i.status IN ('ready', 'leased')
+          AND (i.status = 'ready' OR i.visible_at <= :now)) AS ready,
+       (SELECT COUNT(*) FROM sq_items AS i INDEXED BY sq_items_pop
+        WHERE i.queue = q.name AND i.status IN ('ready', 'leased')
+          AND i.status = 'leased' AND i.visible_at > :now) AS leased,
+       (SELECT COUNT(*) FROM sq_items AS d INDEXED BY sq_items_dead
+        WHERE d.queue = q.name AND d.status = 'dead') AS dead,
+       (SELECT MIN(i.created_at) FROM sq_items AS i INDEXED BY sq_items_pop
+        WHERE i.queue = q.name AND i.status IN ('ready', 'leased') AND i.visible_at <= :now) AS oldest_ready,
        :now AS now
-FROM sq_queues q LEFT JOIN sq_items i ON i.queue = q.name
+FROM sq_queues AS q
 WHERE :queue IS NULL OR q.name = :queue
-GROUP BY q.name
 ORDER BY q.name
 
 -- name: applied_versions

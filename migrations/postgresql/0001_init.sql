@@ -28,7 +28,8 @@ CREATE TABLE IF NOT EXISTS sq_items (
 CREATE INDEX IF NOT EXISTS sq_items_pop ON sq_items (queue, created_at, seq)
     WHERE status IN ('ready', 'leased');
 
-CREATE INDEX IF NOT EXISTS sq_items_queue_status ON sq_items (queue, status);
+-- Dead items only, for the stats' dead count: live churn (push, pop, complete) never touches it.
+CREATE INDEX IF NOT EXISTS sq_items_dead ON sq_items (queue) WHERE status = 'dead';
 
 -- The long-poll watcher's probe: when does the next live item of a queue become poppable?
 CREATE INDEX IF NOT EXISTS sq_items_visible ON sq_items (queue, visible_at)
