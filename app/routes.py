@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any
 from uuid import UUID, uuid4
 
@@ -12,6 +13,7 @@ from app.domain import Completion, Failure, NewItem
 from app.payloads import encode_payload
 from app.schemas import (
     QUEUE_NAME_PATTERN,
+    BatchItem,
     CompleteBatchRequest,
     CompleteBatchResponse,
     CompleteResult,
@@ -72,6 +74,16 @@ def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
 router = APIRouter()
 
 
+def _new_item(queue: str, entry: PushRequest | BatchItem, sq: Services, now: datetime, where: str) -> NewItem:
+    """An item as pushed: the client's id and timestamp where given, else new ones."""
+    return NewItem(
+        id=entry.id or uuid4(),
+        queue=queue,
+        payload_json=encode_payload(entry.payload, sq.settings.max_payload_bytes, where),
+        created_at=entry.created_at or now,
+    )
+
+
 @router.post(
     "/push",
     status_code=status.HTTP_201_CREATED,
@@ -81,12 +93,7 @@ router = APIRouter()
 )
 async def push(body: PushRequest, sq: ServicesDep) -> Response:
     """Add an item to a queue (created on first push). 201 means it is committed."""
-    item = NewItem(
-        id=body.id or uuid4(),
-        queue=body.queue,
-        payload_json=encode_payload(body.payload, sq.settings.max_payload_bytes),
-        created_at=body.created_at or sq.clock(),
-    )
+    item = _new_item(body.queue, body, sq, sq.clock(), "payload")
     await sq.pusher.push(item)
     sq.waiting.notify(item.queue, 1)
     return serialized(
@@ -106,13 +113,7 @@ async def push_batch(body: PushBatchRequest, sq: ServicesDep) -> Response:
     """Add 1..1000 items to one queue in one transaction: all of them, or (409, 413, 422) none."""
     now = sq.clock()
     items = [
-        NewItem(
-            id=entry.id or uuid4(),
-            queue=body.queue,
-            payload_json=encode_payload(entry.payload, sq.settings.max_payload_bytes, f"items[{n}].payload"),
-            created_at=entry.created_at or now,
-        )
-        for n, entry in enumerate(body.items)
+        _new_item(body.queue, entry, sq, now, f"items[{n}].payload") for n, entry in enumerate(body.items)
     ]
     await sq.store.push_batch(items, skip_existing=False)
     sq.waiting.notify(body.queue, len(items))

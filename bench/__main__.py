@@ -118,7 +118,7 @@ async def run(engines: list[str], quick: bool) -> tuple[list[Figure], dict[str, 
         if xacts is not None:
             figures.append(
                 Figure(
-                    "5b. transactions/s from 100 idle long-polls (pg_stat_database)",
+                    "5b. transactions/s from 100 idle long-polls (pg_stat_database, minus a quiet window)",
                     engine,
                     xacts,
                     "/s",

@@ -59,8 +59,11 @@ def plot(figures: list[Figure], raw: dict[str, object], path: Path) -> None:
     labels = [f"{f.measure.split(' (')[0]}\n[{f.engine}]" for f in ratios]
     colours = ["tab:green" if f.met else "tab:red" if f.met is False else "tab:grey" for f in ratios]
     left.barh(labels, [f.ratio or 0 for f in ratios], color=colours)
+    for row, f in enumerate(ratios):  # each target as a black tick on its bar
+        if (match := re.fullmatch(r"[≥≤] ([\d.]+)x", f.target)) is not None:
+            left.plot([float(match[1])] * 2, [row - 0.4, row + 0.4], color="black", linewidth=2)
     left.set_xscale("log")
-    left.set_xlabel("ratio to the same-run baseline (log scale; green meets its target)")
+    left.set_xlabel("ratio to the same-run baseline (log scale; black tick: target; green meets it)")
     left.tick_params(axis="y", labelsize=7)
     left.invert_yaxis()
     wakes = {k: v for k, v in raw.items() if k.startswith("wake")}

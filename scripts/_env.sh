@@ -33,3 +33,23 @@ ensure_venv() {
         echo "$want" > "$stamp"
     fi
 }
+
+postgres_answers() { (exec 3<>/dev/tcp/127.0.0.1/5432) 2>/dev/null; }
+
+ensure_postgres() {
+    [ -n "${SIMPLEQUEUE_TEST_POSTGRES_URL:-}" ] && return 0   # the caller brings its own server
+    postgres_answers && return 0
+    if ! ls /etc/postgresql/*/main >/dev/null 2>&1; then
+        apt_install postgresql || { echo "cannot install PostgreSQL (no root?)" >&2; return 0; }
+        # A fresh cluster only for tests on this machine: trust loopback, as the dev machines do.
+        local hba
+        hba="$(ls /etc/postgresql/*/main/pg_hba.conf | head -n 1)"
+        grep -q "simplequeue-tests" "$hba" || as_root sed -i \
+            '1i host all all 127.0.0.1/32 trust # simplequeue-tests\nhost all all ::1/128 trust # simplequeue-tests' "$hba"
+    fi
+    local version
+    version="$(ls /etc/postgresql | sort -V | tail -n 1)"
+    as_root pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
+    for _ in $(seq 1 30); do postgres_answers && return 0; sleep 1; done
+    echo "PostgreSQL did not come up on 127.0.0.1:5432" >&2
+}
