@@ -70,10 +70,23 @@ async def test_payload_round_trips_any_json_value(store: Store, queue: str, payl
     assert type(popped.payload) is type(payload)
 
 
-async def test_created_at_round_trips_to_the_microsecond(store: Store, queue: str) -> None:
-    moment = datetime(2021, 9, 16, 17, 55, 38, 403127, tzinfo=UTC)
-    await push(store, new_item(queue, created_at=moment))
-    assert (await pop_one(store, queue)).created_at == moment
+@pytest.mark.parametrize(
+    "moment",
+    [
+        datetime(2021, 9, 16, 17, 55, 38, 403127, tzinfo=UTC),
+        datetime(315, 11, 1, 10, 52, 10, tzinfo=UTC),  # found by schemathesis: SQLite mis-stored it
+        datetime(1, 1, 1, tzinfo=UTC),
+        datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+    ],
+    ids=["2021", "year-315", "year-1", "year-9999"],
+)
+async def test_created_at_round_trips_to_the_microsecond(store: Store, queue: str, moment: datetime) -> None:
+    await push(store, new_item(queue, "given", created_at=moment))
+    await push(store, new_item(queue, "now"))
+    popped = await store.pop(queue, 2, 30)
+    assert {p.payload: p.created_at for p in popped}["given"] == moment
+    # Order is time order across every year; a year-9999 item comes after one pushed today.
+    assert [p.payload for p in popped] == (["now", "given"] if moment.year > 3000 else ["given", "now"])
 
 
 async def test_pop_hands_out_oldest_created_at_first_then_insertion_order(store: Store, queue: str) -> None:

@@ -42,8 +42,12 @@ Q = load_queries(Path(__file__).with_suffix(".sql"))
 
 
 def to_text(moment: datetime) -> str:
-    """Fixed-width UTC text, so that SQLite's text comparison is time order."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """Fixed-width UTC text, so that SQLite's text comparison is time order.
+
+    isoformat, not strftime: strftime's %Y does not pad years before 1000 ('315-…'), which
+    broke both the order and the parsing of such a client-supplied created_at.
+    """
+    return moment.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 @asynccontextmanager
