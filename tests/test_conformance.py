@@ -15,19 +15,7 @@ from app.errors import ItemDead, ItemExists, ItemNotFound, LeaseMismatch, QueueN
 from app.settings import Settings
 from app.store import Store, create_store
 from tests.engines import FakeClock
-
-
-def new_item(
-    queue: str, payload: Any = None, *, created_at: datetime | None = None, id: UUID | None = None
-) -> NewItem:
-    import json
-
-    return NewItem(
-        id=id or uuid4(),
-        queue=queue,
-        payload_json=json.dumps(payload),
-        created_at=created_at or datetime.now(UTC),
-    )
+from tests.factories import new_item
 
 
 async def push(store: Store, item: NewItem) -> None:

@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections import Counter
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 from typing import Any
 from uuid import uuid4
 
 import pytest
 
-from app.domain import NewItem
 from app.errors import DatabaseUnavailable, ItemExists
 from app.pushing import PushCoalescer
 from app.settings import Settings
 from app.store import Store, create_store
 from app.waiting import Waiting
+from tests.factories import new_item
 
 
 class Counted:
@@ -49,10 +47,6 @@ async def real_store(settings: Settings) -> AsyncIterator[Store]:
     await store.close()
 
 
-def item(queue: str, payload: Any = 1, id: Any = None) -> NewItem:
-    return NewItem(id or uuid4(), queue, json.dumps(payload), datetime.now(UTC))
-
-
 async def test_a_push_wakes_one_waiter_per_item(real_store: Store, queue: str) -> None:
     store = Counted(real_store)
     waiting = Waiting(store, recheck_seconds=1000)  # only signals can wake anyone here
@@ -64,7 +58,7 @@ async def test_a_push_wakes_one_waiter_per_item(real_store: Store, queue: str) -
         await asyncio.sleep(0.05)
     assert store.calls["pop"] == 1  # the first found the queue empty; the later ones trusted that
 
-    await real_store.push_batch([item(queue, "x")], skip_existing=False)
+    await real_store.push_batch([new_item(queue, "x")], skip_existing=False)
     waiting.notify(queue, 1)
     done, pending = await asyncio.wait(waiters, timeout=10, return_when=asyncio.FIRST_COMPLETED)
 
@@ -88,7 +82,7 @@ async def test_idle_long_polls_cost_no_statements_beyond_the_probe(real_store: S
 
 async def test_an_expiring_lease_wakes_a_waiter_without_a_push(real_store: Store, queue: str) -> None:
     waiting = Waiting(real_store, recheck_seconds=1000)  # no recheck: only the expiry timer can wake it
-    await real_store.push_batch([item(queue)], skip_existing=False)
+    await real_store.push_batch([new_item(queue)], skip_existing=False)
     [first] = await real_store.pop(queue, 1, 1)
 
     [again] = await asyncio.wait_for(
@@ -110,7 +104,7 @@ async def test_a_push_through_another_process_is_found(
     try:
         waiter = asyncio.create_task(waiting.pop(queue, max_items=1, wait_seconds=15, lease_seconds=30))
         await asyncio.sleep(0.5)  # the waiter is asleep and the listener is up
-        await real_store.push_batch([item(queue, "from elsewhere")], skip_existing=False)
+        await real_store.push_batch([new_item(queue, "from elsewhere")], skip_existing=False)
         [popped] = await asyncio.wait_for(waiter, timeout=10)
         assert popped.payload == "from elsewhere"
     finally:
@@ -141,7 +135,7 @@ async def test_a_signal_during_the_pop_statement_is_not_lost(real_store: Store, 
     waiting = Waiting(slow, recheck_seconds=1000)
     waiter = asyncio.create_task(waiting.pop(queue, max_items=1, wait_seconds=15, lease_seconds=30))
     await slow.started.wait()  # its statement found nothing...
-    await real_store.push_batch([item(queue, "late")], skip_existing=False)
+    await real_store.push_batch([new_item(queue, "late")], skip_existing=False)
     waiting.notify(queue, 1)  # ...and the signal lands before it starts to wait
     slow.release.set()
     [popped] = await asyncio.wait_for(waiter, timeout=10)
@@ -152,7 +146,7 @@ async def test_a_signal_during_the_pop_statement_is_not_lost(real_store: Store, 
 async def test_concurrent_single_pushes_share_commits(real_store: Store, queue: str) -> None:
     store = Counted(real_store)
     pusher = PushCoalescer(store)
-    items = [item(queue, n) for n in range(200)]
+    items = [new_item(queue, n) for n in range(200)]
 
     await asyncio.gather(*(pusher.push(i) for i in items))
 
@@ -161,15 +155,15 @@ async def test_concurrent_single_pushes_share_commits(real_store: Store, queue: 
 
 
 async def test_a_duplicate_fails_alone_and_its_neighbours_commit(real_store: Store, queue: str) -> None:
-    taken = item(queue, "first")
+    taken = new_item(queue, "first")
     await real_store.push_batch([taken], skip_existing=False)
     pusher = PushCoalescer(real_store)
     twin = uuid4()
     batch = [
-        item(queue, "a"),
-        item(queue, "dup", id=taken.id),
-        item(queue, "t1", id=twin),
-        item(queue, "t2", id=twin),
+        new_item(queue, "a"),
+        new_item(queue, "dup", id=taken.id),
+        new_item(queue, "t1", id=twin),
+        new_item(queue, "t2", id=twin),
     ]
 
     results = await asyncio.gather(*(pusher.push(i) for i in batch), return_exceptions=True)
@@ -184,7 +178,9 @@ async def test_a_failed_commit_reaches_every_caller_of_its_batch(queue: str) -> 
     await down.open()
     pusher = PushCoalescer(down)
     try:
-        results = await asyncio.gather(*(pusher.push(item(queue)) for _ in range(5)), return_exceptions=True)
+        results = await asyncio.gather(
+            *(pusher.push(new_item(queue)) for _ in range(5)), return_exceptions=True
+        )
         assert all(isinstance(r, DatabaseUnavailable) for r in results)
     finally:
         await down.close()

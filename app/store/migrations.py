@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import app
@@ -28,7 +29,8 @@ def migrations_root() -> Path:
     return installed if installed.is_dir() else package_dir.parent / "migrations"
 
 
-def load_migrations(dialect: str) -> list[Migration]:
+@cache  # the files do not change while the process runs; /readyz asks on every probe
+def load_migrations(dialect: str) -> tuple[Migration, ...]:
     folder = migrations_root() / dialect
     found = []
     for path in sorted(folder.glob("*.sql")):
@@ -41,7 +43,7 @@ def load_migrations(dialect: str) -> list[Migration]:
     versions = [m.version for m in found]
     if len(set(versions)) != len(versions):
         raise ValueError(f"duplicate migration versions for {dialect}: {versions}")
-    return found
+    return tuple(found)
 
 
 def latest_version(dialect: str) -> int:

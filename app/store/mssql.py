@@ -37,7 +37,7 @@ from app.errors import (
     StoreError,
 )
 from app.store import rows
-from app.store.migrations import load_migrations, split_statements
+from app.store.migrations import latest_version, load_migrations, split_statements
 from app.store.protocol import ReadyCallback
 from app.store.sqlfile import load_queries
 
@@ -383,7 +383,7 @@ class MssqlStore:
         return applied
 
     async def check_ready(self) -> None:
-        latest = load_migrations(self.dialect)[-1].version
+        latest = latest_version(self.dialect)
         async with self._transaction() as conn:
             versions = {row["version"] for row in await _query(conn, "applied_versions")}
         if latest not in versions:

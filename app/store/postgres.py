@@ -23,7 +23,7 @@ from app.errors import (
     StoreError,
 )
 from app.store import rows
-from app.store.migrations import load_migrations
+from app.store.migrations import latest_version, load_migrations
 from app.store.protocol import ReadyCallback
 from app.store.sqlfile import load_queries
 
@@ -144,7 +144,7 @@ class PostgresStore:
         return applied
 
     async def check_ready(self) -> None:
-        latest = load_migrations(self.dialect)[-1].version
+        latest = latest_version(self.dialect)
         async with self._conn() as conn:
             versions = [r["version"] for r in await conn.fetch(Q["applied_versions"])]
         if latest not in versions:

@@ -34,7 +34,7 @@ from app.errors import (
     StoreError,
 )
 from app.store import rows
-from app.store.migrations import load_migrations, split_statements
+from app.store.migrations import latest_version, load_migrations, split_statements
 from app.store.protocol import ReadyCallback
 from app.store.sqlfile import load_queries
 
@@ -156,7 +156,7 @@ class SqliteStore:
         return applied
 
     async def check_ready(self) -> None:
-        latest = load_migrations(self.dialect)[-1].version
+        latest = latest_version(self.dialect)
         async with self._read() as conn, conn.execute(Q["applied_versions"]) as cursor:
             versions = [row[0] for row in await cursor.fetchall()]
         if latest not in versions:

@@ -1,0 +1,21 @@
+"""Items for tests to push."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID, uuid4
+
+from app.domain import NewItem
+
+
+def new_item(
+    queue: str, payload: Any = None, *, created_at: datetime | None = None, id: UUID | None = None
+) -> NewItem:
+    return NewItem(
+        id=id or uuid4(),
+        queue=queue,
+        payload_json=json.dumps(payload),
+        created_at=created_at or datetime.now(UTC),
+    )
