@@ -1,4 +1,4 @@
-"""The `simplequeue` command: serve, migrate, openapi."""
+"""The `simplequeue` command: serve, migrate, purge, openapi."""
 
 from __future__ import annotations
 
@@ -70,6 +70,28 @@ def _migrate(settings: Settings) -> list[int]:
             await store.close()
 
     return asyncio.run(run())
+
+
+@main.command()
+@click.option(
+    "--max-rows", type=int, default=1_000_000, show_default=True, help="Stop after about this many rows."
+)
+def purge(max_rows: int) -> None:
+    """Sweep once: make dead the items whose lease expired on their last attempt, then delete
+    history past each queue's retention and dedup keys past their window (for cron)."""
+    from app.maintenance import purge as purge_rows
+    from app.maintenance import reap
+
+    async def run() -> tuple[int, int]:
+        store = create_store(Settings())
+        await store.open()
+        try:
+            return await reap(store, max_rows=max_rows), await purge_rows(store, max_rows=max_rows)
+        finally:
+            await store.close()
+
+    reaped, purged = asyncio.run(run())
+    click.echo(json.dumps({"reaped": reaped, "purged": purged}))
 
 
 @main.command()

@@ -1,25 +1,32 @@
-"""The queue's vocabulary: item states and the values the store hands back.
+"""The queue's vocabulary: item states, queue settings and the values the store hands back.
 
-Item life cycle (the schema's CHECK constraints allow exactly these states)::
+Item life cycle. The ``status`` column stores three states; ``delayed`` and ``retrying`` are
+``ready`` rows whose ``visible_at`` is still in the future (the schema's CHECK constraints allow
+exactly the stored three)::
 
-    push ──▶ ready ──pop──▶ leased ──complete──▶ (deleted)
-               ▲              │ │
-               │  fail(retry) │ │ lease expires: poppable again, new token
-               └──────────────┘ │
-                                └──fail(retry=false)──▶ dead (kept with its errors)
+    push ─┬─────────────────▶ ready ──pop──▶ leased ──complete──▶ (deleted; history: completed)
+          └─▶ delayed ──due──▶  ▲  ▲           │ │ │
+                                │  └─ due ── retrying ◀── fail, attempts < max_attempts
+                                │              │ │ └── lease expires, attempts < max_attempts:
+                                │              │ │     poppable again, under a new token
+                      redrive ──┘              │ └── fail(retry=false), or fail / lease expiry
+                         │                     │     on the last attempt
+                         └────────── dead ◀────┘     (kept with its errors; history: dead)
 
-An item whose lease has expired keeps ``status = 'leased'`` in the table until it is
-popped again; every reader treats it as ready (see ``effective_status``).
+A ``leased`` row whose lease has run out keeps its status until it is popped again (or, on its
+last attempt, until the sweep marks it dead); every reader reports what it effectively is.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Generic, TypeVar
 from uuid import UUID
+
+T = TypeVar("T")
 
 Clock = Callable[[], datetime]
 """Returns an aware UTC datetime. Injected so that time-dependent tests are deterministic."""
@@ -30,16 +37,49 @@ def system_clock() -> datetime:
 
 
 class ItemStatus(StrEnum):
-    READY = "ready"  # waiting to be popped, once its visible_at has passed
-    LEASED = "leased"  # handed to one worker until lease_expires_at
-    DEAD = "dead"  # failed for good: kept with its errors, never popped
+    READY = "ready"  # stored: poppable now
+    DELAYED = "delayed"  # stored as ready: pushed with a delay that has not passed (attempts = 0)
+    RETRYING = "retrying"  # stored as ready: failed, waiting out its backoff (attempts > 0)
+    LEASED = "leased"  # stored: held by one worker until lease_expires_at
+    DEAD = "dead"  # stored: failed for good, kept with its errors until redriven or purged
 
 
-def effective_status(status: str, visible_at: datetime, now: datetime) -> ItemStatus:
-    """A leased item whose lease has run out is ready again."""
-    if status == ItemStatus.LEASED and visible_at <= now:
-        return ItemStatus.READY
+STORED_STATUSES = (ItemStatus.READY, ItemStatus.LEASED, ItemStatus.DEAD)
+LEASE_EXPIRED_ERROR = "lease expired on the last attempt"  # the error the sweep records
+
+
+def effective_status(
+    status: str, visible_at: datetime, attempts: int, max_attempts: int, now: datetime
+) -> ItemStatus:
+    """What a stored row is at `now`: an expired lease is ready again, or dead on its last attempt."""
+    if status == ItemStatus.LEASED:
+        if visible_at > now:
+            return ItemStatus.LEASED
+        return ItemStatus.DEAD if attempts >= max_attempts else ItemStatus.READY
+    if status == ItemStatus.READY and visible_at > now:
+        return ItemStatus.RETRYING if attempts > 0 else ItemStatus.DELAYED
     return ItemStatus(status)
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """Retry delay after failed attempt n: min(cap, base * factor ** (n - 1)), less up to `jitter`
+    of it at random (so that items failed together do not all come back together)."""
+
+    base_seconds: float = 1.0
+    factor: float = 2.0
+    cap_seconds: float = 3600.0
+    jitter: float = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSettings:
+    max_attempts: int = 5
+    lease_seconds: int = 30
+    backoff: Backoff = field(default_factory=Backoff)
+    retention_seconds: int = 7 * 24 * 3600  # history kept this long after an item finished
+    dedup_window_seconds: int = 3600  # a dedup_key still matches this long after its item finished
+    history_payload: bool = False  # copy payloads into history records
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +88,20 @@ class NewItem:
     queue: str
     payload_json: str
     created_at: datetime
+    priority: int = 0
+    group: str | None = None
+    dedup_key: str | None = None
+    delay_seconds: float = 0.0  # from the database's now; not_before wins when given
+    not_before: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Pushed:
+    """What became of one pushed item: inserted, or matched by dedup_key to an existing item."""
+
+    id: UUID
+    created_at: datetime
+    created: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +113,8 @@ class LeasedItem:
     attempts: int
     lease_token: UUID
     lease_expires_at: datetime
+    priority: int = 0
+    group: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,9 +130,16 @@ class ItemView:
     payload: Any
     status: ItemStatus
     attempts: int
+    max_attempts: int
     errors: list[ErrorRecord]
     created_at: datetime
     lease_expires_at: datetime | None
+    visible_at: datetime | None  # when a delayed or retrying item becomes poppable
+    priority: int = 0
+    group: str | None = None
+    dedup_key: str | None = None
+    first_popped_at: datetime | None = None
+    died_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,14 +148,15 @@ class Failure:
 
     error: str
     lease_token: UUID | None = None
-    retry: bool = True
-    retry_after_seconds: int = 0
+    retry: bool = True  # false: dead now, whatever attempts remain
+    retry_after_seconds: float | None = None  # None: the queue's backoff
 
 
 class CompleteOutcome(StrEnum):
     COMPLETED = "completed"
     NOT_FOUND = "not_found"
     LEASE_MISMATCH = "lease_mismatch"
+    DEAD = "dead"
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,10 +167,52 @@ class Completion:
     lease_token: UUID | None = None
 
 
+class Outcome(StrEnum):
+    COMPLETED = "completed"
+    DEAD = "dead"
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryRecord:
+    """A finished item, written in the transaction that finished it."""
+
+    id: UUID
+    queue: str
+    outcome: Outcome
+    attempts: int
+    created_at: datetime
+    first_popped_at: datetime | None
+    finished_at: datetime
+    group: str | None = None
+    dedup_key: str | None = None
+    last_error: str | None = None
+    payload: Any = None  # only when the queue keeps payloads in history
+
+
+@dataclass(frozen=True, slots=True)
+class Page(Generic[T]):
+    """Newest first; `next_cursor` fetches the following page (None: this was the last)."""
+
+    items: list[T]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryFilter:
+    outcome: Outcome | None = None
+    since: datetime | None = None  # finished_at >= since
+    until: datetime | None = None  # finished_at < until
+
+
 @dataclass(frozen=True, slots=True)
 class QueueStats:
     name: str
+    settings: QueueSettings
     ready: int
     leased: int
+    delayed: int
+    retrying: int
     dead: int
     oldest_ready_age_seconds: float | None
+    completed_in_history: int
+    dead_in_history: int

@@ -7,8 +7,10 @@
     ├── Conflict                 409
     │   ├── ItemExists
     │   ├── LeaseMismatch
+    │   ├── LeaseExpired
     │   └── ItemDead
     ├── InvalidPayload           422
+    ├── InvalidCursor            422
     ├── PayloadTooLarge          413
     ├── DatabaseUnavailable      503
     ├── SchemaNotReady           503
@@ -63,12 +65,22 @@ class LeaseMismatch(Conflict):
     """The lease token is not the item's current lease (it expired; the item may have been popped again)."""
 
 
+class LeaseExpired(Conflict):
+    """The lease has expired; only a live lease can be extended (pop the item again)."""
+
+
 class ItemDead(Conflict):
     """The item is dead; it can no longer be failed or retried."""
 
 
 class InvalidPayload(QueueError):
     """The payload cannot be stored as JSON."""
+
+    status_code = 422
+
+
+class InvalidCursor(QueueError):
+    """The cursor is not one this service handed out."""
 
     status_code = 422
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 
 from fastapi import FastAPI
 
 from app.domain import Clock, system_clock
 from app.http_errors import BodyLimit, install_error_handlers
+from app.maintenance import sweep_forever
 from app.pushing import PushCoalescer
 from app.routes import router
 from app.services import Services
@@ -32,6 +34,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         nonlocal store
         store = store or create_store(settings, clock)
+        sweeper: asyncio.Task[None] | None = None
         await store.open()
         waiting = Waiting(store, recheck_seconds=settings.wait_recheck_seconds)
         try:
@@ -41,10 +44,23 @@ def create_app(
             app.state.services = Services(
                 settings, clock or system_clock, store, waiting, PushCoalescer(store)
             )
+            if settings.sweep:
+                sweeper = asyncio.create_task(
+                    sweep_forever(
+                        store,
+                        reap_every=settings.reap_interval_seconds,
+                        purge_every=settings.purge_interval_seconds,
+                    ),
+                    name="simplequeue-sweep",
+                )
             with on_stop_signal(waiting.close):
                 yield
         finally:
             waiting.close()
+            if sweeper is not None:
+                sweeper.cancel()
+                with suppress(asyncio.CancelledError):
+                    await sweeper
             await store.close()
 
     app = FastAPI(

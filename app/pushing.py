@@ -5,14 +5,15 @@ caller whose id already exists gets ItemExists alone, and the rest of its batch 
 (the store leaves existing ids out rather than failing the batch). There is no timer: while one
 commit is in flight the next batch gathers, so a lone push is never delayed, and under load a
 commit carries everything that arrived during the previous one.
+
+A push with a dedup_key commits on its own: the store's all-or-nothing path decides it.
 """
 
 from __future__ import annotations
 
 import asyncio
-from uuid import UUID
 
-from app.domain import NewItem
+from app.domain import NewItem, Pushed
 from app.errors import ItemExists
 from app.store import Store
 
@@ -26,8 +27,12 @@ class PushCoalescer:
         self._pending: list[Pending] = []
         self._flusher: asyncio.Task[None] | None = None
 
-    async def push(self, item: NewItem) -> None:
+    async def push(self, item: NewItem) -> Pushed:
         """Return once `item` is committed. Raises ItemExists, or the store's error for its batch."""
+        if item.dedup_key is not None:
+            [result] = await self._store.push_batch([item], skip_existing=False)
+            assert result is not None
+            return result
         inserted = asyncio.get_running_loop().create_future()
         self._pending.append((item, inserted))
         if self._flusher is None or self._flusher.done():
@@ -35,6 +40,7 @@ class PushCoalescer:
         # shield: a caller that goes away must not cancel the commit its neighbours wait for.
         if not await asyncio.shield(inserted):
             raise ItemExists()
+        return Pushed(item.id, item.created_at, created=True)
 
     async def _flush(self) -> None:
         while self._pending:
@@ -48,9 +54,7 @@ class PushCoalescer:
             _settle(batch, inserted)
 
 
-def _settle(batch: list[Pending], inserted: set[UUID]) -> None:
+def _settle(batch: list[Pending], results: list[Pushed | None]) -> None:
     """Tell each caller whether its row went in; of two callers with one id, only the first did."""
-    claimed: set[UUID] = set()
-    for item, future in batch:
-        future.set_result(item.id in inserted and item.id not in claimed)
-        claimed.add(item.id)
+    for (_, future), result in zip(batch, results, strict=True):
+        future.set_result(result is not None)

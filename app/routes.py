@@ -9,7 +9,7 @@ from uuid import UUID, uuid4
 from fastapi import APIRouter, Depends, Path, Query, Request, Response, status
 from pydantic import BaseModel
 
-from app.domain import Completion, Failure, NewItem
+from app.domain import Completion, Failure, HistoryFilter, ItemStatus, NewItem, Outcome
 from app.payloads import encode_payload
 from app.schemas import (
     QUEUE_NAME_PATTERN,
@@ -17,19 +17,28 @@ from app.schemas import (
     CompleteBatchRequest,
     CompleteBatchResponse,
     CompleteResult,
+    DeadPage,
     ErrorBody,
+    ExtendRequest,
     FailRequest,
+    HistoryEntry,
+    HistoryPage,
     ItemResponse,
     PoppedItem,
     PopRequest,
     PopResponse,
+    PurgeResponse,
     PushBatchRequest,
     PushBatchResponse,
     PushRequest,
     PushResponse,
     QueueResponse,
+    QueueSettingsBody,
     QueuesResponse,
+    RedriveRequest,
+    RedriveResponse,
     StatusResponse,
+    UtcDatetime,
 )
 from app.services import Services
 
@@ -43,6 +52,9 @@ async def get_services(request: Request) -> Services:
 
 ServicesDep = Annotated[Services, Depends(get_services)]
 ItemId = Annotated[UUID, Path(description="The item's id.")]
+QueuePath = Annotated[str, Path(pattern=QUEUE_NAME_PATTERN, description="The queue's name.")]
+PageLimit = Annotated[int, Query(ge=1, le=1000, description="Items per page.")]
+Cursor = Annotated[str | None, Query(max_length=200, description="The previous page's next_cursor.")]
 LeaseTokenQuery = Annotated[
     UUID | None, Query(description="Refuse (409) unless this is the item's current lease.")
 ]
@@ -56,6 +68,11 @@ def serialized(body: BaseModel, status_code: int = status.HTTP_200_OK) -> Respon
     that second validation was the largest cost left in the service (see bench/).
     """
     return Response(body.model_dump_json(), status_code=status_code, media_type="application/json")
+
+
+def _also(code: int, model: type[BaseModel], description: str) -> dict[int | str, dict[str, Any]]:
+    """A success status besides the route's own, for the spec."""
+    return {code: {"model": model, "description": description}}
 
 
 def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
@@ -81,6 +98,11 @@ def _new_item(queue: str, entry: PushRequest | BatchItem, sq: Services, now: dat
         queue=queue,
         payload_json=encode_payload(entry.payload, sq.settings.max_payload_bytes, where),
         created_at=entry.created_at or now,
+        priority=entry.priority,
+        group=entry.group,
+        dedup_key=entry.dedup_key,
+        delay_seconds=entry.delay_seconds,
+        not_before=entry.not_before,
     )
 
 
@@ -89,16 +111,21 @@ def _new_item(queue: str, entry: PushRequest | BatchItem, sq: Services, now: dat
     status_code=status.HTTP_201_CREATED,
     operation_id="push",
     response_model=PushResponse,
-    responses=_errors(400, 409, 413, 415, 422, 503),
+    responses=_also(200, PushResponse, "The dedup_key matched an existing item: nothing was inserted.")
+    | _errors(400, 409, 413, 415, 422, 503),
 )
 async def push(body: PushRequest, sq: ServicesDep) -> Response:
-    """Add an item to a queue (created on first push). 201 means it is committed."""
+    """Add an item to a queue (created on first push). 201 means it is committed; 200 means its
+    dedup_key matched an existing item, whose id is returned, and nothing was inserted."""
     item = _new_item(body.queue, body, sq, sq.clock(), "payload")
-    await sq.pusher.push(item)
-    sq.waiting.notify(item.queue, 1)
+    pushed = await sq.pusher.push(item)
+    if pushed.created:
+        sq.waiting.notify(item.queue, 1)
     return serialized(
-        PushResponse.model_construct(id=item.id, queue=item.queue, created_at=item.created_at),
-        status.HTTP_201_CREATED,
+        PushResponse.model_construct(
+            id=pushed.id, queue=item.queue, created_at=pushed.created_at, created=pushed.created
+        ),
+        status.HTTP_201_CREATED if pushed.created else status.HTTP_200_OK,
     )
 
 
@@ -107,24 +134,31 @@ async def push(body: PushRequest, sq: ServicesDep) -> Response:
     status_code=status.HTTP_201_CREATED,
     operation_id="pushBatch",
     response_model=PushBatchResponse,
-    responses=_errors(400, 409, 413, 415, 422, 503),
+    responses=_also(200, PushBatchResponse, "Every item was a duplicate: nothing was inserted.")
+    | _errors(400, 409, 413, 415, 422, 503),
 )
 async def push_batch(body: PushBatchRequest, sq: ServicesDep) -> Response:
-    """Add 1..1000 items to one queue in one transaction: all of them, or (409, 413, 422) none."""
+    """Add 1..1000 items to one queue in one transaction: all of them, or (409, 413, 422) none.
+    Items whose dedup_key matches an existing item (or an earlier item of the batch) are not
+    inserted and answer with the original's id; 200 when that is all of them."""
     now = sq.clock()
     items = [
         _new_item(body.queue, entry, sq, now, f"items[{n}].payload") for n, entry in enumerate(body.items)
     ]
-    await sq.store.push_batch(items, skip_existing=False)
-    sq.waiting.notify(body.queue, len(items))
+    results = [r for r in await sq.store.push_batch(items, skip_existing=False) if r is not None]
+    created = sum(r.created for r in results)
+    if created:
+        sq.waiting.notify(body.queue, created)
     return serialized(
-        PushBatchResponse.model_construct(ids=[item.id for item in items]), status.HTTP_201_CREATED
+        PushBatchResponse.model_construct(ids=[r.id for r in results], created=[r.created for r in results]),
+        status.HTTP_201_CREATED if created else status.HTTP_200_OK,
     )
 
 
 @router.post("/pop", operation_id="pop", response_model=PopResponse, responses=_errors(400, 415, 422, 503))
 async def pop(body: PopRequest, sq: ServicesDep) -> Response:
-    """Lease up to `max_items` items, oldest first, waiting up to `wait_seconds` for one to arrive."""
+    """Lease up to `max_items` items (highest priority first, then oldest), waiting up to
+    `wait_seconds` for one to arrive. Of an ordered group only the head is handed out."""
     items = await sq.waiting.pop(
         body.queue, max_items=body.max_items, wait_seconds=body.wait_seconds, lease_seconds=body.lease_seconds
     )
@@ -138,7 +172,7 @@ async def pop(body: PopRequest, sq: ServicesDep) -> Response:
     responses=_errors(404, 409, 422, 503),
 )
 async def complete_item(item_id: ItemId, sq: ServicesDep, lease_token: LeaseTokenQuery = None) -> Response:
-    """Finish an item: it is deleted."""
+    """Finish an item: it is deleted, and recorded in the queue's history."""
     await sq.store.complete(item_id, lease_token)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
@@ -163,12 +197,24 @@ async def complete_items(body: CompleteBatchRequest, sq: ServicesDep) -> Respons
     "/items/{item_id}/fail", operation_id="failItem", responses=_errors(400, 404, 409, 415, 422, 503)
 )
 async def fail_item(item_id: ItemId, body: FailRequest, sq: ServicesDep) -> ItemResponse:
-    """Record an error; retry the item later (`retry: true`) or park it as dead."""
+    """Record an error. The item is retried after `retry_after_seconds` or the queue's backoff,
+    unless `retry` is false or this was its last attempt: then it is dead."""
     failure = Failure(body.error, body.lease_token, body.retry, body.retry_after_seconds)
     view = await sq.store.fail(item_id, failure)
-    if view.status == "ready":
+    if view.status == ItemStatus.READY:
         sq.waiting.notify(view.queue, 1)
     return ItemResponse.of(view)
+
+
+@router.post(
+    "/items/{item_id}/extend",
+    operation_id="extendLease",
+    responses=_errors(400, 404, 409, 415, 422, 503),
+)
+async def extend_lease(item_id: ItemId, body: ExtendRequest, sq: ServicesDep) -> ItemResponse:
+    """Keep working on an item: its live lease now ends `lease_seconds` from now (a heartbeat).
+    409 when the token is stale, or the lease has already expired."""
+    return ItemResponse.of(await sq.store.extend(item_id, body.lease_token, body.lease_seconds))
 
 
 @router.get("/items/{item_id}", operation_id="getItem", responses=_errors(404, 422, 503))
@@ -184,9 +230,65 @@ async def list_queues(sq: ServicesDep) -> QueuesResponse:
 
 
 @router.get("/queues/{name}", operation_id="getQueue", responses=_errors(404, 422, 503))
-async def get_queue(name: Annotated[str, Path(pattern=QUEUE_NAME_PATTERN)], sq: ServicesDep) -> QueueResponse:
-    """One queue's counts."""
+async def get_queue(name: QueuePath, sq: ServicesDep) -> QueueResponse:
+    """One queue's settings and counts."""
     return QueueResponse.of(await sq.store.get_queue(name))
+
+
+@router.put(
+    "/queues/{name}",
+    operation_id="putQueue",
+    responses=_also(201, QueueResponse, "The queue was created.") | _errors(400, 415, 422, 503),
+)
+async def put_queue(
+    name: QueuePath, body: QueueSettingsBody, sq: ServicesDep, response: Response
+) -> QueueResponse:
+    """Create a queue with these settings, or replace its settings (omitted fields take their
+    defaults). They apply from the next pop, fail or finish on."""
+    if await sq.store.put_queue(name, body.to_domain()):
+        response.status_code = status.HTTP_201_CREATED
+    return QueueResponse.of(await sq.store.get_queue(name))
+
+
+@router.get("/queues/{name}/dead", operation_id="listDead", responses=_errors(422, 503))
+async def list_dead(
+    name: QueuePath, sq: ServicesDep, limit: PageLimit = 100, cursor: Cursor = None
+) -> DeadPage:
+    """Dead items with their errors, most recently dead first."""
+    page = await sq.store.list_dead(name, limit, cursor)
+    return DeadPage(items=[ItemResponse.of(v) for v in page.items], next_cursor=page.next_cursor)
+
+
+@router.post("/queues/{name}/redrive", operation_id="redrive", responses=_errors(400, 415, 422, 503))
+async def redrive(name: QueuePath, body: RedriveRequest, sq: ServicesDep) -> RedriveResponse:
+    """Make dead items ready again (all, or those of `ids`; other ids are ignored), with their
+    attempts reset and their errors kept."""
+    count = await sq.store.redrive(name, body.ids, body.rate_per_second)
+    if count:
+        sq.waiting.notify(name, count)
+    return RedriveResponse(redriven=count)
+
+
+@router.delete("/queues/{name}/dead", operation_id="purgeDead", responses=_errors(422, 503))
+async def purge_dead(name: QueuePath, sq: ServicesDep) -> PurgeResponse:
+    """Delete the queue's dead items. Their history records stay."""
+    return PurgeResponse(purged=await sq.store.purge_dead(name))
+
+
+@router.get("/queues/{name}/history", operation_id="listHistory", responses=_errors(422, 503))
+async def list_history(
+    name: QueuePath,
+    sq: ServicesDep,
+    outcome: Annotated[Outcome | None, Query(description="Only completed, or only dead.")] = None,
+    since: Annotated[UtcDatetime | None, Query(description="Finished at or after this time.")] = None,
+    until: Annotated[UtcDatetime | None, Query(description="Finished before this time.")] = None,
+    limit: PageLimit = 100,
+    cursor: Cursor = None,
+) -> HistoryPage:
+    """Finished items (completed or dead), most recently finished first, kept for the queue's
+    retention_seconds."""
+    page = await sq.store.list_history(name, HistoryFilter(outcome, since, until), limit, cursor)
+    return HistoryPage(items=[HistoryEntry.of(r) for r in page.items], next_cursor=page.next_cursor)
 
 
 @router.get("/healthz", operation_id="healthz")

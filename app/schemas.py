@@ -14,9 +14,12 @@ from pydantic import (
     Field,
     StrictBool,
     field_validator,
+    model_validator,
 )
 
-from app.domain import ItemView, LeasedItem, QueueStats
+from app.domain import Backoff, HistoryRecord, ItemView, LeasedItem, QueueSettings, QueueStats
+
+DEFAULTS = QueueSettings()
 
 QUEUE_NAME_PATTERN = r"^[A-Za-z0-9._-]{1,128}$"
 
@@ -63,6 +66,8 @@ QueueName = Annotated[
 ]
 UtcDatetime = Annotated[datetime, BeforeValidator(_iso_text), AfterValidator(_to_utc)]
 ErrorText = Annotated[str, Field(min_length=1, max_length=16384), AfterValidator(_storable_text)]
+Key = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_storable_text)]
+Int32 = Annotated[int, Number, Field(ge=-(2**31), le=2**31 - 1)]
 
 
 class Body(BaseModel):
@@ -70,8 +75,9 @@ class Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class PushRequest(Body):
-    queue: QueueName = "default"
+class ItemFields(Body):
+    """What a producer may say about an item, in a single push or in each item of a batch."""
+
     payload: Any = Field(..., description="Any JSON value, stored and returned as given.")
     id: UUID | None = Field(
         None, description="Client-chosen id; an id that already exists is refused with 409."
@@ -79,12 +85,42 @@ class PushRequest(Body):
     created_at: UtcDatetime | None = Field(
         None, description="The producer's timestamp (ISO-8601; UTC if no offset). Pop order is oldest first."
     )
+    priority: Int32 = Field(
+        0,
+        description="Higher pops first; equal priorities pop oldest first. A steady stream of higher "
+        "priorities starves lower ones: that is the producer's choice.",
+    )
+    delay_seconds: Annotated[float, Number] = Field(
+        0, ge=0, le=31536000, description="Not poppable until this long after the push."
+    )
+    not_before: UtcDatetime | None = Field(
+        None, description="Not poppable before this time (instead of delay_seconds)."
+    )
+    group: Key | None = Field(
+        None,
+        description="Ordered group: its items are handed out one at a time, in the order they were "
+        "pushed; the next waits until the one before is completed or dead. Groups proceed in parallel.",
+    )
+    dedup_key: Key | None = Field(
+        None,
+        description="Idempotency key. While an item with this key exists in the queue, or for the queue's "
+        "dedup_window_seconds after it finished, a push with the key inserts nothing and answers 200 "
+        "with the original's id.",
+    )
+
+    @model_validator(mode="after")
+    def _one_kind_of_delay(self) -> ItemFields:
+        if self.not_before is not None and self.delay_seconds:
+            raise ValueError("give delay_seconds or not_before, not both")
+        return self
 
 
-class BatchItem(Body):
-    payload: Any = Field(..., description="Any JSON value, stored and returned as given.")
-    id: UUID | None = None
-    created_at: UtcDatetime | None = None
+class PushRequest(ItemFields):
+    queue: QueueName = "default"
+
+
+class BatchItem(ItemFields):
+    pass
 
 
 def _distinct_ids(ids: list[UUID | None]) -> None:
@@ -105,7 +141,10 @@ class PushBatchRequest(Body):
 
 
 class PushBatchResponse(BaseModel):
-    ids: list[UUID] = Field(description="The items' ids, in the order given.")
+    ids: list[UUID] = Field(description="The items' ids, in the order given (a duplicate's: the original's).")
+    created: list[bool] = Field(
+        description="Per item: false when its dedup_key matched an existing item, so nothing was inserted."
+    )
 
 
 class CompleteRef(Body):
@@ -125,7 +164,7 @@ class CompleteBatchRequest(Body):
 
 class CompleteResult(BaseModel):
     id: UUID
-    result: Literal["completed", "not_found", "lease_mismatch"]
+    result: Literal["completed", "not_found", "lease_mismatch", "dead"]
 
 
 class CompleteBatchResponse(BaseModel):
@@ -133,9 +172,10 @@ class CompleteBatchResponse(BaseModel):
 
 
 class PushResponse(BaseModel):
-    id: UUID
+    id: UUID = Field(description="The item's id; for a duplicate (created: false), the original's.")
     queue: str
     created_at: datetime
+    created: bool = Field(description="False: the dedup_key matched an existing item; nothing was inserted.")
 
 
 class PopRequest(Body):
@@ -144,8 +184,8 @@ class PopRequest(Body):
     wait_seconds: Annotated[float, Number] = Field(
         0, ge=0, le=20, description="Long-poll up to this long when nothing is ready."
     )
-    lease_seconds: Annotated[int, Number] = Field(
-        30, ge=1, le=43200, description="How long the worker holds each item."
+    lease_seconds: Annotated[int, Number] | None = Field(
+        None, ge=1, le=43200, description="How long the worker holds each item (default: the queue's)."
     )
 
 
@@ -157,6 +197,8 @@ class PoppedItem(BaseModel):
     attempts: int
     lease_token: UUID
     lease_expires_at: datetime
+    priority: int
+    group: str | None
 
     @classmethod
     def of(cls, item: LeasedItem) -> PoppedItem:
@@ -168,6 +210,8 @@ class PoppedItem(BaseModel):
             attempts=item.attempts,
             lease_token=item.lease_token,
             lease_expires_at=item.lease_expires_at,
+            priority=item.priority,
+            group=item.group,
         )
 
 
@@ -179,9 +223,20 @@ class FailRequest(Body):
     error: ErrorText
     lease_token: UUID | None = None
     retry: StrictBool = Field(
-        True, description="true: poppable again after retry_after_seconds; false: park as dead."
+        True,
+        description="true: poppable again after a delay, unless this was the item's last attempt "
+        "(then dead); false: dead now.",
     )
-    retry_after_seconds: Annotated[int, Number] = Field(0, ge=0, le=86400)
+    retry_after_seconds: Annotated[float, Number] | None = Field(
+        None, ge=0, le=604800, description="The delay before the retry (default: the queue's backoff)."
+    )
+
+
+class ExtendRequest(Body):
+    lease_token: UUID
+    lease_seconds: Annotated[int, Number] = Field(
+        ..., ge=1, le=43200, description="The lease now ends this long from now."
+    )
 
 
 class ErrorEntry(BaseModel):
@@ -193,11 +248,20 @@ class ItemResponse(BaseModel):
     id: UUID
     queue: str
     payload: Any
-    status: Literal["ready", "leased", "dead"]
+    status: Literal["ready", "delayed", "retrying", "leased", "dead"] = Field(
+        description="delayed: pushed with a delay not yet passed; retrying: failed, waiting out its backoff."
+    )
     attempts: int
+    max_attempts: int = Field(description="The queue's setting: the attempt that fails or expires last.")
     errors: list[ErrorEntry]
     created_at: datetime
     lease_expires_at: datetime | None
+    visible_at: datetime | None = Field(description="When a delayed or retrying item becomes poppable.")
+    priority: int
+    group: str | None
+    dedup_key: str | None
+    first_popped_at: datetime | None
+    died_at: datetime | None
 
     @classmethod
     def of(cls, view: ItemView) -> ItemResponse:
@@ -207,18 +271,96 @@ class ItemResponse(BaseModel):
             payload=view.payload,
             status=view.status.value,
             attempts=view.attempts,
+            max_attempts=view.max_attempts,
             errors=[ErrorEntry(at=e.at, error=e.error) for e in view.errors],
             created_at=view.created_at,
             lease_expires_at=view.lease_expires_at,
+            visible_at=view.visible_at,
+            priority=view.priority,
+            group=view.group,
+            dedup_key=view.dedup_key,
+            first_popped_at=view.first_popped_at,
+            died_at=view.died_at,
         )
+
+
+class BackoffBody(Body):
+    """Retry delay after failed attempt n: min(cap_seconds, base_seconds * factor^(n-1)), less a random
+    part of up to `jitter` of it."""
+
+    base_seconds: Annotated[float, Number] = Field(DEFAULTS.backoff.base_seconds, ge=0, le=86400)
+    factor: Annotated[float, Number] = Field(DEFAULTS.backoff.factor, ge=1, le=10)
+    cap_seconds: Annotated[float, Number] = Field(DEFAULTS.backoff.cap_seconds, ge=0, le=604800)
+    jitter: Annotated[float, Number] = Field(DEFAULTS.backoff.jitter, ge=0, le=1)
+
+
+class QueueSettingsBody(Body):
+    """A queue's delivery settings. PUT replaces them all: an omitted field takes its default."""
+
+    max_attempts: Annotated[int, Number] = Field(
+        DEFAULTS.max_attempts,
+        ge=1,
+        le=1000,
+        description="Pops before a failure or expiry makes an item dead.",
+    )
+    lease_seconds: Annotated[int, Number] = Field(
+        DEFAULTS.lease_seconds, ge=1, le=43200, description="Lease of a pop that gives none."
+    )
+    backoff: BackoffBody = Field(default_factory=BackoffBody)
+    retention_seconds: Annotated[int, Number] = Field(
+        DEFAULTS.retention_seconds, ge=0, le=31536000, description="History is kept this long."
+    )
+    dedup_window_seconds: Annotated[int, Number] = Field(
+        DEFAULTS.dedup_window_seconds,
+        ge=0,
+        le=31536000,
+        description="A dedup_key keeps matching this long after its item finished.",
+    )
+    history_payload: StrictBool = Field(
+        DEFAULTS.history_payload, description="Copy payloads into history records."
+    )
+
+    def to_domain(self) -> QueueSettings:
+        b = self.backoff
+        return QueueSettings(
+            max_attempts=self.max_attempts,
+            lease_seconds=self.lease_seconds,
+            backoff=Backoff(b.base_seconds, b.factor, b.cap_seconds, b.jitter),
+            retention_seconds=self.retention_seconds,
+            dedup_window_seconds=self.dedup_window_seconds,
+            history_payload=self.history_payload,
+        )
+
+    @classmethod
+    def of(cls, settings: QueueSettings) -> QueueSettingsBody:
+        b = settings.backoff
+        return cls(
+            max_attempts=settings.max_attempts,
+            lease_seconds=settings.lease_seconds,
+            backoff=BackoffBody(
+                base_seconds=b.base_seconds, factor=b.factor, cap_seconds=b.cap_seconds, jitter=b.jitter
+            ),
+            retention_seconds=settings.retention_seconds,
+            dedup_window_seconds=settings.dedup_window_seconds,
+            history_payload=settings.history_payload,
+        )
+
+
+class HistoryCounts(BaseModel):
+    completed: int
+    dead: int
 
 
 class QueueResponse(BaseModel):
     name: str
-    ready: int
+    ready: int = Field(description="Poppable now.")
     leased: int
+    delayed: int
+    retrying: int
     dead: int
     oldest_ready_age_seconds: float | None
+    history: HistoryCounts = Field(description="Finished items still within the retention period.")
+    settings: QueueSettingsBody
 
     @classmethod
     def of(cls, stats: QueueStats) -> QueueResponse:
@@ -226,13 +368,80 @@ class QueueResponse(BaseModel):
             name=stats.name,
             ready=stats.ready,
             leased=stats.leased,
+            delayed=stats.delayed,
+            retrying=stats.retrying,
             dead=stats.dead,
             oldest_ready_age_seconds=stats.oldest_ready_age_seconds,
+            history=HistoryCounts(completed=stats.completed_in_history, dead=stats.dead_in_history),
+            settings=QueueSettingsBody.of(stats.settings),
         )
 
 
 class QueuesResponse(BaseModel):
     queues: list[QueueResponse]
+
+
+class DeadPage(BaseModel):
+    items: list[ItemResponse] = Field(description="Most recently dead first.")
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last.")
+
+
+class RedriveRequest(Body):
+    ids: list[UUID] | None = Field(
+        None,
+        min_length=1,
+        max_length=1000,
+        description="Only these dead items (default: all of the queue's).",
+    )
+    rate_per_second: Annotated[float, Number] | None = Field(
+        None,
+        gt=0,
+        le=1000000,
+        description="Spread the items out: the k-th becomes poppable k / rate seconds from now.",
+    )
+
+
+class RedriveResponse(BaseModel):
+    redriven: int
+
+
+class PurgeResponse(BaseModel):
+    purged: int
+
+
+class HistoryEntry(BaseModel):
+    id: UUID
+    queue: str
+    outcome: Literal["completed", "dead"]
+    attempts: int
+    created_at: datetime
+    first_popped_at: datetime | None
+    finished_at: datetime
+    group: str | None
+    dedup_key: str | None
+    last_error: str | None
+    payload: Any = Field(None, description="Only when the queue keeps payloads in history.")
+
+    @classmethod
+    def of(cls, record: HistoryRecord) -> HistoryEntry:
+        return cls(
+            id=record.id,
+            queue=record.queue,
+            outcome=record.outcome.value,
+            attempts=record.attempts,
+            created_at=record.created_at,
+            first_popped_at=record.first_popped_at,
+            finished_at=record.finished_at,
+            group=record.group,
+            dedup_key=record.dedup_key,
+            last_error=record.last_error,
+            payload=record.payload,
+        )
+
+
+class HistoryPage(BaseModel):
+    items: list[HistoryEntry] = Field(description="Most recently finished first.")
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last.")
 
 
 class StatusResponse(BaseModel):

@@ -35,5 +35,14 @@ class Settings(BaseSettings):
         gt=0,
         description="How often a long-poll re-checks the database for items pushed elsewhere.",
     )
+    reap_interval_seconds: float = Field(
+        default=5.0,
+        gt=0,
+        description="How often the sweep makes dead the items whose lease expired on their last attempt.",
+    )
+    purge_interval_seconds: float = Field(
+        default=60.0, gt=0, description="How often the sweep deletes history past its retention."
+    )
+    sweep: bool = Field(default=True, description="Run the sweep in this process.")
     log_level: str = "info"
     access_log: bool = True

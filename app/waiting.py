@@ -84,7 +84,7 @@ class Waiting:
             self._probe.cancel()
 
     async def pop(
-        self, queue: str, *, max_items: int, wait_seconds: float, lease_seconds: int
+        self, queue: str, *, max_items: int, wait_seconds: float, lease_seconds: int | None
     ) -> list[LeasedItem]:
         if wait_seconds <= 0:
             return await self._store.pop(queue, max_items, lease_seconds)

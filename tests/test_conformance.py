@@ -10,7 +10,7 @@ from uuid import UUID, uuid4
 
 import pytest
 
-from app.domain import CompleteOutcome, Completion, Failure, ItemStatus, LeasedItem, NewItem
+from app.domain import CompleteOutcome, Completion, Failure, ItemStatus, LeasedItem, NewItem, Pushed
 from app.errors import ItemDead, ItemExists, ItemNotFound, LeaseMismatch, QueueNotFound
 from app.settings import Settings
 from app.store import Store, create_store
@@ -195,7 +195,7 @@ async def test_fail_with_retry_records_the_error_and_makes_the_item_ready_again(
     popped = await pop_one(store, queue)
     clock.advance(1)
 
-    view = await store.fail(popped.id, Failure("boom", popped.lease_token, retry=True))
+    view = await store.fail(popped.id, Failure("boom", popped.lease_token, retry_after_seconds=0))
 
     assert view.status == ItemStatus.READY
     assert view.lease_expires_at is None
@@ -222,7 +222,7 @@ async def test_fail_without_retry_parks_the_item_dead_with_its_errors(
 ) -> None:
     await push(store, new_item(queue, {"x": 1}))
     popped = await pop_one(store, queue)
-    await store.fail(popped.id, Failure("first", popped.lease_token, retry=True))
+    await store.fail(popped.id, Failure("first", popped.lease_token, retry_after_seconds=0))
     popped = await pop_one(store, queue)
     clock.advance(2)
 
@@ -260,11 +260,15 @@ async def test_fail_unknown_item_is_not_found(store: Store) -> None:
         await store.fail(uuid4(), Failure("x"))
 
 
-async def test_dead_item_can_be_deleted(store: Store, queue: str) -> None:
+async def test_dead_item_cannot_be_completed_only_purged(store: Store, queue: str) -> None:
     item = new_item(queue)
     await push(store, item)
     await store.fail(item.id, Failure("bad", retry=False))
-    await store.complete(item.id, None)
+    with pytest.raises(ItemDead):
+        await store.complete(item.id, None)
+    assert await store.complete_batch([Completion(item.id)]) == [CompleteOutcome.DEAD]
+
+    assert await store.purge_dead(queue) == 1
     with pytest.raises(ItemNotFound):
         await store.get_item(item.id)
 
@@ -276,9 +280,9 @@ async def test_push_batch_inserts_all_in_order_and_registers_queues(store: Store
     moment = datetime(2026, 5, 1, tzinfo=UTC)
     items = [new_item(queue, n, created_at=moment) for n in range(50)] + [new_item(queue + "-b", "other")]
 
-    inserted = await store.push_batch(items, skip_existing=False)
+    pushed = await store.push_batch(items, skip_existing=False)
 
-    assert inserted == {i.id for i in items}
+    assert pushed == [Pushed(i.id, i.created_at, created=True) for i in items]
     assert [p.payload for p in await store.pop(queue, 100, 30)] == list(range(50))  # ties: insertion order
     assert (await store.get_queue(queue + "-b")).ready == 1
 
@@ -313,9 +317,9 @@ async def test_push_batch_can_leave_out_existing_ids(store: Store, queue: str) -
         new_item(queue, "twin-2", id=twin),
     ]
 
-    inserted = await store.push_batch(batch, skip_existing=True)
+    pushed = await store.push_batch(batch, skip_existing=True)
 
-    assert inserted == {batch[0].id, twin}
+    assert [p and p.id for p in pushed] == [batch[0].id, None, twin, None]
     assert (await store.get_item(existing.id)).payload == "first"
     assert (await store.get_item(twin)).payload == "twin-1"
     assert (await store.get_queue(queue)).ready == 3

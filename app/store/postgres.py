@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Sequence
+import random
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
 from datetime import datetime
 from pathlib import Path
@@ -13,7 +14,23 @@ from uuid import UUID, uuid4
 
 import asyncpg
 
-from app.domain import Clock, CompleteOutcome, Completion, Failure, ItemView, LeasedItem, NewItem, QueueStats
+from app.domain import (
+    LEASE_EXPIRED_ERROR,
+    Clock,
+    CompleteOutcome,
+    Completion,
+    Failure,
+    HistoryFilter,
+    HistoryRecord,
+    ItemStatus,
+    ItemView,
+    LeasedItem,
+    NewItem,
+    Page,
+    Pushed,
+    QueueSettings,
+    QueueStats,
+)
 from app.errors import (
     DatabaseUnavailable,
     ItemExists,
@@ -29,6 +46,7 @@ from app.store.sqlfile import load_queries
 
 Q = load_queries(Path(__file__).with_suffix(".sql"))
 CHANNEL = "simplequeue_ready"
+BATCH = 1000  # rows per transaction in redrive and purges, so that none holds its locks long
 log = logging.getLogger("simplequeue.postgres")
 
 # A queue table's size swings faster than autovacuum analyses it, so the planner often thinks a
@@ -61,6 +79,8 @@ async def translated_errors() -> AsyncIterator[None]:
         if exc.constraint_name == "sq_items_id_key":
             raise ItemExists() from exc
         raise StoreError(f"PostgreSQL: {exc}") from exc
+    except asyncpg.DeadlockDetectedError as exc:  # one of the two was rolled back: a retry succeeds
+        raise DatabaseUnavailable(f"PostgreSQL: {exc}") from exc
     except asyncpg.UndefinedTableError as exc:
         raise SchemaNotReady() from exc
     except _UNAVAILABLE as exc:
@@ -86,12 +106,19 @@ class PostgresStore:
     dialect = "postgresql"
 
     def __init__(
-        self, url: str, *, pool_size: int = 10, timeout_seconds: float = 5.0, clock: Clock | None = None
+        self,
+        url: str,
+        *,
+        pool_size: int = 10,
+        timeout_seconds: float = 5.0,
+        clock: Clock | None = None,
+        random: Callable[[], float] = random.random,
     ):
         self._url = url
         self._pool_size = pool_size
         self._timeout = timeout_seconds
         self._clock = clock
+        self._random = random  # backoff jitter
         self._pool: asyncpg.Pool | None = None
         self._own_pids: set[int] = set()  # our pool's backends: their NOTIFYs were already signalled
         self._listener: asyncio.Task[None] | None = None
@@ -150,42 +177,102 @@ class PostgresStore:
         if latest not in versions:
             raise SchemaNotReady()
 
-    async def push_batch(self, items: Sequence[NewItem], *, skip_existing: bool) -> set[UUID]:
-        columns = (
+    async def push_batch(self, items: Sequence[NewItem], *, skip_existing: bool) -> list[Pushed | None]:
+        assert not (skip_existing and any(i.dedup_key for i in items)), "dedup keys need skip_existing=False"
+        leaders = rows.dedup_leaders(items)
+        leading = [i for n, i in enumerate(items) if leaders[n] == n]
+        claims = [i for i in leading if i.dedup_key is not None]
+        grouped = [i for i in leading if i.group is not None]
+        now = self._now()
+        async with self._conn() as conn:
+            if not claims and not grouped and skip_existing:
+                inserted = await self._insert(conn, leading, now)  # the common case: one statement
+                return _follow_leaders(items, leaders, {}, inserted)
+            async with conn.transaction():
+                winners = await self._claim_dedup_keys(conn, claims, now) if claims else {}
+                fresh = [i for i in leading if i.dedup_key is None or winners[(i.queue, i.dedup_key)] is None]
+                if grouped:
+                    await conn.execute(
+                        Q["lock_groups"], [i.queue for i in grouped], [i.group for i in grouped]
+                    )
+                inserted = await self._insert(conn, fresh, now)
+                if not skip_existing and len(inserted) < len(fresh):
+                    raise ItemExists()  # rolls the batch back: all or nothing
+                return _follow_leaders(items, leaders, winners, inserted)
+
+    async def _insert(
+        self, conn: asyncpg.pool.PoolConnectionProxy, items: Sequence[NewItem], now: datetime | None
+    ) -> set[UUID]:
+        if not items:
+            return set()
+        found = await conn.fetch(
+            Q["push_batch"],
             [i.id for i in items],
             [i.queue for i in items],
             [i.payload_json for i in items],
             [i.created_at for i in items],
-            self._now(),
+            now,
+            [i.priority for i in items],
+            [i.group for i in items],
+            [i.dedup_key for i in items],
+            [i.delay_seconds for i in items],
+            [i.not_before for i in items],
         )
-        async with self._conn() as conn:
-            if skip_existing:
-                return {r["id"] for r in await conn.fetch(Q["push_batch"], *columns)}
-            async with conn.transaction():
-                inserted = {r["id"] for r in await conn.fetch(Q["push_batch"], *columns)}
-                if len(inserted) < len(items):
-                    raise ItemExists()  # rolls the batch back: all or nothing
-                return inserted
+        return {r["id"] for r in found}
 
-    async def pop(self, queue: str, max_items: int, lease_seconds: int) -> list[LeasedItem]:
+    async def _claim_dedup_keys(
+        self, conn: asyncpg.pool.PoolConnectionProxy, claims: list[NewItem], now: datetime | None
+    ) -> dict[tuple[str, str], Pushed | None]:
+        """{(queue, key): None where this call took the key, else the item that holds it}."""
+        queues, keys = [i.queue for i in claims], [i.dedup_key for i in claims]
+        taken = {
+            (r["queue"], r["dedup_key"])
+            for r in await conn.fetch(
+                Q["claim_dedup_keys"],
+                queues,
+                keys,
+                [i.id for i in claims],
+                [i.created_at for i in claims],
+                now,
+            )
+        }
+        return {
+            (r["queue"], r["dedup_key"]): None
+            if (r["queue"], r["dedup_key"]) in taken
+            else Pushed(r["item_id"], r["created_at"], created=False)
+            for r in await conn.fetch(Q["dedup_winners"], queues, keys)
+        }
+
+    async def pop(self, queue: str, max_items: int, lease_seconds: int | None) -> list[LeasedItem]:
         async with self._conn() as conn:
             found = await conn.fetch(Q["pop"], queue, self._now(), max_items, uuid4(), lease_seconds)
         return rows.sorted_leases([(r["seq"], rows.leased_item(r)) for r in found])
 
+    async def extend(self, item_id: UUID, lease_token: UUID, lease_seconds: int) -> ItemView:
+        async with self._conn() as conn:
+            extended = _affected(
+                await conn.execute(Q["extend"], item_id, lease_token, lease_seconds, self._now())
+            )
+            row = await conn.fetchrow(Q["get_item"], item_id, self._now())
+        if not extended or row is None:
+            raise rows.extension_refused(row, lease_token)
+        return rows.item_view(row, row["now"])
+
     async def complete(self, item_id: UUID, lease_token: UUID | None) -> None:
         async with self._conn() as conn:
-            if _affected(await conn.execute(Q["complete"], item_id, lease_token)) == 0:
+            if await conn.fetchval(Q["complete"], item_id, lease_token, self._now()) == 0:
                 current = await conn.fetchrow(Q["get_item"], item_id, self._now())
                 raise rows.transition_refused(current, lease_token)
 
     async def complete_batch(self, items: Sequence[Completion]) -> list[CompleteOutcome]:
         async with self._conn() as conn:
             found = await conn.fetch(
-                Q["complete_batch"], [i.id for i in items], [i.lease_token for i in items]
+                Q["complete_batch"], [i.id for i in items], [i.lease_token for i in items], self._now()
             )
         completed = {r["id"] for r in found if r["completed"]}
         still_there = {r["id"] for r in found if not r["completed"]}
-        return rows.complete_outcomes(items, completed, still_there)
+        dead = {r["id"] for r in found if r["status"] == ItemStatus.DEAD}
+        return rows.complete_outcomes(items, completed, still_there, dead)
 
     async def fail(self, item_id: UUID, failure: Failure) -> ItemView:
         async with self._conn() as conn:
@@ -197,6 +284,7 @@ class PostgresStore:
                 failure.retry_after_seconds,
                 self._now(),
                 failure.error,
+                self._random(),
             )
             if row is None:
                 current = await conn.fetchrow(Q["get_item"], item_id, self._now())
@@ -264,3 +352,103 @@ class PostgresStore:
         if not found:
             raise QueueNotFound()
         return found[0]
+
+    async def put_queue(self, name: str, settings: QueueSettings) -> bool:
+        async with self._conn() as conn:
+            created: bool = await conn.fetchval(
+                Q["put_queue"], name, self._now(), *rows.settings_params(settings).values()
+            )
+        return created
+
+    async def list_dead(self, queue: str, limit: int, cursor: str | None) -> Page[ItemView]:
+        after_at, after_seq = rows.decode_cursor(cursor)
+        async with self._conn() as conn:
+            page = await conn.fetch(Q["list_dead"], queue, limit, after_at, after_seq, self._now())
+        last = page[-1] if len(page) == limit else None
+        return Page(
+            [rows.item_view(r, r["now"]) for r in page],
+            rows.encode_cursor(last["died_at"], last["seq"]) if last else None,
+        )
+
+    async def redrive(self, queue: str, ids: Sequence[UUID] | None, rate_per_second: float | None) -> int:
+        wanted = list(ids) if ids is not None else None
+        revived = 0
+        while True:
+            async with self._conn() as conn, conn.transaction():
+                picked = await conn.fetch(Q["pick_dead"], queue, wanted, BATCH)
+                grouped = [r["group_key"] for r in picked if r["group_key"] is not None]
+                if grouped:  # rejoining a group at the back is a push into it: take turns the same way
+                    await conn.execute(Q["lock_groups"], [queue] * len(grouped), grouped)
+                delays = [
+                    rows.redrive_delay(revived + k, rate_per_second).total_seconds()
+                    for k in range(len(picked))
+                ]
+                await conn.execute(Q["revive"], [r["seq"] for r in picked], self._now(), delays)
+            revived += len(picked)
+            if len(picked) < BATCH:
+                return revived
+
+    async def purge_dead(self, queue: str) -> int:
+        purged = 0
+        while True:
+            async with self._conn() as conn:
+                done: int = await conn.fetchval(Q["purge_dead"], queue, BATCH, self._now())
+            purged += done
+            if done < BATCH:
+                return purged
+
+    async def list_history(
+        self, queue: str, where: HistoryFilter, limit: int, cursor: str | None
+    ) -> Page[HistoryRecord]:
+        after_at, after_seq = rows.decode_cursor(cursor)
+        async with self._conn() as conn:
+            page = await conn.fetch(
+                Q["list_history"],
+                queue,
+                where.outcome.value if where.outcome else None,
+                where.since,
+                where.until,
+                after_at,
+                after_seq,
+                limit,
+            )
+        last = page[-1] if len(page) == limit else None
+        return Page(
+            [rows.history_record(r) for r in page],
+            rows.encode_cursor(last["finished_at"], last["seq"]) if last else None,
+        )
+
+    async def reap_expired(self, limit: int) -> int:
+        async with self._conn() as conn:
+            killed: int = await conn.fetchval(Q["reap"], self._now(), limit, LEASE_EXPIRED_ERROR)
+        return killed
+
+    async def purge_history(self, limit: int) -> int:
+        async with self._conn() as conn:
+            row = await conn.fetchrow(Q["purge_history"], self._now(), limit)
+        assert row is not None
+        return max(int(row["history"]), int(row["keys"]))
+
+
+def _follow_leaders(
+    items: Sequence[NewItem],
+    leaders: list[int],
+    winners: dict[tuple[str, str], Pushed | None],
+    inserted: set[UUID],
+) -> list[Pushed | None]:
+    """One result per item: matched to a dedup winner, inserted, or (an existing id) None. Of two
+    items with one id only the first went in; an item repeating an earlier one's key follows it."""
+    results: list[Pushed | None] = []
+    claimed: set[UUID] = set()
+    for n, item in enumerate(items):
+        if leaders[n] != n:
+            leader = results[leaders[n]]
+            results.append(leader and Pushed(leader.id, leader.created_at, created=False))
+        elif item.dedup_key is not None and (winner := winners.get((item.queue, item.dedup_key))):
+            results.append(winner)
+        elif item.id in inserted and item.id not in claimed:
+            claimed.add(item.id)
+            results.append(Pushed(item.id, item.created_at, created=True))
+        else:
+            results.append(None)
+    return results

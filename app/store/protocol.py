@@ -2,7 +2,8 @@
 
 Methods are domain-shaped. Each transition is a compare-and-set statement: when it
 changes no row, the store says why (not found, lease mismatch, dead) instead of
-pretending it succeeded.
+pretending it succeeded. Every transition that finishes an item (complete, dead) writes its
+history record in the same transaction.
 """
 
 from __future__ import annotations
@@ -12,7 +13,20 @@ from datetime import datetime
 from typing import Protocol
 from uuid import UUID
 
-from app.domain import CompleteOutcome, Completion, Failure, ItemView, LeasedItem, NewItem, QueueStats
+from app.domain import (
+    CompleteOutcome,
+    Completion,
+    Failure,
+    HistoryFilter,
+    HistoryRecord,
+    ItemView,
+    LeasedItem,
+    NewItem,
+    Page,
+    Pushed,
+    QueueSettings,
+    QueueStats,
+)
 
 ReadyCallback = Callable[[str | None, int], None]
 """Called with (queue, count) when items became ready through another process; with
@@ -33,26 +47,39 @@ class Store(Protocol):
     async def check_ready(self) -> None:
         """Raise DatabaseUnavailable or SchemaNotReady unless the store can serve."""
 
-    async def push_batch(self, items: Sequence[NewItem], *, skip_existing: bool) -> set[UUID]:
-        """Insert ready items in one transaction, registering their queues; return the ids inserted.
+    async def push_batch(self, items: Sequence[NewItem], *, skip_existing: bool) -> list[Pushed | None]:
+        """Insert items in one transaction, registering their queues; one result per item, in order.
+
+        An item whose dedup_key matches a live item of its queue, or one finished less than the
+        queue's dedup window ago, is not inserted: its result carries the original's id. Two items
+        of one call with one key: the first is inserted, the second matches it. A unique index
+        decides, so concurrent identical pushes insert one row.
 
         skip_existing=False: all or nothing; an id that exists raises ItemExists.
-        skip_existing=True: items whose id exists are left out and the rest are inserted (so that
-        one producer's duplicate does not fail the pushes coalesced with it).
+        skip_existing=True: items whose id exists get None and the rest are inserted (so that
+        one producer's duplicate does not fail the pushes coalesced with it). Only for items
+        without a dedup_key.
         """
 
-    async def pop(self, queue: str, max_items: int, lease_seconds: int) -> list[LeasedItem]:
-        """Lease up to max_items poppable items, oldest created_at first."""
+    async def pop(self, queue: str, max_items: int, lease_seconds: int | None) -> list[LeasedItem]:
+        """Lease up to max_items poppable items: highest priority first, then oldest created_at,
+        then first pushed. Of an ordered group, only its head (its earliest live item) is poppable.
+        lease_seconds None: the queue's setting."""
+
+    async def extend(self, item_id: UUID, lease_token: UUID, lease_seconds: int) -> ItemView:
+        """Move a live lease's expiry to now + lease_seconds. Raises ItemNotFound, LeaseMismatch,
+        LeaseExpired or ItemDead."""
 
     async def complete(self, item_id: UUID, lease_token: UUID | None) -> None:
-        """Delete the item. Raises ItemNotFound or LeaseMismatch."""
+        """Delete the item and record it in history. Raises ItemNotFound or LeaseMismatch."""
 
     async def complete_batch(self, items: Sequence[Completion]) -> list[CompleteOutcome]:
-        """Delete each item whose token matches (or that has no token given), in one statement where
+        """Complete each item whose token matches (or that has no token given), in one statement where
         the engine allows; the outcomes are in the order of `items`, whose ids are distinct."""
 
     async def fail(self, item_id: UUID, failure: Failure) -> ItemView:
-        """Record an error; make the item ready again later or dead. Raises ItemNotFound,
+        """Record an error. The item is ready again after the given delay or the queue's backoff,
+        or dead when retry is false or this was its last attempt. Raises ItemNotFound,
         LeaseMismatch or ItemDead."""
 
     async def get_item(self, item_id: UUID) -> ItemView: ...
@@ -72,4 +99,30 @@ class Store(Protocol):
     async def list_queues(self) -> list[QueueStats]: ...
 
     async def get_queue(self, name: str) -> QueueStats:
-        """Raises QueueNotFound for a queue that never had an item."""
+        """Raises QueueNotFound for a queue that was never configured or pushed to."""
+
+    async def put_queue(self, name: str, settings: QueueSettings) -> bool:
+        """Create the queue with these settings or replace its settings; True if it was created."""
+
+    async def list_dead(self, queue: str, limit: int, cursor: str | None) -> Page[ItemView]:
+        """Dead items, most recently dead first. Raises InvalidCursor."""
+
+    async def redrive(self, queue: str, ids: Sequence[UUID] | None, rate_per_second: float | None) -> int:
+        """Make dead items (all, or those of `ids`) ready again with attempts reset; return how many.
+        With a rate, the k-th item becomes poppable k / rate seconds from now."""
+
+    async def purge_dead(self, queue: str) -> int:
+        """Delete the queue's dead items (in bounded batches); return how many."""
+
+    async def list_history(
+        self, queue: str, where: HistoryFilter, limit: int, cursor: str | None
+    ) -> Page[HistoryRecord]:
+        """Finished items, most recently finished first. Raises InvalidCursor."""
+
+    async def reap_expired(self, limit: int) -> int:
+        """Mark dead (with an error and a history record) up to `limit` items whose lease expired on
+        their last attempt; return how many."""
+
+    async def purge_history(self, limit: int) -> int:
+        """Delete up to `limit` history records older than their queue's retention, and dedup keys
+        past their window; return how many rows went. Callers repeat while it returns `limit`."""

@@ -2,22 +2,30 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 from uuid import UUID
 
 from app.domain import (
+    Backoff,
     CompleteOutcome,
     Completion,
     ErrorRecord,
+    HistoryRecord,
+    ItemStatus,
     ItemView,
     LeasedItem,
+    NewItem,
+    Outcome,
+    QueueSettings,
     QueueStats,
     effective_status,
 )
-from app.errors import ItemDead, ItemNotFound, LeaseMismatch, QueueError
+from app.errors import InvalidCursor, ItemDead, ItemNotFound, LeaseExpired, LeaseMismatch, QueueError
 
 
 class Row(Protocol):
@@ -37,6 +45,10 @@ def as_uuid(value: UUID | str) -> UUID:
     return value if isinstance(value, UUID) else UUID(value)
 
 
+def as_utc_or_none(value: datetime | str | None) -> datetime | None:
+    return None if value is None else as_utc(value)
+
+
 def leased_item(row: Row) -> LeasedItem:
     return LeasedItem(
         id=as_uuid(row["id"]),
@@ -46,12 +58,15 @@ def leased_item(row: Row) -> LeasedItem:
         attempts=row["attempts"],
         lease_token=as_uuid(row["lease_token"]),
         lease_expires_at=as_utc(row["visible_at"]),
+        priority=row["priority"],
+        group=row["group_key"],
     )
 
 
 def item_view(row: Row, now: datetime | str) -> ItemView:
+    """An item row joined with its queue's max_attempts, as it is at `now`."""
     visible_at = as_utc(row["visible_at"])
-    status = effective_status(row["status"], visible_at, as_utc(now))
+    status = effective_status(row["status"], visible_at, row["attempts"], row["max_attempts"], as_utc(now))
     errors = [ErrorRecord(as_utc(e["at"]), e["error"]) for e in json.loads(row["errors"])]
     return ItemView(
         id=as_uuid(row["id"]),
@@ -59,24 +74,84 @@ def item_view(row: Row, now: datetime | str) -> ItemView:
         payload=json.loads(row["payload"]),
         status=status,
         attempts=row["attempts"],
+        max_attempts=row["max_attempts"],
         errors=errors,
         created_at=as_utc(row["created_at"]),
-        lease_expires_at=visible_at if status == "leased" else None,
+        lease_expires_at=visible_at if status == ItemStatus.LEASED else None,
+        visible_at=visible_at if status in (ItemStatus.DELAYED, ItemStatus.RETRYING) else None,
+        priority=row["priority"],
+        group=row["group_key"],
+        dedup_key=row["dedup_key"],
+        first_popped_at=as_utc_or_none(row["first_popped_at"]),
+        died_at=as_utc_or_none(row["died_at"]),
     )
 
 
+def queue_settings(row: Row) -> QueueSettings:
+    return QueueSettings(
+        max_attempts=row["max_attempts"],
+        lease_seconds=row["lease_seconds"],
+        backoff=Backoff(
+            base_seconds=float(row["backoff_base_seconds"]),
+            factor=float(row["backoff_factor"]),
+            cap_seconds=float(row["backoff_cap_seconds"]),
+            jitter=float(row["backoff_jitter"]),
+        ),
+        retention_seconds=row["retention_seconds"],
+        dedup_window_seconds=row["dedup_window_seconds"],
+        history_payload=bool(row["history_payload"]),
+    )
+
+
+def settings_params(settings: QueueSettings) -> dict[str, Any]:
+    """A QueueSettings as the columns of sq_queues."""
+    return {
+        "max_attempts": settings.max_attempts,
+        "lease_seconds": settings.lease_seconds,
+        "backoff_base_seconds": settings.backoff.base_seconds,
+        "backoff_factor": settings.backoff.factor,
+        "backoff_cap_seconds": settings.backoff.cap_seconds,
+        "backoff_jitter": settings.backoff.jitter,
+        "retention_seconds": settings.retention_seconds,
+        "dedup_window_seconds": settings.dedup_window_seconds,
+        "history_payload": settings.history_payload,
+    }
+
+
 def queue_stats(row: Row) -> QueueStats:
-    """Rows carry the counts, the oldest poppable created_at and the clock they were read at."""
+    """Rows carry the settings, the counts, the oldest poppable created_at and the clock they were read at."""
     oldest = row["oldest_ready"]
     age = None
     if oldest is not None:
         age = max(0.0, (as_utc(row["now"]) - as_utc(oldest)).total_seconds())
     return QueueStats(
         name=row["name"],
+        settings=queue_settings(row),
         ready=int(row["ready"] or 0),
         leased=int(row["leased"] or 0),
+        delayed=int(row["delayed"] or 0),
+        retrying=int(row["retrying"] or 0),
         dead=int(row["dead"] or 0),
         oldest_ready_age_seconds=age,
+        completed_in_history=int(row["completed_in_history"] or 0),
+        dead_in_history=int(row["dead_in_history"] or 0),
+    )
+
+
+def history_record(row: Row) -> HistoryRecord:
+    payload = row["payload"]
+    return HistoryRecord(
+        id=as_uuid(row["id"]),
+        queue=row["queue"],
+        outcome=Outcome(row["outcome"]),
+        attempts=row["attempts"],
+        created_at=as_utc(row["created_at"]),
+        first_popped_at=as_utc_or_none(row["first_popped_at"]),
+        finished_at=as_utc(row["finished_at"]),
+        group=row["group_key"],
+        dedup_key=row["dedup_key"],
+        last_error=row["last_error"],
+        payload=None if payload is None else json.loads(payload),
     )
 
 
@@ -85,10 +160,47 @@ def transition_refused(row: Row | None, lease_token: UUID | None) -> QueueError:
     if row is None:
         return ItemNotFound()
     if lease_token is not None and (row["lease_token"] is None or as_uuid(row["lease_token"]) != lease_token):
-        return LeaseMismatch()
-    if row["status"] == "dead":
+        return ItemDead() if row["status"] == ItemStatus.DEAD else LeaseMismatch()
+    if row["status"] == ItemStatus.DEAD:
         return ItemDead()
     return LeaseMismatch()
+
+
+def extension_refused(row: Row | None, lease_token: UUID) -> QueueError:
+    """Why a lease extension changed nothing: as for any transition, or the lease ran out."""
+    refused = transition_refused(row, lease_token)
+    if isinstance(refused, LeaseMismatch) and row is not None and row["status"] == ItemStatus.LEASED:
+        return LeaseExpired()  # the token matches, so only the expiry can have refused it
+    return refused
+
+
+def encode_cursor(moment: datetime | str, seq: int) -> str:
+    """Where a newest-first page ended: (time, seq) of its last row, opaque to clients."""
+    raw = f"{as_utc(moment).isoformat()}|{seq}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str | None) -> tuple[datetime, int] | tuple[None, None]:
+    if cursor is None:
+        return None, None
+    try:
+        moment, seq = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode().split("|")
+        return as_utc(moment), int(seq)
+    except (ValueError, binascii.Error, UnicodeDecodeError) as exc:
+        raise InvalidCursor() from exc
+
+
+def dedup_leaders(items: Sequence[NewItem]) -> list[int]:
+    """For each item, the index of the first item of the call with its queue and dedup_key
+    (itself when it has no key or is that first one): later ones become duplicates of it."""
+    first: dict[tuple[str, str], int] = {}
+    leaders = []
+    for index, item in enumerate(items):
+        if item.dedup_key is None:
+            leaders.append(index)
+        else:
+            leaders.append(first.setdefault((item.queue, item.dedup_key), index))
+    return leaders
 
 
 def sorted_leases(items: Sequence[tuple[Any, LeasedItem]]) -> list[LeasedItem]:
@@ -97,15 +209,23 @@ def sorted_leases(items: Sequence[tuple[Any, LeasedItem]]) -> list[LeasedItem]:
 
 
 def complete_outcomes(
-    requested: Sequence[Completion], completed: set[UUID], still_there: set[UUID]
+    requested: Sequence[Completion], completed: set[UUID], still_there: set[UUID], dead: set[UUID]
 ) -> list[CompleteOutcome]:
-    """Each request's outcome, given the ids the batch deleted and those it left in place."""
+    """Each request's outcome, given the ids the batch deleted, those it left in place, and of
+    those, the dead ones."""
 
     def outcome(item: Completion) -> CompleteOutcome:
         if item.id in completed:
             return CompleteOutcome.COMPLETED
+        if item.id in dead:
+            return CompleteOutcome.DEAD
         if item.id in still_there:
             return CompleteOutcome.LEASE_MISMATCH
         return CompleteOutcome.NOT_FOUND
 
     return [outcome(item) for item in requested]
+
+
+def redrive_delay(position: int, rate_per_second: float | None) -> timedelta:
+    """How long after the redrive the item at `position` (from 0) becomes poppable."""
+    return timedelta(seconds=position / rate_per_second) if rate_per_second else timedelta(0)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import sqlite3
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -15,13 +16,21 @@ from uuid import UUID, uuid4
 import aiosqlite
 
 from app.domain import (
+    LEASE_EXPIRED_ERROR,
     Clock,
     CompleteOutcome,
     Completion,
     Failure,
+    HistoryFilter,
+    HistoryRecord,
+    ItemStatus,
     ItemView,
     LeasedItem,
     NewItem,
+    Outcome,
+    Page,
+    Pushed,
+    QueueSettings,
     QueueStats,
     system_clock,
 )
@@ -39,6 +48,7 @@ from app.store.protocol import ReadyCallback
 from app.store.sqlfile import load_queries
 
 Q = load_queries(Path(__file__).with_suffix(".sql"))
+BATCH = 1000  # rows per transaction in redrive and purges, so that no write holds the lock long
 
 
 def to_text(moment: datetime) -> str:
@@ -76,12 +86,19 @@ class SqliteStore:
     dialect = "sqlite"
 
     def __init__(
-        self, path: str, *, timeout_seconds: float = 5.0, readers: int = 2, clock: Clock | None = None
+        self,
+        path: str,
+        *,
+        timeout_seconds: float = 5.0,
+        readers: int = 2,
+        clock: Clock | None = None,
+        random: Callable[[], float] = random.random,
     ):
         self._path = path
         self._timeout = timeout_seconds
         self._reader_count = readers
         self._clock = clock or system_clock
+        self._random = random  # backoff jitter
         self._writer: aiosqlite.Connection | None = None
         # One writer per process: contention between our own requests queues here instead of
         # in SQLite's busy handler, which sleeps; busy_timeout still covers other processes.
@@ -96,6 +113,7 @@ class SqliteStore:
         await conn.execute("PRAGMA journal_mode = WAL")
         # FULL: a 2xx means the row survives power loss, not only a crash of this process.
         await conn.execute("PRAGMA synchronous = FULL")
+        await conn.create_function("sq_add_seconds", 2, _add_seconds, deterministic=True)
         self._all.append(conn)
         return conn
 
@@ -162,57 +180,118 @@ class SqliteStore:
         if latest not in versions:
             raise SchemaNotReady()
 
-    async def push_batch(self, items: Sequence[NewItem], *, skip_existing: bool) -> set[UUID]:
-        now = to_text(self._clock())
+    async def push_batch(self, items: Sequence[NewItem], *, skip_existing: bool) -> list[Pushed | None]:
+        assert not (skip_existing and any(i.dedup_key for i in items)), "dedup keys need skip_existing=False"
+        now = self._clock()
+        leaders = rows.dedup_leaders(items)
+        claims = [
+            {"queue": i.queue, "key": i.dedup_key, "id": str(i.id), "created_at": to_text(i.created_at)}
+            for n, i in enumerate(items)
+            if i.dedup_key is not None and leaders[n] == n
+        ]
+        results: list[Pushed | None] = [None] * len(items)
         async with self._write() as conn:
+            winners = await self._claim_dedup_keys(conn, claims, to_text(now)) if claims else {}
             # Under BEGIN IMMEDIATE no other writer can insert between this look-up and the insert.
             async with conn.execute(
                 Q["existing_ids"], {"ids": json.dumps([str(i.id) for i in items])}
             ) as cursor:
                 taken = {row[0] for row in await cursor.fetchall()}
-            fresh = _first_of_each_id(items, taken)
-            if not skip_existing and len(fresh) < len(items):
-                raise ItemExists()
+            fresh = []
+            for n, item in enumerate(items):
+                if leaders[n] != n:
+                    continue
+                if item.dedup_key is not None and (winner := winners[(item.queue, item.dedup_key)]):
+                    results[n] = winner
+                    continue
+                if str(item.id) in taken:
+                    if not skip_existing:
+                        raise ItemExists()
+                    continue
+                taken.add(str(item.id))
+                fresh.append(item)
+                results[n] = Pushed(item.id, item.created_at, created=True)
             await conn.executemany(
-                Q["ensure_queue"], [{"queue": q, "now": now} for q in {i.queue for i in fresh}]
+                Q["ensure_queue"], [{"queue": q, "now": to_text(now)} for q in {i.queue for i in fresh}]
             )
             await conn.executemany(Q["insert_item"], [_insert_params(i, now) for i in fresh])
-        return {i.id for i in fresh}
+        return _follow_leaders(results, leaders)
 
-    async def pop(self, queue: str, max_items: int, lease_seconds: int) -> list[LeasedItem]:
-        now = self._clock()
+    async def _claim_dedup_keys(
+        self, conn: aiosqlite.Connection, claims: list[dict[str, Any]], now: str
+    ) -> dict[tuple[str, str], Pushed | None]:
+        """{(queue, key): None where this call took the key, else the item that holds it}."""
+        params = {"claims": json.dumps(claims), "now": now}
+        async with conn.execute(Q["claim_dedup_keys"], params) as cursor:
+            taken = {(row["queue"], row["dedup_key"]) for row in await cursor.fetchall()}
+        async with conn.execute(Q["dedup_winners"], params) as cursor:
+            return {
+                (row["queue"], row["dedup_key"]): None
+                if (row["queue"], row["dedup_key"]) in taken
+                else Pushed(rows.as_uuid(row["item_id"]), rows.as_utc(row["created_at"]), created=False)
+                for row in await cursor.fetchall()
+            }
+
+    async def pop(self, queue: str, max_items: int, lease_seconds: int | None) -> list[LeasedItem]:
         params = {
             "queue": queue,
             "max_items": max_items,
-            "now": to_text(now),
+            "now": to_text(self._clock()),
             "lease_token": str(uuid4()),
-            "lease_expires_at": to_text(now + timedelta(seconds=lease_seconds)),
+            "lease_seconds": lease_seconds,
         }
         async with self._write() as conn, conn.execute(Q["pop"], params) as cursor:
             found = await cursor.fetchall()
         return rows.sorted_leases([(row["seq"], rows.leased_item(row)) for row in found])
 
+    async def extend(self, item_id: UUID, lease_token: UUID, lease_seconds: int) -> ItemView:
+        now = self._clock()
+        params = {
+            "id": str(item_id),
+            "lease_token": str(lease_token),
+            "lease_seconds": lease_seconds,
+            "now": to_text(now),
+        }
+        async with self._write() as conn:
+            async with conn.execute(Q["extend"], params) as cursor:
+                extended = cursor.rowcount
+            row = await self._fetchone(conn, "get_item", {"id": str(item_id)})
+            if extended == 0:
+                raise rows.extension_refused(row, lease_token)
+        return rows.item_view(row, now)
+
+    async def _finish(self, conn: aiosqlite.Connection, seqs: list[int], now: str) -> None:
+        """Complete these items: history, dedup windows, then the rows go."""
+        params = {"seqs": json.dumps(seqs), "now": now}
+        await conn.execute(Q["write_history"], {**params, "outcome": Outcome.COMPLETED})
+        await conn.execute(Q["start_dedup_windows"], params)
+        await conn.execute(Q["delete_items"], {"seqs": params["seqs"]})
+
     async def complete(self, item_id: UUID, lease_token: UUID | None) -> None:
         params = {"id": str(item_id), "lease_token": str(lease_token) if lease_token else None}
         async with self._write() as conn:
-            async with conn.execute(Q["complete"], params) as cursor:
-                deleted = cursor.rowcount
-            if deleted == 0:
-                row = await self._fetchone(conn, "get_item", {"id": str(item_id)})
-                raise rows.transition_refused(row, lease_token)
+            row = await self._fetchone(conn, "match_one", params)
+            if row is None:
+                current = await self._fetchone(conn, "get_item", {"id": str(item_id)})
+                raise rows.transition_refused(current, lease_token)
+            await self._finish(conn, [row["seq"]], to_text(self._clock()))
 
     async def complete_batch(self, items: Sequence[Completion]) -> list[CompleteOutcome]:
         requested = json.dumps(
             [{"id": str(i.id), "token": str(i.lease_token) if i.lease_token else None} for i in items]
         )
         async with self._write() as conn:
-            async with conn.execute(Q["complete_batch"], {"items": requested}) as cursor:
-                completed = {rows.as_uuid(row[0]) for row in await cursor.fetchall()}
+            async with conn.execute(Q["match_many"], {"items": requested}) as cursor:
+                matched = await cursor.fetchall()
+            await self._finish(conn, [row["seq"] for row in matched], to_text(self._clock()))
+            completed = {rows.as_uuid(row["id"]) for row in matched}
             async with conn.execute(
-                Q["existing_ids"], {"ids": json.dumps([str(i.id) for i in items])}
+                Q["item_states"], {"ids": json.dumps([str(i.id) for i in items])}
             ) as cursor:
-                still_there = {rows.as_uuid(row[0]) for row in await cursor.fetchall()}
-        return rows.complete_outcomes(items, completed, still_there)
+                left = await cursor.fetchall()
+        still_there = {rows.as_uuid(row["id"]) for row in left}
+        dead = {rows.as_uuid(row["id"]) for row in left if row["status"] == ItemStatus.DEAD}
+        return rows.complete_outcomes(items, completed, still_there, dead)
 
     async def fail(self, item_id: UUID, failure: Failure) -> ItemView:
         now = self._clock()
@@ -220,15 +299,21 @@ class SqliteStore:
             "id": str(item_id),
             "lease_token": str(failure.lease_token) if failure.lease_token else None,
             "retry": failure.retry,
-            "retry_at": to_text(now + timedelta(seconds=failure.retry_after_seconds)),
+            "retry_after": failure.retry_after_seconds,
+            "draw": self._random(),
             "now": to_text(now),
             "error": failure.error,
         }
         async with self._write() as conn:
-            row = await self._fetchone(conn, "fail", params)
-            if row is None:
-                current = await self._fetchone(conn, "get_item", {"id": str(item_id)})
-                raise rows.transition_refused(current, failure.lease_token)
+            failed = await self._fetchone(conn, "fail", params)
+            if failed is not None and failed["status"] == ItemStatus.DEAD:
+                await conn.execute(
+                    Q["write_history"],
+                    {"seqs": json.dumps([failed["seq"]]), "now": to_text(now), "outcome": Outcome.DEAD},
+                )
+            row = await self._fetchone(conn, "get_item", {"id": str(item_id)})
+            if failed is None:
+                raise rows.transition_refused(row, failure.lease_token)
         return rows.item_view(row, now)
 
     async def get_item(self, item_id: UUID) -> ItemView:
@@ -264,23 +349,132 @@ class SqliteStore:
             raise QueueNotFound()
         return found[0]
 
+    async def put_queue(self, name: str, settings: QueueSettings) -> bool:
+        params = {"queue": name, "now": to_text(self._clock()), **rows.settings_params(settings)}
+        async with self._write() as conn:
+            existed = await self._fetchone(conn, "queue_exists", {"queue": name})
+            await conn.execute(Q["put_queue"], params)
+        return existed is None
 
-def _first_of_each_id(items: Sequence[NewItem], taken: set[str]) -> list[NewItem]:
-    """The items to insert: those whose id is not taken, each id once, in the order given."""
-    seen = set(taken)
-    fresh = []
-    for item in items:
-        if str(item.id) not in seen:
-            seen.add(str(item.id))
-            fresh.append(item)
-    return fresh
+    async def list_dead(self, queue: str, limit: int, cursor: str | None) -> Page[ItemView]:
+        after_at, after_seq = rows.decode_cursor(cursor)
+        now = self._clock()
+        params = {
+            "queue": queue,
+            "limit": limit,
+            "after_at": to_text(after_at) if after_at else None,
+            "after_seq": after_seq,
+        }
+        async with self._read() as conn, conn.execute(Q["list_dead"], params) as found:
+            page = list(await found.fetchall())
+        items = [rows.item_view(row, now) for row in page]
+        last = page[-1] if len(page) == limit else None
+        return Page(items, rows.encode_cursor(last["died_at"], last["seq"]) if last else None)
+
+    async def redrive(self, queue: str, ids: Sequence[UUID] | None, rate_per_second: float | None) -> int:
+        now = self._clock()
+        wanted = json.dumps([str(i) for i in ids]) if ids is not None else None
+        revived = 0
+        while True:
+            async with self._write() as conn:
+                params = {"queue": queue, "ids": wanted, "limit": BATCH}
+                async with conn.execute(Q["dead_to_redrive"], params) as cursor:
+                    seqs = [row["seq"] for row in await cursor.fetchall()]
+                await conn.executemany(
+                    Q["revive"],
+                    [
+                        {
+                            "seq": seq,
+                            "visible_at": to_text(now + rows.redrive_delay(revived + k, rate_per_second)),
+                        }
+                        for k, seq in enumerate(seqs)
+                    ],
+                )
+            revived += len(seqs)
+            if len(seqs) < BATCH:
+                return revived
+
+    async def purge_dead(self, queue: str) -> int:
+        purged = 0
+        while True:
+            async with self._write() as conn:
+                params = {"queue": queue, "ids": None, "limit": BATCH}
+                async with conn.execute(Q["dead_to_redrive"], params) as cursor:
+                    seqs = [row["seq"] for row in await cursor.fetchall()]
+                now = to_text(self._clock())
+                await conn.execute(Q["start_dedup_windows"], {"seqs": json.dumps(seqs), "now": now})
+                await conn.execute(Q["delete_items"], {"seqs": json.dumps(seqs)})
+            purged += len(seqs)
+            if len(seqs) < BATCH:
+                return purged
+
+    async def list_history(
+        self, queue: str, where: HistoryFilter, limit: int, cursor: str | None
+    ) -> Page[HistoryRecord]:
+        after_at, after_seq = rows.decode_cursor(cursor)
+        params = {
+            "queue": queue,
+            "outcome": where.outcome.value if where.outcome else None,
+            "since": to_text(where.since) if where.since else None,
+            "until": to_text(where.until) if where.until else None,
+            "after_at": to_text(after_at) if after_at else None,
+            "after_seq": after_seq,
+            "limit": limit,
+        }
+        async with self._read() as conn, conn.execute(Q["list_history"], params) as found:
+            page = list(await found.fetchall())
+        last = page[-1] if len(page) == limit else None
+        return Page(
+            [rows.history_record(row) for row in page],
+            rows.encode_cursor(last["finished_at"], last["seq"]) if last else None,
+        )
+
+    async def reap_expired(self, limit: int) -> int:
+        now = to_text(self._clock())
+        async with self._write() as conn:
+            async with conn.execute(Q["expired_last_attempts"], {"now": now, "limit": limit}) as cursor:
+                seqs = json.dumps([row["seq"] for row in await cursor.fetchall()])
+            async with conn.execute(
+                Q["kill"], {"seqs": seqs, "now": now, "error": LEASE_EXPIRED_ERROR}
+            ) as cursor:
+                killed = cursor.rowcount
+            await conn.execute(Q["write_history"], {"seqs": seqs, "now": now, "outcome": Outcome.DEAD})
+        return killed
+
+    async def purge_history(self, limit: int) -> int:
+        params = {"now": to_text(self._clock()), "limit": limit}
+        async with self._write() as conn:
+            async with conn.execute(Q["purge_history"], params) as cursor:
+                history = cursor.rowcount
+            async with conn.execute(Q["purge_dedup_keys"], params) as cursor:
+                keys = cursor.rowcount
+        return max(history, keys)
 
 
-def _insert_params(item: NewItem, now: str) -> dict[str, str]:
+def _follow_leaders(results: list[Pushed | None], leaders: list[int]) -> list[Pushed | None]:
+    """Items that repeat an earlier item's dedup_key get that item's id, as duplicates."""
+    followed = []
+    for n, leader in enumerate(leaders):
+        result = results[leader]
+        if leader != n and result is not None:
+            result = Pushed(result.id, result.created_at, created=False)
+        followed.append(result)
+    return followed
+
+
+def _add_seconds(moment: str, seconds: float) -> str:
+    return to_text(rows.as_utc(moment) + timedelta(seconds=seconds))
+
+
+def _insert_params(item: NewItem, now: datetime) -> dict[str, Any]:
+    visible_at = item.not_before or now + timedelta(seconds=item.delay_seconds)
     return {
         "id": str(item.id),
         "queue": item.queue,
         "payload": item.payload_json,
         "created_at": to_text(item.created_at),
-        "now": now,
+        "visible_at": to_text(visible_at),
+        "priority": item.priority,
+        "group_key": item.group,
+        "dedup_key": item.dedup_key,
     }

@@ -1,28 +1,191 @@
 -- Queries of the SQLite dialect. Writes run inside BEGIN IMMEDIATE: SQLite has one writer
 -- per database file, so taking the write lock up front makes every claim atomic across
--- all processes that share the file, without SKIP LOCKED.
+-- all processes that share the file, without SKIP LOCKED. Several statements of one write
+-- therefore see and change the same rows with nothing in between.
+-- Times are fixed-width UTC text; sq_add_seconds(text, seconds) is registered by the store.
 
 -- name: ensure_queue
 INSERT INTO sq_queues (name, created_at) VALUES (:queue, :now)
 ON CONFLICT (name) DO NOTHING
 
 -- name: insert_item
-INSERT INTO sq_items (id, queue, payload, created_at, visible_at)
-VALUES (:id, :queue, :payload, :created_at, :now)
+INSERT INTO sq_items (id, queue, payload, created_at, visible_at, priority, group_key, dedup_key)
+VALUES (:id, :queue, :payload, :created_at, :visible_at, :priority, :group_key, :dedup_key)
 
 -- name: existing_ids
 SELECT id FROM sq_items WHERE id IN (SELECT value FROM json_each(:ids))
 
--- name: complete_batch
--- :items is a JSON array of {"id", "token"}; a null token completes whatever the lease.
-DELETE FROM sq_items
+-- name: claim_dedup_keys
+-- :claims is a JSON array of {"queue", "key", "id", "created_at"}. Returns the keys this call
+-- took: new ones, and those whose window after their item finished has passed.
+INSERT INTO sq_dedup (queue, dedup_key, item_id, created_at, expires_at)
+SELECT json_extract(c.value, '$.queue'), json_extract(c.value, '$.key'), json_extract(c.value, '$.id'),
+       json_extract(c.value, '$.created_at'), NULL
+FROM json_each(:claims) AS c WHERE true
+ON CONFLICT (queue, dedup_key) DO UPDATE
+SET item_id = excluded.item_id, created_at = excluded.created_at, expires_at = NULL
+WHERE sq_dedup.expires_at IS NOT NULL AND sq_dedup.expires_at <= :now
+RETURNING queue, dedup_key
+
+-- name: dedup_winners
+SELECT d.queue, d.dedup_key, d.item_id, d.created_at
+FROM json_each(:claims) AS c
+JOIN sq_dedup AS d ON d.queue = json_extract(c.value, '$.queue') AND d.dedup_key = json_extract(c.value, '$.key')
+
+-- name: pop
+-- Poppable: due, not an expired lease on its last attempt (the sweep makes that one dead), and
+-- for a grouped item, the head of its group: no live item of the group was pushed before it.
+UPDATE sq_items
+SET status = 'leased',
+    attempts = attempts + 1,
+    lease_token = :lease_token,
+    visible_at = sq_add_seconds(:now, COALESCE(:lease_seconds, (SELECT lease_seconds FROM sq_queues WHERE name = :queue))),
+    first_popped_at = COALESCE(first_popped_at, :now)
 WHERE seq IN (
-    SELECT i.seq
-    FROM json_each(:items) AS r
-    JOIN sq_items AS i ON i.id = json_extract(r.value, '$.id')
-    WHERE json_extract(r.value, '$.token') IS NULL OR i.lease_token = json_extract(r.value, '$.token')
+    SELECT x.seq FROM sq_items AS x INDEXED BY sq_items_pop
+    WHERE x.queue = :queue AND x.status IN ('ready', 'leased') AND x.visible_at <= :now
+      AND (x.status = 'ready' OR x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue))
+      AND (x.group_key IS NULL OR NOT EXISTS (
+          SELECT 1 FROM sq_items AS e INDEXED BY sq_items_group
+          WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
+            AND e.group_key IS NOT NULL AND e.status IN ('ready', 'leased')))
+    ORDER BY x.priority DESC, x.created_at, x.seq
+    LIMIT :max_items
 )
-RETURNING id
+RETURNING seq, id, queue, payload, created_at, attempts, lease_token, visible_at, priority, group_key
+
+-- name: extend
+UPDATE sq_items SET visible_at = sq_add_seconds(:now, :lease_seconds)
+WHERE id = :id AND status = 'leased' AND lease_token = :lease_token AND visible_at > :now
+
+-- name: match_one
+-- The item a completion names, if its token matches (or none was given) and it is not dead.
+SELECT seq FROM sq_items
+WHERE id = :id AND status <> 'dead' AND (:lease_token IS NULL OR lease_token = :lease_token)
+
+-- name: match_many
+-- :items is a JSON array of {"id", "token"}; a null token completes whatever the lease.
+SELECT i.seq, i.id
+FROM json_each(:items) AS r
+JOIN sq_items AS i ON i.id = json_extract(r.value, '$.id')
+WHERE i.status <> 'dead'
+  AND (json_extract(r.value, '$.token') IS NULL OR i.lease_token = json_extract(r.value, '$.token'))
+
+-- name: item_states
+SELECT id, status FROM sq_items WHERE id IN (SELECT value FROM json_each(:ids))
+
+-- name: write_history
+-- Called with the rows' final state: before they are deleted (completed) or once dead.
+INSERT INTO sq_history (id, queue, outcome, attempts, created_at, first_popped_at, finished_at,
+                        group_key, dedup_key, last_error, payload)
+SELECT i.id, i.queue, :outcome, i.attempts, i.created_at, i.first_popped_at, :now,
+       i.group_key, i.dedup_key, json_extract(i.errors, '$[#-1].error'),
+       CASE WHEN q.history_payload THEN i.payload END
+FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
+WHERE i.seq IN (SELECT value FROM json_each(:seqs))
+
+-- name: start_dedup_windows
+-- Items leaving the table: their dedup keys keep matching for the queue's window.
+UPDATE sq_dedup
+SET expires_at = sq_add_seconds(:now, q.dedup_window_seconds)
+FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
+WHERE i.seq IN (SELECT value FROM json_each(:seqs))
+  AND sq_dedup.queue = i.queue AND sq_dedup.dedup_key = i.dedup_key AND sq_dedup.item_id = i.id
+
+-- name: delete_items
+DELETE FROM sq_items WHERE seq IN (SELECT value FROM json_each(:seqs))
+
+-- name: fail
+-- Dead when the worker says so or this was the last attempt; otherwise ready after the given
+-- delay or the queue's backoff: min(cap, base * factor^(attempts-1)), less up to jitter of it.
+WITH f AS (
+    SELECT i.seq,
+           (NOT :retry OR i.attempts >= q.max_attempts) AS dies,
+           COALESCE(:retry_after,
+                    min(q.backoff_cap_seconds,
+                        q.backoff_base_seconds * pow(q.backoff_factor, min(max(i.attempts, 1) - 1, 60)))
+                    * (1 - q.backoff_jitter * :draw)) AS delay
+    FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
+    WHERE i.id = :id AND i.status <> 'dead' AND (:lease_token IS NULL OR i.lease_token = :lease_token)
+)
+UPDATE sq_items
+SET status = CASE WHEN (SELECT dies FROM f) THEN 'dead' ELSE 'ready' END,
+    visible_at = CASE WHEN (SELECT dies FROM f) THEN visible_at ELSE sq_add_seconds(:now, (SELECT delay FROM f)) END,
+    died_at = CASE WHEN (SELECT dies FROM f) THEN :now END,
+    lease_token = NULL,
+    errors = json_insert(errors, '$[#]', json_object('at', :now, 'error', :error))
+WHERE seq = (SELECT seq FROM f)
+RETURNING seq, status
+
+-- name: expired_last_attempts
+SELECT i.seq FROM sq_items AS i INDEXED BY sq_items_leased
+JOIN sq_queues AS q ON q.name = i.queue
+WHERE i.status = 'leased' AND i.visible_at <= :now AND i.attempts >= q.max_attempts
+LIMIT :limit
+
+-- name: kill
+UPDATE sq_items
+SET status = 'dead', died_at = :now, lease_token = NULL,
+    errors = json_insert(errors, '$[#]', json_object('at', :now, 'error', :error))
+WHERE seq IN (SELECT value FROM json_each(:seqs))
+
+-- name: get_item
+SELECT i.id, i.queue, i.payload, i.status, i.attempts, i.errors, i.created_at, i.visible_at, i.lease_token,
+       i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at, q.max_attempts
+FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
+WHERE i.id = :id
+
+-- name: list_dead
+SELECT i.seq, i.id, i.queue, i.payload, i.status, i.attempts, i.errors, i.created_at, i.visible_at, i.lease_token,
+       i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at, q.max_attempts
+FROM sq_items AS i INDEXED BY sq_items_dead JOIN sq_queues AS q ON q.name = i.queue
+WHERE i.queue = :queue AND i.status = 'dead'
+  AND (:after_at IS NULL OR (i.died_at, i.seq) < (:after_at, :after_seq))
+ORDER BY i.died_at DESC, i.seq DESC
+LIMIT :limit
+
+-- name: dead_to_redrive
+-- Oldest dead first, so that a rate-limited redrive replays them in the order they died.
+SELECT i.seq FROM sq_items AS i INDEXED BY sq_items_dead
+WHERE i.queue = :queue AND i.status = 'dead'
+  AND (:ids IS NULL OR i.id IN (SELECT value FROM json_each(:ids)))
+ORDER BY i.died_at, i.seq
+LIMIT :limit
+
+-- name: revive
+-- A new seq: a redriven item rejoins its ordered group at the back.
+UPDATE sq_items
+SET seq = (SELECT max(seq) FROM sq_items) + 1, status = 'ready', attempts = 0, died_at = NULL,
+    visible_at = :visible_at
+WHERE seq = :seq
+
+-- name: list_history
+SELECT seq, id, queue, outcome, attempts, created_at, first_popped_at, finished_at, group_key, dedup_key,
+       last_error, payload
+FROM sq_history
+WHERE queue = :queue
+  AND (:outcome IS NULL OR outcome = :outcome)
+  AND (:since IS NULL OR finished_at >= :since)
+  AND (:until IS NULL OR finished_at < :until)
+  AND (:after_at IS NULL OR (finished_at, seq) < (:after_at, :after_seq))
+ORDER BY finished_at DESC, seq DESC
+LIMIT :limit
+
+-- name: purge_history
+-- Per queue, its oldest records past its retention: a range at the front of sq_history_queue.
+DELETE FROM sq_history WHERE seq IN (
+    SELECT h.seq FROM sq_queues AS q
+    JOIN sq_history AS h INDEXED BY sq_history_queue ON h.queue = q.name
+    WHERE h.finished_at < sq_add_seconds(:now, -q.retention_seconds)
+    LIMIT :limit
+)
+
+-- name: purge_dedup_keys
+DELETE FROM sq_dedup WHERE (queue, dedup_key) IN (
+    SELECT queue, dedup_key FROM sq_dedup INDEXED BY sq_dedup_expires
+    WHERE expires_at IS NOT NULL AND expires_at <= :now
+    LIMIT :limit
+)
 
 -- name: next_visible_at
 SELECT q.value AS queue,
@@ -30,48 +193,52 @@ SELECT q.value AS queue,
         WHERE i.queue = q.value AND i.status IN ('ready', 'leased')) AS next
 FROM json_each(:queues) AS q
 
--- name: pop
-UPDATE sq_items
-SET status = 'leased', attempts = attempts + 1, lease_token = :lease_token, visible_at = :lease_expires_at
-WHERE seq IN (
-    SELECT seq FROM sq_items INDEXED BY sq_items_pop
-    WHERE queue = :queue AND status IN ('ready', 'leased') AND visible_at <= :now
-    ORDER BY created_at, seq
-    LIMIT :max_items
-)
-RETURNING seq, id, queue, payload, created_at, attempts, lease_token, visible_at
+-- name: queue_exists
+SELECT 1 FROM sq_queues WHERE name = :queue
 
--- name: complete
-DELETE FROM sq_items
-WHERE id = :id AND (:lease_token IS NULL OR lease_token = :lease_token)
-
--- name: fail
-UPDATE sq_items
-SET status = CASE WHEN :retry THEN 'ready' ELSE 'dead' END,
-    visible_at = CASE WHEN :retry THEN :retry_at ELSE visible_at END,
-    lease_token = NULL,
-    errors = json_insert(errors, '$[#]', json_object('at', :now, 'error', :error))
-WHERE id = :id AND status <> 'dead' AND (:lease_token IS NULL OR lease_token = :lease_token)
-RETURNING id, queue, payload, status, attempts, errors, created_at, visible_at
-
--- name: get_item
-SELECT id, queue, payload, status, attempts, errors, created_at, visible_at, lease_token
-FROM sq_items WHERE id = :id
+-- name: put_queue
+INSERT INTO sq_queues (name, created_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_factor,
+                       backoff_cap_seconds, backoff_jitter, retention_seconds, dedup_window_seconds, history_payload)
+VALUES (:queue, :now, :max_attempts, :lease_seconds, :backoff_base_seconds, :backoff_factor,
+        :backoff_cap_seconds, :backoff_jitter, :retention_seconds, :dedup_window_seconds, :history_payload)
+ON CONFLICT (name) DO UPDATE
+SET max_attempts = excluded.max_attempts, lease_seconds = excluded.lease_seconds,
+    backoff_base_seconds = excluded.backoff_base_seconds, backoff_factor = excluded.backoff_factor,
+    backoff_cap_seconds = excluded.backoff_cap_seconds, backoff_jitter = excluded.backoff_jitter,
+    retention_seconds = excluded.retention_seconds, dedup_window_seconds = excluded.dedup_window_seconds,
+    history_payload = excluded.history_payload
 
 -- name: queue_stats
--- Per queue: the live counts read sq_items_pop's rows, the dead count sq_items_dead; neither
--- walks the other kind, so a million dead items do not slow the live figures down.
-SELECT q.name AS name,
+-- Per queue: the live counts read sq_items_pop's rows, the dead count sq_items_dead, history
+-- counts sq_history_outcome; none walks the others, so a million dead or finished items do not
+-- slow the live figures down. An expired lease on its last attempt counts as dead already.
+SELECT q.name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backoff_factor,
+       q.backoff_cap_seconds, q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds,
+       q.history_payload,
        (SELECT COUNT(*) FROM sq_items AS i INDEXED BY sq_items_pop
-        WHERE i.queue = q.name AND i.status IN ('ready', 'leased')
-          AND (i.status = 'ready' OR i.visible_at <= :now)) AS ready,
+        WHERE i.queue = q.name AND i.status IN ('ready', 'leased') AND i.visible_at <= :now
+          AND (i.status = 'ready' OR i.attempts < q.max_attempts)) AS ready,
        (SELECT COUNT(*) FROM sq_items AS i INDEXED BY sq_items_pop
         WHERE i.queue = q.name AND i.status IN ('ready', 'leased')
           AND i.status = 'leased' AND i.visible_at > :now) AS leased,
+       (SELECT COUNT(*) FROM sq_items AS i INDEXED BY sq_items_pop
+        WHERE i.queue = q.name AND i.status IN ('ready', 'leased')
+          AND i.status = 'ready' AND i.visible_at > :now AND i.attempts = 0) AS delayed,
+       (SELECT COUNT(*) FROM sq_items AS i INDEXED BY sq_items_pop
+        WHERE i.queue = q.name AND i.status IN ('ready', 'leased')
+          AND i.status = 'ready' AND i.visible_at > :now AND i.attempts > 0) AS retrying,
        (SELECT COUNT(*) FROM sq_items AS d INDEXED BY sq_items_dead
-        WHERE d.queue = q.name AND d.status = 'dead') AS dead,
+        WHERE d.queue = q.name AND d.status = 'dead')
+       + (SELECT COUNT(*) FROM sq_items AS i INDEXED BY sq_items_pop
+          WHERE i.queue = q.name AND i.status IN ('ready', 'leased')
+            AND i.status = 'leased' AND i.visible_at <= :now AND i.attempts >= q.max_attempts) AS dead,
        (SELECT MIN(i.created_at) FROM sq_items AS i INDEXED BY sq_items_pop
-        WHERE i.queue = q.name AND i.status IN ('ready', 'leased') AND i.visible_at <= :now) AS oldest_ready,
+        WHERE i.queue = q.name AND i.status IN ('ready', 'leased') AND i.visible_at <= :now
+          AND (i.status = 'ready' OR i.attempts < q.max_attempts)) AS oldest_ready,
+       (SELECT COUNT(*) FROM sq_history AS h INDEXED BY sq_history_outcome
+        WHERE h.queue = q.name AND h.outcome = 'completed') AS completed_in_history,
+       (SELECT COUNT(*) FROM sq_history AS h INDEXED BY sq_history_outcome
+        WHERE h.queue = q.name AND h.outcome = 'dead') AS dead_in_history,
        :now AS now
 FROM sq_queues AS q
 WHERE :queue IS NULL OR q.name = :queue
