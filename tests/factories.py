@@ -11,11 +11,25 @@ from app.domain import NewItem
 
 
 def new_item(
-    queue: str, payload: Any = None, *, created_at: datetime | None = None, id: UUID | None = None
+    queue: str,
+    payload: Any = None,
+    *,
+    created_at: datetime | None = None,
+    id: UUID | None = None,
+    priority: int = 0,
+    group: str | None = None,
+    dedup_key: str | None = None,
+    delay_seconds: float = 0.0,
+    not_before: datetime | None = None,
 ) -> NewItem:
     return NewItem(
         id=id or uuid4(),
         queue=queue,
         payload_json=json.dumps(payload),
         created_at=created_at or datetime.now(UTC),
+        priority=priority,
+        group=group,
+        dedup_key=dedup_key,
+        delay_seconds=delay_seconds,
+        not_before=not_before,
     )

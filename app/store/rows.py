@@ -168,10 +168,9 @@ def transition_refused(row: Row | None, lease_token: UUID | None) -> QueueError:
 
 def extension_refused(row: Row | None, lease_token: UUID) -> QueueError:
     """Why a lease extension changed nothing: as for any transition, or the lease ran out."""
-    refused = transition_refused(row, lease_token)
-    if isinstance(refused, LeaseMismatch) and row is not None and row["status"] == ItemStatus.LEASED:
+    if row is not None and row["status"] == ItemStatus.LEASED and as_uuid(row["lease_token"]) == lease_token:
         return LeaseExpired()  # the token matches, so only the expiry can have refused it
-    return refused
+    return transition_refused(row, lease_token)
 
 
 def encode_cursor(moment: datetime | str, seq: int) -> str:
@@ -204,8 +203,10 @@ def dedup_leaders(items: Sequence[NewItem]) -> list[int]:
 
 
 def sorted_leases(items: Sequence[tuple[Any, LeasedItem]]) -> list[LeasedItem]:
-    """RETURNING/OUTPUT rows come in no defined order; hand them out oldest first."""
-    return [item for _, item in sorted(items, key=lambda pair: (pair[1].created_at, pair[0]))]
+    """RETURNING/OUTPUT rows come in no defined order; hand them out in pop order."""
+    return [
+        item for _, item in sorted(items, key=lambda pair: (-pair[1].priority, pair[1].created_at, pair[0]))
+    ]
 
 
 def complete_outcomes(
