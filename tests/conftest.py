@@ -9,6 +9,7 @@ import pytest
 from app.settings import Settings
 from app.store import Store, create_store
 from tests.engines import ENGINES, FakeClock, postgres_database, require_mssql
+from tests.http import Client, app_client
 
 
 @pytest.fixture(scope="session")
@@ -36,7 +37,8 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def settings(database_url: str) -> Settings:
-    return Settings(database_url=database_url, db_timeout_seconds=5)
+    # No background sweep: tests that need one run it themselves, at a time they choose.
+    return Settings(database_url=database_url, db_timeout_seconds=5, sweep=False)
 
 
 @pytest.fixture
@@ -52,3 +54,23 @@ async def store(settings: Settings, clock: FakeClock) -> AsyncIterator[Store]:
 def queue() -> str:
     """A queue of this test's own: tests share a database per engine but never a queue."""
     return f"t-{uuid4().hex[:16]}"
+
+
+@pytest.fixture
+async def client(settings: Settings, clock: FakeClock) -> AsyncIterator[Client]:
+    """A client of the app on each engine."""
+    async for c in app_client(settings, clock):
+        yield c
+
+
+@pytest.fixture
+async def lite(tmp_path: Path, clock: FakeClock) -> AsyncIterator[Client]:
+    """A client of the app on SQLite, for input validation (the engine is not what is tested)."""
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'api.db'}",
+        max_payload_bytes=1024,
+        max_request_bytes=20_000,
+        sweep=False,
+    )
+    async for c in app_client(settings, clock):
+        yield c

@@ -9,50 +9,12 @@ from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
-import httpx
 import pytest
-from asgi_lifespan import LifespanManager
 
 from app.main import create_app
 from app.settings import Settings
 from tests.engines import FakeClock
-
-Client = httpx.AsyncClient
-
-
-async def _client(settings: Settings, clock: FakeClock | None) -> AsyncIterator[Client]:
-    app = create_app(settings, clock=clock)
-    async with LifespanManager(app) as manager:
-        transport = httpx.ASGITransport(app=manager.app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://sq") as client:
-            yield client
-
-
-@pytest.fixture
-async def client(settings: Settings, clock: FakeClock) -> AsyncIterator[Client]:
-    """A client of the app on each engine."""
-    async for c in _client(settings, clock):
-        yield c
-
-
-@pytest.fixture
-async def lite(tmp_path: Path, clock: FakeClock) -> AsyncIterator[Client]:
-    """A client of the app on SQLite, for input validation (the engine is not what is tested)."""
-    settings = Settings(
-        database_url=f"sqlite:///{tmp_path / 'api.db'}", max_payload_bytes=1024, max_request_bytes=20_000
-    )
-    async for c in _client(settings, clock):
-        yield c
-
-
-def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    body: dict[str, Any] = response.json()
-    assert body["error"] == code, body
-    assert isinstance(body["detail"], str)
-    assert body["detail"]
-    return body
-
+from tests.http import Client, app_client, assert_error
 
 # --- the whole flow, on every engine --------------------------------------------------------
 
@@ -61,7 +23,7 @@ async def test_push_pop_fail_complete_and_inspect(client: Client, queue: str, cl
     pushed = await client.post("/push", json={"queue": queue, "payload": {"n": 1}})
     assert pushed.status_code == 201, pushed.text
     item_id = pushed.json()["id"]
-    assert set(pushed.json()) == {"id", "queue", "created_at"}
+    assert set(pushed.json()) == {"id", "queue", "created_at", "created"}
 
     popped = await client.post("/pop", json={"queue": queue, "lease_seconds": 60})
     assert popped.status_code == 200
@@ -74,12 +36,14 @@ async def test_push_pop_fail_complete_and_inspect(client: Client, queue: str, cl
         "attempts",
         "lease_token",
         "lease_expires_at",
+        "priority",
+        "group",
     }
     assert (item["id"], item["payload"], item["attempts"]) == (item_id, {"n": 1}, 1)
 
     failed = await client.post(
         f"/items/{item_id}/fail",
-        json={"error": "db timeout", "lease_token": item["lease_token"], "retry": True},
+        json={"error": "db timeout", "lease_token": item["lease_token"], "retry_after_seconds": 0},
     )
     assert failed.status_code == 200, failed.text
     assert failed.json()["status"] == "ready"
@@ -95,9 +59,16 @@ async def test_push_pop_fail_complete_and_inspect(client: Client, queue: str, cl
         "payload",
         "status",
         "attempts",
+        "max_attempts",
         "errors",
         "created_at",
         "lease_expires_at",
+        "visible_at",
+        "priority",
+        "group",
+        "dedup_key",
+        "first_popped_at",
+        "died_at",
     }
     assert (view["status"], view["attempts"]) == ("leased", 2)
 
@@ -109,7 +80,24 @@ async def test_push_pop_fail_complete_and_inspect(client: Client, queue: str, cl
     assert_error(await client.get(f"/items/{item_id}"), 404, "ItemNotFound")
 
     stats = (await client.get(f"/queues/{queue}")).json()
-    assert stats == {"name": queue, "ready": 0, "leased": 0, "dead": 0, "oldest_ready_age_seconds": None}
+    assert stats == {
+        "name": queue,
+        "ready": 0,
+        "leased": 0,
+        "delayed": 0,
+        "retrying": 0,
+        "dead": 0,
+        "oldest_ready_age_seconds": None,
+        "history": {"completed": 1, "dead": 0},
+        "settings": {
+            "max_attempts": 5,
+            "lease_seconds": 30,
+            "backoff": {"base_seconds": 1.0, "factor": 2.0, "cap_seconds": 3600.0, "jitter": 0.1},
+            "retention_seconds": 604800,
+            "dedup_window_seconds": 3600,
+            "history_payload": False,
+        },
+    }
     listed = (await client.get("/queues")).json()["queues"]
     assert stats in listed
 
@@ -119,7 +107,12 @@ async def test_client_supplied_id_and_created_at_are_kept(client: Client, queue:
     body = {"queue": queue, "payload": "x", "id": item_id, "created_at": "2021-09-16T17:55:38.403+02:00"}
     pushed = await client.post("/push", json=body)
     assert pushed.status_code == 201
-    assert pushed.json() == {"id": item_id, "queue": queue, "created_at": "2021-09-16T15:55:38.403000Z"}
+    assert pushed.json() == {
+        "id": item_id,
+        "queue": queue,
+        "created_at": "2021-09-16T15:55:38.403000Z",
+        "created": True,
+    }
 
     again = await client.post("/push", json={**body, "payload": "changed"})
     assert_error(again, 409, "ItemExists")
@@ -213,7 +206,18 @@ async def test_long_poll_is_woken_by_a_batch_push(client: Client, queue: str) ->
         {"payload": 1, "created_at": "2021-13-40T00:00:00Z"},
         {"payload": 1, "created_at": "9999-12-31T23:59:59-05:00"},
         {"payload": 1, "created_at": 0},
-        {"payload": 1, "priority": 5},
+        {"payload": 1, "unknown_option": 5},
+        {"payload": 1, "priority": "5"},
+        {"payload": 1, "priority": 2**31},
+        {"payload": 1, "priority": 1.5},
+        {"payload": 1, "delay_seconds": -1},
+        {"payload": 1, "delay_seconds": 1, "not_before": "2030-01-01T00:00:00Z"},
+        {"payload": 1, "not_before": "soon"},
+        {"payload": 1, "group": ""},
+        {"payload": 1, "group": "x" * 129},
+        {"payload": 1, "group": "nul\u0000"},
+        {"payload": 1, "dedup_key": 7},
+        {"payload": 1, "dedup_key": ""},
         [1, 2],
         "just a string",
         None,
@@ -311,7 +315,7 @@ async def test_item_routes_refuse_bad_ids_tokens_and_errors(lite: Client) -> Non
         {"error": "x", "retry": 1},
         {"error": "x", "retry_after_seconds": "10"},
         {"error": "x", "retry_after_seconds": -1},
-        {"error": "x", "retry_after_seconds": 86401},
+        {"error": "x", "retry_after_seconds": 604801},
         {"error": "x", "lease_token": "abc"},
         {"error": "x", "extra": 1},
     ):
@@ -362,7 +366,7 @@ async def test_database_outage_answers_503_quickly(clock: FakeClock) -> None:
     settings = Settings(
         database_url="postgresql://postgres@127.0.0.1:1/none", migrate_on_start=False, db_timeout_seconds=2
     )
-    async for client in _client(settings, clock):
+    async for client in app_client(settings, clock):
         assert (await client.get("/healthz")).status_code == 200
         for call in (
             client.get("/readyz"),
@@ -377,7 +381,7 @@ async def test_database_outage_answers_503_quickly(clock: FakeClock) -> None:
 
 async def test_readiness_fails_until_migrated(tmp_path: Path, clock: FakeClock) -> None:
     settings = Settings(database_url=f"sqlite:///{tmp_path / 'empty.db'}", migrate_on_start=False)
-    async for client in _client(settings, clock):
+    async for client in app_client(settings, clock):
         assert_error(await client.get("/readyz"), 503, "SchemaNotReady")
         assert_error(await client.post("/push", json={"payload": 1}), 503, "SchemaNotReady")
 
@@ -403,5 +407,11 @@ def test_operation_ids_are_stable() -> None:
         "getQueue",
         "healthz",
         "readyz",
+        "extendLease",
+        "putQueue",
+        "listDead",
+        "redrive",
+        "purgeDead",
+        "listHistory",
     }
     assert ids == expected

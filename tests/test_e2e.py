@@ -82,8 +82,9 @@ def test_serve_push_pop_fail_complete_over_http(tmp_path: Path) -> None:
         failed = http.post(
             f"/items/{item_id}/fail", json={"error": "smtp 451", "lease_token": item["lease_token"]}
         )
-        assert failed.json()["status"] == "ready"
-        [item] = http.post("/pop", json={"queue": "mail"}).json()["items"]
+        assert failed.json()["status"] == "retrying"  # the default backoff: about a second
+        # A long-poll is answered when the retry falls due (the probe sleeps until visible_at).
+        [item] = http.post("/pop", json={"queue": "mail", "wait_seconds": 10}).json()["items"]
         assert (
             http.delete(f"/items/{item_id}", params={"lease_token": item["lease_token"]}).status_code == 204
         )

@@ -10,6 +10,7 @@ from uuid import uuid4
 
 import pytest
 
+from app.domain import Pushed
 from app.errors import DatabaseUnavailable, ItemExists
 from app.pushing import PushCoalescer
 from app.settings import Settings
@@ -168,7 +169,7 @@ async def test_a_duplicate_fails_alone_and_its_neighbours_commit(real_store: Sto
 
     results = await asyncio.gather(*(pusher.push(i) for i in batch), return_exceptions=True)
 
-    assert [type(r) for r in results] == [type(None), ItemExists, type(None), ItemExists]
+    assert [type(r) for r in results] == [Pushed, ItemExists, Pushed, ItemExists]
     assert (await real_store.get_item(twin)).payload == "t1"
     assert (await real_store.get_queue(queue)).ready == 3
 

@@ -48,7 +48,7 @@ WHERE seq IN (
       AND (x.group_key IS NULL OR NOT EXISTS (
           SELECT 1 FROM sq_items AS e INDEXED BY sq_items_group
           WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
-            AND e.group_key IS NOT NULL AND e.status IN ('ready', 'leased')))
+            AND e.group_key IS NOT NULL AND e.status <> 'dead'))
     ORDER BY x.priority DESC, x.created_at, x.seq
     LIMIT :max_items
 )

@@ -43,9 +43,12 @@ DROP INDEX sq_items_pop;
 CREATE INDEX sq_items_pop ON sq_items (queue, priority DESC, created_at, seq)
     WHERE status IN ('ready', 'leased');
 
--- Ordered groups: is there a live item of this group pushed before this one?
+-- Ordered groups: is there a live item of this group pushed before this one? The predicate says
+-- "not dead" rather than "ready or leased" on purpose: the probe says the same, so no other
+-- partial index can serve it (with stale statistics PostgreSQL was seen probing sq_items_visible,
+-- a walk over the whole queue for every candidate).
 CREATE INDEX sq_items_group ON sq_items (queue, group_key, seq)
-    WHERE group_key IS NOT NULL AND status IN ('ready', 'leased');
+    WHERE group_key IS NOT NULL AND status <> 'dead';
 
 -- The sweep: leases that ran out (only items in flight, a small set).
 CREATE INDEX sq_items_leased ON sq_items (visible_at) WHERE status = 'leased';

@@ -52,9 +52,12 @@ CREATE INDEX sq_items_pop ON sq_items (queue, priority DESC, created_at, seq)
 -- The long-poll watcher's probe: when does the next live item of a queue become poppable?
 CREATE INDEX sq_items_visible ON sq_items (queue, visible_at) WHERE status IN ('ready', 'leased');
 
--- Ordered groups: is there a live item of this group pushed before this one?
+-- Ordered groups: is there a live item of this group pushed before this one? The predicate says
+-- "not dead" rather than "ready or leased" on purpose: the probe says the same, so no other
+-- partial index can serve it (with stale statistics PostgreSQL was seen probing sq_items_visible,
+-- a walk over the whole queue for every candidate).
 CREATE INDEX sq_items_group ON sq_items (queue, group_key, seq)
-    WHERE group_key IS NOT NULL AND status IN ('ready', 'leased');
+    WHERE group_key IS NOT NULL AND status <> 'dead';
 
 -- The sweep: leases that ran out (only items in flight, a small set).
 CREATE INDEX sq_items_leased ON sq_items (visible_at) WHERE status = 'leased';
