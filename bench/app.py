@@ -52,7 +52,7 @@ def create() -> FastAPI:
             payload_json=encode_payload(body.payload, settings.max_payload_bytes),
             created_at=body.created_at or system_clock(),
         )
-        return PushResponse(id=item.id, queue=item.queue, created_at=item.created_at)
+        return PushResponse(id=item.id, queue=item.queue, created_at=item.created_at, created=True)
 
     @app.get("/bench/counters", include_in_schema=False)
     async def counters() -> dict[str, int]:

@@ -10,7 +10,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
@@ -300,7 +300,7 @@ async def raw_claim_delete(engine: str, url: str, seconds: float) -> float:
             "max_items": 1,
             "now": to_text(now),
             "lease_token": token,
-            "lease_expires_at": to_text(now + timedelta(seconds=30)),
+            "lease_seconds": 30,
         }
         async with lock:
             await conn.execute("BEGIN IMMEDIATE")
@@ -423,16 +423,17 @@ async def _pg_transactions(url: str) -> float:
 # --- 6. pop latency with 1M dead rows vs 10k -----------------------------------------------------
 
 PG_DEAD_ROWS = """
-INSERT INTO sq_items (id, queue, payload, created_at, status, attempts, visible_at, errors)
+INSERT INTO sq_items (id, queue, payload, created_at, status, attempts, visible_at, errors, died_at)
 SELECT gen_random_uuid(), 'lat', '{"dead": true}', now() - interval '1 day', 'dead', 5, now(),
-       '[{"at": "2026-01-01T00:00:00Z", "error": "gave up"}]'
+       '[{"at": "2026-01-01T00:00:00Z", "error": "gave up"}]', now()
 FROM generate_series(1, $1)
 """
 LITE_DEAD_ROWS = """
 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
-INSERT INTO sq_items (id, queue, payload, created_at, status, attempts, visible_at, errors)
+INSERT INTO sq_items (id, queue, payload, created_at, status, attempts, visible_at, errors, died_at)
 SELECT printf('%08x-0000-4000-8000-%012x', i, i), 'lat', '{"dead": true}', '2026-01-01T00:00:00.000000Z',
-       'dead', 5, '2026-01-01T00:00:00.000000Z', '[{"at": "2026-01-01T00:00:00Z", "error": "gave up"}]'
+       'dead', 5, '2026-01-01T00:00:00.000000Z', '[{"at": "2026-01-01T00:00:00Z", "error": "gave up"}]',
+       '2026-01-01T00:00:00.000000Z'
 FROM n
 """
 
