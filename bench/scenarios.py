@@ -236,7 +236,7 @@ async def raw_inserts(engine: str, url: str, seconds: float, payload: str) -> fl
 from app.store.postgres import PLANNER_SETTINGS  # noqa: E402
 from app.store.postgres import Q as PG  # noqa: E402
 from app.store.sqlite import Q as LITE  # noqa: E402
-from app.store.sqlite import to_text  # noqa: E402
+from app.store.sqlite import add_seconds, to_text  # noqa: E402
 
 
 async def fill(base: str, queue: str, count: int) -> None:
@@ -290,6 +290,7 @@ async def raw_claim_delete(engine: str, url: str, seconds: float) -> float:
 
     conn = await aiosqlite.connect(url.removeprefix("sqlite:///"), isolation_level=None)
     await conn.execute("PRAGMA synchronous = FULL")
+    await conn.create_function("sq_add_seconds", 2, add_seconds, deterministic=True)  # as the store does
     lock = asyncio.Lock()
 
     async def one_lite() -> int:

@@ -113,7 +113,7 @@ class SqliteStore:
         await conn.execute("PRAGMA journal_mode = WAL")
         # FULL: a 2xx means the row survives power loss, not only a crash of this process.
         await conn.execute("PRAGMA synchronous = FULL")
-        await conn.create_function("sq_add_seconds", 2, _add_seconds, deterministic=True)
+        await conn.create_function("sqadd_seconds", 2, add_seconds, deterministic=True)
         self._all.append(conn)
         return conn
 
@@ -462,7 +462,7 @@ def _follow_leaders(results: list[Pushed | None], leaders: list[int]) -> list[Pu
     return followed
 
 
-def _add_seconds(moment: str, seconds: float) -> str:
+def add_seconds(moment: str, seconds: float) -> str:
     return to_text(rows.as_utc(moment) + timedelta(seconds=seconds))
 
 
