@@ -113,7 +113,7 @@ class SqliteStore:
         await conn.execute("PRAGMA journal_mode = WAL")
         # FULL: a 2xx means the row survives power loss, not only a crash of this process.
         await conn.execute("PRAGMA synchronous = FULL")
-        await conn.create_function("sqadd_seconds", 2, add_seconds, deterministic=True)
+        await conn.create_function("sq_add_seconds", 2, add_seconds, deterministic=True)
         self._all.append(conn)
         return conn
 
