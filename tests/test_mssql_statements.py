@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import sys
 import types
@@ -33,27 +34,43 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel
 
-from app.domain import CompleteOutcome, Completion, Failure, ItemStatus, NewItem
+from app.domain import (
+    LEASE_EXPIRED_ERROR,
+    Backoff,
+    CompleteOutcome,
+    Completion,
+    Failure,
+    HistoryFilter,
+    ItemStatus,
+    NewItem,
+    Outcome,
+    Pushed,
+    QueueSettings,
+)
 from app.errors import (
     DatabaseUnavailable,
+    InvalidCursor,
     ItemDead,
     ItemExists,
     ItemNotFound,
+    LeaseExpired,
     LeaseMismatch,
     QueueError,
     QueueNotFound,
     SchemaNotReady,
     StoreError,
 )
-from app.store.migrations import load_migrations, split_statements
-from app.store.mssql import MssqlStore, Q, _index_order, odbc_connection_string, translated_errors
+from app.store import rows
+from app.store.migrations import Migration, load_migrations, split_statements
+from app.store.mssql import BATCH, MssqlStore, Q, _index_order, odbc_connection_string, translated_errors
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=UTC)
 NOW_TEXT = "2026-03-01T12:00:00.123456"
 # The clock line of a batch, as the server sees it with the fake clock bound.
 CLOCK = f"@now DATETIME2(7) = COALESCE(CAST(NULLIF(N'{NOW_TEXT}', N'') AS DATETIME2(7)), SYSUTCDATETIME());"
 URL = "mssql+odbc://sa:secret@db.example:1433/queue?TrustServerCertificate=yes"
-MIGRATION = load_migrations("mssql")[0]
+MIGRATION, DELIVERY = load_migrations("mssql")[:2]  # v1, and v2: delivery semantics
+SQLITE_DELIVERY = load_migrations("sqlite")[1]
 
 
 # --- parsing --------------------------------------------------------------------------------------
@@ -73,11 +90,17 @@ def placeholders(sql: str) -> int:
     return sum(len(list(tree.find_all(exp.Placeholder))) for tree in parse(sql))
 
 
-def migration_statements() -> list[str]:
+def migration_statements(migration: Migration = MIGRATION) -> list[str]:
     # One statement at a time, as MssqlStore.migrate runs them. Parsing the whole file at once would
     # not do: sqlglot nests every statement after an IF into that IF's body, where T-SQL's IF
     # governs only the next statement.
-    return split_statements(MIGRATION.sql)
+    return split_statements(migration.sql)
+
+
+def all_migration_statements() -> list[str]:
+    return [
+        statement for migration in load_migrations("mssql") for statement in migration_statements(migration)
+    ]
 
 
 @pytest.mark.parametrize("name", sorted(Q))
@@ -85,27 +108,132 @@ def test_every_query_parses_as_tsql(name: str) -> None:
     assert parse(Q[name])
 
 
-@pytest.mark.parametrize("statement", migration_statements(), ids=lambda s: s.splitlines()[0][:60])
+@pytest.mark.parametrize("statement", all_migration_statements(), ids=lambda s: s.splitlines()[0][:60])
 def test_every_migration_statement_parses_as_tsql(statement: str) -> None:
     assert len(parse(statement)) == 1
 
 
 def test_the_migration_splits_into_its_six_guarded_creates() -> None:
     assert len(migration_statements()) == 6
-    assert all(
-        ";" not in line.rstrip()[:-1] for line in MIGRATION.sql.splitlines() if not line.startswith("--")
-    )
+    for migration in (MIGRATION, DELIVERY):
+        assert all(
+            ";" not in line.rstrip()[:-1] for line in migration.sql.splitlines() if not line.startswith("--")
+        )
+
+
+def code(name: str) -> list[str]:
+    """A batch's lines without its comments."""
+    return [line for line in Q[name].splitlines() if not line.lstrip().startswith("--")]
+
+
+def batches() -> list[str]:
+    """The queries sent as batches of several statements."""
+    return sorted(name for name in Q if code(name)[0] == "SET NOCOUNT ON;")
+
+
+def write_targets(name: str) -> list[str]:
+    """What each INSERT, UPDATE and DELETE of a batch writes to: a table, a CTE, an alias or @variable."""
+    found = []
+    for tree in parse(Q[name]):
+        for node in tree.walk():
+            if isinstance(node, exp.Insert | exp.Update | exp.Delete):
+                target = node.this.this if isinstance(node.this, exp.Schema) else node.this
+                found.append(target.sql("tsql"))
+    return found
+
+
+def writes(name: str) -> bool:
+    """Whether a batch changes a table of ours (not only table variables)."""
+    return any(not target.startswith("@") for target in write_targets(name))
+
+
+@pytest.mark.parametrize("name", batches())
+def test_every_batch_that_writes_aborts_its_transaction_on_any_error(name: str) -> None:
+    if writes(name):
+        assert code(name)[1] == "SET XACT_ABORT ON;", "a failed statement must roll back the ones before it"
+
+
+def test_the_batches_that_write_are_the_ones_expected() -> None:
+    assert {name for name in batches() if writes(name)} == {
+        "claim_dedup_keys",
+        "push_batch",
+        "pop",
+        "extend",
+        "complete_batch",
+        "fail",
+        "reap_expired",
+        "revive",
+        "purge_dead",
+        "purge_history",
+        "put_queue",
+    }
+
+
+def clocked() -> list[str]:
+    return sorted(name for name in Q if "@now" in Q[name] and name != "record_version")
+
+
+@pytest.mark.parametrize("name", clocked())
+def test_the_server_clock_is_used_unless_one_is_bound(name: str) -> None:
+    declare = next(tree for tree in parse(Q[name]) if isinstance(tree, exp.Declare))
+    default = declare.expressions[0].args["default"]
+    assert declare.expressions[0].this[0].name == "now", "the clock is the batch's first variable"
+    assert "SYSUTCDATETIME" in default.sql("tsql").upper()
+    assert default.find(exp.Placeholder) is not None
+
+
+def test_batches_that_stamp_finish_times_round_the_clock_to_the_microsecond() -> None:
+    # died_at and finished_at key the dead-letter and history pages; a cursor is a Python datetime.
+    rounding = "SET @now = CAST(@now AS DATETIME2(6));"
+    stamping = {"complete_batch", "fail", "reap_expired"}
+    for name in clocked():
+        lines = code(name)
+        if name in stamping:
+            assert lines[3] == rounding, name
+        else:
+            assert rounding not in lines, name
+
+
+def test_fractional_seconds_are_added_as_whole_seconds_then_microseconds() -> None:
+    # DATEADD(MICROSECOND, n, t) takes an INT n: all of a delay in microseconds overflows past 35.8 min.
+    found = 0
+    for name in Q:
+        for tree in parse(Q[name]):
+            for add in tree.find_all(exp.DateAdd):
+                if add.text("unit").upper() == "MICROSECOND":
+                    found += 1
+                    inner = add.this
+                    assert isinstance(inner, exp.DateAdd), name
+                    assert inner.text("unit").upper() == "SECOND", name
+    assert found == 3, "push_batch, fail and revive"
 
 
 # --- the pop --------------------------------------------------------------------------------------
 
 
+def hints(table: exp.Table) -> list[str]:
+    return sorted(var.name.upper() for hint in table.args.get("hints") or [] for var in hint.expressions)
+
+
+def index_hint(table: exp.Table) -> str:
+    [index] = [
+        hint for hint in table.args["hints"] for var in hint.expressions if var.name.upper() == "INDEX"
+    ]
+    return index.sql(dialect="tsql")
+
+
 def pop_update() -> exp.Update:
     trees = parse(Q["pop"])
-    assert [type(tree) for tree in trees] == [exp.Set, exp.Set, exp.Declare, exp.Update]
+    assert [type(tree) for tree in trees] == [exp.Set, exp.Set, *[exp.Declare] * 4, exp.Update]
     update = trees[-1]
     assert isinstance(update, exp.Update)
     return update
+
+
+def pop_declares() -> dict[str, str]:
+    """pop's variables: name -> initialiser."""
+    declares = [tree for tree in parse(Q["pop"]) if isinstance(tree, exp.Declare)]
+    return {d.expressions[0].this[0].name: d.expressions[0].args["default"].sql("tsql") for d in declares}
 
 
 def claim_select() -> exp.Select:
@@ -117,46 +245,92 @@ def claim_select() -> exp.Select:
     return cte.this
 
 
+def group_probe() -> exp.Select:
+    [probe] = [node.this for node in claim_select().args["where"].find_all(exp.Exists)]
+    assert isinstance(probe, exp.Select)
+    return probe
+
+
 def test_pop_claims_top_n_rows_of_sq_items_with_the_four_locking_hints_on_the_pop_index() -> None:
     select = claim_select()
     assert select.args.get("limit") is not None, "TOP (n)"
     table = select.find(exp.From).this
     assert (table.db, table.name) == ("dbo", "sq_items")
-    hints = [var.name.upper() for hint in table.args["hints"] for var in hint.expressions]
-    assert sorted(hints) == ["INDEX", "READCOMMITTEDLOCK", "READPAST", "ROWLOCK", "UPDLOCK"]
-    [index] = [
-        hint for hint in table.args["hints"] for var in hint.expressions if var.name.upper() == "INDEX"
-    ]
-    assert "sq_items_pop" in index.sql(dialect="tsql"), "pop must walk the filtered pop index"
+    assert hints(table) == ["INDEX", "READCOMMITTEDLOCK", "READPAST", "ROWLOCK", "UPDLOCK"]
+    assert "sq_items_pop" in index_hint(table), "pop must walk the filtered pop index"
 
 
-def test_pop_takes_the_oldest_created_at_first_then_insertion_order() -> None:
+def test_pop_takes_the_highest_priority_first_then_the_oldest_then_insertion_order() -> None:
     order = claim_select().find(exp.Order)
     assert [(o.this.name, bool(o.args.get("desc"))) for o in order.expressions] == [
+        ("priority", True),
+        ("created_at", False),
+        ("seq", False),
+    ]
+    # The pop index has the same order, so the claim stops after TOP rows of a walk.
+    columns = create_index("sq_items_pop", DELIVERY).this.args["params"].args["columns"]
+    assert [(o.this.name, bool(o.args.get("desc"))) for o in columns] == [
+        ("queue", False),
+        ("priority", True),
         ("created_at", False),
         ("seq", False),
     ]
 
 
-def test_pop_claims_only_live_rows_that_are_visible_at_now() -> None:
+def test_pop_claims_only_live_due_rows_and_no_expired_lease_on_its_last_attempt() -> None:
     where = claim_select().args["where"]
-    statuses = [node for node in where.find_all(exp.In) if node.this.name == "status"]
-    assert [sorted(lit.name for lit in node.expressions) for node in statuses] == [["leased", "ready"]]
+    assert live_statuses(where) == [["leased", "ready"]] * 2, "the claim's, then the group probe's"
+    assert where.this.sql("tsql").startswith("x.queue = @queue AND x.status IN ('ready', 'leased')")
     cutoffs = [node for node in where.find_all(exp.LTE) if node.this.name == "visible_at"]
     assert len(cutoffs) == 1
     assert isinstance(cutoffs[0].expression, exp.Parameter)
     assert cutoffs[0].expression.name == "now"
+    assert "(x.status = 'ready' OR x.attempts < @max_attempts)" in where.sql("tsql")
+    assert pop_declares()["max_attempts"] == "(SELECT max_attempts FROM dbo.sq_queues WHERE name = @queue)"
 
 
-def test_pop_leases_and_outputs_the_leased_rows() -> None:
+def test_pops_group_probe_waits_for_locked_rows_instead_of_passing_them() -> None:
+    # READPAST here would skip an earlier item of the group that another transaction holds and hand
+    # out a later one while it is in flight; READCOMMITTEDLOCK waits and reads the committed status.
+    probe = group_probe()
+    table = probe.find(exp.From).this
+    assert (table.db, table.name, table.alias) == ("dbo", "sq_items", "e")
+    assert hints(table) == ["INDEX", "READCOMMITTEDLOCK"]
+    assert "READPAST" not in probe.sql("tsql").upper()
+    assert "sq_items_group" in index_hint(table)
+    assert "deliberately carries READCOMMITTEDLOCK but NOT READPAST" in Q["pop"], "the comment says why"
+
+
+def test_pops_group_probe_looks_for_an_earlier_live_item_of_the_same_group() -> None:
+    where = claim_select().args["where"].sql("tsql")
+    assert "(x.group_key IS NULL OR NOT EXISTS(" in where, "ungrouped items need no probe"
+    probe = group_probe().args["where"]
+    assert live_statuses(probe) == [["leased", "ready"]]
+    for condition in ("e.queue = x.queue", "e.group_key = x.group_key", "e.seq < x.seq"):
+        assert condition in probe.sql("tsql")
+    # A filtered index serves the probe only if the probe repeats its filter as literals.
+    index = create_index("sq_items_group", DELIVERY).this.args["params"]
+    assert [o.this.name for o in index.args["columns"]] == ["queue", "group_key", "seq"]
+    assert index.args["where"].this.sql("tsql") in probe.sql("tsql").replace("e.", "")
+
+
+def test_pop_leases_for_the_given_seconds_or_the_queues_and_outputs_the_leased_rows() -> None:
     update = pop_update()
-    assignments = {eq.this.name: eq.expression for eq in update.expressions}
-    assert assignments["status"].name == "leased"
-    assert assignments["attempts"].sql("tsql") == "attempts + 1"
-    assert isinstance(assignments["visible_at"].find(exp.Parameter), exp.Parameter), "computed from @now"
+    assignments = {eq.this.name: eq.expression.sql("tsql") for eq in update.expressions}
+    assert assignments == {
+        "status": "'leased'",
+        "attempts": "attempts + 1",
+        "lease_token": "CAST(? AS UNIQUEIDENTIFIER)",
+        "visible_at": "DATEADD(SECOND, @lease_seconds, @now)",
+        "first_popped_at": "COALESCE(first_popped_at, @now)",
+    }
+    assert pop_declares()["lease_seconds"] == (
+        "COALESCE(CAST(NULLIF(?, N'') AS INTEGER), "
+        "(SELECT lease_seconds FROM dbo.sq_queues WHERE name = @queue))"
+    )
     output = update.args["returning"].expressions
     assert {column.table for column in output} == {"inserted"}
-    assert {column.name for column in output} == {
+    assert [column.name for column in output] == [
         "seq",
         "id",
         "queue",
@@ -165,49 +339,50 @@ def test_pop_leases_and_outputs_the_leased_rows() -> None:
         "attempts",
         "lease_token",
         "visible_at",
-    }
-
-
-def test_the_server_clock_is_used_unless_one_is_bound() -> None:
-    for name in ("push_batch", "pop", "fail", "get_item", "next_visible_at", "queue_stats"):
-        declare = next(tree for tree in parse(Q[name]) if isinstance(tree, exp.Declare))
-        default = declare.expressions[0].args["default"]
-        assert declare.expressions[0].this[0].name == "now"
-        assert "SYSUTCDATETIME" in default.sql("tsql").upper()
-        assert default.find(exp.Placeholder) is not None
+        "priority",
+        "group_key",
+    ]
+    assert not update.args["returning"].args.get("into"), "OUTPUT rows go to the client"
 
 
 # --- the schema -----------------------------------------------------------------------------------
 
 
-def guarded_creates() -> list[tuple[exp.Expression, exp.Create]]:
+def guarded(migration: Migration) -> list[tuple[exp.Expression, exp.Expression]]:
+    """(guard, statement) of each guarded statement of a migration."""
     pairs = []
-    for statement in migration_statements():
+    for statement in migration_statements(migration):
         [tree] = parse(statement)
-        assert isinstance(tree, exp.IfBlock), f"unguarded: {statement}"
-        [create] = tree.args["true"].expressions
-        assert isinstance(create, exp.Create)
-        pairs.append((tree.this, create))
+        if isinstance(tree, exp.IfBlock):
+            [body] = tree.args["true"].expressions
+            pairs.append((tree.this, body))
     return pairs
 
 
-def create_table(name: str) -> exp.Schema:
-    for _, create in guarded_creates():
+def guarded_creates(migration: Migration = MIGRATION) -> list[tuple[exp.Expression, exp.Create]]:
+    if migration is MIGRATION:
+        assert all(isinstance(parse(s)[0], exp.IfBlock) for s in migration_statements()), "unguarded"
+    return [(guard, body) for guard, body in guarded(migration) if isinstance(body, exp.Create)]
+
+
+def create_table(name: str, migration: Migration = MIGRATION) -> exp.Schema:
+    for _, create in guarded_creates(migration):
         if create.args["kind"] == "TABLE" and create.this.this.name == name:
             assert isinstance(create.this, exp.Schema)
             return create.this
     raise AssertionError(f"no CREATE TABLE {name}")
 
 
-def create_index(name: str) -> exp.Create:
-    for _, create in guarded_creates():
+def create_index(name: str, migration: Migration = MIGRATION) -> exp.Create:
+    for _, create in guarded_creates(migration):
         if "INDEX" in create.args["kind"] and create.this.name == name:
             return create
     raise AssertionError(f"no CREATE INDEX {name}")
 
 
-def test_every_create_is_guarded_by_a_check_for_the_object_it_creates() -> None:
-    for guard, create in guarded_creates():
+@pytest.mark.parametrize("migration", [MIGRATION, DELIVERY], ids=lambda m: m.name)
+def test_every_create_is_guarded_by_a_check_for_the_object_it_creates(migration: Migration) -> None:
+    for guard, create in guarded_creates(migration):
         if create.args["kind"] == "TABLE":
             table = create.this.this
             assert isinstance(guard, exp.Is)
@@ -219,7 +394,7 @@ def test_every_create_is_guarded_by_a_check_for_the_object_it_creates() -> None:
             assert guard.find(exp.Table).sql() == "sys.indexes"
             named = {node.name for node in guard.find_all(exp.National)}
             assert create.this.name in named
-            assert "dbo.sq_items" in named
+            assert str(create.this.args["table"]) in named
 
 
 def test_items_are_clustered_on_a_bigint_identity_seq() -> None:
@@ -296,11 +471,211 @@ def test_the_watchers_index_is_filtered_to_live_rows_by_the_probes_own_predicate
     assert params.args["where"].this.sql("tsql") in next_visible_at_min().args["where"].sql("tsql")
 
 
+# --- the schema, v2: delivery semantics -----------------------------------------------------------
+
+
+def added_columns(table: str) -> dict[str, exp.ColumnDef]:
+    """The columns the delivery migration adds to a table, each guarded by a check for itself."""
+    found = {}
+    for guard, body in guarded(DELIVERY):
+        if isinstance(body, exp.Alter) and isinstance(body.args["actions"][0], exp.ColumnDef):
+            if body.this.name != table:
+                continue
+            [column] = body.args["actions"]
+            assert guard.sql("tsql") == f"COL_LENGTH(N'dbo.{table}', N'{column.name}') IS NULL"
+            found[column.name] = column
+    return found
+
+
+def constraint(column: exp.ColumnDef, kind: type[exp.Expression]) -> exp.Expression | None:
+    for c in column.args.get("constraints") or []:
+        if isinstance(c.args.get("kind"), kind):
+            return c.args["kind"]
+    return None
+
+
+def sqlite_settings() -> dict[str, tuple[str, str]]:
+    """SQLite's queue settings, the reference: column -> (default, check)."""
+    found = re.findall(
+        r"ALTER TABLE sq_queues ADD COLUMN (\w+) \w+ NOT NULL DEFAULT ([\d.]+) CHECK \((.+)\);",
+        SQLITE_DELIVERY.sql,
+    )
+    return {name: (default, check) for name, default, check in found}
+
+
+def test_every_delivery_statement_is_guarded_or_touches_only_rows_not_yet_done() -> None:
+    for statement in migration_statements(DELIVERY):
+        [tree] = parse(statement)
+        if isinstance(tree, exp.IfBlock):
+            continue
+        # The backfills: running them again changes nothing.
+        assert isinstance(tree, exp.Update), statement
+        [assignment] = tree.expressions
+        assert f"{assignment.this.name} IS NULL" in tree.args["where"].sql("tsql")
+
+
+def test_queue_settings_have_sqlites_defaults_and_ranges() -> None:
+    columns = added_columns("sq_queues")
+    reference = sqlite_settings()
+    assert set(columns) == set(reference) == set(rows.settings_params(QueueSettings()))
+    for name, (default, check) in reference.items():
+        column = columns[name]
+        assert constraint(column, exp.NotNullColumnConstraint) is not None
+        assert float(constraint(column, exp.DefaultColumnConstraint).this.name) == float(default), name
+        if name == "history_payload":
+            assert column.args["kind"].sql("tsql") == "BIT", "0 or 1 by its type"
+            continue
+        ours = constraint(column, exp.CheckColumnConstraint).this.sql("tsql")
+        assert [float(n) for n in re.findall(r"[\d.]+", ours)] == [
+            float(n) for n in re.findall(r"[\d.]+", check)
+        ]
+        assert ours.startswith(f"{name} BETWEEN")
+    kinds = {name: column.args["kind"].sql("tsql") for name, column in columns.items()}
+    assert {kinds[n] for n in kinds if n.startswith("backoff_")} == {"FLOAT"}
+
+
+def test_a_queue_made_by_a_push_gets_the_domains_default_settings() -> None:
+    defaults = {
+        name: constraint(column, exp.DefaultColumnConstraint).this.name
+        for name, column in added_columns("sq_queues").items()
+    }
+    row = {name: float(value) if "." in value else int(value) for name, value in defaults.items()}
+    assert rows.queue_settings(row) == QueueSettings()
+
+
+def test_items_gain_the_columns_of_sqlites_items() -> None:
+    columns = added_columns("sq_items")
+    assert {name: column.args["kind"].sql("tsql") for name, column in columns.items()} == {
+        "priority": "INTEGER",
+        "group_key": "NVARCHAR(128)",
+        "dedup_key": "NVARCHAR(128)",
+        "first_popped_at": "DATETIME2(7)",
+        "died_at": "DATETIME2(7)",
+    }
+    assert constraint(columns["priority"], exp.DefaultColumnConstraint).this.name == "0"
+    for key in ("group_key", "dedup_key"):
+        collation = constraint(columns[key], exp.CollateColumnConstraint)
+        assert collation is not None
+        assert collation.sql("tsql") == "COLLATE Latin1_General_100_BIN2"
+        assert (
+            constraint(columns[key], exp.CheckColumnConstraint).sql("tsql")
+            == f"CHECK (DATALENGTH({key}) > 0)"
+        )
+    # Together with v1's, the columns SQLite's sq_items has.
+    v1 = {col.name for col in create_table("sq_items").expressions if isinstance(col, exp.ColumnDef)}
+    sqlite = re.search(r"CREATE TABLE sq_items_v2 \((.*?)\n\);", SQLITE_DELIVERY.sql, re.S)
+    assert sqlite is not None
+    reference = {
+        line.split()[0]
+        for line in sqlite[1].splitlines()
+        if line.strip() and not line.strip().startswith("CHECK")
+    }
+    assert v1 | set(columns) == reference
+
+
+def test_dead_items_have_a_died_at_backfilled_before_the_check_that_demands_it() -> None:
+    statements = [parse(s)[0] for s in migration_statements(DELIVERY)]
+    backfill = next(
+        n
+        for n, t in enumerate(statements)
+        if isinstance(t, exp.Update) and t.expressions[0].this.name == "died_at"
+    )
+    check = next(
+        n
+        for n, t in enumerate(statements)
+        if isinstance(t, exp.IfBlock) and "sq_items_died_ck" in t.args["true"].sql("tsql")
+    )
+    assert backfill < check
+    assert statements[backfill].sql("tsql") == (
+        "UPDATE dbo.sq_items SET died_at = visible_at WHERE status = 'dead' AND died_at IS NULL"
+    )
+    assert (
+        statements[check]
+        .args["true"]
+        .sql("tsql")
+        .endswith(
+            "CHECK ((status = 'dead' AND NOT died_at IS NULL) OR (status <> 'dead' AND died_at IS NULL))"
+        )
+    )
+
+
+def test_v1s_pop_and_dead_indexes_are_rebuilt_only_while_they_lack_their_new_column() -> None:
+    drops = [(guard, body) for guard, body in guarded(DELIVERY) if isinstance(body, exp.Drop)]
+    assert [body.sql("tsql") for _, body in drops] == [
+        "DROP INDEX sq_items_pop ON dbo.sq_items",
+        "DROP INDEX sq_items_dead ON dbo.sq_items",
+    ]
+    for (guard, _), column in zip(drops, ("priority", "died_at"), strict=True):
+        assert f"COLUMNPROPERTY(i.object_id, N'{column}', 'ColumnId')" in guard.sql("tsql")
+    statements = migration_statements(DELIVERY)
+    for index in ("sq_items_pop", "sq_items_dead"):
+        drop = next(n for n, s in enumerate(statements) if f"DROP INDEX {index}" in s)
+        create = next(n for n, s in enumerate(statements) if f"CREATE NONCLUSTERED INDEX {index} " in s)
+        assert drop < create
+
+
+@pytest.mark.parametrize(
+    ("name", "columns", "where"),
+    [
+        ("sq_items_pop", ["queue", "priority", "created_at", "seq"], "status IN ('ready', 'leased')"),
+        (
+            "sq_items_group",
+            ["queue", "group_key", "seq"],
+            "NOT group_key IS NULL AND status IN ('ready', 'leased')",
+        ),
+        ("sq_items_leased", ["visible_at"], "status = 'leased'"),
+        ("sq_items_dead", ["queue", "died_at", "seq"], "status = 'dead'"),
+        ("sq_history_queue", ["queue", "finished_at", "seq"], None),
+        ("sq_history_outcome", ["queue", "outcome", "finished_at", "seq"], None),
+        ("sq_dedup_expires", ["expires_at"], "NOT expires_at IS NULL"),
+    ],
+)
+def test_the_delivery_indexes(name: str, columns: list[str], where: str | None) -> None:
+    params = create_index(name, DELIVERY).this.args["params"]
+    assert [o.this.name for o in params.args["columns"]] == columns
+    found = params.args.get("where")
+    assert (found.this.sql("tsql") if found else None) == where
+
+
+def test_history_has_sqlites_columns_clustered_on_an_identity_seq() -> None:
+    schema = create_table("sq_history", DELIVERY)
+    types_ = {
+        col.name: col.args["kind"].sql("tsql") for col in schema.expressions if isinstance(col, exp.ColumnDef)
+    }
+    sqlite = re.search(r"CREATE TABLE sq_history \((.*?)\n\);", SQLITE_DELIVERY.sql, re.S)
+    assert sqlite is not None
+    assert list(types_) == [line.split()[0] for line in sqlite[1].splitlines() if line.strip()]
+    assert types_["outcome"] == "VARCHAR(9)"
+    assert types_["last_error"] == types_["payload"] == "NVARCHAR(MAX)"
+    seq = next(col for col in schema.expressions if isinstance(col, exp.ColumnDef) and col.name == "seq")
+    assert seq.find(exp.GeneratedAsIdentityColumnConstraint) is not None
+    [primary_key] = [c for c in schema.expressions if c.find(exp.PrimaryKeyColumnConstraint)]
+    assert [o.this.name for o in primary_key.find(exp.ClusteredColumnConstraint).this] == ["seq"]
+    checks = [c.sql("tsql") for c in schema.find_all(exp.CheckColumnConstraint)]
+    assert checks == ["CHECK (outcome IN ('completed', 'dead'))", "CHECK (attempts >= 0)"]
+
+
+def test_dedup_keys_are_unique_per_queue_by_their_primary_key() -> None:
+    schema = create_table("sq_dedup", DELIVERY)
+    types_ = {
+        col.name: col.args["kind"].sql("tsql") for col in schema.expressions if isinstance(col, exp.ColumnDef)
+    }
+    assert types_ == {
+        "queue": "NVARCHAR(128)",
+        "dedup_key": "NVARCHAR(128)",
+        "item_id": "UNIQUEIDENTIFIER",
+        "created_at": "DATETIME2(7)",
+        "expires_at": "DATETIME2(7)",
+    }
+    [primary_key] = [c for c in schema.expressions if c.find(exp.PrimaryKeyColumnConstraint)]
+    assert [o.this.name for o in primary_key.find(exp.ClusteredColumnConstraint).this] == [
+        "queue",
+        "dedup_key",
+    ]
+    assert schema.sql("tsql").count("COLLATE Latin1_General_100_BIN2") == 2
+
+
 # --- the batches ----------------------------------------------------------------------------------
-
-
-def hints(table: exp.Table) -> list[str]:
-    return sorted(var.name.upper() for hint in table.args.get("hints") or [] for var in hint.expressions)
 
 
 def openjson_columns(node: exp.Expression) -> dict[str, str]:
@@ -309,25 +684,104 @@ def openjson_columns(node: exp.Expression) -> dict[str, str]:
     return {col.name: col.args["kind"].sql("tsql") for col in openjson.expressions}
 
 
-def push_batch_statements() -> tuple[exp.Insert, exp.Insert, exp.Select, exp.IfBlock]:
+def statements(name: str) -> list[exp.Expression]:
+    """A batch's statements after its SETs and DECLAREs."""
+    return [tree for tree in parse(Q[name]) if not isinstance(tree, exp.Set | exp.Declare)]
+
+
+def declared(name: str) -> str:
+    return " ".join(tree.sql("tsql") for tree in parse(Q[name]) if isinstance(tree, exp.Declare))
+
+
+def table_named(node: exp.Expression, name: str) -> exp.Table:
+    [table] = [t for t in node.find_all(exp.Table) if t.name == name]
+    return table
+
+
+def history_insert(name: str) -> exp.Insert:
+    [insert] = [s for s in statements(name) if isinstance(s, exp.Insert) and s.this.this.name == "sq_history"]
+    assert isinstance(insert, exp.Insert)
+    return insert
+
+
+def history_values(insert: exp.Insert) -> dict[str, str]:
+    """Each history column and what the batch writes into it."""
+    columns = [col.name for col in insert.this.expressions]
+    values = [value.sql("tsql") for value in insert.expression.expressions]
+    return dict(zip(columns, values, strict=True))
+
+
+HISTORY_COLUMNS = [
+    "id",
+    "queue",
+    "outcome",
+    "attempts",
+    "created_at",
+    "first_popped_at",
+    "finished_at",
+    "group_key",
+    "dedup_key",
+    "last_error",
+    "payload",
+]
+
+
+def test_claim_dedup_keys_locks_every_claimed_key_present_or_not_then_takes_new_and_expired_ones() -> None:
+    assert placeholders(Q["claim_dedup_keys"]) == 2, "the clock and the claims, however many"
+    read, lock, take_over, insert, answer = statements("claim_dedup_keys")
+    assert isinstance(read, exp.Insert)
+    assert read.this.this.sql("tsql") == "@claim"
+    assert openjson_columns(read.expression) == {
+        "n": "INTEGER",
+        "queue": "NVARCHAR(4000)",
+        "key": "NVARCHAR(4000)",
+        "id": "UNIQUEIDENTIFIER",
+        "created_at": "NVARCHAR(40)",
+    }
+    assert "PRIMARY KEY (queue, dedup_key)" in declared("claim_dedup_keys"), "seeks in key order"
+    assert declared("claim_dedup_keys").count("COLLATE Latin1_General_100_BIN2") == 6
+    # The lock: a serializable seek per key, so that a missing key is range-locked until commit.
+    assert isinstance(lock, exp.Insert)
+    assert lock.this.this.sql("tsql") == "@held"
+    assert hints(table_named(lock, "sq_dedup")) == ["FORCESEEK", "HOLDLOCK", "UPDLOCK"]
+    # A key whose window passed is taken over; only a new key is inserted.
+    assert isinstance(take_over, exp.Update)
+    assert take_over.args["where"].this.sql("tsql") == "NOT d.expires_at IS NULL AND d.expires_at <= @now"
+    assert {eq.this.name: eq.expression.sql("tsql") for eq in take_over.expressions} == {
+        "item_id": "c.item_id",
+        "created_at": "c.created_at",
+        "expires_at": "NULL",
+    }
+    assert isinstance(insert, exp.Insert)
+    assert insert.this.this.name == "sq_dedup"
+    assert "NOT EXISTS(SELECT 1 FROM @held AS h" in insert.expression.sql("tsql")
+    for took in (take_over, insert):
+        assert took.args["returning"].args["into"].name == "took"
+    assert isinstance(answer, exp.Select)
+    assert [col.alias_or_name for col in answer.expressions] == ["n", "item_id", "created_at", "taken"]
+
+
+def push_batch_statements() -> tuple[exp.Insert, exp.Insert, exp.Insert, exp.Insert, exp.Select, exp.IfBlock]:
     trees = parse(Q["push_batch"])
     kinds = [type(tree) for tree in trees]
-    assert kinds == [exp.Set, exp.Set, *[exp.Declare] * 4, exp.Insert, exp.Insert, exp.Select, exp.IfBlock]
-    lock, insert, select, register = trees[6:]
-    assert isinstance(lock, exp.Insert)
+    assert kinds == [exp.Set, exp.Set, *[exp.Declare] * 6, *[exp.Insert] * 4, exp.Select, exp.IfBlock]
+    grouped, lock_groups, lock_ids, insert, select, register = trees[8:]
+    assert isinstance(grouped, exp.Insert)
+    assert isinstance(lock_groups, exp.Insert)
+    assert isinstance(lock_ids, exp.Insert)
     assert isinstance(insert, exp.Insert)
     assert isinstance(select, exp.Select)
     assert isinstance(register, exp.IfBlock)
-    return lock, insert, select, register
+    return grouped, lock_groups, lock_ids, insert, select, register
 
 
 def test_push_batch_reads_every_item_from_one_json_parameter() -> None:
-    lock, insert, _, _ = push_batch_statements()
+    grouped, _, lock_ids, insert, _, _ = push_batch_statements()
     assert placeholders(Q["push_batch"]) == 2, "the clock and the items, whatever their number"
     assert parse(Q["push_batch"])[3].sql("tsql") == "DECLARE @items NVARCHAR(MAX) = ?"
-    for statement in (lock, insert):
+    for statement in (grouped, lock_ids, insert):
         assert statement.expression.find(exp.OpenJSON).this.sql("tsql") == "@items"
-    # The payload is a JSON string read as text (no AS JSON, which would re-serialise it); the time is
+    # The payload is a JSON string read as text (no AS JSON, which would re-serialise it); the times are
     # text that the SELECT casts, as everywhere else.
     openjson = insert.expression.find(exp.OpenJSON)
     assert openjson_columns(insert.expression) == {
@@ -336,6 +790,12 @@ def test_push_batch_reads_every_item_from_one_json_parameter() -> None:
         "queue": "NVARCHAR(4000)",
         "payload": "NVARCHAR(MAX)",
         "created_at": "NVARCHAR(40)",
+        "priority": "INTEGER",
+        "group_key": "NVARCHAR(4000)",
+        "dedup_key": "NVARCHAR(4000)",
+        "delay_seconds": "INTEGER",
+        "delay_micros": "INTEGER",
+        "not_before": "NVARCHAR(40)",
     }
     assert not any(col.args.get("as_json") for col in openjson.expressions)
     assert "CAST(j.created_at AS DATETIME2(7))" in insert.expression.sql("tsql")
@@ -345,11 +805,38 @@ def test_push_batch_reads_every_item_from_one_json_parameter() -> None:
         "payload",
         "created_at",
         "visible_at",
+        "priority",
+        "group_key",
+        "dedup_key",
     ]
 
 
-def test_push_batch_first_finds_the_ids_that_exist_under_key_range_locks() -> None:
-    lock, _, _, _ = push_batch_statements()
+def test_push_batch_makes_an_item_visible_at_not_before_or_after_its_delay_from_the_servers_now() -> None:
+    _, _, _, insert, _, _ = push_batch_statements()
+    visible_at = insert.expression.expressions[4].sql("tsql")
+    assert visible_at == (
+        "COALESCE(CAST(j.not_before AS DATETIME2(7)), "
+        "DATEADD(MICROSECOND, j.delay_micros, DATEADD(SECOND, j.delay_seconds, @now)))"
+    )
+
+
+def test_push_batch_takes_turns_on_the_queues_of_its_grouped_items_before_anything_else() -> None:
+    grouped, lock_groups, _, _, _, _ = push_batch_statements()
+    assert grouped.this.this.sql("tsql") == "@grouped"
+    assert grouped.expression.args.get("distinct") is not None
+    assert "j.queue COLLATE Latin1_General_100_BIN2" in grouped.expression.sql("tsql")
+    assert grouped.expression.args["where"].this.sql("tsql") == "NOT j.group_key IS NULL"
+    assert (
+        "@grouped TABLE (queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL PRIMARY KEY)"
+        in declared("push_batch")
+    )
+    queues = table_named(lock_groups, "sq_queues")
+    assert hints(queues) == ["FORCESEEK", "HOLDLOCK", "UPDLOCK"]
+    assert lock_groups.expression.find(exp.From).this.sql("tsql") == "@grouped AS g", "in the key's order"
+
+
+def test_push_batch_then_finds_the_ids_that_exist_under_key_range_locks() -> None:
+    _, _, lock, _, _, _ = push_batch_statements()
     assert lock.this.sql("tsql") == "@taken (id)"
     assert openjson_columns(lock.expression) == {"id": "UNIQUEIDENTIFIER"}
     [join] = lock.expression.args["joins"]
@@ -362,7 +849,7 @@ def test_push_batch_first_finds_the_ids_that_exist_under_key_range_locks() -> No
 
 
 def test_push_batch_inserts_the_others_in_the_order_given_and_outputs_them() -> None:
-    _, insert, select, _ = push_batch_statements()
+    _, _, _, insert, select, _ = push_batch_statements()
     table = insert.this.this
     assert (table.db, table.name) == ("dbo", "sq_items")
     where = insert.expression.args["where"].this
@@ -383,7 +870,7 @@ def test_push_batch_inserts_the_others_in_the_order_given_and_outputs_them() -> 
 
 
 def test_push_batch_registers_the_inserted_items_queues_once_under_a_lock() -> None:
-    _, _, _, register = push_batch_statements()
+    *_, register = push_batch_statements()
     # An unlocked probe first, so that pushes to existing queues take no lock on sq_queues.
     assert isinstance(register.this, exp.Exists)
     assert {hints(t) == [] for t in register.this.find_all(exp.Table)} == {True}
@@ -393,24 +880,26 @@ def test_push_batch_registers_the_inserted_items_queues_once_under_a_lock() -> N
     assert insert.expression.args.get("distinct") is not None
     locked = [t for t in insert.expression.find_all(exp.Table) if t.name == "sq_queues"]
     assert [hints(t) for t in locked] == [["HOLDLOCK", "UPDLOCK"]]
-    declares = " ".join(tree.sql("tsql") for tree in parse(Q["push_batch"])[2:6])
-    assert "DECLARE @taken TABLE (id UNIQUEIDENTIFIER NOT NULL PRIMARY KEY)" in declares
-    assert "queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2" in declares
+    assert "DECLARE @taken TABLE (id UNIQUEIDENTIFIER NOT NULL PRIMARY KEY)" in declared("push_batch")
+    assert "queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2" in declared("push_batch")
 
 
-def complete_batch_statements() -> tuple[exp.Delete, exp.Select]:
-    trees = parse(Q["complete_batch"])
-    assert [type(tree) for tree in trees] == [exp.Set, exp.Set, exp.Declare, exp.Delete, exp.Select]
-    delete, select = trees[3:]
+def complete_batch_statements() -> tuple[exp.Delete, exp.Insert, exp.Update, exp.Select, exp.Select]:
+    trees = statements("complete_batch")
+    assert [type(tree) for tree in trees] == [exp.Delete, exp.Insert, exp.Update, exp.Select, exp.Select]
+    delete, history, windows, done, still_there = trees
     assert isinstance(delete, exp.Delete)
-    assert isinstance(select, exp.Select)
-    return delete, select
+    assert isinstance(history, exp.Insert)
+    assert isinstance(windows, exp.Update)
+    assert isinstance(done, exp.Select)
+    assert isinstance(still_there, exp.Select)
+    return delete, history, windows, done, still_there
 
 
-def test_complete_batch_deletes_by_seek_where_the_token_matches_or_none_was_given() -> None:
-    delete, _ = complete_batch_statements()
-    assert placeholders(Q["complete_batch"]) == 1
-    assert parse(Q["complete_batch"])[2].sql("tsql") == "DECLARE @items NVARCHAR(MAX) = ?"
+def test_complete_batch_deletes_by_seek_where_the_token_matches_or_none_was_given_and_not_dead() -> None:
+    delete, *_ = complete_batch_statements()
+    assert placeholders(Q["complete_batch"]) == 2, "the clock and the items"
+    assert "DECLARE @items NVARCHAR(MAX) = ?" in declared("complete_batch")
     target = delete.this
     assert (target.db, target.name, target.alias) == ("dbo", "sq_items", "i")
     assert [t.name for t in delete.args["tables"]] == ["i"]
@@ -419,13 +908,36 @@ def test_complete_batch_deletes_by_seek_where_the_token_matches_or_none_was_give
     assert join.find(exp.OpenJSON).this.sql("tsql") == "@items"
     assert openjson_columns(join) == {"id": "UNIQUEIDENTIFIER", "token": "UNIQUEIDENTIFIER"}
     assert join.args["on"].sql("tsql") == "i.id = j.id"
-    assert delete.args["where"].this.sql("tsql") == "j.token IS NULL OR i.lease_token = j.token"
-    assert [(c.table, c.name) for c in delete.args["returning"].expressions] == [("deleted", "id")]
-    assert not delete.args["returning"].args.get("into")
+    assert delete.args["where"].this.sql("tsql") == (
+        "i.status <> 'dead' AND (j.token IS NULL OR i.lease_token = j.token)"
+    )
+    assert delete.args["returning"].args["into"].name == "done"
 
 
-def test_complete_batch_then_reads_which_requested_ids_are_still_there() -> None:
-    _, select = complete_batch_statements()
+def test_complete_batch_writes_history_and_starts_dedup_windows_in_the_same_batch() -> None:
+    _, history, windows, done, _ = complete_batch_statements()
+    values = history_values(history)
+    assert list(values) == HISTORY_COLUMNS
+    assert values["outcome"] == "'completed'"
+    assert values["finished_at"] == "@now"
+    assert values["payload"] == "CASE WHEN q.history_payload = 1 THEN d.payload END"
+    # The last failure's error: the errors array's last element, read as NVARCHAR(MAX).
+    assert "OPENJSON(d.errors) AS a" in values["last_error"]
+    assert "error NVARCHAR(MAX) '$.error'" in values["last_error"]
+    assert values["last_error"].endswith("ORDER BY CAST(a.[key] AS INTEGER) DESC)")
+    assert history.expression.find(exp.From).this.sql("tsql") == "@done AS d"
+    # A finished item's key keeps matching for the queue's window: its row in sq_dedup, if it holds it.
+    assert windows.this.name == "k"
+    assert hints(table_named(windows, "sq_dedup")) == ["FORCESEEK"]
+    assert [eq.sql("tsql") for eq in windows.expressions] == [
+        "expires_at = DATEADD(SECOND, q.dedup_window_seconds, @now)"
+    ]
+    assert "k.item_id = d.id" in windows.sql("tsql")
+    assert done.sql("tsql") == "SELECT id FROM @done"
+
+
+def test_complete_batch_then_reads_the_requested_items_still_there_with_their_status_and_lease() -> None:
+    *_, select = complete_batch_statements()
     table = select.find(exp.From).this
     assert (table.db, table.name) == ("dbo", "sq_items")
     assert hints(table) == ["FORCESEEK"]
@@ -433,8 +945,274 @@ def test_complete_batch_then_reads_which_requested_ids_are_still_there() -> None
     assert join.find(exp.OpenJSON).this.sql("tsql") == "@items"
     assert openjson_columns(join) == {"id": "UNIQUEIDENTIFIER"}
     assert join.args["on"].sql("tsql") == "i.id = j.id"
-    assert [col.sql("tsql") for col in select.expressions] == ["i.id"]
+    assert [col.sql("tsql") for col in select.expressions] == ["i.id", "i.status", "i.lease_token"]
     assert select.args.get("where") is None
+
+
+ITEM_COLUMNS = [
+    "id",
+    "queue",
+    "payload",
+    "status",
+    "attempts",
+    "errors",
+    "created_at",
+    "visible_at",
+    "lease_token",
+    "priority",
+    "group_key",
+    "dedup_key",
+    "first_popped_at",
+    "died_at",
+    "max_attempts",
+    "now",
+]
+
+
+@pytest.mark.parametrize("name", ["get_item", "extend", "fail", "list_dead"])
+def test_item_rows_carry_every_column_item_view_reads(name: str) -> None:
+    *_, select = statements(name)
+    assert isinstance(select, exp.Select)
+    names = [col.alias_or_name for col in select.expressions]
+    assert [n for n in names if n != "seq"] == ITEM_COLUMNS
+    assert "JOIN dbo.sq_queues AS q ON q.name = i.queue" in select.sql("tsql")
+
+
+def test_extend_moves_only_a_live_lease_with_its_token_then_reads_the_item() -> None:
+    update, select = statements("extend")
+    assert isinstance(update, exp.Update)
+    assert placeholders(Q["extend"]) == 4
+    assert update.args["where"].this.sql("tsql") == (
+        "id = @id AND status = 'leased' AND lease_token = @token AND visible_at > @now"
+    )
+    assert [eq.sql("tsql") for eq in update.expressions] == [
+        "visible_at = DATEADD(SECOND, CAST(? AS INTEGER), @now)"
+    ]
+    assert [col.sql("tsql") for col in update.args["returning"].expressions] == ["inserted.seq"]
+    assert select.args["where"].this.sql("tsql") == "i.id = @id"
+
+
+def fail_statements() -> tuple[exp.Update, exp.Insert, exp.Select, exp.Select]:
+    update, history, failed, item = statements("fail")
+    assert isinstance(update, exp.Update)
+    assert isinstance(history, exp.Insert)
+    assert isinstance(failed, exp.Select)
+    assert isinstance(item, exp.Select)
+    return update, history, failed, item
+
+
+def test_fail_is_one_compare_and_set_that_dies_or_backs_off() -> None:
+    update, *_ = fail_statements()
+    assert placeholders(Q["fail"]) == 7
+    sql = update.sql("tsql")
+    assert update.args["where"].this.sql("tsql") == (
+        "i.id = @id AND i.status <> 'dead' AND (@token IS NULL OR i.lease_token = @token)"
+    )
+    assert "IIF(@retry = 0 OR i.attempts >= q.max_attempts, 1, 0) AS dies" in sql
+    # min(cap, base * factor^(min(max(attempts, 1) - 1, 60))) * (1 - jitter * draw), unless retry_after
+    assert "IIF(i.attempts > 61, 60, IIF(i.attempts > 1, i.attempts - 1, 0)) AS exponent" in sql
+    assert "q.backoff_base_seconds * POWER(q.backoff_factor, e.exponent) AS backoff" in sql
+    assert (
+        "COALESCE(@retry_after, IIF(b.backoff < q.backoff_cap_seconds, b.backoff, q.backoff_cap_seconds)"
+        " * (1 - q.backoff_jitter * @draw)) AS delay"
+    ) in sql
+    assignments = {eq.this.name: eq.expression.sql("tsql") for eq in update.expressions}
+    assert assignments["status"] == "CASE WHEN f.dies = 1 THEN 'dead' ELSE 'ready' END"
+    assert assignments["died_at"] == "CASE WHEN f.dies = 1 THEN @now END"
+    assert assignments["lease_token"] == "NULL"
+    assert assignments["visible_at"] == (
+        "CASE WHEN f.dies = 1 THEN i.visible_at "
+        "ELSE DATEADD(MICROSECOND, s.micros, DATEADD(SECOND, s.whole, @now)) END"
+    )
+    assert "JSON_MODIFY(i.errors, 'append $'" in assignments["errors"]
+    for variable in ("@retry_after FLOAT = CAST(NULLIF(?, N'') AS FLOAT)", "@draw FLOAT = CAST(? AS FLOAT)"):
+        assert variable in declared("fail")
+
+
+def test_fail_writes_a_deaths_history_record_in_the_same_batch() -> None:
+    update, history, failed, _ = fail_statements()
+    assert update.args["returning"].args["into"].name == "failed"
+    values = history_values(history)
+    assert list(values) == HISTORY_COLUMNS
+    assert (values["outcome"], values["finished_at"], values["last_error"]) == (
+        "'dead'",
+        "d.died_at",
+        "@error",
+    )
+    assert history.expression.args["where"].this.sql("tsql") == "d.status = 'dead'"
+    assert failed.sql("tsql") == "SELECT status FROM @failed"
+
+
+def test_reap_expired_kills_expired_last_attempts_skipping_locked_rows_and_writes_history() -> None:
+    update, history, count = statements("reap_expired")
+    assert isinstance(update, exp.Update)
+    assert placeholders(Q["reap_expired"]) == 3
+    select = update.find(exp.CTE).this
+    table = select.find(exp.From).this
+    assert hints(table) == ["INDEX", "READCOMMITTEDLOCK", "READPAST", "ROWLOCK", "UPDLOCK"]
+    assert "sq_items_leased" in index_hint(table)
+    assert select.args.get("limit") is not None
+    assert select.args["where"].this.sql("tsql") == (
+        "x.status = 'leased' AND x.visible_at <= @now "
+        "AND x.attempts >= (SELECT q.max_attempts FROM dbo.sq_queues AS q WHERE q.name = x.queue)"
+    )
+    assignments = {eq.this.name: eq.expression.sql("tsql") for eq in update.expressions}
+    assert (assignments["status"], assignments["died_at"], assignments["lease_token"]) == (
+        "'dead'",
+        "@now",
+        "NULL",
+    )
+    assert isinstance(history, exp.Insert)
+    values = history_values(history)
+    assert (values["outcome"], values["finished_at"], values["last_error"]) == ("'dead'", "@now", "@error")
+    assert count.sql("tsql") == "SELECT COUNT(*) AS killed FROM @killed"
+
+
+def test_list_dead_pages_newest_dead_first_from_the_cursor() -> None:
+    [select] = statements("list_dead")
+    assert isinstance(select, exp.Select)
+    assert placeholders(Q["list_dead"]) == 5
+    assert select.args.get("limit") is not None
+    assert "sq_items_dead" in index_hint(table_named(select, "sq_items"))
+    assert [(o.this.sql("tsql"), bool(o.args.get("desc"))) for o in select.args["order"].expressions] == [
+        ("i.died_at", True),
+        ("i.seq", True),
+    ]
+    assert select.args["where"].this.sql("tsql") == (
+        "i.queue = @queue AND i.status = 'dead' AND (@after_at IS NULL OR i.died_at < @after_at "
+        "OR (i.died_at = @after_at AND i.seq < @after_seq))"
+    )
+
+
+def test_list_history_pages_newest_finished_first_with_its_filters() -> None:
+    [select] = statements("list_history")
+    assert isinstance(select, exp.Select)
+    assert placeholders(Q["list_history"]) == 7
+    assert [col.alias_or_name for col in select.expressions] == [
+        "seq",
+        *HISTORY_COLUMNS[:2],
+        *HISTORY_COLUMNS[2:],
+    ]
+    assert [(o.this.sql("tsql"), bool(o.args.get("desc"))) for o in select.args["order"].expressions] == [
+        ("finished_at", True),
+        ("seq", True),
+    ]
+    where = select.args["where"].this.sql("tsql")
+    for condition in (
+        "queue = @queue",
+        "(@outcome IS NULL OR outcome = @outcome)",
+        "(@since IS NULL OR finished_at >= @since)",
+        "(@until IS NULL OR finished_at < @until)",
+        "(@after_at IS NULL OR finished_at < @after_at OR (finished_at = @after_at AND seq < @after_seq))",
+    ):
+        assert condition in where
+    assert "OPTION(RECOMPILE)" in select.sql("tsql")
+
+
+def test_redrive_picks_the_oldest_dead_first_and_locks_them() -> None:
+    [select] = statements("pick_dead")
+    assert isinstance(select, exp.Select)
+    assert placeholders(Q["pick_dead"]) == 3
+    table = select.find(exp.From).this
+    assert hints(table) == ["INDEX", "READCOMMITTEDLOCK", "READPAST", "ROWLOCK", "UPDLOCK"]
+    assert "sq_items_dead" in index_hint(table)
+    assert [(o.this.sql("tsql"), bool(o.args.get("desc"))) for o in select.args["order"].expressions] == [
+        ("i.died_at", False),
+        ("i.seq", False),
+    ]
+    assert "(@ids IS NULL OR i.id IN (SELECT j.id FROM OPENJSON(@ids)" in select.sql("tsql")
+
+
+def test_revive_moves_items_to_the_back_of_their_groups_with_new_seqs() -> None:
+    lock, delete, insert, count = statements("revive")
+    assert placeholders(Q["revive"]) == 3
+    assert isinstance(lock, exp.Insert)
+    assert hints(table_named(lock, "sq_queues")) == ["HOLDLOCK", "UPDLOCK"], "as pushes into groups do"
+    assert isinstance(delete, exp.Delete)
+    assert delete.args["where"].this.sql("tsql") == "i.queue = @queue AND i.status = 'dead'"
+    assert delete.args["returning"].args["into"].name == "gone"
+    assert isinstance(insert, exp.Insert)
+    assert insert.this.this.name == "sq_items"
+    assert "seq" not in [col.name for col in insert.this.expressions], "IDENTITY numbers them anew"
+    values = dict(
+        zip(
+            [col.name for col in insert.this.expressions],
+            [value.sql("tsql") for value in insert.expression.expressions],
+            strict=True,
+        )
+    )
+    assert (values["status"], values["attempts"]) == ("'ready'", "0")
+    assert values["visible_at"] == "DATEADD(MICROSECOND, p.micros, DATEADD(SECOND, p.seconds, @now))"
+    assert values["errors"] == "g.errors", "errors are kept"
+    assert [o.sql("tsql") for o in insert.expression.args["order"].expressions] == ["p.n"]
+    assert count.sql("tsql") == "SELECT COUNT(*) AS revived FROM @gone"
+
+
+def test_purge_dead_deletes_a_batch_oldest_first_and_starts_their_dedup_windows() -> None:
+    delete, windows, count = statements("purge_dead")
+    assert isinstance(delete, exp.Delete)
+    select = delete.find(exp.CTE).this
+    table = select.find(exp.From).this
+    assert hints(table) == ["INDEX", "READCOMMITTEDLOCK", "READPAST", "ROWLOCK", "UPDLOCK"]
+    assert select.args.get("limit") is not None
+    assert select.args["where"].this.sql("tsql") == "x.queue = @queue AND x.status = 'dead'"
+    assert [o.sql("tsql") for o in select.args["order"].expressions] == ["x.died_at", "x.seq"]
+    assert isinstance(windows, exp.Update)
+    assert "k.item_id = d.id" in windows.sql("tsql")
+    assert count.sql("tsql") == "SELECT COUNT(*) AS purged FROM @gone"
+
+
+def test_purge_history_deletes_at_most_limit_records_past_retention_and_keys_past_their_window() -> None:
+    history, keys, answer = statements("purge_history")
+    assert placeholders(Q["purge_history"]) == 2
+    assert isinstance(history, exp.Delete)
+    per_queue = history.find(exp.CTE).this
+    assert per_queue.args["limit"].expression.sql("tsql") == "@limit"
+    inner = per_queue.find(exp.Lateral).this.this
+    assert inner.args["limit"].expression.sql("tsql") == "@limit", "each queue's walk is bounded too"
+    assert "x.finished_at < DATEADD(SECOND, -q.retention_seconds, @now)" in inner.sql("tsql")
+    assert isinstance(keys, exp.Delete)
+    expired = keys.find(exp.CTE).this
+    assert expired.args["where"].this.sql("tsql") == "NOT expires_at IS NULL AND expires_at <= @now"
+    assert "sq_dedup_expires" in index_hint(table_named(expired, "sq_dedup"))
+    assert answer.sql("tsql") == "SELECT @history AS history, @keys AS keys"
+
+
+def test_put_queue_updates_under_a_key_lock_or_inserts_and_says_which() -> None:
+    update, created, insert = statements("put_queue")
+    assert placeholders(Q["put_queue"]) == 11
+    assert isinstance(update, exp.Update)
+    assert hints(update.this) == ["HOLDLOCK", "UPDLOCK"]
+    assert {eq.this.name for eq in update.expressions} == set(rows.settings_params(QueueSettings()))
+    assert (
+        created.sql("tsql") == "SELECT CASE WHEN EXISTS(SELECT 1 FROM @updated) THEN 0 ELSE 1 END AS created"
+    )
+    assert isinstance(insert, exp.IfBlock)
+    assert insert.this.sql("tsql") == "NOT EXISTS(SELECT 1 FROM @updated)"
+
+
+def test_queue_stats_rows_carry_every_column_queue_stats_reads() -> None:
+    [select] = statements("queue_stats")
+    assert isinstance(select, exp.Select)
+    assert [col.alias_or_name for col in select.expressions] == [
+        "name",
+        *rows.settings_params(QueueSettings()),
+        "ready",
+        "leased",
+        "delayed",
+        "retrying",
+        "dead",
+        "oldest_ready",
+        "completed_in_history",
+        "dead_in_history",
+        "now",
+    ]
+    # An expired lease on its last attempt counts as dead, not ready.
+    assert "dead.dead + COALESCE(live.expired_dead, 0) AS dead" in select.sql("tsql")
+    applied = {lateral.alias: lateral.this.this for lateral in select.find_all(exp.Lateral)}
+    assert live_statuses(applied["live"].args["where"]) == [["leased", "ready"]]
+    assert "d.status = 'dead'" in applied["dead"].sql("tsql")
+    assert applied["hist"].find(exp.From).this.name == "sq_history"
 
 
 def next_visible_at_min() -> exp.Select:
@@ -576,6 +1354,9 @@ class FakeConnection:
         [found] = [e.params for e in self.executed if e.name == name]
         return found
 
+    def all_params(self, name: str) -> list[tuple[Any, ...]]:
+        return [e.params for e in self.executed if e.name == name]
+
     def inlined(self, name: str) -> str:
         [found] = [e.inlined for e in self.executed if e.name == name]
         return found
@@ -609,8 +1390,11 @@ async def test_the_fake_refuses_a_parameter_too_many_or_too_few() -> None:
             await cursor.execute(Q["next_visible_at"], *params)
 
 
+DRAW = 0.25  # the fake store's backoff jitter draw
+
+
 def fake_store(monkeypatch: pytest.MonkeyPatch, *, clock: bool = True) -> tuple[MssqlStore, FakeConnection]:
-    store = MssqlStore(URL, clock=(lambda: NOW) if clock else None)
+    store = MssqlStore(URL, clock=(lambda: NOW) if clock else None, random=lambda: DRAW)
     conn = FakeConnection()
 
     @asynccontextmanager
@@ -643,19 +1427,36 @@ def pushed(conn: FakeConnection) -> list[dict[str, Any]]:
     return items
 
 
+def claimed(conn: FakeConnection) -> list[dict[str, Any]]:
+    """The keys claim_dedup_keys was asked to claim."""
+    _, claims_json = conn.params("claim_dedup_keys")
+    assert isinstance(claims_json, str)
+    claims = json.loads(claims_json)
+    assert isinstance(claims, list)
+    return claims
+
+
+def claim_rows(*found: tuple[int, UUID, datetime, bool]) -> Result:
+    return Result(
+        ["n", "item_id", "created_at", "taken"],
+        [(n, str(item_id).upper(), at.replace(tzinfo=None), int(taken)) for n, item_id, at, taken in found],
+    )
+
+
 async def test_push_batch_binds_the_clock_and_the_items_as_one_json_text(
     fake: tuple[MssqlStore, FakeConnection],
 ) -> None:
     store, conn = fake
     first = NewItem(uuid4(), "orders", '{"n": 1}', datetime(2026, 2, 1, 9, 30, 0, 654321, tzinfo=UTC))
-    second = NewItem(uuid4(), "Orders", "[1, 2]", NOW)
+    second = NewItem(uuid4(), "Orders", "[1, 2]", NOW, priority=-3, group="g", delay_seconds=2.5)
     conn.reply("push_batch", ids(first.id, second.id))
 
-    inserted = await store.push_batch([first, second], skip_existing=False)
+    results = await store.push_batch([first, second], skip_existing=False)
 
-    assert inserted == {first.id, second.id}
-    assert conn.names == ["push_batch"]
+    assert results == [Pushed(first.id, first.created_at, True), Pushed(second.id, second.created_at, True)]
+    assert conn.names == ["push_batch"], "no keys: nothing to claim"
     assert conn.params("push_batch")[0] == NOW_TEXT
+    common = {"dedup_key": None, "not_before": None}
     assert sorted(pushed(conn), key=lambda item: item["n"]) == [
         {
             "n": 0,
@@ -663,13 +1464,59 @@ async def test_push_batch_binds_the_clock_and_the_items_as_one_json_text(
             "queue": "orders",
             "payload": '{"n": 1}',
             "created_at": "2026-02-01T09:30:00.654321",
+            "priority": 0,
+            "group_key": None,
+            "delay_seconds": 0,
+            "delay_micros": 0,
+            **common,
         },
-        {"n": 1, "id": str(second.id), "queue": "Orders", "payload": "[1, 2]", "created_at": NOW_TEXT},
+        {
+            "n": 1,
+            "id": str(second.id),
+            "queue": "Orders",
+            "payload": "[1, 2]",
+            "created_at": NOW_TEXT,
+            "priority": -3,
+            "group_key": "g",
+            "delay_seconds": 2,
+            "delay_micros": 500000,
+            **common,
+        },
     ]
     batch = conn.inlined("push_batch")
     assert CLOCK in batch
     assert 'DECLARE @items NVARCHAR(MAX) = N\'[{"n":' in batch
     assert (conn.commits, conn.rollbacks, conn.cursors_closed) == (1, 0, 1)
+
+
+@pytest.mark.parametrize(
+    ("delay", "seconds", "micros"),
+    [(0.000001, 0, 1), (2147.483648, 2147, 483648), (3600.5, 3600, 500000), (31536000, 31536000, 0)],
+)
+async def test_push_batch_splits_a_delay_into_whole_seconds_and_microseconds(
+    fake: tuple[MssqlStore, FakeConnection], delay: float, seconds: int, micros: int
+) -> None:
+    # All of a day in microseconds would overflow DATEADD's INT; the split never does.
+    store, conn = fake
+    item = NewItem(uuid4(), "orders", "1", NOW, delay_seconds=delay)
+    conn.reply("push_batch", ids(item.id))
+
+    await store.push_batch([item], skip_existing=False)
+
+    [sent] = pushed(conn)
+    assert (sent["delay_seconds"], sent["delay_micros"]) == (seconds, micros)
+    assert all(-(2**31) <= n < 2**31 for n in (sent["delay_seconds"], sent["delay_micros"]))
+
+
+async def test_push_batch_sends_not_before_as_utc_text(fake: tuple[MssqlStore, FakeConnection]) -> None:
+    store, conn = fake
+    paris = datetime(2026, 3, 2, 10, 30, tzinfo=UTC).astimezone(ZoneInfo("Europe/Paris"))
+    item = NewItem(uuid4(), "orders", "1", NOW, not_before=paris)
+    conn.reply("push_batch", ids(item.id))
+
+    await store.push_batch([item], skip_existing=False)
+
+    assert pushed(conn)[0]["not_before"] == "2026-03-02T10:30:00.000000"
 
 
 async def test_push_batch_sends_payload_text_exactly_as_a_json_string(
@@ -695,11 +1542,13 @@ async def test_push_batch_sends_payload_text_exactly_as_a_json_string(
 
 async def test_a_thousand_items_are_still_two_parameters(fake: tuple[MssqlStore, FakeConnection]) -> None:
     store, conn = fake
-    items = [NewItem(uuid4(), f"q{n % 7}", str(n), NOW) for n in range(1000)]
+    items = [NewItem(uuid4(), f"q{n % 7}", str(n), NOW, dedup_key=f"k{n}") for n in range(1000)]
+    conn.reply("claim_dedup_keys", claim_rows(*((n, item.id, NOW, True) for n, item in enumerate(items))))
     conn.reply("push_batch", ids(*(item.id for item in items)))
 
     assert len(await store.push_batch(items, skip_existing=False)) == 1000
 
+    assert len(conn.params("claim_dedup_keys")) == 2
     assert len(conn.params("push_batch")) == 2
     assert len(pushed(conn)) == 1000
 
@@ -735,14 +1584,14 @@ def test_the_index_order_is_sql_servers_uniqueidentifier_order() -> None:
     assert _index_order(g2) < _index_order(g1)
 
 
-async def test_skip_existing_returns_only_the_ids_inserted_and_commits(
+async def test_skip_existing_returns_none_for_the_ids_not_inserted_and_commits(
     fake: tuple[MssqlStore, FakeConnection],
 ) -> None:
     store, conn = fake
     existing, new = NewItem(uuid4(), "orders", "1", NOW), NewItem(uuid4(), "orders", "2", NOW)
     conn.reply("push_batch", ids(new.id))
 
-    assert await store.push_batch([existing, new], skip_existing=True) == {new.id}
+    assert await store.push_batch([existing, new], skip_existing=True) == [None, Pushed(new.id, NOW, True)]
 
     assert {item["id"] for item in pushed(conn)} == {str(existing.id), str(new.id)}
     assert (conn.commits, conn.rollbacks) == (1, 0)
@@ -758,8 +1607,9 @@ async def test_skip_existing_keeps_the_first_of_a_repeated_id(
     later = NewItem(uuid4(), "orders", '"later"', NOW)
     conn.reply("push_batch", ids(item_id, later.id))
 
-    assert await store.push_batch([first, again, later], skip_existing=True) == {item_id, later.id}
+    results = await store.push_batch([first, again, later], skip_existing=True)
 
+    assert results == [Pushed(item_id, NOW, True), None, Pushed(later.id, NOW, True)]
     sent = sorted(pushed(conn), key=lambda item: item["n"])
     assert [(item["n"], item["payload"]) for item in sent] == [(0, '"first"'), (1, '"later"')]
 
@@ -794,9 +1644,79 @@ async def test_an_empty_batch_asks_nothing(
     fake: tuple[MssqlStore, FakeConnection], skip_existing: bool
 ) -> None:
     store, conn = fake
-    assert await store.push_batch([], skip_existing=skip_existing) == set()
+    assert await store.push_batch([], skip_existing=skip_existing) == []
     assert await store.complete_batch([]) == []
     assert conn.executed == []
+
+
+async def test_dedup_keys_are_claimed_first_in_the_same_transaction_one_per_key(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    a = NewItem(uuid4(), "orders", "1", datetime(2026, 2, 1, tzinfo=UTC), dedup_key="k")
+    again = NewItem(uuid4(), "orders", "2", NOW, dedup_key="k")  # follows a, unsent
+    other_queue = NewItem(uuid4(), "Orders", "3", NOW, dedup_key="k")
+    plain = NewItem(uuid4(), "orders", "4", NOW)
+    conn.reply("claim_dedup_keys", claim_rows((0, a.id, a.created_at, True), (2, other_queue.id, NOW, True)))
+    conn.reply("push_batch", ids(a.id, other_queue.id, plain.id))
+
+    results = await store.push_batch([a, again, other_queue, plain], skip_existing=False)
+
+    assert results == [
+        Pushed(a.id, a.created_at, True),
+        Pushed(a.id, a.created_at, False),
+        Pushed(other_queue.id, NOW, True),
+        Pushed(plain.id, NOW, True),
+    ]
+    assert conn.names == ["claim_dedup_keys", "push_batch"]
+    assert conn.params("claim_dedup_keys")[0] == NOW_TEXT
+    assert claimed(conn) == [
+        {"n": 0, "queue": "orders", "key": "k", "id": str(a.id), "created_at": "2026-02-01T00:00:00.000000"},
+        {"n": 2, "queue": "Orders", "key": "k", "id": str(other_queue.id), "created_at": NOW_TEXT},
+    ]
+    assert {item["n"]: item["dedup_key"] for item in pushed(conn)} == {0: "k", 1: "k", 2: None}
+    assert (conn.commits, conn.rollbacks) == (1, 0)
+
+
+async def test_an_item_whose_key_another_item_holds_is_its_duplicate_and_is_not_inserted(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    original = uuid4()
+    held = datetime(2026, 2, 1, 8, 0, 0, 5)
+    dup = NewItem(uuid4(), "orders", "1", NOW, dedup_key="k")
+    conn.reply("claim_dedup_keys", claim_rows((0, original, held, False)))
+
+    assert await store.push_batch([dup], skip_existing=False) == [
+        Pushed(original, held.replace(tzinfo=UTC), False)
+    ]
+    assert conn.names == ["claim_dedup_keys"], "nothing left to insert"
+    assert conn.commits == 1
+
+
+async def test_a_retried_push_with_its_own_id_and_key_is_a_duplicate_not_a_conflict(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    item = NewItem(uuid4(), "orders", "1", NOW, dedup_key="k")
+    conn.reply("claim_dedup_keys", claim_rows((0, item.id, NOW, False)))
+
+    assert await store.push_batch([item], skip_existing=False) == [Pushed(item.id, NOW, False)]
+    assert "push_batch" not in conn.names
+
+
+async def test_a_taken_key_whose_id_exists_refuses_the_batch_and_rolls_the_claim_back(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    item = NewItem(uuid4(), "orders", "1", NOW, dedup_key="k")
+    conn.reply("claim_dedup_keys", claim_rows((0, item.id, NOW, True)))
+    conn.reply("push_batch", ids())
+
+    with pytest.raises(ItemExists):
+        await store.push_batch([item], skip_existing=False)
+
+    assert (conn.commits, conn.rollbacks) == (0, 1)
 
 
 async def test_without_a_clock_the_server_clock_is_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -827,78 +1747,88 @@ async def test_created_at_in_another_zone_is_sent_as_utc(fake: tuple[MssqlStore,
     assert pushed(conn)[0]["created_at"] == "2026-02-01T10:30:00.000000"
 
 
-async def test_pop_binds_a_fresh_lease_and_returns_items_oldest_first(
+POP_COLUMNS = [
+    "seq",
+    "id",
+    "queue",
+    "payload",
+    "created_at",
+    "attempts",
+    "lease_token",
+    "visible_at",
+    "priority",
+    "group_key",
+]
+
+
+async def test_pop_binds_a_fresh_lease_and_returns_items_in_pop_order(
     fake: tuple[MssqlStore, FakeConnection],
 ) -> None:
     store, conn = fake
-    older, newer, token = uuid4(), uuid4(), uuid4()
+    older, newer, urgent, token = uuid4(), uuid4(), uuid4(), uuid4()
     created = datetime(2026, 2, 1, 8, 0, 0, 5)
     leased_until = datetime(2026, 3, 1, 12, 0, 45, 123456)
     # OUTPUT rows in no particular order, UUIDs as pyodbc gives them (uppercase text), naive times.
-    columns = ["seq", "id", "queue", "payload", "created_at", "attempts", "lease_token", "visible_at"]
     token_text = str(token).upper()
     later = created + timedelta(seconds=1)
     conn.reply(
         "pop",
         Result(
-            columns,
+            POP_COLUMNS,
             [
-                (8, str(newer).upper(), "orders", "[1, 2]", later, 1, token_text, leased_until),
-                (7, str(older).upper(), "orders", '{"a": null}', created, 3, token_text, leased_until),
+                (8, str(newer).upper(), "orders", "[1, 2]", later, 1, token_text, leased_until, 0, None),
+                (
+                    7,
+                    str(older).upper(),
+                    "orders",
+                    '{"a": null}',
+                    created,
+                    3,
+                    token_text,
+                    leased_until,
+                    0,
+                    "g",
+                ),
+                (9, str(urgent).upper(), "orders", "0", later, 1, token_text, leased_until, 5, None),
             ],
         ),
     )
 
     items = await store.pop("orders", 5, 45)
 
-    now_text, max_items, queue, lease_token, lease_seconds = conn.params("pop")
-    assert (now_text, max_items, queue, lease_seconds) == (NOW_TEXT, 5, "orders", 45)
+    now_text, queue, lease_seconds, max_items, lease_token = conn.params("pop")
+    assert (now_text, queue, lease_seconds, max_items) == (NOW_TEXT, "orders", "45", 5)
     assert UUID(lease_token).version == 4
     batch = conn.inlined("pop")
     assert CLOCK in batch
-    assert "SELECT TOP (CAST(5 AS INT)) seq," in batch
-    assert "WHERE queue = N'orders' AND status IN ('ready', 'leased') AND visible_at <= @now" in batch
+    assert "DECLARE @queue NVARCHAR(4000) = N'orders';" in batch
+    assert "CAST(NULLIF(N'45', N'') AS INT)" in batch
+    assert "SELECT TOP (CAST(5 AS INT)) x.seq," in batch
     assert f"lease_token = CAST(N'{lease_token}' AS UNIQUEIDENTIFIER)," in batch
-    assert "visible_at = DATEADD(SECOND, CAST(45 AS INT), @now)" in batch
-    assert [item.id for item in items] == [older, newer]
-    first = items[0]
-    assert first.payload == {"a": None}
-    assert first.attempts == 3
-    assert first.lease_token == token
-    assert first.created_at == created.replace(tzinfo=UTC)
-    assert first.lease_expires_at == leased_until.replace(tzinfo=UTC)
+    assert [item.id for item in items] == [urgent, older, newer]
+    first, second = items[:2]
+    assert (first.priority, second.priority, second.group) == (5, 0, "g")
+    assert second.payload == {"a": None}
+    assert second.attempts == 3
+    assert second.lease_token == token
+    assert second.created_at == created.replace(tzinfo=UTC)
+    assert second.lease_expires_at == leased_until.replace(tzinfo=UTC)
     assert conn.commits == 1
+
+
+async def test_pop_without_a_lease_binds_an_empty_one_for_the_queues(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    await store.pop("orders", 1, None)
+    assert conn.params("pop")[2] == ""
+    assert "CAST(NULLIF(N'', N'') AS INT), (SELECT lease_seconds FROM" in conn.inlined("pop")
 
 
 async def test_pop_of_an_empty_queue_returns_nothing(fake: tuple[MssqlStore, FakeConnection]) -> None:
     store, conn = fake
-    conn.reply("pop", Result(["seq"], []))
+    conn.reply("pop", Result(POP_COLUMNS, []))
     assert await store.pop("orders", 1, 30) == []
-
-
-async def test_complete_deletes_with_the_lease_token(fake: tuple[MssqlStore, FakeConnection]) -> None:
-    store, conn = fake
-    item_id, token = uuid4(), uuid4()
-    conn.reply("complete", result(seq=7))
-
-    await store.complete(item_id, token)
-
-    assert conn.names == ["complete"]
-    assert conn.params("complete") == (str(token), str(item_id))
-    batch = conn.inlined("complete")
-    assert f"DECLARE @token UNIQUEIDENTIFIER = CAST(NULLIF(N'{token}', N'') AS UNIQUEIDENTIFIER);" in batch
-    assert f"WHERE id = CAST(N'{item_id}' AS UNIQUEIDENTIFIER) AND (@token IS NULL OR" in batch
-    assert conn.commits == 1
-
-
-async def test_complete_without_a_token_binds_an_empty_token(fake: tuple[MssqlStore, FakeConnection]) -> None:
-    store, conn = fake
-    conn.reply("complete", result(seq=7))
-    item_id = uuid4()
-
-    await store.complete(item_id, None)
-
-    assert conn.params("complete") == ("", str(item_id))
 
 
 def item_row(item_id: UUID, *, status: str, lease_token: UUID | None = None, **overrides: Any) -> Result:
@@ -912,40 +1842,78 @@ def item_row(item_id: UUID, *, status: str, lease_token: UUID | None = None, **o
         "created_at": datetime(2026, 2, 1, 8, 0),
         "visible_at": datetime(2026, 3, 1, 12, 0, 30),
         "lease_token": str(lease_token).upper() if lease_token else None,
+        "priority": 0,
+        "group_key": None,
+        "dedup_key": None,
+        "first_popped_at": datetime(2026, 2, 1, 8, 0, 1),
+        "died_at": NOW.replace(tzinfo=None) if status == "dead" else None,
+        "max_attempts": 5,
         "now": NOW.replace(tzinfo=None),
     }
     return result(**(row | overrides))
 
 
-async def test_complete_of_someone_elses_lease_is_refused_and_rolled_back(
-    fake: tuple[MssqlStore, FakeConnection],
-) -> None:
-    store, conn = fake
-    item_id = uuid4()
-    conn.reply("complete", Result(["seq"], []))
-    conn.reply("get_item", item_row(item_id, status="leased", lease_token=uuid4()))
-
-    with pytest.raises(LeaseMismatch):
-        await store.complete(item_id, uuid4())
-
-    assert conn.names == ["complete", "get_item"]
-    assert conn.params("get_item") == (NOW_TEXT, str(item_id))
-    assert f"WHERE id = CAST(N'{item_id}' AS UNIQUEIDENTIFIER);" in conn.inlined("get_item")
-    assert (conn.commits, conn.rollbacks) == (0, 1)
-
-
-async def test_complete_of_an_unknown_item_is_not_found(fake: tuple[MssqlStore, FakeConnection]) -> None:
-    store, _ = fake
-    with pytest.raises(ItemNotFound):
-        await store.complete(uuid4(), None)
+def still_there(*found: tuple[UUID, str, UUID | None]) -> Result:
+    return Result(
+        ["id", "status", "lease_token"],
+        [(str(i).upper(), status, str(token).upper() if token else None) for i, status, token in found],
+    )
 
 
 def completed(conn: FakeConnection) -> list[dict[str, Any]]:
-    [items_json] = conn.params("complete_batch")
+    [(now_text, items_json)] = conn.all_params("complete_batch")
+    assert now_text == NOW_TEXT
     assert isinstance(items_json, str)
     items = json.loads(items_json)
     assert isinstance(items, list)
     return items
+
+
+async def test_complete_is_the_batch_completion_of_one_item(fake: tuple[MssqlStore, FakeConnection]) -> None:
+    store, conn = fake
+    item_id, token = uuid4(), uuid4()
+    conn.reply("complete_batch", Results([ids(item_id), still_there()]))
+
+    await store.complete(item_id, token)
+
+    assert conn.names == ["complete_batch"]
+    assert completed(conn) == [{"id": str(item_id), "token": str(token)}]
+    assert conn.commits == 1
+
+
+async def test_complete_without_a_token_sends_a_null_token(fake: tuple[MssqlStore, FakeConnection]) -> None:
+    store, conn = fake
+    item_id = uuid4()
+    conn.reply("complete_batch", Results([ids(item_id), still_there()]))
+
+    await store.complete(item_id, None)
+
+    assert completed(conn) == [{"id": str(item_id), "token": None}]
+
+
+@pytest.mark.parametrize(
+    ("status", "error"), [("leased", LeaseMismatch), ("dead", ItemDead), ("ready", LeaseMismatch)]
+)
+async def test_a_refused_completion_says_why_from_the_item_still_there_and_rolls_back(
+    fake: tuple[MssqlStore, FakeConnection], status: str, error: type[QueueError]
+) -> None:
+    store, conn = fake
+    item_id = uuid4()
+    holder = uuid4() if status == "leased" else None
+    conn.reply("complete_batch", Results([ids(), still_there((item_id, status, holder))]))
+
+    with pytest.raises(error):
+        await store.complete(item_id, uuid4())
+
+    assert conn.names == ["complete_batch"], "one round trip, refusal included"
+    assert (conn.commits, conn.rollbacks) == (0, 1)
+
+
+async def test_complete_of_an_unknown_item_is_not_found(fake: tuple[MssqlStore, FakeConnection]) -> None:
+    store, conn = fake
+    conn.reply("complete_batch", Results([ids(), still_there()]))
+    with pytest.raises(ItemNotFound):
+        await store.complete(uuid4(), None)
 
 
 async def test_complete_batch_maps_both_result_sets_to_outcomes_in_request_order(
@@ -959,9 +1927,12 @@ async def test_complete_batch_maps_both_result_sets_to_outcomes_in_request_order
         Completion(done, token),
         Completion(missing, uuid4()),
         Completion(untokened),
-        Completion(dead, uuid4()),  # a dead item has no lease: a given token cannot match
+        Completion(dead, uuid4()),
     ]
-    conn.reply("complete_batch", Results([ids(done, untokened), ids(mismatched, dead)]))
+    conn.reply(
+        "complete_batch",
+        Results([ids(done, untokened), still_there((mismatched, "leased", uuid4()), (dead, "dead", None))]),
+    )
 
     outcomes = await store.complete_batch(requests)
 
@@ -970,13 +1941,15 @@ async def test_complete_batch_maps_both_result_sets_to_outcomes_in_request_order
         CompleteOutcome.COMPLETED,
         CompleteOutcome.NOT_FOUND,
         CompleteOutcome.COMPLETED,
-        CompleteOutcome.LEASE_MISMATCH,
+        CompleteOutcome.DEAD,
     ]
     assert conn.names == ["complete_batch"]
     assert completed(conn) == [
         {"id": str(c.id), "token": str(c.lease_token) if c.lease_token else None} for c in requests
     ]
-    assert 'DECLARE @items NVARCHAR(MAX) = N\'[{"id":' in conn.inlined("complete_batch")
+    batch = conn.inlined("complete_batch")
+    assert 'DECLARE @items NVARCHAR(MAX) = N\'[{"id":' in batch
+    assert CLOCK in batch
     assert (conn.commits, conn.rollbacks, conn.cursors_closed) == (1, 0, 1)
 
 
@@ -985,7 +1958,7 @@ async def test_complete_batch_that_deletes_nothing_still_reads_the_second_result
 ) -> None:
     store, conn = fake
     mismatched, missing = uuid4(), uuid4()
-    conn.reply("complete_batch", Results([ids(), ids(mismatched)]))
+    conn.reply("complete_batch", Results([ids(), still_there((mismatched, "ready", None))]))
 
     outcomes = await store.complete_batch([Completion(missing), Completion(mismatched, uuid4())])
 
@@ -1043,54 +2016,125 @@ async def test_subscribe_does_nothing(fake: tuple[MssqlStore, FakeConnection]) -
     assert calls == []
 
 
-async def test_fail_appends_the_error_and_returns_the_item(fake: tuple[MssqlStore, FakeConnection]) -> None:
+async def test_extend_binds_the_lease_and_returns_the_item(fake: tuple[MssqlStore, FakeConnection]) -> None:
+    store, conn = fake
+    item_id, token = uuid4(), uuid4()
+    until = datetime(2026, 3, 1, 12, 1, 0, 123456)
+    conn.reply(
+        "extend",
+        Results([result(seq=7), item_row(item_id, status="leased", lease_token=token, visible_at=until)]),
+    )
+
+    view = await store.extend(item_id, token, 60)
+
+    assert conn.params("extend") == (NOW_TEXT, str(item_id), str(token), 60)
+    assert "SET visible_at = DATEADD(SECOND, CAST(60 AS INT), @now)" in conn.inlined("extend")
+    assert (view.status, view.lease_expires_at) == (ItemStatus.LEASED, until.replace(tzinfo=UTC))
+    assert conn.commits == 1
+
+
+async def test_extend_of_a_lease_that_ran_out_is_lease_expired(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    item_id, token = uuid4(), uuid4()
+    expired = NOW.replace(tzinfo=None) - timedelta(seconds=1)
+    conn.reply(
+        "extend",
+        Results(
+            [Result(["seq"], []), item_row(item_id, status="leased", lease_token=token, visible_at=expired)]
+        ),
+    )
+
+    with pytest.raises(LeaseExpired):
+        await store.extend(item_id, token, 60)
+
+
+@pytest.mark.parametrize(
+    ("status", "error"), [("leased", LeaseMismatch), ("dead", ItemDead), (None, ItemNotFound)]
+)
+async def test_extend_refused_otherwise_says_why(
+    fake: tuple[MssqlStore, FakeConnection], status: str | None, error: type[QueueError]
+) -> None:
+    store, conn = fake
+    item_id = uuid4()
+    current = item_row(item_id, status=status, lease_token=uuid4()) if status else Result(ITEM_COLUMNS, [])
+    conn.reply("extend", Results([Result(["seq"], []), current]))
+
+    with pytest.raises(error):
+        await store.extend(item_id, uuid4(), 60)
+
+
+async def test_fail_binds_floats_as_text_and_returns_the_item(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
     store, conn = fake
     item_id, token = uuid4(), uuid4()
     errors = json.dumps([{"at": "2026-03-01T12:00:00.1234560", "error": "boom"}])  # FOR JSON's DATETIME2
     conn.reply(
-        "fail", item_row(item_id, status="ready", errors=errors, visible_at=datetime(2026, 3, 1, 12, 1))
+        "fail",
+        Results(
+            [
+                result(status="ready"),
+                item_row(item_id, status="ready", errors=errors, visible_at=datetime(2026, 3, 1, 12, 1)),
+            ]
+        ),
     )
 
-    view = await store.fail(item_id, Failure("boom", lease_token=token, retry=True, retry_after_seconds=60))
+    view = await store.fail(item_id, Failure("boom", lease_token=token, retry=True, retry_after_seconds=60.5))
 
-    assert conn.params("fail") == (NOW_TEXT, str(token), 1, 60, "boom", str(item_id))
+    assert conn.params("fail") == (NOW_TEXT, str(item_id), str(token), 1, "60.5", "0.25", "boom")
     batch = conn.inlined("fail")
     for fragment in (
         CLOCK,
+        f"DECLARE @id UNIQUEIDENTIFIER = CAST(N'{item_id}' AS UNIQUEIDENTIFIER);",
         f"DECLARE @token UNIQUEIDENTIFIER = CAST(NULLIF(N'{token}', N'') AS UNIQUEIDENTIFIER);",
         "DECLARE @retry BIT = 1;",
-        "THEN DATEADD(SECOND, CAST(60 AS INT), @now)",
-        "CAST(N'boom' AS NVARCHAR(MAX)) AS [error]",
-        f"WHERE id = CAST(N'{item_id}' AS UNIQUEIDENTIFIER) AND status <> 'dead'",
+        "DECLARE @retry_after FLOAT = CAST(NULLIF(N'60.5', N'') AS FLOAT);",
+        "DECLARE @draw FLOAT = CAST(N'0.25' AS FLOAT);",
+        "DECLARE @error NVARCHAR(MAX) = N'boom';",
     ):
         assert fragment in batch
     assert view.id == item_id
-    assert view.status is ItemStatus.READY
+    assert view.status is ItemStatus.RETRYING
     assert view.lease_expires_at is None
     assert [(e.at, e.error) for e in view.errors] == [(NOW, "boom")]
     assert conn.commits == 1
 
 
-async def test_fail_without_retry_binds_zero_not_a_bool(fake: tuple[MssqlStore, FakeConnection]) -> None:
+async def test_fail_without_retry_or_delay_binds_zero_and_empty_text(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
     store, conn = fake
     item_id = uuid4()
-    conn.reply("fail", item_row(item_id, status="dead"))
+    conn.reply("fail", Results([result(status="dead"), item_row(item_id, status="dead")]))
 
     view = await store.fail(item_id, Failure("fatal", retry=False))
 
-    assert conn.params("fail")[1:3] == ("", 0)
+    assert conn.params("fail")[2:5] == ("", 0, "")
     assert view.status is ItemStatus.DEAD
+    assert view.died_at == NOW
 
 
-async def test_fail_of_a_dead_item_is_refused(fake: tuple[MssqlStore, FakeConnection]) -> None:
+@pytest.mark.parametrize(
+    ("status", "error"), [("dead", ItemDead), ("leased", LeaseMismatch), (None, ItemNotFound)]
+)
+async def test_a_refused_failure_says_why_and_rolls_back(
+    fake: tuple[MssqlStore, FakeConnection], status: str | None, error: type[QueueError]
+) -> None:
     store, conn = fake
     item_id = uuid4()
-    conn.reply("fail", Result(["id"], []))
-    conn.reply("get_item", item_row(item_id, status="dead"))
+    current = (
+        item_row(item_id, status=status, lease_token=uuid4() if status == "leased" else None)
+        if status
+        else Result(ITEM_COLUMNS, [])
+    )
+    conn.reply("fail", Results([Result(["status"], []), current]))
 
-    with pytest.raises(ItemDead):
-        await store.fail(item_id, Failure("again"))
+    with pytest.raises(error):
+        await store.fail(item_id, Failure("again", lease_token=uuid4()))
 
+    assert conn.names == ["fail"]
     assert conn.rollbacks == 1
 
 
@@ -1100,13 +2144,21 @@ async def test_get_item_judges_an_expired_lease_by_the_server_clock(
     store, conn = fake
     item_id = uuid4()
     expired = NOW.replace(tzinfo=None) - timedelta(seconds=1)
-    conn.reply("get_item", item_row(item_id, status="leased", lease_token=uuid4(), visible_at=expired))
+    conn.reply(
+        "get_item",
+        item_row(
+            item_id, status="leased", lease_token=uuid4(), visible_at=expired, group_key="g", dedup_key="k"
+        ),
+    )
 
     view = await store.get_item(item_id)
 
     assert view.status is ItemStatus.READY
     assert view.lease_expires_at is None
     assert view.created_at == datetime(2026, 2, 1, 8, 0, tzinfo=UTC)
+    assert (view.group, view.dedup_key, view.max_attempts) == ("g", "k", 5)
+    assert view.first_popped_at == datetime(2026, 2, 1, 8, 0, 1, tzinfo=UTC)
+    assert conn.params("get_item") == (NOW_TEXT, str(item_id))
 
 
 async def test_get_item_of_an_unknown_id_is_not_found(fake: tuple[MssqlStore, FakeConnection]) -> None:
@@ -1115,11 +2167,24 @@ async def test_get_item_of_an_unknown_id_is_not_found(fake: tuple[MssqlStore, Fa
         await store.get_item(uuid4())
 
 
+STATS_COLUMNS = [
+    "name",
+    *rows.settings_params(QueueSettings()),
+    "ready",
+    "leased",
+    "delayed",
+    "retrying",
+    "dead",
+    "oldest_ready",
+    "completed_in_history",
+    "dead_in_history",
+    "now",
+]
+
+
 def stats_row(name: str, oldest: datetime | None) -> tuple[Any, ...]:
-    return (name, 2, 1, 0, oldest, NOW.replace(tzinfo=None))
-
-
-STATS_COLUMNS = ["name", "ready", "leased", "dead", "oldest_ready", "now"]
+    settings = (5, 30, 1.0, 2.0, 3600.0, 0.1, 604800, 3600, False)
+    return (name, *settings, 2, 1, 3, None, 4, oldest, 7, 8, NOW.replace(tzinfo=None))
 
 
 async def test_list_queues_asks_for_every_queue(fake: tuple[MssqlStore, FakeConnection]) -> None:
@@ -1131,10 +2196,11 @@ async def test_list_queues_asks_for_every_queue(fake: tuple[MssqlStore, FakeConn
 
     assert conn.params("queue_stats") == (NOW_TEXT, "")
     assert "DECLARE @queue NVARCHAR(4000) = NULLIF(N'', N'');" in conn.inlined("queue_stats")
-    assert [(s.name, s.ready, s.leased, s.dead, s.oldest_ready_age_seconds) for s in stats] == [
-        ("a", 2, 1, 0, 90.0),
-        ("b", 2, 1, 0, None),
-    ]
+    assert [
+        (s.name, s.ready, s.leased, s.delayed, s.retrying, s.dead, s.oldest_ready_age_seconds) for s in stats
+    ] == [("a", 2, 1, 3, 0, 4, 90.0), ("b", 2, 1, 3, 0, 4, None)]
+    assert (stats[0].completed_in_history, stats[0].dead_in_history) == (7, 8)
+    assert stats[0].settings == QueueSettings()
 
 
 async def test_get_queue_filters_by_name_and_knows_missing_queues(
@@ -1149,10 +2215,202 @@ async def test_get_queue_filters_by_name_and_knows_missing_queues(
     assert [e.params for e in conn.executed] == [(NOW_TEXT, "orders"), (NOW_TEXT, "nope")]
 
 
+@pytest.mark.parametrize("created", [True, False])
+async def test_put_queue_binds_every_setting_and_says_whether_it_created_the_queue(
+    fake: tuple[MssqlStore, FakeConnection], created: bool
+) -> None:
+    store, conn = fake
+    conn.reply("put_queue", result(created=int(created)))
+    settings = QueueSettings(
+        max_attempts=3,
+        lease_seconds=90,
+        backoff=Backoff(base_seconds=0.5, factor=3, cap_seconds=60, jitter=0),
+        retention_seconds=0,
+        dedup_window_seconds=10,
+        history_payload=True,
+    )
+
+    assert await store.put_queue("orders", settings) is created
+
+    assert conn.params("put_queue") == (NOW_TEXT, "orders", 3, 90, "0.5", "3.0", "60.0", "0.0", 0, 10, 1)
+    batch = conn.inlined("put_queue")
+    assert "DECLARE @backoff_factor FLOAT = CAST(N'3.0' AS FLOAT);" in batch
+    assert "DECLARE @history_payload BIT = 1;" in batch
+    assert conn.commits == 1
+
+
+def dead_rows(*found: tuple[int, UUID, datetime]) -> Result:
+    """list_dead's rows: seq, then an item row's columns."""
+    page = [item_row(item_id, status="dead", died_at=died) for _, item_id, died in found]
+    columns = ["seq", *item_row(uuid4(), status="dead").columns]
+    return Result(columns, [(seq, *r.rows[0]) for (seq, _, _), r in zip(found, page, strict=True)])
+
+
+async def test_list_dead_pages_with_a_cursor_of_the_last_rows_died_at_and_seq(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    newer, older = uuid4(), uuid4()
+    died = datetime(2026, 3, 1, 11, 0, 0, 654321)
+    conn.reply("list_dead", dead_rows((12, newer, died), (9, older, died)), dead_rows((3, uuid4(), died)))
+
+    page = await store.list_dead("orders", 2, None)
+
+    assert [view.id for view in page.items] == [newer, older]
+    assert all(view.status is ItemStatus.DEAD for view in page.items)
+    assert page.next_cursor == rows.encode_cursor(died, 9)
+    last = await store.list_dead("orders", 2, page.next_cursor)
+    assert last.next_cursor is None, "a short page is the last"
+    first, second = conn.all_params("list_dead")
+    assert first == (NOW_TEXT, "orders", "", "", 2)
+    assert second == (NOW_TEXT, "orders", "2026-03-01T11:00:00.654321", "9", 2)
+    assert "DECLARE @after_seq BIGINT = CAST(NULLIF(N'9', N'') AS BIGINT);" in conn.executed[1].inlined
+
+
+async def test_a_cursor_that_is_not_ours_is_refused_before_asking(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    with pytest.raises(InvalidCursor):
+        await store.list_dead("orders", 10, "not-a-cursor")
+    with pytest.raises(InvalidCursor):
+        await store.list_history("orders", HistoryFilter(), 10, "%%%")
+    assert conn.executed == []
+
+
+def picked(*seqs: int) -> Result:
+    return Result(["seq"], [(seq,) for seq in seqs])
+
+
+async def test_redrive_revives_in_batches_oldest_dead_first_spread_out_at_the_rate(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    first_batch = list(range(1, BATCH + 1))
+    conn.reply("pick_dead", picked(*first_batch), picked(5000, 5001))
+    conn.reply("revive", result(revived=BATCH), result(revived=2))
+
+    assert await store.redrive("orders", None, 4.0) == BATCH + 2
+
+    assert conn.names == ["pick_dead", "revive", "pick_dead", "revive"]
+    assert conn.all_params("pick_dead") == [("orders", "", BATCH)] * 2
+    assert conn.commits == 2, "a transaction per batch"
+    plans = [json.loads(params[2]) for params in conn.all_params("revive")]
+    assert all(params[:2] == (NOW_TEXT, "orders") for params in conn.all_params("revive"))
+    assert plans[0][:3] == [
+        {"n": 0, "seq": 1, "seconds": 0, "micros": 0},
+        {"n": 1, "seq": 2, "seconds": 0, "micros": 250000},
+        {"n": 2, "seq": 3, "seconds": 0, "micros": 500000},
+    ]
+    # The k-th of the whole redrive, across batches: k / rate seconds from now.
+    assert plans[1] == [
+        {"n": 0, "seq": 5000, "seconds": 250, "micros": 0},
+        {"n": 1, "seq": 5001, "seconds": 250, "micros": 250000},
+    ]
+
+
+async def test_redrive_of_some_ids_sends_them_as_json_and_stops_when_none_are_left(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    wanted = [uuid4(), uuid4()]
+    conn.reply("pick_dead", picked())
+
+    assert await store.redrive("orders", wanted, None) == 0
+
+    assert conn.names == ["pick_dead"], "nothing picked, nothing to revive"
+    queue, ids_json, limit = conn.params("pick_dead")
+    assert (queue, json.loads(ids_json), limit) == ("orders", [str(i) for i in wanted], BATCH)
+
+
+async def test_purge_dead_repeats_full_batches(fake: tuple[MssqlStore, FakeConnection]) -> None:
+    store, conn = fake
+    conn.reply("purge_dead", result(purged=BATCH), result(purged=BATCH), result(purged=7))
+
+    assert await store.purge_dead("orders") == 2 * BATCH + 7
+
+    assert conn.all_params("purge_dead") == [(NOW_TEXT, "orders", BATCH)] * 3
+    assert conn.commits == 3
+
+
+def history_rows(*found: tuple[int, UUID, str, datetime]) -> Result:
+    columns = ["seq", *HISTORY_COLUMNS]
+    created = datetime(2026, 2, 1, 8, 0)
+    return Result(
+        columns,
+        [
+            (seq, str(i).upper(), "orders", outcome, 2, created, None, at, None, "k", "boom", '{"p": 1}')
+            for seq, i, outcome, at in found
+        ],
+    )
+
+
+async def test_list_history_binds_its_filters_and_pages_by_finished_at_and_seq(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    a, b = uuid4(), uuid4()
+    at = datetime(2026, 3, 1, 11, 59)
+    conn.reply("list_history", history_rows((20, a, "completed", at), (19, b, "dead", at)))
+    since, until = datetime(2026, 3, 1, 11, 0, tzinfo=UTC), datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+    cursor = rows.encode_cursor(datetime(2026, 3, 1, 11, 59, 30, tzinfo=UTC), 25)
+
+    page = await store.list_history("orders", HistoryFilter(Outcome.COMPLETED, since, until), 2, cursor)
+
+    assert conn.params("list_history") == (
+        "orders",
+        "completed",
+        "2026-03-01T11:00:00.000000",
+        "2026-03-01T12:00:00.000000",
+        "2026-03-01T11:59:30.000000",
+        "25",
+        2,
+    )
+    assert [(r.id, r.outcome, r.last_error, r.payload, r.dedup_key) for r in page.items] == [
+        (a, Outcome.COMPLETED, "boom", {"p": 1}, "k"),
+        (b, Outcome.DEAD, "boom", {"p": 1}, "k"),
+    ]
+    assert page.next_cursor == rows.encode_cursor(at, 19)
+
+
+async def test_list_history_without_filters_binds_empty_text(fake: tuple[MssqlStore, FakeConnection]) -> None:
+    store, conn = fake
+    conn.reply("list_history", history_rows())
+
+    page = await store.list_history("orders", HistoryFilter(), 10, None)
+
+    assert page.items == []
+    assert page.next_cursor is None
+    assert conn.params("list_history") == ("orders", "", "", "", "", "", 10)
+
+
+async def test_reap_expired_binds_the_sweeps_error_and_says_how_many(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    conn.reply("reap_expired", result(killed=3))
+
+    assert await store.reap_expired(100) == 3
+
+    assert conn.params("reap_expired") == (NOW_TEXT, LEASE_EXPIRED_ERROR, 100)
+    assert conn.commits == 1
+
+
+async def test_purge_history_says_the_larger_of_its_two_counts(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    conn.reply("purge_history", result(history=2, keys=5))
+
+    assert await store.purge_history(5) == 5
+
+    assert conn.params("purge_history") == (NOW_TEXT, 5)
+
+
 # --- migrations -----------------------------------------------------------------------------------
 
 
-async def test_migrate_from_zero_applies_the_schema_under_the_lock(
+async def test_migrate_from_zero_applies_both_schemas_under_the_lock(
     fake: tuple[MssqlStore, FakeConnection],
 ) -> None:
     store, conn = fake
@@ -1160,7 +2418,7 @@ async def test_migrate_from_zero_applies_the_schema_under_the_lock(
     conn.reply("compatibility_level", result(compatibility_level=130))
     conn.reply("applied_versions", Result(["version"], []))
 
-    assert await store.migrate() == [1]
+    assert await store.migrate() == [1, 2]
 
     assert conn.names == [
         "lock_migrations",
@@ -1169,10 +2427,13 @@ async def test_migrate_from_zero_applies_the_schema_under_the_lock(
         "applied_versions",
         *migration_statements(),
         "record_version",
+        *migration_statements(DELIVERY),
+        "record_version",
         "unlock_migrations",
     ]
-    assert conn.params("record_version") == (1, "init", NOW_TEXT)
-    assert f"VALUES (1, N'init', COALESCE(CAST(NULLIF(N'{NOW_TEXT}', N'')" in conn.inlined("record_version")
+    assert conn.all_params("record_version") == [(1, "init", NOW_TEXT), (2, "delivery", NOW_TEXT)]
+    [v1, _] = [e.inlined for e in conn.executed if e.name == "record_version"]
+    assert f"VALUES (1, N'init', COALESCE(CAST(NULLIF(N'{NOW_TEXT}', N'')" in v1
     assert "@LockOwner = N'Session', @LockTimeout = 300000;" in conn.inlined("lock_migrations")
     assert conn.commits == 2, "the migration, then after the lock is released"
     assert not conn.closed
@@ -1182,7 +2443,7 @@ async def test_migrate_again_applies_nothing(fake: tuple[MssqlStore, FakeConnect
     store, conn = fake
     conn.reply("lock_migrations", result(result=1))  # granted after waiting for another replica
     conn.reply("compatibility_level", result(compatibility_level=160))
-    conn.reply("applied_versions", Result(["version"], [(1,)]))
+    conn.reply("applied_versions", Result(["version"], [(1,), (2,)]))
 
     assert await store.migrate() == []
 
@@ -1238,8 +2499,15 @@ async def test_a_failed_migration_rolls_back_and_still_releases_the_lock(
 
 async def test_check_ready_wants_the_latest_version(fake: tuple[MssqlStore, FakeConnection]) -> None:
     store, conn = fake
-    conn.reply("applied_versions", Result(["version"], []), Result(["version"], [(1,)]))
+    conn.reply(
+        "applied_versions",
+        Result(["version"], []),
+        Result(["version"], [(1,)]),
+        Result(["version"], [(1,), (2,)]),
+    )
 
+    with pytest.raises(SchemaNotReady):
+        await store.check_ready()
     with pytest.raises(SchemaNotReady):
         await store.check_ready()
     await store.check_ready()

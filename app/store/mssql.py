@@ -8,24 +8,32 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import re
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, unquote, urlsplit
 from uuid import UUID, uuid4
 
 from app.domain import (
+    LEASE_EXPIRED_ERROR,
     Clock,
     CompleteOutcome,
     Completion,
     Failure,
+    HistoryFilter,
+    HistoryRecord,
+    ItemStatus,
     ItemView,
     LeasedItem,
     NewItem,
+    Page,
+    Pushed,
+    QueueSettings,
     QueueStats,
 )
 from app.errors import (
@@ -51,6 +59,7 @@ MIGRATION_LOCK_TIMEOUT_MS = 300_000
 MIN_COMPATIBILITY_LEVEL = 130
 # Idle pooled connections are replaced before load balancers and Azure's gateway drop them.
 POOL_RECYCLE_SECONDS = 600
+BATCH = 1000  # rows per transaction in redrive and purge_dead, so that none holds its locks long
 
 Param = str | int
 Row = dict[str, Any]
@@ -253,8 +262,28 @@ def _timestamp(moment: datetime) -> str:
     return moment.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds")
 
 
-def _optional(token: UUID | None) -> str:
-    return str(token) if token else ""
+def _optional(value: object | None) -> str:
+    """An optional value as text: '' stands for none (see mssql.sql)."""
+    return "" if value is None else str(value)
+
+
+def _float(value: float) -> str:
+    """A float as text that CAST(... AS FLOAT) reads back exactly (repr is the shortest round trip)."""
+    return repr(float(value))
+
+
+def _optional_float(value: float | None) -> str:
+    return "" if value is None else _float(value)
+
+
+def _optional_time(moment: datetime | None) -> str:
+    return "" if moment is None else _timestamp(moment)
+
+
+def _split_seconds(delta: timedelta) -> tuple[int, int]:
+    """Whole seconds and microseconds, added by two DATEADDs: one DATEADD(MICROSECOND, ...) would
+    overflow its INT for delays past about 35.8 minutes."""
+    return delta.days * 86400 + delta.seconds, delta.microseconds
 
 
 def _index_order(item_id: UUID) -> bytes:
@@ -273,18 +302,42 @@ def _json_text(value: object) -> str:
 def _push_json(items: Sequence[NewItem]) -> str:
     """The batch as push_batch's OPENJSON reads it: in the id index's order, for its locks, with each
     item's place in `items` as n, for the order of insertion. The payload is a JSON string holding the
-    payload's text, so that the text arrives exactly (an object would come back re-serialised)."""
+    payload's text, so that the text arrives exactly (an object would come back re-serialised). The
+    delay goes as whole seconds and microseconds, which the server adds to its clock."""
     numbered = sorted(enumerate(items), key=lambda pair: _index_order(pair[1].id))
+    return _json_text([_push_entry(n, item) for n, item in numbered])
+
+
+def _push_entry(n: int, item: NewItem) -> dict[str, object]:
+    delay_seconds, delay_micros = _split_seconds(timedelta(seconds=item.delay_seconds))
+    return {
+        "n": n,
+        "id": str(item.id),
+        "queue": item.queue,
+        "payload": item.payload_json,
+        "created_at": _timestamp(item.created_at),
+        "priority": item.priority,
+        "group_key": item.group,
+        "dedup_key": item.dedup_key,
+        "delay_seconds": delay_seconds,
+        "delay_micros": delay_micros,
+        "not_before": _timestamp(item.not_before) if item.not_before else None,
+    }
+
+
+def _claims_json(items: Sequence[NewItem], leaders: list[int]) -> str:
+    """claim_dedup_keys' array: one claim per distinct key of the call (its first item's), by place."""
     return _json_text(
         [
             {
                 "n": n,
-                "id": str(item.id),
                 "queue": item.queue,
-                "payload": item.payload_json,
+                "key": item.dedup_key,
+                "id": str(item.id),
                 "created_at": _timestamp(item.created_at),
             }
-            for n, item in numbered
+            for n, item in enumerate(items)
+            if item.dedup_key is not None and leaders[n] == n
         ]
     )
 
@@ -296,6 +349,27 @@ def _complete_json(items: Sequence[Completion]) -> str:
     )
 
 
+def _revive_json(seqs: Sequence[int], first: int, rate_per_second: float | None) -> str:
+    """revive's plan: each picked item's place, seq and delay from now, the k-th of the whole redrive
+    (from `first` on) becoming poppable k / rate seconds from now."""
+    plan = []
+    for k, seq in enumerate(seqs):
+        seconds, micros = _split_seconds(rows.redrive_delay(first + k, rate_per_second))
+        plan.append({"n": k, "seq": seq, "seconds": seconds, "micros": micros})
+    return _json_text(plan)
+
+
+def _follow_leaders(results: list[Pushed | None], leaders: list[int]) -> list[Pushed | None]:
+    """Items that repeat an earlier item's dedup_key get that item's id, as duplicates."""
+    followed = []
+    for n, leader in enumerate(leaders):
+        result = results[leader]
+        if leader != n and result is not None:
+            result = Pushed(result.id, result.created_at, created=False)
+        followed.append(result)
+    return followed
+
+
 # --- the store ----------------------------------------------------------------------------------
 
 
@@ -303,12 +377,19 @@ class MssqlStore:
     dialect = "mssql"
 
     def __init__(
-        self, url: str, *, pool_size: int = 10, timeout_seconds: float = 5.0, clock: Clock | None = None
+        self,
+        url: str,
+        *,
+        pool_size: int = 10,
+        timeout_seconds: float = 5.0,
+        clock: Clock | None = None,
+        random: Callable[[], float] = random.random,
     ) -> None:
         self._dsn = odbc_connection_string(url)
         self._pool_size = pool_size
         self._timeout = timeout_seconds
         self._clock = clock
+        self._random = random  # backoff jitter
         self._pool: Any = None
 
     def _now(self) -> str:
@@ -389,76 +470,122 @@ class MssqlStore:
         if latest not in versions:
             raise SchemaNotReady()
 
-    async def push_batch(self, items: Sequence[NewItem], *, skip_existing: bool) -> set[UUID]:
-        """One batch and one round trip, whatever the number of items.
+    async def push_batch(self, items: Sequence[NewItem], *, skip_existing: bool) -> list[Pushed | None]:
+        """One transaction: the call's dedup keys are claimed first (one batch, only if it has any),
+        then the items to insert go in one batch and one round trip, whatever their number.
 
-        An id that appears twice in `items` fails the batch (all or nothing), or keeps its first
-        occurrence (skip_existing). The batch inserts, in the order given, only ids it does not find
-        (see push_batch in mssql.sql for why that is race-free); in all-or-nothing mode a shortfall
-        is ItemExists and rolls everything back.
+        Of items that repeat a dedup key, the first speaks for the others; an item whose key another
+        item holds is that item's duplicate. An id that appears twice among the rest fails the call
+        (all or nothing) or keeps its first occurrence (skip_existing). push_batch inserts, in the
+        order given, only ids it does not find (see mssql.sql for why that is race-free); in
+        all-or-nothing mode a shortfall is ItemExists and rolls everything back.
         """
-        distinct: dict[UUID, NewItem] = {}
-        for item in items:
-            distinct.setdefault(item.id, item)
-        if len(distinct) < len(items) and not skip_existing:
-            raise ItemExists()
-        if not distinct:
-            return set()
+        assert not (skip_existing and any(i.dedup_key for i in items)), "dedup keys need skip_existing=False"
+        if not items:
+            return []
+        leaders = rows.dedup_leaders(items)
+        results: list[Pushed | None] = [None] * len(items)
         async with self._transaction() as conn:
-            found = await _query(conn, "push_batch", self._now(), _push_json(list(distinct.values())))
-            inserted = {rows.as_uuid(row["id"]) for row in found}
-            if len(inserted) < len(distinct) and not skip_existing:
-                raise ItemExists()
-        return inserted
+            winners = await self._claim_dedup_keys(conn, items, leaders)
+            fresh: dict[UUID, int] = {}  # id: its place in items
+            for n, item in enumerate(items):
+                if leaders[n] != n:
+                    continue
+                if item.dedup_key is not None and (winner := winners[n]):
+                    results[n] = winner
+                elif item.id not in fresh:
+                    fresh[item.id] = n
+                elif not skip_existing:
+                    raise ItemExists()
+            if fresh:
+                found = await _query(
+                    conn, "push_batch", self._now(), _push_json([items[n] for n in fresh.values()])
+                )
+                inserted = {rows.as_uuid(row["id"]) for row in found}
+                if len(inserted) < len(fresh) and not skip_existing:
+                    raise ItemExists()
+                for item_id, n in fresh.items():
+                    if item_id in inserted:
+                        results[n] = Pushed(item_id, items[n].created_at, created=True)
+        return _follow_leaders(results, leaders)
 
-    async def pop(self, queue: str, max_items: int, lease_seconds: int) -> list[LeasedItem]:
-        params = (self._now(), max_items, queue, str(uuid4()), lease_seconds)
+    async def _claim_dedup_keys(
+        self, conn: Connection, items: Sequence[NewItem], leaders: list[int]
+    ) -> dict[int, Pushed | None]:
+        """{place of a key's first item: None where this call took the key, else the item holding it}."""
+        if not any(item.dedup_key is not None for item in items):
+            return {}
+        found = await _query(conn, "claim_dedup_keys", self._now(), _claims_json(items, leaders))
+        return {
+            row["n"]: None
+            if row["taken"]
+            else Pushed(rows.as_uuid(row["item_id"]), rows.as_utc(row["created_at"]), created=False)
+            for row in found
+        }
+
+    async def pop(self, queue: str, max_items: int, lease_seconds: int | None) -> list[LeasedItem]:
+        params = (self._now(), queue, _optional(lease_seconds), max_items, str(uuid4()))
         async with self._transaction() as conn:
             found = await _query(conn, "pop", *params)
         return rows.sorted_leases([(row["seq"], rows.leased_item(row)) for row in found])
 
-    async def complete(self, item_id: UUID, lease_token: UUID | None) -> None:
+    async def extend(self, item_id: UUID, lease_token: UUID, lease_seconds: int) -> ItemView:
+        """One batch: the compare-and-set, then the item as it is now."""
+        params = (self._now(), str(item_id), str(lease_token), lease_seconds)
         async with self._transaction() as conn:
-            if not await _query(conn, "complete", _optional(lease_token), str(item_id)):
-                raise rows.transition_refused(await self._current(conn, item_id), lease_token)
+            extended, current = await _query_sets(conn, "extend", *params)
+        row = current[0] if current else None
+        if not extended or row is None:
+            raise rows.extension_refused(row, lease_token)
+        return rows.item_view(row, row["now"])
+
+    async def complete(self, item_id: UUID, lease_token: UUID | None) -> None:
+        """complete_batch's batch for one item: its second result set says why a refusal happened."""
+        async with self._transaction() as conn:
+            done, still_there = await _query_sets(
+                conn, "complete_batch", self._now(), _complete_json([Completion(item_id, lease_token)])
+            )
+            if not done:
+                raise rows.transition_refused(still_there[0] if still_there else None, lease_token)
 
     async def complete_batch(self, items: Sequence[Completion]) -> list[CompleteOutcome]:
-        """One batch: the DELETE's OUTPUT, then which of the other ids are still there."""
+        """One batch: the items completed (with their history and dedup windows), then which of the
+        others are still there, and of those the dead."""
         if not items:
             return []
         async with self._transaction() as conn:
-            deleted, still_there = await _query_sets(conn, "complete_batch", _complete_json(items))
+            done, still_there = await _query_sets(conn, "complete_batch", self._now(), _complete_json(items))
         return rows.complete_outcomes(
             items,
-            {rows.as_uuid(row["id"]) for row in deleted},
+            {rows.as_uuid(row["id"]) for row in done},
             {rows.as_uuid(row["id"]) for row in still_there},
+            {rows.as_uuid(row["id"]) for row in still_there if row["status"] == ItemStatus.DEAD},
         )
 
     async def fail(self, item_id: UUID, failure: Failure) -> ItemView:
+        """One batch: the compare-and-set (with the history record of a death), then the item as it is."""
         params = (
             self._now(),
+            str(item_id),
             _optional(failure.lease_token),
             int(failure.retry),
-            failure.retry_after_seconds,
+            _optional_float(failure.retry_after_seconds),
+            _float(self._random()),
             failure.error,
-            str(item_id),
         )
         async with self._transaction() as conn:
-            found = await _query(conn, "fail", *params)
-            if not found:
-                raise rows.transition_refused(await self._current(conn, item_id), failure.lease_token)
-        return rows.item_view(found[0], found[0]["now"])
-
-    async def _current(self, conn: Connection, item_id: UUID) -> Row | None:
-        found = await _query(conn, "get_item", self._now(), str(item_id))
-        return found[0] if found else None
+            failed, current = await _query_sets(conn, "fail", *params)
+            row = current[0] if current else None
+            if not failed or row is None:
+                raise rows.transition_refused(row, failure.lease_token)
+        return rows.item_view(row, row["now"])
 
     async def get_item(self, item_id: UUID) -> ItemView:
         async with self._transaction() as conn:
-            row = await self._current(conn, item_id)
-        if row is None:
+            found = await _query(conn, "get_item", self._now(), str(item_id))
+        if not found:
             raise rows.transition_refused(None, None)
-        return rows.item_view(row, row["now"])
+        return rows.item_view(found[0], found[0]["now"])
 
     async def next_visible_at(self, queues: Sequence[str]) -> tuple[dict[str, datetime], datetime]:
         async with self._transaction() as conn:
@@ -494,6 +621,91 @@ class MssqlStore:
         if not found:
             raise QueueNotFound()
         return found[0]
+
+    async def put_queue(self, name: str, settings: QueueSettings) -> bool:
+        given = rows.settings_params(settings)
+        params = (
+            self._now(),
+            name,
+            given["max_attempts"],
+            given["lease_seconds"],
+            _float(given["backoff_base_seconds"]),
+            _float(given["backoff_factor"]),
+            _float(given["backoff_cap_seconds"]),
+            _float(given["backoff_jitter"]),
+            given["retention_seconds"],
+            given["dedup_window_seconds"],
+            int(given["history_payload"]),
+        )
+        async with self._transaction() as conn:
+            [row] = await _query(conn, "put_queue", *params)
+        return bool(row["created"])
+
+    async def list_dead(self, queue: str, limit: int, cursor: str | None) -> Page[ItemView]:
+        after_at, after_seq = rows.decode_cursor(cursor)
+        params = (self._now(), queue, _optional_time(after_at), _optional(after_seq), limit)
+        async with self._transaction() as conn:
+            page = await _query(conn, "list_dead", *params)
+        last = page[-1] if len(page) == limit else None
+        return Page(
+            [rows.item_view(row, row["now"]) for row in page],
+            rows.encode_cursor(last["died_at"], last["seq"]) if last else None,
+        )
+
+    async def redrive(self, queue: str, ids: Sequence[UUID] | None, rate_per_second: float | None) -> int:
+        """In transactions of up to BATCH items, oldest dead first: pick them (locked), then revive."""
+        wanted = _json_text([str(i) for i in ids]) if ids is not None else ""
+        revived = 0
+        while True:
+            async with self._transaction() as conn:
+                seqs = [row["seq"] for row in await _query(conn, "pick_dead", queue, wanted, BATCH)]
+                if seqs:
+                    plan = _revive_json(seqs, revived, rate_per_second)
+                    await _query(conn, "revive", self._now(), queue, plan)
+            revived += len(seqs)
+            if len(seqs) < BATCH:
+                return revived
+
+    async def purge_dead(self, queue: str) -> int:
+        purged = 0
+        while True:
+            async with self._transaction() as conn:
+                [row] = await _query(conn, "purge_dead", self._now(), queue, BATCH)
+            done = int(row["purged"])
+            purged += done
+            if done < BATCH:
+                return purged
+
+    async def list_history(
+        self, queue: str, where: HistoryFilter, limit: int, cursor: str | None
+    ) -> Page[HistoryRecord]:
+        after_at, after_seq = rows.decode_cursor(cursor)
+        params = (
+            queue,
+            where.outcome.value if where.outcome else "",
+            _optional_time(where.since),
+            _optional_time(where.until),
+            _optional_time(after_at),
+            _optional(after_seq),
+            limit,
+        )
+        async with self._transaction() as conn:
+            page = await _query(conn, "list_history", *params)
+        last = page[-1] if len(page) == limit else None
+        return Page(
+            [rows.history_record(row) for row in page],
+            rows.encode_cursor(last["finished_at"], last["seq"]) if last else None,
+        )
+
+    async def reap_expired(self, limit: int) -> int:
+        async with self._transaction() as conn:
+            [row] = await _query(conn, "reap_expired", self._now(), LEASE_EXPIRED_ERROR, limit)
+        return int(row["killed"])
+
+    async def purge_history(self, limit: int) -> int:
+        async with self._transaction() as conn:
+            [row] = await _query(conn, "purge_history", self._now(), limit)
+        return max(int(row["history"]), int(row["keys"]))
 
 
 async def _check_compatibility_level(conn: Connection) -> None:

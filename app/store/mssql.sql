@@ -16,12 +16,90 @@
 -- * A batch of items is one JSON text parameter, built with json.dumps and read with OPENJSON ... WITH:
 --   one marker whatever the batch size. OPENJSON needs database compatibility level 130 or later,
 --   which migrate() checks before it applies anything.
+-- * Floats (a backoff's random draw, a retry delay, backoff settings) are bound as text too and CAST
+--   to FLOAT; optional numbers are bound as '' for none, like every optional value.
+-- * Seconds that may be fractional are added to a time as whole seconds plus microseconds:
+--   DATEADD(MICROSECOND, n, t) with all of them in n would overflow DATEADD's INT past 2^31 us
+--   (about 35.8 minutes). The store splits delays it computes itself; fail splits its backoff here.
+-- * Finish stamps (died_at, history's finished_at) are kept to the microsecond: the dead-letter and
+--   history pages are keyed on them, and the cursor that carries one back is a Python datetime,
+--   which has no 100-nanosecond digit for SYSUTCDATETIME()'s seventh one. The batches that stamp
+--   them round @now first.
+-- * Item rows carry the columns app.store.rows reads by name: the item's, its queue's max_attempts
+--   and the batch's clock as now.
+
+-- name: claim_dedup_keys
+-- A push's idempotency keys, claimed in the push's transaction before push_batch inserts. @claims is
+-- a JSON array of {"n", "queue", "key", "id", "created_at"}, one per distinct key of the call. Returns
+-- one row per claim: its n, the item that holds the key now, and whether this call took the key (a
+-- new key, or one whose window after its item finished has passed).
+-- The claims are read into a table keyed like sq_dedup and in its columns' collation, so that every
+-- step compares like with like and seeks sq_dedup in key order: concurrent pushes lock their keys in
+-- the same order rather than deadlock. UPDLOCK, HOLDLOCK, FORCESEEK then locks every claimed key,
+-- present or not, until commit (a key-range lock where it is missing), as push_batch does for ids: of
+-- concurrent pushes with one key, one inserts it and the others wait, then find its row. The
+-- primary key decides. No MERGE: its upsert needs the same HOLDLOCK, and it has a history of bugs
+-- with filtered indexes on the target (sq_dedup_expires).
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(?, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @claims NVARCHAR(MAX) = ?;
+DECLARE @claim TABLE (
+    n INT NOT NULL,
+    queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL,
+    dedup_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL,
+    item_id UNIQUEIDENTIFIER NOT NULL,
+    created_at DATETIME2(7) NOT NULL,
+    PRIMARY KEY (queue, dedup_key)
+);
+DECLARE @held TABLE (
+    queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL,
+    dedup_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL,
+    PRIMARY KEY (queue, dedup_key)
+);
+DECLARE @took TABLE (
+    queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL,
+    dedup_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL,
+    PRIMARY KEY (queue, dedup_key)
+);
+INSERT INTO @claim (n, queue, dedup_key, item_id, created_at)
+SELECT c.n, c.queue, c.[key], c.id, CAST(c.created_at AS DATETIME2(7))
+FROM OPENJSON(@claims) WITH (
+    n INT, queue NVARCHAR(4000), [key] NVARCHAR(4000), id UNIQUEIDENTIFIER, created_at NVARCHAR(40)
+) AS c;
+INSERT INTO @held (queue, dedup_key)
+SELECT d.queue, d.dedup_key
+FROM @claim AS c
+JOIN dbo.sq_dedup AS d WITH (UPDLOCK, HOLDLOCK, FORCESEEK) ON d.queue = c.queue AND d.dedup_key = c.dedup_key;
+UPDATE d
+SET item_id = c.item_id, created_at = c.created_at, expires_at = NULL
+OUTPUT inserted.queue, inserted.dedup_key INTO @took
+FROM dbo.sq_dedup AS d WITH (FORCESEEK)
+JOIN @claim AS c ON d.queue = c.queue AND d.dedup_key = c.dedup_key
+WHERE d.expires_at IS NOT NULL AND d.expires_at <= @now;
+INSERT INTO dbo.sq_dedup (queue, dedup_key, item_id, created_at, expires_at)
+OUTPUT inserted.queue, inserted.dedup_key INTO @took
+SELECT c.queue, c.dedup_key, c.item_id, c.created_at, NULL
+FROM @claim AS c
+WHERE NOT EXISTS (SELECT 1 FROM @held AS h WHERE h.queue = c.queue AND h.dedup_key = c.dedup_key);
+SELECT c.n, d.item_id, d.created_at, IIF(t.queue IS NULL, 0, 1) AS taken
+FROM @claim AS c
+JOIN dbo.sq_dedup AS d ON d.queue = c.queue AND d.dedup_key = c.dedup_key
+LEFT JOIN @took AS t ON t.queue = c.queue AND t.dedup_key = c.dedup_key;
 
 -- name: push_batch
 -- Every item from one JSON parameter: 1000 items bound one value each would pass SQL Server's limit
 -- of 2100 parameters per request. The payload travels as a JSON string and is read back as
--- NVARCHAR(MAX), so its text arrives exactly as sent.
--- First the ids that exist, found and locked: UPDLOCK, HOLDLOCK takes a key-range lock on every
+-- NVARCHAR(MAX), so its text arrives exactly as sent. The store sends only the items to insert: those
+-- whose dedup key it took (claim_dedup_keys, earlier in the transaction) or that have none.
+-- Ordered groups first: pushes into a queue's groups take turns on the queue's row (UPDLOCK,
+-- HOLDLOCK, until commit; a key-range lock if the queue is new), and so does a redrive. So a group's
+-- seq order is its commit order: an item's IDENTITY seq is drawn before its row reaches
+-- sq_items_group, and without the turn a pop could find a later item of a group the head while an
+-- earlier one, already numbered, was not yet there to block it (PostgreSQL's lock_groups, per queue).
+-- @grouped has the column's binary collation, so that DISTINCT tells "Orders" from "orders", and a
+-- key, so that batches lock their queues in one order.
+-- Then the ids that exist, found and locked: UPDLOCK, HOLDLOCK takes a key-range lock on every
 -- probed id of the unique id index, present or not, until commit. So no other transaction can insert
 -- a missing id meanwhile (it waits, then finds it here), and none can delete an existing one; the
 -- INSERT that follows needs no probe of its own. FORCESEEK keeps the locks to one seek per item: a
@@ -31,8 +109,10 @@
 -- IGNORE_DUP_KEY on the index would take the same range locks, for every writer of the table, and
 -- hide duplicates from all of them.
 -- Then the other items, in the order given: INSERT ... SELECT ... ORDER BY fixes the order in which
--- IDENTITY numbers them, and seq breaks pop's ties on created_at. OUTPUT says which ids went in; the
--- store refuses the whole batch (all or nothing) when that is fewer than it sent.
+-- IDENTITY numbers them, and seq breaks pop's ties on created_at. An item is visible at not_before if
+-- given, else at the server's now plus its delay (whole seconds and microseconds, split by the store).
+-- OUTPUT says which ids went in; the store refuses the whole batch (all or nothing) when that is
+-- fewer than it sent.
 -- The queues of the inserted items are registered last, because T-SQL's IF governs one statement.
 -- The unlocked probe keeps pushes to existing queues from serialising on their rows; UPDLOCK,
 -- HOLDLOCK makes two pushers that both found a queue missing insert it once. @inserted.queue has the
@@ -42,20 +122,37 @@ SET NOCOUNT ON;
 SET XACT_ABORT ON;
 DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(?, N'') AS DATETIME2(7)), SYSUTCDATETIME());
 DECLARE @items NVARCHAR(MAX) = ?;
+DECLARE @grouped TABLE (queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL PRIMARY KEY);
+DECLARE @locked TABLE (queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL);
 DECLARE @taken TABLE (id UNIQUEIDENTIFIER NOT NULL PRIMARY KEY);
 DECLARE @inserted TABLE (
     id UNIQUEIDENTIFIER NOT NULL,
     queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL
 );
+INSERT INTO @grouped (queue)
+SELECT DISTINCT j.queue COLLATE Latin1_General_100_BIN2
+FROM OPENJSON(@items) WITH (queue NVARCHAR(4000), group_key NVARCHAR(4000)) AS j
+WHERE j.group_key IS NOT NULL;
+INSERT INTO @locked (queue)
+SELECT q.name
+FROM @grouped AS g
+JOIN dbo.sq_queues AS q WITH (UPDLOCK, HOLDLOCK, FORCESEEK) ON q.name = g.queue;
 INSERT INTO @taken (id)
 SELECT e.id
 FROM OPENJSON(@items) WITH (id UNIQUEIDENTIFIER) AS j
 JOIN dbo.sq_items AS e WITH (UPDLOCK, HOLDLOCK, FORCESEEK) ON e.id = j.id;
-INSERT INTO dbo.sq_items (id, queue, payload, created_at, visible_at)
+INSERT INTO dbo.sq_items (id, queue, payload, created_at, visible_at, priority, group_key, dedup_key)
 OUTPUT inserted.id, inserted.queue INTO @inserted
-SELECT j.id, j.queue, j.payload, CAST(j.created_at AS DATETIME2(7)), @now
+SELECT j.id, j.queue, j.payload, CAST(j.created_at AS DATETIME2(7)),
+       COALESCE(
+           CAST(j.not_before AS DATETIME2(7)),
+           DATEADD(MICROSECOND, j.delay_micros, DATEADD(SECOND, j.delay_seconds, @now))
+       ),
+       j.priority, j.group_key, j.dedup_key
 FROM OPENJSON(@items) WITH (
-    n INT, id UNIQUEIDENTIFIER, queue NVARCHAR(4000), payload NVARCHAR(MAX), created_at NVARCHAR(40)
+    n INT, id UNIQUEIDENTIFIER, queue NVARCHAR(4000), payload NVARCHAR(MAX), created_at NVARCHAR(40),
+    priority INT, group_key NVARCHAR(4000), dedup_key NVARCHAR(4000), delay_seconds INT, delay_micros INT,
+    not_before NVARCHAR(40)
 ) AS j
 WHERE NOT EXISTS (SELECT 1 FROM @taken AS t WHERE t.id = j.id)
 ORDER BY j.n;
@@ -67,8 +164,11 @@ IF EXISTS (SELECT 1 FROM @inserted AS i WHERE NOT EXISTS (SELECT 1 FROM dbo.sq_q
     WHERE NOT EXISTS (SELECT 1 FROM dbo.sq_queues AS q WITH (UPDLOCK, HOLDLOCK) WHERE q.name = i.queue);
 
 -- name: pop
--- An atomic test-and-set: the CTE picks the oldest poppable rows and the UPDATE leases exactly the
--- rows it picked. Each hint on the scan is load-bearing:
+-- An atomic test-and-set: the CTE picks the first poppable rows and the UPDATE leases exactly the
+-- rows it picked. Poppable: due; not an expired lease on its last attempt (the sweep makes that one
+-- dead); and for a grouped item, the head of its group: no live item of the group has a smaller seq.
+-- Pop order: highest priority, then oldest created_at, then first pushed. Each hint on the scan is
+-- load-bearing:
 -- READCOMMITTEDLOCK: under READ_COMMITTED_SNAPSHOT (the Azure SQL Database default) READ COMMITTED
 --   reads row versions, and READPAST/UPDLOCK would not make a locking claim; this takes locks anyway.
 -- ROWLOCK: row locks only, never page locks or escalation to the table, with which READPAST would
@@ -76,77 +176,432 @@ IF EXISTS (SELECT 1 FROM @inserted AS i WHERE NOT EXISTS (SELECT 1 FROM dbo.sq_q
 -- READPAST: skip rows that another popper has locked instead of waiting for it.
 -- UPDLOCK: take an update lock as each row is read, so that no other popper can claim it between
 --   this SELECT and the UPDATE (no lost update, no double lease).
--- INDEX(sq_items_pop): walk the filtered pop index in (created_at, seq) order and stop after TOP
---   rows. A queue table's size swings faster than statistics follow it; with stale ones the
+-- INDEX(sq_items_pop): walk the filtered pop index in (priority DESC, created_at, seq) order and stop
+--   after TOP rows. A queue table's size swings faster than statistics follow it; with stale ones the
 --   optimizer may scan another index and sort every ready row on each pop (PostgreSQL was seen
 --   doing exactly that: see PLANNER_SETTINGS in postgres.py).
+-- The group probe (the inner NOT EXISTS) deliberately carries READCOMMITTEDLOCK but NOT READPAST.
+-- With READPAST it would skip an earlier item of the group that another transaction holds (a popper
+-- leasing it, a worker completing it, a push not yet committed), find no live predecessor and hand
+-- out a later item while the earlier one is still in flight: two items of one group at once. Locking
+-- read committed instead waits briefly for the holder and reads the committed status: still live,
+-- so this item waits its turn; or gone (completed, rolled back), so this item is the head now.
+-- INDEX(sq_items_group) makes the probe a seek on the group's live rows; its filter is the probe's
+-- literal predicate.
+-- The queue's settings are read first: its max_attempts, and its lease when the pop names none ('').
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
 DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(?, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @queue NVARCHAR(4000) = ?;
+DECLARE @max_attempts INT = (SELECT max_attempts FROM dbo.sq_queues WHERE name = @queue);
+DECLARE @lease_seconds INT = COALESCE(
+    CAST(NULLIF(?, N'') AS INT), (SELECT lease_seconds FROM dbo.sq_queues WHERE name = @queue)
+);
 WITH claimable AS (
-    SELECT TOP (CAST(? AS INT)) seq, id, queue, payload, created_at, status, attempts, lease_token, visible_at
-    FROM dbo.sq_items WITH (INDEX(sq_items_pop), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
-    WHERE queue = ? AND status IN ('ready', 'leased') AND visible_at <= @now
-    ORDER BY created_at, seq
+    SELECT TOP (CAST(? AS INT)) x.seq, x.id, x.queue, x.payload, x.created_at, x.status, x.attempts,
+           x.lease_token, x.visible_at, x.first_popped_at, x.priority, x.group_key
+    FROM dbo.sq_items AS x WITH (INDEX(sq_items_pop), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
+    WHERE x.queue = @queue AND x.status IN ('ready', 'leased') AND x.visible_at <= @now
+      AND (x.status = 'ready' OR x.attempts < @max_attempts)
+      AND (x.group_key IS NULL OR NOT EXISTS (
+          SELECT 1
+          FROM dbo.sq_items AS e WITH (INDEX(sq_items_group), READCOMMITTEDLOCK)
+          WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
+            AND e.group_key IS NOT NULL AND e.status IN ('ready', 'leased')))
+    ORDER BY x.priority DESC, x.created_at, x.seq
 )
 UPDATE claimable
 SET status = 'leased',
     attempts = attempts + 1,
     lease_token = CAST(? AS UNIQUEIDENTIFIER),
-    visible_at = DATEADD(SECOND, CAST(? AS INT), @now)
+    visible_at = DATEADD(SECOND, @lease_seconds, @now),
+    first_popped_at = COALESCE(first_popped_at, @now)
 OUTPUT inserted.seq, inserted.id, inserted.queue, inserted.payload, inserted.created_at, inserted.attempts,
-       inserted.lease_token, inserted.visible_at;
+       inserted.lease_token, inserted.visible_at, inserted.priority, inserted.group_key;
 
--- name: complete
--- OUTPUT rather than a row count: with NOCOUNT ON the driver reports no count.
+-- name: extend
+-- Two result sets: the row the compare-and-set moved (none: refused), then the item as it is now,
+-- from which the store says why a refusal happened.
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
-DECLARE @token UNIQUEIDENTIFIER = CAST(NULLIF(?, N'') AS UNIQUEIDENTIFIER);
-DELETE dbo.sq_items
-OUTPUT deleted.seq
-WHERE id = CAST(? AS UNIQUEIDENTIFIER) AND (@token IS NULL OR lease_token = @token);
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(?, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @id UNIQUEIDENTIFIER = CAST(? AS UNIQUEIDENTIFIER);
+DECLARE @token UNIQUEIDENTIFIER = CAST(? AS UNIQUEIDENTIFIER);
+UPDATE dbo.sq_items
+SET visible_at = DATEADD(SECOND, CAST(? AS INT), @now)
+OUTPUT inserted.seq
+WHERE id = @id AND status = 'leased' AND lease_token = @token AND visible_at > @now;
+SELECT i.id, i.queue, i.payload, i.status, i.attempts, i.errors, i.created_at, i.visible_at, i.lease_token,
+       i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at, q.max_attempts, @now AS now
+FROM dbo.sq_items AS i
+JOIN dbo.sq_queues AS q ON q.name = i.queue
+WHERE i.id = @id;
 
 -- name: complete_batch
--- Two result sets: the ids deleted, then those of the requested ids that are still there (a token
--- that did not match, a dead item with a token given). An id in neither was not found. A null token
--- deletes whatever the item's state, as complete does. FORCESEEK: one seek per id on the id index,
--- never a scan that would take update locks on (and wait for) other workers' rows.
+-- Completes the requested items whose token matches (or that have none given) and that are not dead:
+-- deletes them, writes their history records and starts their dedup keys' windows, all in this batch
+-- and so in one transaction. complete() is this batch for one item. Two result sets: the ids
+-- completed, then the requested items still there with their status and lease (a token that did not
+-- match, a dead item), from which the store tells a mismatch from a dead item; an id in neither was
+-- not found. FORCESEEK: one seek per id on the id index (and per key on sq_dedup's), never a scan
+-- that would take update locks on (and wait for) other workers' rows.
+-- The history record's last_error is the error of the item's last failure, if any: the errors array's
+-- element with the highest index, read as NVARCHAR(MAX) (JSON_VALUE would stop at 4000 characters).
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(?, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+SET @now = CAST(@now AS DATETIME2(6));
 DECLARE @items NVARCHAR(MAX) = ?;
+DECLARE @done TABLE (
+    id UNIQUEIDENTIFIER NOT NULL,
+    queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL,
+    attempts INT NOT NULL,
+    created_at DATETIME2(7) NOT NULL,
+    first_popped_at DATETIME2(7) NULL,
+    group_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
+    dedup_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
+    errors NVARCHAR(MAX) NOT NULL,
+    payload NVARCHAR(MAX) NOT NULL
+);
 DELETE i
-OUTPUT deleted.id
+OUTPUT deleted.id, deleted.queue, deleted.attempts, deleted.created_at, deleted.first_popped_at,
+       deleted.group_key, deleted.dedup_key, deleted.errors, deleted.payload
+INTO @done
 FROM dbo.sq_items AS i WITH (FORCESEEK)
 JOIN OPENJSON(@items) WITH (id UNIQUEIDENTIFIER, token UNIQUEIDENTIFIER) AS j ON i.id = j.id
-WHERE j.token IS NULL OR i.lease_token = j.token;
-SELECT i.id
+WHERE i.status <> 'dead' AND (j.token IS NULL OR i.lease_token = j.token);
+INSERT INTO dbo.sq_history (id, queue, outcome, attempts, created_at, first_popped_at, finished_at,
+                            group_key, dedup_key, last_error, payload)
+SELECT d.id, d.queue, 'completed', d.attempts, d.created_at, d.first_popped_at, @now, d.group_key, d.dedup_key,
+       (SELECT TOP (1) e.error
+        FROM OPENJSON(d.errors) AS a
+        CROSS APPLY OPENJSON(a.value) WITH (error NVARCHAR(MAX) '$.error') AS e
+        ORDER BY CAST(a.[key] AS INT) DESC),
+       CASE WHEN q.history_payload = 1 THEN d.payload END
+FROM @done AS d
+JOIN dbo.sq_queues AS q ON q.name = d.queue;
+UPDATE k
+SET expires_at = DATEADD(SECOND, q.dedup_window_seconds, @now)
+FROM dbo.sq_dedup AS k WITH (FORCESEEK)
+JOIN @done AS d ON k.queue = d.queue AND k.dedup_key = d.dedup_key AND k.item_id = d.id
+JOIN dbo.sq_queues AS q ON q.name = d.queue;
+SELECT id FROM @done;
+SELECT i.id, i.status, i.lease_token
 FROM dbo.sq_items AS i WITH (FORCESEEK)
 JOIN OPENJSON(@items) WITH (id UNIQUEIDENTIFIER) AS j ON i.id = j.id;
 
 -- name: fail
+-- One compare-and-set. Dead when the worker says so or this was the last attempt; otherwise ready
+-- after the given delay or the queue's backoff: min(cap, base * factor^(attempts-1)), less up to
+-- jitter of it (@draw is a random number in [0, 1) drawn by the store). IIF stands in for LEAST and
+-- GREATEST, which arrived in SQL Server 2022. A death writes its history record in this batch, so in
+-- the same transaction. Two result sets: the row changed (none: refused), then the item as it is now.
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
 DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(?, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+SET @now = CAST(@now AS DATETIME2(6));
+DECLARE @id UNIQUEIDENTIFIER = CAST(? AS UNIQUEIDENTIFIER);
 DECLARE @token UNIQUEIDENTIFIER = CAST(NULLIF(?, N'') AS UNIQUEIDENTIFIER);
 DECLARE @retry BIT = ?;
-UPDATE dbo.sq_items
-SET status = CASE WHEN @retry = 1 THEN 'ready' ELSE 'dead' END,
-    visible_at = CASE WHEN @retry = 1 THEN DATEADD(SECOND, CAST(? AS INT), @now) ELSE visible_at END,
+DECLARE @retry_after FLOAT = CAST(NULLIF(?, N'') AS FLOAT);
+DECLARE @draw FLOAT = CAST(? AS FLOAT);
+DECLARE @error NVARCHAR(MAX) = ?;
+DECLARE @failed TABLE (
+    id UNIQUEIDENTIFIER NOT NULL,
+    queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL,
+    status VARCHAR(6) NOT NULL,
+    attempts INT NOT NULL,
+    created_at DATETIME2(7) NOT NULL,
+    first_popped_at DATETIME2(7) NULL,
+    died_at DATETIME2(7) NULL,
+    group_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
+    dedup_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
+    payload NVARCHAR(MAX) NOT NULL
+);
+UPDATE i
+SET status = CASE WHEN f.dies = 1 THEN 'dead' ELSE 'ready' END,
+    visible_at = CASE WHEN f.dies = 1 THEN i.visible_at
+                      ELSE DATEADD(MICROSECOND, s.micros, DATEADD(SECOND, s.whole, @now)) END,
+    died_at = CASE WHEN f.dies = 1 THEN @now END,
+    lease_token = NULL,
+    errors = JSON_MODIFY(
+        i.errors, 'append $',
+        JSON_QUERY((SELECT @now AS [at], @error AS [error] FOR JSON PATH, WITHOUT_ARRAY_WRAPPER))
+    )
+OUTPUT inserted.id, inserted.queue, inserted.status, inserted.attempts, inserted.created_at,
+       inserted.first_popped_at, inserted.died_at, inserted.group_key, inserted.dedup_key, inserted.payload
+INTO @failed
+FROM dbo.sq_items AS i
+JOIN dbo.sq_queues AS q ON q.name = i.queue
+CROSS APPLY (SELECT IIF(i.attempts > 61, 60, IIF(i.attempts > 1, i.attempts - 1, 0)) AS exponent) AS e
+CROSS APPLY (SELECT q.backoff_base_seconds * POWER(q.backoff_factor, e.exponent) AS backoff) AS b
+CROSS APPLY (
+    SELECT IIF(@retry = 0 OR i.attempts >= q.max_attempts, 1, 0) AS dies,
+           COALESCE(
+               @retry_after,
+               IIF(b.backoff < q.backoff_cap_seconds, b.backoff, q.backoff_cap_seconds) * (1 - q.backoff_jitter * @draw)
+           ) AS delay
+) AS f
+CROSS APPLY (
+    SELECT CAST(FLOOR(f.delay) AS INT) AS whole, CAST(ROUND((f.delay - FLOOR(f.delay)) * 1000000, 0) AS INT) AS micros
+) AS s
+WHERE i.id = @id AND i.status <> 'dead' AND (@token IS NULL OR i.lease_token = @token);
+INSERT INTO dbo.sq_history (id, queue, outcome, attempts, created_at, first_popped_at, finished_at,
+                            group_key, dedup_key, last_error, payload)
+SELECT d.id, d.queue, 'dead', d.attempts, d.created_at, d.first_popped_at, d.died_at, d.group_key, d.dedup_key,
+       @error, CASE WHEN q.history_payload = 1 THEN d.payload END
+FROM @failed AS d
+JOIN dbo.sq_queues AS q ON q.name = d.queue
+WHERE d.status = 'dead';
+SELECT status FROM @failed;
+SELECT i.id, i.queue, i.payload, i.status, i.attempts, i.errors, i.created_at, i.visible_at, i.lease_token,
+       i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at, q.max_attempts, @now AS now
+FROM dbo.sq_items AS i
+JOIN dbo.sq_queues AS q ON q.name = i.queue
+WHERE i.id = @id;
+
+-- name: reap_expired
+-- The sweep: up to n leases that expired on their last attempt become dead, each with an error and a
+-- history record written in this batch. The filtered sq_items_leased holds only items in flight.
+-- READPAST leaves a row that another transaction holds (a pop, a completion racing the sweep) to the
+-- next sweep; UPDLOCK and ROWLOCK as in pop.
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(?, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+SET @now = CAST(@now AS DATETIME2(6));
+DECLARE @error NVARCHAR(MAX) = ?;
+DECLARE @killed TABLE (
+    id UNIQUEIDENTIFIER NOT NULL,
+    queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL,
+    attempts INT NOT NULL,
+    created_at DATETIME2(7) NOT NULL,
+    first_popped_at DATETIME2(7) NULL,
+    group_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
+    dedup_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
+    payload NVARCHAR(MAX) NOT NULL
+);
+WITH expired AS (
+    SELECT TOP (CAST(? AS INT)) x.status, x.died_at, x.lease_token, x.errors, x.id, x.queue, x.attempts,
+           x.created_at, x.first_popped_at, x.group_key, x.dedup_key, x.payload
+    FROM dbo.sq_items AS x WITH (INDEX(sq_items_leased), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
+    WHERE x.status = 'leased' AND x.visible_at <= @now
+      AND x.attempts >= (SELECT q.max_attempts FROM dbo.sq_queues AS q WHERE q.name = x.queue)
+)
+UPDATE expired
+SET status = 'dead',
+    died_at = @now,
     lease_token = NULL,
     errors = JSON_MODIFY(
         errors, 'append $',
-        JSON_QUERY((SELECT @now AS [at], CAST(? AS NVARCHAR(MAX)) AS [error] FOR JSON PATH, WITHOUT_ARRAY_WRAPPER))
+        JSON_QUERY((SELECT @now AS [at], @error AS [error] FOR JSON PATH, WITHOUT_ARRAY_WRAPPER))
     )
-OUTPUT inserted.id, inserted.queue, inserted.payload, inserted.status, inserted.attempts, inserted.errors,
-       inserted.created_at, inserted.visible_at, @now AS now
-WHERE id = CAST(? AS UNIQUEIDENTIFIER) AND status <> 'dead' AND (@token IS NULL OR lease_token = @token);
+OUTPUT inserted.id, inserted.queue, inserted.attempts, inserted.created_at, inserted.first_popped_at,
+       inserted.group_key, inserted.dedup_key, inserted.payload
+INTO @killed;
+INSERT INTO dbo.sq_history (id, queue, outcome, attempts, created_at, first_popped_at, finished_at,
+                            group_key, dedup_key, last_error, payload)
+SELECT k.id, k.queue, 'dead', k.attempts, k.created_at, k.first_popped_at, @now, k.group_key, k.dedup_key,
+       @error, CASE WHEN q.history_payload = 1 THEN k.payload END
+FROM @killed AS k
+JOIN dbo.sq_queues AS q ON q.name = k.queue;
+SELECT COUNT(*) AS killed FROM @killed;
 
 -- name: get_item
 SET NOCOUNT ON;
 DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(?, N'') AS DATETIME2(7)), SYSUTCDATETIME());
-SELECT id, queue, payload, status, attempts, errors, created_at, visible_at, lease_token, @now AS now
-FROM dbo.sq_items
-WHERE id = CAST(? AS UNIQUEIDENTIFIER);
+SELECT i.id, i.queue, i.payload, i.status, i.attempts, i.errors, i.created_at, i.visible_at, i.lease_token,
+       i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at, q.max_attempts, @now AS now
+FROM dbo.sq_items AS i
+JOIN dbo.sq_queues AS q ON q.name = i.queue
+WHERE i.id = CAST(? AS UNIQUEIDENTIFIER);
+
+-- name: list_dead
+-- A page of dead items, most recently dead first, after the cursor's (died_at, seq) if one is given:
+-- a backward walk of the filtered sq_items_dead from the cursor, stopped after TOP rows.
+SET NOCOUNT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(?, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @queue NVARCHAR(4000) = ?;
+DECLARE @after_at DATETIME2(7) = CAST(NULLIF(?, N'') AS DATETIME2(7));
+DECLARE @after_seq BIGINT = CAST(NULLIF(?, N'') AS BIGINT);
+SELECT TOP (CAST(? AS INT)) i.seq, i.id, i.queue, i.payload, i.status, i.attempts, i.errors, i.created_at,
+       i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at,
+       q.max_attempts, @now AS now
+FROM dbo.sq_items AS i WITH (INDEX(sq_items_dead))
+JOIN dbo.sq_queues AS q ON q.name = i.queue
+WHERE i.queue = @queue AND i.status = 'dead'
+  AND (@after_at IS NULL OR i.died_at < @after_at OR (i.died_at = @after_at AND i.seq < @after_seq))
+ORDER BY i.died_at DESC, i.seq DESC;
+
+-- name: pick_dead
+-- A redrive's next batch: the oldest dead first, so that a rate-limited redrive replays them in the
+-- order they died. UPDLOCK holds them until the redrive commits; READPAST leaves those that a
+-- concurrent redrive or purge holds to it. '' for the ids: all of the queue's.
+SET NOCOUNT ON;
+DECLARE @queue NVARCHAR(4000) = ?;
+DECLARE @ids NVARCHAR(MAX) = NULLIF(?, N'');
+SELECT TOP (CAST(? AS INT)) i.seq
+FROM dbo.sq_items AS i WITH (INDEX(sq_items_dead), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
+WHERE i.queue = @queue AND i.status = 'dead'
+  AND (@ids IS NULL OR i.id IN (SELECT j.id FROM OPENJSON(@ids) WITH (id UNIQUEIDENTIFIER '$') AS j))
+ORDER BY i.died_at, i.seq;
+
+-- name: revive
+-- Dead items made ready again with attempts reset. A redriven item rejoins its ordered group at the
+-- back, so it takes a new seq; an IDENTITY column cannot be updated, so its row is deleted and
+-- inserted again (same id, payload, errors and first_popped_at), in the plan's order n, in which
+-- IDENTITY numbers them. @plan is a JSON array of {"n", "seq", "seconds", "micros"}: when each
+-- becomes poppable, from now. The queue's row is locked first, as a push into its groups does (see
+-- push_batch), since rejoining a group is a push into it.
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(?, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @queue NVARCHAR(4000) = ?;
+DECLARE @plan NVARCHAR(MAX) = ?;
+DECLARE @locked TABLE (queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL);
+DECLARE @gone TABLE (
+    seq BIGINT NOT NULL PRIMARY KEY,
+    id UNIQUEIDENTIFIER NOT NULL,
+    queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL,
+    payload NVARCHAR(MAX) NOT NULL,
+    created_at DATETIME2(7) NOT NULL,
+    errors NVARCHAR(MAX) NOT NULL,
+    priority INT NOT NULL,
+    group_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
+    dedup_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
+    first_popped_at DATETIME2(7) NULL
+);
+INSERT INTO @locked (queue)
+SELECT q.name FROM dbo.sq_queues AS q WITH (UPDLOCK, HOLDLOCK) WHERE q.name = @queue;
+DELETE i
+OUTPUT deleted.seq, deleted.id, deleted.queue, deleted.payload, deleted.created_at, deleted.errors,
+       deleted.priority, deleted.group_key, deleted.dedup_key, deleted.first_popped_at
+INTO @gone
+FROM dbo.sq_items AS i WITH (FORCESEEK)
+JOIN OPENJSON(@plan) WITH (seq BIGINT) AS p ON i.seq = p.seq
+WHERE i.queue = @queue AND i.status = 'dead';
+INSERT INTO dbo.sq_items (id, queue, payload, created_at, status, attempts, visible_at, errors, priority,
+                          group_key, dedup_key, first_popped_at)
+SELECT g.id, g.queue, g.payload, g.created_at, 'ready', 0,
+       DATEADD(MICROSECOND, p.micros, DATEADD(SECOND, p.seconds, @now)),
+       g.errors, g.priority, g.group_key, g.dedup_key, g.first_popped_at
+FROM @gone AS g
+JOIN OPENJSON(@plan) WITH (n INT, seq BIGINT, seconds INT, micros INT) AS p ON p.seq = g.seq
+ORDER BY p.n;
+SELECT COUNT(*) AS revived FROM @gone;
+
+-- name: purge_dead
+-- A batch of the queue's dead items go, oldest first, and their dedup keys' windows start: a dead
+-- item holds its key until it is purged. READPAST leaves items a concurrent redrive or purge holds.
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(?, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @queue NVARCHAR(4000) = ?;
+DECLARE @gone TABLE (
+    id UNIQUEIDENTIFIER NOT NULL,
+    queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL,
+    dedup_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL
+);
+WITH doomed AS (
+    SELECT TOP (CAST(? AS INT)) x.id, x.queue, x.dedup_key
+    FROM dbo.sq_items AS x WITH (INDEX(sq_items_dead), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
+    WHERE x.queue = @queue AND x.status = 'dead'
+    ORDER BY x.died_at, x.seq
+)
+DELETE FROM doomed
+OUTPUT deleted.id, deleted.queue, deleted.dedup_key INTO @gone;
+UPDATE k
+SET expires_at = DATEADD(SECOND, q.dedup_window_seconds, @now)
+FROM dbo.sq_dedup AS k WITH (FORCESEEK)
+JOIN @gone AS d ON k.queue = d.queue AND k.dedup_key = d.dedup_key AND k.item_id = d.id
+JOIN dbo.sq_queues AS q ON q.name = d.queue;
+SELECT COUNT(*) AS purged FROM @gone;
+
+-- name: list_history
+-- A page of history records, most recently finished first, after the cursor's (finished_at, seq) if
+-- one is given, with optional filters ('' for none). RECOMPILE: the plan is made for this call's
+-- filters, so that an outcome filter walks sq_history_outcome and none walks sq_history_queue,
+-- instead of one cached plan for whichever came first.
+SET NOCOUNT ON;
+DECLARE @queue NVARCHAR(4000) = ?;
+DECLARE @outcome VARCHAR(9) = NULLIF(?, N'');
+DECLARE @since DATETIME2(7) = CAST(NULLIF(?, N'') AS DATETIME2(7));
+DECLARE @until DATETIME2(7) = CAST(NULLIF(?, N'') AS DATETIME2(7));
+DECLARE @after_at DATETIME2(7) = CAST(NULLIF(?, N'') AS DATETIME2(7));
+DECLARE @after_seq BIGINT = CAST(NULLIF(?, N'') AS BIGINT);
+SELECT TOP (CAST(? AS INT)) seq, id, queue, outcome, attempts, created_at, first_popped_at, finished_at,
+       group_key, dedup_key, last_error, payload
+FROM dbo.sq_history
+WHERE queue = @queue
+  AND (@outcome IS NULL OR outcome = @outcome)
+  AND (@since IS NULL OR finished_at >= @since)
+  AND (@until IS NULL OR finished_at < @until)
+  AND (@after_at IS NULL OR finished_at < @after_at OR (finished_at = @after_at AND seq < @after_seq))
+ORDER BY finished_at DESC, seq DESC
+OPTION (RECOMPILE);
+
+-- name: purge_history
+-- Per queue, its oldest records past its retention (a range at the front of sq_history_queue), then
+-- dedup keys past their window (sq_dedup_expires); at most @limit of each. One row: how many of each.
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(?, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @limit INT = CAST(? AS INT);
+DECLARE @history INT;
+DECLARE @keys INT;
+WITH old AS (
+    SELECT TOP (@limit) h.seq
+    FROM dbo.sq_queues AS q
+    CROSS APPLY (
+        SELECT TOP (@limit) x.seq
+        FROM dbo.sq_history AS x WITH (INDEX(sq_history_queue))
+        WHERE x.queue = q.name AND x.finished_at < DATEADD(SECOND, -q.retention_seconds, @now)
+        ORDER BY x.finished_at, x.seq
+    ) AS h
+)
+DELETE FROM dbo.sq_history WHERE seq IN (SELECT seq FROM old);
+SET @history = @@ROWCOUNT;
+WITH expired AS (
+    SELECT TOP (@limit) expires_at
+    FROM dbo.sq_dedup WITH (INDEX(sq_dedup_expires))
+    WHERE expires_at IS NOT NULL AND expires_at <= @now
+)
+DELETE FROM expired;
+SET @keys = @@ROWCOUNT;
+SELECT @history AS history, @keys AS keys;
+
+-- name: put_queue
+-- Replace the queue's settings, or create it with them; created says which. UPDLOCK, HOLDLOCK on the
+-- UPDATE's seek: two callers creating one queue serialise on its key (a key-range lock while it is
+-- missing), so that one inserts and the other updates. The answer comes before the INSERT because
+-- T-SQL's IF governs one statement.
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(?, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @queue NVARCHAR(4000) = ?;
+DECLARE @max_attempts INT = ?;
+DECLARE @lease_seconds INT = ?;
+DECLARE @backoff_base_seconds FLOAT = CAST(? AS FLOAT);
+DECLARE @backoff_factor FLOAT = CAST(? AS FLOAT);
+DECLARE @backoff_cap_seconds FLOAT = CAST(? AS FLOAT);
+DECLARE @backoff_jitter FLOAT = CAST(? AS FLOAT);
+DECLARE @retention_seconds INT = ?;
+DECLARE @dedup_window_seconds INT = ?;
+DECLARE @history_payload BIT = ?;
+DECLARE @updated TABLE (name NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL);
+UPDATE dbo.sq_queues WITH (UPDLOCK, HOLDLOCK)
+SET max_attempts = @max_attempts, lease_seconds = @lease_seconds, backoff_base_seconds = @backoff_base_seconds,
+    backoff_factor = @backoff_factor, backoff_cap_seconds = @backoff_cap_seconds, backoff_jitter = @backoff_jitter,
+    retention_seconds = @retention_seconds, dedup_window_seconds = @dedup_window_seconds,
+    history_payload = @history_payload
+OUTPUT inserted.name INTO @updated
+WHERE name = @queue;
+SELECT CASE WHEN EXISTS (SELECT 1 FROM @updated) THEN 0 ELSE 1 END AS created;
+IF NOT EXISTS (SELECT 1 FROM @updated)
+    INSERT INTO dbo.sq_queues (name, created_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_factor,
+                               backoff_cap_seconds, backoff_jitter, retention_seconds, dedup_window_seconds,
+                               history_payload)
+    VALUES (@queue, @now, @max_attempts, @lease_seconds, @backoff_base_seconds, @backoff_factor,
+            @backoff_cap_seconds, @backoff_jitter, @retention_seconds, @dedup_window_seconds, @history_payload);
 
 -- name: next_visible_at
 -- The long-poll watcher's probe for every queue it waits on: the clock, then one row per queue with
@@ -163,25 +618,43 @@ CROSS APPLY (
     WHERE i.queue = q.queue AND i.status IN ('ready', 'leased')
 ) AS n;
 
+
 -- name: queue_stats
--- '' for the queue filter lists every queue. Per queue: the live counts read the filtered pop
--- index's rows, the dead count sq_items_dead; neither walks the other kind, so a million dead
--- items do not slow the live figures down.
+-- '' for the queue filter lists every queue. Per queue: its settings; the live counts read the
+-- filtered pop index's rows, the dead count sq_items_dead, the history counts sq_history_outcome;
+-- none walks the others, so a million dead or finished items do not slow the live figures down. An
+-- expired lease on its last attempt counts as dead already. SUM over no rows is NULL, hence the
+-- COALESCE where a sum is added to.
 SET NOCOUNT ON;
 DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(?, N'') AS DATETIME2(7)), SYSUTCDATETIME());
 DECLARE @queue NVARCHAR(4000) = NULLIF(?, N'');
-SELECT q.name AS name, live.ready, live.leased, dead.dead, live.oldest_ready, @now AS now
+SELECT q.name AS name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backoff_factor,
+       q.backoff_cap_seconds, q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds, q.history_payload,
+       live.ready, live.leased, live.delayed, live.retrying, dead.dead + COALESCE(live.expired_dead, 0) AS dead,
+       live.oldest_ready, hist.completed_in_history, hist.dead_in_history, @now AS now
 FROM dbo.sq_queues AS q
 CROSS APPLY (
-    SELECT SUM(CASE WHEN i.status = 'ready' OR i.visible_at <= @now THEN 1 ELSE 0 END) AS ready,
+    SELECT SUM(CASE WHEN i.visible_at <= @now AND (i.status = 'ready' OR i.attempts < q.max_attempts)
+                    THEN 1 ELSE 0 END) AS ready,
            SUM(CASE WHEN i.status = 'leased' AND i.visible_at > @now THEN 1 ELSE 0 END) AS leased,
-           MIN(CASE WHEN i.visible_at <= @now THEN i.created_at END) AS oldest_ready
+           SUM(CASE WHEN i.status = 'ready' AND i.visible_at > @now AND i.attempts = 0 THEN 1 ELSE 0 END) AS delayed,
+           SUM(CASE WHEN i.status = 'ready' AND i.visible_at > @now AND i.attempts > 0 THEN 1 ELSE 0 END) AS retrying,
+           SUM(CASE WHEN i.status = 'leased' AND i.visible_at <= @now AND i.attempts >= q.max_attempts
+                    THEN 1 ELSE 0 END) AS expired_dead,
+           MIN(CASE WHEN i.visible_at <= @now AND (i.status = 'ready' OR i.attempts < q.max_attempts)
+                    THEN i.created_at END) AS oldest_ready
     FROM dbo.sq_items AS i
     WHERE i.queue = q.name AND i.status IN ('ready', 'leased')
 ) AS live
 CROSS APPLY (
     SELECT COUNT_BIG(*) AS dead FROM dbo.sq_items AS d WHERE d.queue = q.name AND d.status = 'dead'
 ) AS dead
+CROSS APPLY (
+    SELECT SUM(CASE WHEN h.outcome = 'completed' THEN 1 ELSE 0 END) AS completed_in_history,
+           SUM(CASE WHEN h.outcome = 'dead' THEN 1 ELSE 0 END) AS dead_in_history
+    FROM dbo.sq_history AS h
+    WHERE h.queue = q.name
+) AS hist
 WHERE @queue IS NULL OR q.name = @queue
 ORDER BY q.name;
 
