@@ -113,5 +113,5 @@ async def test_sweep_and_completion_stay_on_their_indexes(schema: tuple[str, str
     await fill(schema, "q", "leased", 2_000)
     reap = await plan_of(schema, PLANNER_SETTINGS, Q["reap"], None, 1000, "x")
     assert '"Index Name": "sq_items_leased"' in reap, reap
-    complete = await plan_of(schema, PLANNER_SETTINGS, Q["complete"], uuid.uuid4(), None, None)
+    complete = await plan_of(schema, PLANNER_SETTINGS, Q["complete_batch"], [uuid.uuid4()], [None], None)
     assert '"Node Type": "Seq Scan"' not in complete.replace('"Relation Name": "sq_queues"', ""), complete

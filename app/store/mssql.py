@@ -359,17 +359,6 @@ def _revive_json(seqs: Sequence[int], first: int, rate_per_second: float | None)
     return _json_text(plan)
 
 
-def _follow_leaders(results: list[Pushed | None], leaders: list[int]) -> list[Pushed | None]:
-    """Items that repeat an earlier item's dedup_key get that item's id, as duplicates."""
-    followed = []
-    for n, leader in enumerate(leaders):
-        result = results[leader]
-        if leader != n and result is not None:
-            result = Pushed(result.id, result.created_at, created=False)
-        followed.append(result)
-    return followed
-
-
 # --- the store ----------------------------------------------------------------------------------
 
 
@@ -507,7 +496,7 @@ class MssqlStore:
                 for item_id, n in fresh.items():
                     if item_id in inserted:
                         results[n] = Pushed(item_id, items[n].created_at, created=True)
-        return _follow_leaders(results, leaders)
+        return rows.follow_leaders(results, leaders)
 
     async def _claim_dedup_keys(
         self, conn: Connection, items: Sequence[NewItem], leaders: list[int]

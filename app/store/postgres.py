@@ -187,7 +187,7 @@ class PostgresStore:
         async with self._conn() as conn:
             if not claims and not grouped and skip_existing:
                 inserted = await self._insert(conn, leading, now)  # the common case: one statement
-                return _follow_leaders(items, leaders, {}, inserted)
+                return _leader_results(items, leaders, {}, inserted)
             async with conn.transaction():
                 winners = await self._claim_dedup_keys(conn, claims, now) if claims else {}
                 fresh = [i for i in leading if i.dedup_key is None or winners[(i.queue, i.dedup_key)] is None]
@@ -198,7 +198,7 @@ class PostgresStore:
                 inserted = await self._insert(conn, fresh, now)
                 if not skip_existing and len(inserted) < len(fresh):
                     raise ItemExists()  # rolls the batch back: all or nothing
-                return _follow_leaders(items, leaders, winners, inserted)
+                return _leader_results(items, leaders, winners, inserted)
 
     async def _insert(
         self, conn: asyncpg.pool.PoolConnectionProxy, items: Sequence[NewItem], now: datetime | None
@@ -259,10 +259,11 @@ class PostgresStore:
         return rows.item_view(row, row["now"])
 
     async def complete(self, item_id: UUID, lease_token: UUID | None) -> None:
+        # complete_batch's statement for one item: its row also says why a refusal happened.
         async with self._conn() as conn:
-            if await conn.fetchval(Q["complete"], item_id, lease_token, self._now()) == 0:
-                current = await conn.fetchrow(Q["get_item"], item_id, self._now())
-                raise rows.transition_refused(current, lease_token)
+            found = await conn.fetch(Q["complete_batch"], [item_id], [lease_token], self._now())
+        if not (found and found[0]["completed"]):
+            raise rows.transition_refused(found[0] if found else None, lease_token)
 
     async def complete_batch(self, items: Sequence[Completion]) -> list[CompleteOutcome]:
         async with self._conn() as conn:
@@ -430,20 +431,19 @@ class PostgresStore:
         return max(int(row["history"]), int(row["keys"]))
 
 
-def _follow_leaders(
+def _leader_results(
     items: Sequence[NewItem],
     leaders: list[int],
     winners: dict[tuple[str, str], Pushed | None],
     inserted: set[UUID],
 ) -> list[Pushed | None]:
-    """One result per item: matched to a dedup winner, inserted, or (an existing id) None. Of two
-    items with one id only the first went in; an item repeating an earlier one's key follows it."""
+    """Each leading item's result: matched to a dedup winner, inserted, or (an existing id) None.
+    Of two items with one id only the first went in."""
     results: list[Pushed | None] = []
     claimed: set[UUID] = set()
     for n, item in enumerate(items):
         if leaders[n] != n:
-            leader = results[leaders[n]]
-            results.append(leader and Pushed(leader.id, leader.created_at, created=False))
+            results.append(None)  # filled in by rows.follow_leaders
         elif item.dedup_key is not None and (winner := winners.get((item.queue, item.dedup_key))):
             results.append(winner)
         elif item.id in inserted and item.id not in claimed:
@@ -451,4 +451,4 @@ def _follow_leaders(
             results.append(Pushed(item.id, item.created_at, created=True))
         else:
             results.append(None)
-    return results
+    return rows.follow_leaders(results, leaders)

@@ -82,32 +82,14 @@ RETURNING seq, id, queue, payload::text AS payload, created_at, attempts, lease_
 UPDATE sq_items SET visible_at = COALESCE($4::timestamptz, now()) + $3 * interval '1 second'
 WHERE id = $1 AND status = 'leased' AND lease_token = $2 AND visible_at > COALESCE($4::timestamptz, now())
 
--- name: complete
--- The item goes, its history record is written and its dedup key's window starts: one statement.
-WITH done AS (
-    DELETE FROM sq_items WHERE id = $1 AND status <> 'dead' AND ($2::uuid IS NULL OR lease_token = $2)
-    RETURNING id, queue, attempts, created_at, first_popped_at, group_key, dedup_key, errors, payload
-), history AS (
-    INSERT INTO sq_history (id, queue, outcome, attempts, created_at, first_popped_at, finished_at,
-                            group_key, dedup_key, last_error, payload)
-    SELECT d.id, d.queue, 'completed', d.attempts, d.created_at, d.first_popped_at, COALESCE($3::timestamptz, now()),
-           d.group_key, d.dedup_key, d.errors -> -1 ->> 'error', CASE WHEN q.history_payload THEN d.payload END
-    FROM done AS d JOIN sq_queues AS q ON q.name = d.queue
-), windows AS (
-    UPDATE sq_dedup AS k
-    SET expires_at = COALESCE($3::timestamptz, now()) + q.dedup_window_seconds * interval '1 second'
-    FROM done AS d JOIN sq_queues AS q ON q.name = d.queue
-    WHERE k.queue = d.queue AND k.dedup_key = d.dedup_key AND k.item_id = d.id
-)
-SELECT count(*) FROM done
-
 -- name: complete_batch
--- As complete, for many. Rows come back for the requested items that existed (CTEs share the
--- statement's snapshot, so `present` sees them before the DELETE); those not deleted were refused
--- for their lease token or for being dead. The `id = ANY($1)` conditions let both look their rows
--- up in sq_items_id_key rather than scan.
+-- Items go, their history records are written and their dedup keys' windows start: one statement,
+-- for one item (complete) or many. Rows come back for the requested items that existed (CTEs share
+-- the statement's snapshot, so `present` sees them before the DELETE); those not deleted were
+-- refused for their lease token or for being dead. The `id = ANY($1)` conditions let both look
+-- their rows up in sq_items_id_key rather than scan.
 WITH present AS (
-    SELECT id, status FROM sq_items WHERE id = ANY ($1::uuid[])
+    SELECT id, status, lease_token FROM sq_items WHERE id = ANY ($1::uuid[])
 ), done AS (
     DELETE FROM sq_items AS i
     USING unnest($1::uuid[], $2::uuid[]) AS r(id, token)
@@ -127,7 +109,7 @@ WITH present AS (
     FROM done AS d JOIN sq_queues AS q ON q.name = d.queue
     WHERE k.queue = d.queue AND k.dedup_key = d.dedup_key AND k.item_id = d.id
 )
-SELECT present.id, present.status, done.id IS NOT NULL AS completed
+SELECT present.id, present.status, present.lease_token, done.id IS NOT NULL AS completed
 FROM present LEFT JOIN done ON done.id = present.id
 
 -- name: next_visible_at

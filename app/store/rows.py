@@ -21,6 +21,7 @@ from app.domain import (
     LeasedItem,
     NewItem,
     Outcome,
+    Pushed,
     QueueSettings,
     QueueStats,
     effective_status,
@@ -230,3 +231,15 @@ def complete_outcomes(
 def redrive_delay(position: int, rate_per_second: float | None) -> timedelta:
     """How long after the redrive the item at `position` (from 0) becomes poppable."""
     return timedelta(seconds=position / rate_per_second) if rate_per_second else timedelta(0)
+
+
+def follow_leaders(results: list[Pushed | None], leaders: list[int]) -> list[Pushed | None]:
+    """Items that repeat an earlier item's dedup_key (see dedup_leaders) get that item's result,
+    as duplicates; `results` holds the leaders' own."""
+    followed = []
+    for n, leader in enumerate(leaders):
+        result = results[leader]
+        if leader != n and result is not None:
+            result = Pushed(result.id, result.created_at, created=False)
+        followed.append(result)
+    return followed

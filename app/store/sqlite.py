@@ -215,7 +215,7 @@ class SqliteStore:
                 Q["ensure_queue"], [{"queue": q, "now": to_text(now)} for q in {i.queue for i in fresh}]
             )
             await conn.executemany(Q["insert_item"], [_insert_params(i, now) for i in fresh])
-        return _follow_leaders(results, leaders)
+        return rows.follow_leaders(results, leaders)
 
     async def _claim_dedup_keys(
         self, conn: aiosqlite.Connection, claims: list[dict[str, Any]], now: str
@@ -449,17 +449,6 @@ class SqliteStore:
             async with conn.execute(Q["purge_dedup_keys"], params) as cursor:
                 keys = cursor.rowcount
         return max(history, keys)
-
-
-def _follow_leaders(results: list[Pushed | None], leaders: list[int]) -> list[Pushed | None]:
-    """Items that repeat an earlier item's dedup_key get that item's id, as duplicates."""
-    followed = []
-    for n, leader in enumerate(leaders):
-        result = results[leader]
-        if leader != n and result is not None:
-            result = Pushed(result.id, result.created_at, created=False)
-        followed.append(result)
-    return followed
 
 
 def add_seconds(moment: str, seconds: float) -> str:
