@@ -33,6 +33,8 @@ def serve(host: str | None, port: int | None, workers: int) -> None:
 
     import uvicorn
 
+    from app.http_protocol import HeaderDeadlineProtocol
+
     settings = Settings()
     if workers > 1 and settings.migrate_on_start:
         _migrate(settings)  # once, before the workers race to it
@@ -44,6 +46,7 @@ def serve(host: str | None, port: int | None, workers: int) -> None:
         workers=workers,
         log_level=settings.log_level,
         access_log=settings.access_log,
+        http=HeaderDeadlineProtocol,
     )
 
 

@@ -19,6 +19,7 @@ last attempt, until the sweep marks it dead); every reader reports what it effec
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -91,7 +92,7 @@ class NewItem:
     priority: int = 0
     group: str | None = None
     dedup_key: str | None = None
-    delay_seconds: float = 0.0  # from the database's now; not_before wins when given
+    delay_seconds: float = 0.0  # from the database's now; visible at the later of the two
     not_before: datetime | None = None
 
 
@@ -106,15 +107,22 @@ class Pushed:
 
 @dataclass(frozen=True, slots=True)
 class LeasedItem:
+    """A popped item. Payloads stay the JSON text the database holds, from the store to the wire:
+    whatever was stored is handed back as it is, never decoded and re-encoded on the way."""
+
     id: UUID
     queue: str
-    payload: Any
+    payload_json: str
     created_at: datetime
     attempts: int
     lease_token: UUID
     lease_expires_at: datetime
     priority: int = 0
     group: str | None = None
+
+    @property
+    def payload(self) -> Any:
+        return json.loads(self.payload_json)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +135,7 @@ class ErrorRecord:
 class ItemView:
     id: UUID
     queue: str
-    payload: Any
+    payload_json: str
     status: ItemStatus
     attempts: int
     max_attempts: int
@@ -140,6 +148,10 @@ class ItemView:
     dedup_key: str | None = None
     first_popped_at: datetime | None = None
     died_at: datetime | None = None
+
+    @property
+    def payload(self) -> Any:
+        return json.loads(self.payload_json)
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +198,11 @@ class HistoryRecord:
     group: str | None = None
     dedup_key: str | None = None
     last_error: str | None = None
-    payload: Any = None  # only when the queue keeps payloads in history
+    payload_json: str | None = None  # only when the queue keeps payloads in history
+
+    @property
+    def payload(self) -> Any:
+        return None if self.payload_json is None else json.loads(self.payload_json)
 
 
 @dataclass(frozen=True, slots=True)

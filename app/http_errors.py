@@ -1,9 +1,11 @@
-"""Maps the domain's error tree, validation errors and HTTP errors to one JSON envelope."""
+"""Maps the domain's error tree, validation errors and HTTP errors to one JSON envelope.
+
+What nothing here recognises is answered by app.http_guard."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from http import HTTPStatus
 from typing import Any
 
@@ -11,9 +13,11 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.routing import BaseRoute, Route
+from starlette.types import ExceptionHandler
 
 from app.errors import QueueError
+from app.request_ids import REQUEST_ID
 from app.schemas import ErrorBody
 
 log = logging.getLogger("simplequeue")
@@ -32,11 +36,26 @@ def envelope(
     return JSONResponse(body.model_dump(exclude_none=True), status_code=status, headers=headers)
 
 
-async def on_queue_error(_: Request, exc: Exception) -> JSONResponse:
+async def on_queue_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, QueueError)
     if exc.status_code >= 500:
-        log.warning("%s: %s", exc.code, exc.detail, exc_info=exc.__cause__)
+        # What the driver said goes to the log only: clients get a stable code and a plain sentence.
+        log.warning(
+            "request %s: %s %s answered %d %s: %s",
+            REQUEST_ID.get(),
+            request.method,
+            request.url.path,
+            exc.status_code,
+            exc.code,
+            describe(exc.__cause__) if exc.__cause__ else exc.detail,
+        )
     return envelope(exc.status_code, exc.code, exc.detail)
+
+
+def describe(cause: BaseException) -> str:
+    """One line about a driver's exception: its type and the first line of its message."""
+    lines = str(cause).strip().splitlines()
+    return f"{type(cause).__name__}: {lines[0]}" if lines else type(cause).__name__
 
 
 async def on_validation_error(request: Request, exc: Exception) -> JSONResponse:
@@ -56,69 +75,35 @@ async def on_validation_error(request: Request, exc: Exception) -> JSONResponse:
     return envelope(422, "ValidationError", summary, fields)
 
 
-async def on_http_error(_: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, StarletteHTTPException)
-    code = HTTPStatus(exc.status_code).phrase.replace(" ", "").replace("-", "")
-    return envelope(exc.status_code, code, str(exc.detail), headers=exc.headers)  # keeps 405's Allow
+def on_http_error(routes: Sequence[BaseRoute]) -> ExceptionHandler:
+    async def handle(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, StarletteHTTPException)
+        if exc.status_code == 400:
+            # FastAPI's own 400 is a body its JSON parser gave up on: nested too deeply for it.
+            detail = "the request body could not be read as JSON (nested too deeply)"
+            return envelope(400, "MalformedJSON", detail)
+        headers, detail = exc.headers, str(exc.detail)
+        if exc.status_code == 404:
+            detail = f"nothing is served at {request.url.path} (item ids are UUIDs)"
+        if exc.status_code == 405:
+            headers = {"Allow": ", ".join(allowed_methods(routes, request.url.path))}
+        code = HTTPStatus(exc.status_code).phrase.replace(" ", "").replace("-", "")
+        return envelope(exc.status_code, code, detail, headers=headers)
+
+    return handle
 
 
-async def on_unexpected_error(_: Request, exc: Exception) -> JSONResponse:
-    # Only what nothing else recognised lands here; it is a bug worth a traceback.
-    log.error("unhandled error", exc_info=exc)
-    return envelope(500, "InternalError", "the server failed unexpectedly; see its log")
+def allowed_methods(routes: Sequence[BaseRoute], path: str) -> list[str]:
+    """Every method some route serves at this path. Starlette's 405 names the first matching
+    route's only (`Allow: DELETE` where GET is served too)."""
+    methods: set[str] = set()
+    for route in routes:
+        if isinstance(route, Route) and route.methods and route.path_regex.fullmatch(path):
+            methods |= route.methods
+    return sorted(methods)
 
 
-def install_error_handlers(app: FastAPI) -> None:
+def install_error_handlers(app: FastAPI, routes: Sequence[BaseRoute]) -> None:
     app.add_exception_handler(QueueError, on_queue_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
-    app.add_exception_handler(StarletteHTTPException, on_http_error)
-    app.add_exception_handler(Exception, on_unexpected_error)
-
-
-class BodyLimit:
-    """Refuses request bodies over a limit without reading more than the limit into memory."""
-
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app = app
-        self.max_bytes = max_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        declared = dict(scope["headers"]).get(b"content-length")
-        if declared is not None and declared.isdigit():
-            if int(declared) > self.max_bytes:
-                await self._refuse(scope, receive, send)
-            else:  # the server holds the client to its Content-Length
-                await self.app(scope, receive, send)
-            return
-        # Chunked: read up to the limit here, because FastAPI turns any error raised while it
-        # reads the body into a generic 400.
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                break
-            chunks.append(message.get("body", b""))
-            size += len(chunks[-1])
-            if size > self.max_bytes:
-                await self._refuse(scope, receive, send)
-                return
-            if not message.get("more_body", False):
-                break
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
-
-        await self.app(scope, replay, send)
-
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = envelope(413, "PayloadTooLarge", f"request body is over {self.max_bytes} bytes")
-        await response(scope, receive, send)
+    app.add_exception_handler(StarletteHTTPException, on_http_error([*app.routes, *routes]))

@@ -9,7 +9,8 @@ from contextlib import asynccontextmanager, suppress
 from fastapi import FastAPI
 
 from app.domain import Clock, system_clock
-from app.http_errors import BodyLimit, install_error_handlers
+from app.http_errors import install_error_handlers
+from app.http_guard import RequestGuard
 from app.maintenance import sweep_forever
 from app.pushing import PushCoalescer
 from app.routes import router
@@ -70,8 +71,12 @@ def create_app(
         lifespan=lifespan,
     )
     app.include_router(router)
-    install_error_handlers(app)
-    app.add_middleware(BodyLimit, max_bytes=settings.max_request_bytes)
+    install_error_handlers(app, router.routes)
+    app.add_middleware(
+        RequestGuard,
+        max_body_bytes=settings.max_request_bytes,
+        body_timeout_seconds=settings.body_timeout_seconds,
+    )
     return app
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Annotated, Any
 from uuid import UUID, uuid4
@@ -9,7 +10,7 @@ from uuid import UUID, uuid4
 from fastapi import APIRouter, Depends, Path, Query, Request, Response, status
 from pydantic import BaseModel
 
-from app.domain import Completion, Failure, HistoryFilter, ItemStatus, NewItem, Outcome
+from app.domain import CompleteOutcome, Completion, Failure, HistoryFilter, ItemStatus, NewItem, Outcome
 from app.payloads import encode_payload
 from app.schemas import (
     QUEUE_NAME_PATTERN,
@@ -68,6 +69,28 @@ def serialized(body: BaseModel, status_code: int = status.HTTP_200_OK) -> Respon
     that second validation was the largest cost left in the service (see bench/).
     """
     return Response(body.model_dump_json(), status_code=status_code, media_type="application/json")
+
+
+def json_text(text: str, status_code: int = status.HTTP_200_OK) -> Response:
+    """An answer already serialized as JSON (payloads go out as the text the store holds)."""
+    return Response(text, status_code=status_code, media_type="application/json")
+
+
+def page_json(entries: list[str], next_cursor: str | None) -> str:
+    return '{"items":[' + ",".join(entries) + '],"next_cursor":' + json.dumps(next_cursor) + "}"
+
+
+def repeat_rounds(ids: list[UUID]) -> list[list[int]]:
+    """Places of `ids` split into rounds of distinct ids, the k-th occurrence of an id in round k:
+    run one after another, they treat a repeated id as that many requests in order would."""
+    rounds: list[list[int]] = []
+    seen: dict[UUID, int] = {}
+    for n, item_id in enumerate(ids):
+        k = seen[item_id] = seen.get(item_id, -1) + 1
+        if k == len(rounds):
+            rounds.append([])
+        rounds[k].append(n)
+    return rounds
 
 
 def _also(code: int, model: type[BaseModel], description: str) -> dict[int | str, dict[str, Any]]:
@@ -162,11 +185,11 @@ async def pop(body: PopRequest, sq: ServicesDep) -> Response:
     items = await sq.waiting.pop(
         body.queue, max_items=body.max_items, wait_seconds=body.wait_seconds, lease_seconds=body.lease_seconds
     )
-    return serialized(PopResponse.model_construct(items=[PoppedItem.of(i) for i in items]))
+    return json_text('{"items":[' + ",".join(PoppedItem.json_of(i) for i in items) + "]}")
 
 
 @router.delete(
-    "/items/{item_id}",
+    "/items/{item_id:uuid}",
     status_code=status.HTTP_204_NO_CONTENT,
     operation_id="completeItem",
     responses=_errors(404, 409, 422, 503),
@@ -185,42 +208,58 @@ async def complete_item(item_id: ItemId, sq: ServicesDep, lease_token: LeaseToke
 )
 async def complete_items(body: CompleteBatchRequest, sq: ServicesDep) -> Response:
     """Finish 1..1000 items at once; each gets its own result, as DELETE /items/{id} would give."""
-    outcomes = await sq.store.complete_batch([Completion(i.id, i.lease_token) for i in body.items])
+    requested = [Completion(i.id, i.lease_token) for i in body.items]
+    outcomes: list[CompleteOutcome | None] = [None] * len(requested)
+    for places in repeat_rounds([c.id for c in requested]):
+        done = await sq.store.complete_batch([requested[n] for n in places])
+        for n, outcome in zip(places, done, strict=True):
+            outcomes[n] = outcome
     results = [
-        CompleteResult.model_construct(id=i.id, result=o.value)
-        for i, o in zip(body.items, outcomes, strict=True)
+        CompleteResult.model_construct(id=c.id, result=o.value if o else "not_found")
+        for c, o in zip(requested, outcomes, strict=True)
     ]
     return serialized(CompleteBatchResponse.model_construct(results=results))
 
 
 @router.post(
-    "/items/{item_id}/fail", operation_id="failItem", responses=_errors(400, 404, 409, 415, 422, 503)
+    "/items/{item_id:uuid}/fail",
+    operation_id="failItem",
+    response_model=ItemResponse,
+    responses=_errors(400, 404, 409, 415, 422, 503),
 )
-async def fail_item(item_id: ItemId, body: FailRequest, sq: ServicesDep) -> ItemResponse:
+async def fail_item(item_id: ItemId, body: FailRequest, sq: ServicesDep) -> Response:
     """Record an error. The item is retried after `retry_after_seconds` or the queue's backoff,
     unless `retry` is false or this was its last attempt: then it is dead."""
     failure = Failure(body.error, body.lease_token, body.retry, body.retry_after_seconds)
     view = await sq.store.fail(item_id, failure)
     if view.status == ItemStatus.READY:
         sq.waiting.notify(view.queue, 1)
-    return ItemResponse.of(view)
+    return json_text(ItemResponse.json_of(view))
 
 
 @router.post(
-    "/items/{item_id}/extend",
+    "/items/{item_id:uuid}/extend",
     operation_id="extendLease",
+    response_model=ItemResponse,
     responses=_errors(400, 404, 409, 415, 422, 503),
 )
-async def extend_lease(item_id: ItemId, body: ExtendRequest, sq: ServicesDep) -> ItemResponse:
+async def extend_lease(item_id: ItemId, body: ExtendRequest, sq: ServicesDep) -> Response:
     """Keep working on an item: its live lease now ends `lease_seconds` from now (a heartbeat).
     409 when the token is stale, or the lease has already expired."""
-    return ItemResponse.of(await sq.store.extend(item_id, body.lease_token, body.lease_seconds))
+    return json_text(
+        ItemResponse.json_of(await sq.store.extend(item_id, body.lease_token, body.lease_seconds))
+    )
 
 
-@router.get("/items/{item_id}", operation_id="getItem", responses=_errors(404, 422, 503))
-async def get_item(item_id: ItemId, sq: ServicesDep) -> ItemResponse:
+@router.get(
+    "/items/{item_id:uuid}",
+    operation_id="getItem",
+    response_model=ItemResponse,
+    responses=_errors(404, 422, 503),
+)
+async def get_item(item_id: ItemId, sq: ServicesDep) -> Response:
     """Look at an item without changing it."""
-    return ItemResponse.of(await sq.store.get_item(item_id))
+    return json_text(ItemResponse.json_of(await sq.store.get_item(item_id)))
 
 
 @router.get("/queues", operation_id="listQueues", responses=_errors(503))
@@ -250,13 +289,15 @@ async def put_queue(
     return QueueResponse.of(await sq.store.get_queue(name))
 
 
-@router.get("/queues/{name}/dead", operation_id="listDead", responses=_errors(422, 503))
+@router.get(
+    "/queues/{name}/dead", operation_id="listDead", response_model=DeadPage, responses=_errors(422, 503)
+)
 async def list_dead(
     name: QueuePath, sq: ServicesDep, limit: PageLimit = 100, cursor: Cursor = None
-) -> DeadPage:
+) -> Response:
     """Dead items with their errors, most recently dead first."""
     page = await sq.store.list_dead(name, limit, cursor)
-    return DeadPage(items=[ItemResponse.of(v) for v in page.items], next_cursor=page.next_cursor)
+    return json_text(page_json([ItemResponse.json_of(v) for v in page.items], page.next_cursor))
 
 
 @router.post("/queues/{name}/redrive", operation_id="redrive", responses=_errors(400, 415, 422, 503))
@@ -275,7 +316,12 @@ async def purge_dead(name: QueuePath, sq: ServicesDep) -> PurgeResponse:
     return PurgeResponse(purged=await sq.store.purge_dead(name))
 
 
-@router.get("/queues/{name}/history", operation_id="listHistory", responses=_errors(422, 503))
+@router.get(
+    "/queues/{name}/history",
+    operation_id="listHistory",
+    response_model=HistoryPage,
+    responses=_errors(422, 503),
+)
 async def list_history(
     name: QueuePath,
     sq: ServicesDep,
@@ -284,11 +330,11 @@ async def list_history(
     until: Annotated[UtcDatetime | None, Query(description="Finished before this time.")] = None,
     limit: PageLimit = 100,
     cursor: Cursor = None,
-) -> HistoryPage:
+) -> Response:
     """Finished items (completed or dead), most recently finished first, kept for the queue's
     retention_seconds."""
     page = await sq.store.list_history(name, HistoryFilter(outcome, since, until), limit, cursor)
-    return HistoryPage(items=[HistoryEntry.of(r) for r in page.items], next_cursor=page.next_cursor)
+    return json_text(page_json([HistoryEntry.json_of(r) for r in page.items], page.next_cursor))
 
 
 @router.get("/healthz", operation_id="healthz")

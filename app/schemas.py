@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
@@ -13,11 +14,10 @@ from pydantic import (
     ConfigDict,
     Field,
     StrictBool,
-    field_validator,
-    model_validator,
 )
 
 from app.domain import Backoff, HistoryRecord, ItemView, LeasedItem, QueueSettings, QueueStats
+from app.payloads import MAX_PAYLOAD_DEPTH
 
 DEFAULTS = QueueSettings()
 
@@ -51,10 +51,13 @@ def _json_number(value: Any) -> Any:
     return value
 
 
+_DATE_TIME = re.compile(r"\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d(:\d\d(\.\d{1,9})?)?([Zz]|[+-]\d\d:?\d\d)?")
+
+
 def _iso_text(value: Any) -> Any:
-    # Lax validation would read 0 as 1970-01-01; the API takes ISO-8601 text only.
-    if not isinstance(value, str):
-        raise ValueError("must be an ISO-8601 date-time string")
+    # Lax validation would read 0, or a query's "0.5", as Unix times; the API takes ISO-8601 text only.
+    if not isinstance(value, str) or not _DATE_TIME.fullmatch(value):
+        raise ValueError("must be an ISO-8601 date-time such as 2026-11-20T09:30:00Z")
     return value
 
 
@@ -70,6 +73,16 @@ Key = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_storab
 Int32 = Annotated[int, Number, Field(ge=-(2**31), le=2**31 - 1)]
 
 
+def with_payload(model: BaseModel, payload_json: str | None) -> str:
+    """The model as JSON with its `payload` as the stored JSON text, spliced in unparsed: whatever
+    the store holds can be answered, at no cost of decoding and encoding it again."""
+    head = model.model_dump_json(exclude=_PAYLOAD)
+    return f'{head[:-1]},"payload":{"null" if payload_json is None else payload_json}}}'
+
+
+_PAYLOAD = {"payload"}
+
+
 class Body(BaseModel):
     # A misspelt field is an error, not a silently ignored option.
     model_config = ConfigDict(extra="forbid")
@@ -78,7 +91,11 @@ class Body(BaseModel):
 class ItemFields(Body):
     """What a producer may say about an item, in a single push or in each item of a batch."""
 
-    payload: Any = Field(..., description="Any JSON value, stored and returned as given.")
+    payload: Any = Field(
+        ...,
+        description="Any JSON value, stored and returned as given. Arrays and objects may nest "
+        f"{MAX_PAYLOAD_DEPTH} levels deep at most (422 InvalidPayload).",
+    )
     id: UUID | None = Field(
         None, description="Client-chosen id; an id that already exists is refused with 409."
     )
@@ -94,7 +111,8 @@ class ItemFields(Body):
         0, ge=0, le=31536000, description="Not poppable until this long after the push."
     )
     not_before: UtcDatetime | None = Field(
-        None, description="Not poppable before this time (instead of delay_seconds)."
+        None,
+        description="Not poppable before this time. Given with delay_seconds, the later of the two holds.",
     )
     group: Key | None = Field(
         None,
@@ -108,12 +126,6 @@ class ItemFields(Body):
         "with the original's id.",
     )
 
-    @model_validator(mode="after")
-    def _one_kind_of_delay(self) -> ItemFields:
-        if self.not_before is not None and self.delay_seconds:
-            raise ValueError("give delay_seconds or not_before, not both")
-        return self
-
 
 class PushRequest(ItemFields):
     queue: QueueName = "default"
@@ -123,21 +135,14 @@ class BatchItem(ItemFields):
     pass
 
 
-def _distinct_ids(ids: list[UUID | None]) -> None:
-    given = [i for i in ids if i is not None]
-    if len(set(given)) != len(given):
-        raise ValueError("ids must be distinct within one request")
-
-
 class PushBatchRequest(Body):
     queue: QueueName = "default"
-    items: list[BatchItem] = Field(..., min_length=1, max_length=1000)
-
-    @field_validator("items")
-    @classmethod
-    def _ids_are_distinct(cls, items: list[BatchItem]) -> list[BatchItem]:
-        _distinct_ids([i.id for i in items])
-        return items
+    items: list[BatchItem] = Field(
+        ...,
+        min_length=1,
+        max_length=1000,
+        description="All or nothing: an id given twice, or one that exists, is 409 ItemExists.",
+    )
 
 
 class PushBatchResponse(BaseModel):
@@ -153,13 +158,13 @@ class CompleteRef(Body):
 
 
 class CompleteBatchRequest(Body):
-    items: list[CompleteRef] = Field(..., min_length=1, max_length=1000)
-
-    @field_validator("items")
-    @classmethod
-    def _ids_are_distinct(cls, items: list[CompleteRef]) -> list[CompleteRef]:
-        _distinct_ids([i.id for i in items])
-        return items
+    items: list[CompleteRef] = Field(
+        ...,
+        min_length=1,
+        max_length=1000,
+        description="Taken in order, as that many DELETE /items/{id} would be: an id given again "
+        "after it was completed is not_found.",
+    )
 
 
 class CompleteResult(BaseModel):
@@ -201,18 +206,19 @@ class PoppedItem(BaseModel):
     group: str | None
 
     @classmethod
-    def of(cls, item: LeasedItem) -> PoppedItem:
-        return cls.model_construct(  # the store's values are already valid
+    def json_of(cls, item: LeasedItem) -> str:
+        popped = cls.model_construct(  # the store's values are already valid
             id=item.id,
             queue=item.queue,
-            payload=item.payload,
             created_at=item.created_at,
             attempts=item.attempts,
             lease_token=item.lease_token,
             lease_expires_at=item.lease_expires_at,
             priority=item.priority,
             group=item.group,
+            payload=None,  # spliced in as text
         )
+        return with_payload(popped, item.payload_json)
 
 
 class PopResponse(BaseModel):
@@ -264,15 +270,14 @@ class ItemResponse(BaseModel):
     died_at: datetime | None
 
     @classmethod
-    def of(cls, view: ItemView) -> ItemResponse:
-        return cls(
+    def json_of(cls, view: ItemView) -> str:
+        response = cls.model_construct(
             id=view.id,
             queue=view.queue,
-            payload=view.payload,
             status=view.status.value,
             attempts=view.attempts,
             max_attempts=view.max_attempts,
-            errors=[ErrorEntry(at=e.at, error=e.error) for e in view.errors],
+            errors=[ErrorEntry.model_construct(at=e.at, error=e.error) for e in view.errors],
             created_at=view.created_at,
             lease_expires_at=view.lease_expires_at,
             visible_at=view.visible_at,
@@ -281,7 +286,9 @@ class ItemResponse(BaseModel):
             dedup_key=view.dedup_key,
             first_popped_at=view.first_popped_at,
             died_at=view.died_at,
+            payload=None,  # spliced in as text
         )
+        return with_payload(response, view.payload_json)
 
 
 class BackoffBody(Body):
@@ -423,8 +430,8 @@ class HistoryEntry(BaseModel):
     payload: Any = Field(None, description="Only when the queue keeps payloads in history.")
 
     @classmethod
-    def of(cls, record: HistoryRecord) -> HistoryEntry:
-        return cls(
+    def json_of(cls, record: HistoryRecord) -> str:
+        entry = cls.model_construct(
             id=record.id,
             queue=record.queue,
             outcome=record.outcome.value,
@@ -435,8 +442,8 @@ class HistoryEntry(BaseModel):
             group=record.group,
             dedup_key=record.dedup_key,
             last_error=record.last_error,
-            payload=record.payload,
         )
+        return with_payload(entry, record.payload_json)
 
 
 class HistoryPage(BaseModel):

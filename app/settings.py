@@ -24,11 +24,22 @@ class Settings(BaseSettings):
         ge=1024,
         description="Largest request body read at all; larger bodies get 413 unread.",
     )
+    header_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="A connection must send a request's headers within this; else 408, closed.",
+    )
+    body_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="A request's body must arrive within this once its headers have; else 408, closed.",
+    )
     pool_size: int = Field(default=10, ge=1, le=500)
     db_timeout_seconds: float = Field(
         default=5.0,
         gt=0,
-        description="Connect, pool-acquire and lock-wait limit; past it requests answer 503.",
+        description="Bounds every database call a request makes (pool wait, connect, statements, "
+        "lock waits); past it the request answers 503.",
     )
     wait_recheck_seconds: float = Field(
         default=1.0,

@@ -41,13 +41,14 @@ def simplequeue_command() -> list[str]:
 
 
 @contextmanager
-def serving(database_url: str, *, migrate: bool = True) -> Iterator[str]:
+def serving(database_url: str, *, migrate: bool = True, env: dict[str, str] | None = None) -> Iterator[str]:
     port = free_port()
     env = {
         **os.environ,
         "SIMPLEQUEUE_DATABASE_URL": database_url,
         "SIMPLEQUEUE_MIGRATE_ON_START": str(migrate).lower(),
         "SIMPLEQUEUE_LOG_LEVEL": "warning",
+        **(env or {}),
     }
     process = subprocess.Popen([*simplequeue_command(), "serve", "--port", str(port)], env=env)
     base = f"http://127.0.0.1:{port}"

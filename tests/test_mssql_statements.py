@@ -24,6 +24,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 from urllib.parse import quote_plus
 from uuid import UUID, uuid4
@@ -811,12 +812,14 @@ def test_push_batch_reads_every_item_from_one_json_parameter() -> None:
     ]
 
 
-def test_push_batch_makes_an_item_visible_at_not_before_or_after_its_delay_from_the_servers_now() -> None:
+def test_push_batch_makes_an_item_visible_at_the_later_of_not_before_and_its_delay_from_the_servers_now() -> (
+    None
+):
     _, _, _, insert, _, _ = push_batch_statements()
     visible_at = insert.expression.expressions[4].sql("tsql")
     assert visible_at == (
-        "COALESCE(CAST(j.not_before AS DATETIME2(7)), "
-        "DATEADD(MICROSECOND, j.delay_micros, DATEADD(SECOND, j.delay_seconds, @now)))"
+        "(SELECT MAX(v.at) FROM (VALUES (CAST(j.not_before AS DATETIME2(7))), "
+        "(DATEADD(MICROSECOND, j.delay_micros, DATEADD(SECOND, j.delay_seconds, @now)))) AS v(at))"
     )
 
 
@@ -1290,6 +1293,7 @@ class Executed:
 
 
 QUERY_NAMES = {sql: name for name, sql in Q.items()}
+LIFT, BOUND = "SET LOCK_TIMEOUT -1", "SET LOCK_TIMEOUT 5000"  # around a migration (timeout 5 s)
 
 
 class FakeCursor:
@@ -1342,6 +1346,7 @@ class FakeConnection:
     rollbacks: int = 0
     closed: bool = False
     cursors_closed: int = 0
+    _conn: SimpleNamespace = field(default_factory=lambda: SimpleNamespace(timeout=0))  # pyodbc's
 
     def reply(self, name: str, *results: Result | Results) -> None:
         self.replies.setdefault(name, []).extend(results)
@@ -2421,6 +2426,7 @@ async def test_migrate_from_zero_applies_both_schemas_under_the_lock(
     assert await store.migrate() == [1, 2]
 
     assert conn.names == [
+        LIFT,
         "lock_migrations",
         "compatibility_level",
         "create_version_table",
@@ -2430,6 +2436,7 @@ async def test_migrate_from_zero_applies_both_schemas_under_the_lock(
         *migration_statements(DELIVERY),
         "record_version",
         "unlock_migrations",
+        BOUND,
     ]
     assert conn.all_params("record_version") == [(1, "init", NOW_TEXT), (2, "delivery", NOW_TEXT)]
     [v1, _] = [e.inlined for e in conn.executed if e.name == "record_version"]
@@ -2448,11 +2455,13 @@ async def test_migrate_again_applies_nothing(fake: tuple[MssqlStore, FakeConnect
     assert await store.migrate() == []
 
     assert conn.names == [
+        LIFT,
         "lock_migrations",
         "compatibility_level",
         "create_version_table",
         "applied_versions",
         "unlock_migrations",
+        BOUND,
     ]
 
 
@@ -2466,7 +2475,7 @@ async def test_migrate_refuses_a_database_too_old_for_openjson(
     with pytest.raises(StoreError, match=r"compatibility level 120\b.*\b130 or later"):
         await store.migrate()
 
-    assert conn.names == ["lock_migrations", "compatibility_level", "unlock_migrations"]
+    assert conn.names == [LIFT, "lock_migrations", "compatibility_level", "unlock_migrations", BOUND]
     assert conn.rollbacks == 1
 
 
@@ -2477,7 +2486,7 @@ async def test_migrate_gives_up_when_the_lock_is_not_granted(fake: tuple[MssqlSt
     with pytest.raises(DatabaseUnavailable, match="migration lock"):
         await store.migrate()
 
-    assert conn.names == ["lock_migrations", "unlock_migrations"]
+    assert conn.names == [LIFT, "lock_migrations", "unlock_migrations", BOUND]
 
 
 async def test_a_failed_migration_rolls_back_and_still_releases_the_lock(
@@ -2492,7 +2501,7 @@ async def test_a_failed_migration_rolls_back_and_still_releases_the_lock(
     with pytest.raises(StoreError):
         await store.migrate()
 
-    assert conn.names[-1] == "unlock_migrations"
+    assert conn.names[-2:] == ["unlock_migrations", BOUND]
     assert "record_version" not in conn.names
     assert conn.rollbacks == 1
 
@@ -2689,6 +2698,45 @@ async def test_open_creates_a_lazy_pool_that_never_autocommits(fake_aioodbc: dic
     assert isinstance(kwargs["timeout"], int)
     assert fake_aioodbc["closed"]
     assert fake_aioodbc["wait_closed"]
+
+
+async def test_each_new_connection_bounds_its_statements_and_lock_waits(fake_aioodbc: dict[str, Any]) -> None:
+    store = MssqlStore(URL, timeout_seconds=2.5)
+    await store.open()
+    conn = FakeConnection()
+
+    await fake_aioodbc["create_pool"]["after_created"](conn)
+
+    assert conn._conn.timeout == 3  # whole seconds, rounded up: never 0, which would mean none
+    assert [e.sql for e in conn.executed] == ["SET LOCK_TIMEOUT 2500"]
+    await store.close()
+
+
+async def test_migrations_lift_the_bounds_and_put_them_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    store, conn = fake_store(monkeypatch)
+    seen: list[int] = []
+    original = Q["lock_migrations"]
+    conn.reply("lock_migrations", result(result=0))
+    conn.reply("compatibility_level", result(compatibility_level=150))
+    conn.reply("applied_versions", Result(["version"], []))
+
+    class Watching(FakeCursor):
+        async def execute(self, sql: str, *params: Any) -> FakeCursor:
+            if sql == original:
+                seen.append(conn._conn.timeout)
+            return await super().execute(sql, *params)
+
+    monkeypatch.setattr(conn, "cursor", lambda: _async(Watching(conn)))
+    await store.migrate()
+
+    assert seen == [0]  # waiting for another replica's migration is not cut off
+    assert conn.executed[0].sql == "SET LOCK_TIMEOUT -1"
+    assert conn.executed[-1].sql == "SET LOCK_TIMEOUT 5000"
+    assert conn._conn.timeout == 5
+
+
+async def _async(value: Any) -> Any:
+    return value
 
 
 # --- the connection string ------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import random
 import re
 import sys
@@ -152,8 +153,9 @@ def _odbc_value(value: str) -> str:
 _ITEM_ID_INDEX = "sq_items_id_key"
 _DUPLICATE_KEY = {2601, 2627}
 _INVALID_OBJECT = 208
-# Azure SQL's "try again later" errors: the database is moving, busy or throttled, or not yet open.
-_TRANSIENT = {4060, 10928, 10929, 40197, 40501, 40613, 49918, 49919, 49920}
+# Azure SQL's "try again later" errors: the database is moving, busy or throttled, or not yet open;
+# and 1222, a lock not granted within the session's LOCK_TIMEOUT.
+_TRANSIENT = {1222, 4060, 10928, 10929, 40197, 40501, 40613, 49918, 49919, 49920}
 # 08: connection; HYT00/HYT01: login or query timeout; 28000: login refused; 40001: deadlock victim.
 _UNAVAILABLE_STATES = ("08", "HYT", "28000", "40001")
 
@@ -166,7 +168,7 @@ async def translated_errors() -> AsyncIterator[None]:
     except QueueError:
         raise
     except OSError as exc:  # TimeoutError from a bounded acquire included
-        raise DatabaseUnavailable(f"SQL Server: {type(exc).__name__}: {exc}") from exc
+        raise DatabaseUnavailable() from exc
     except Exception as exc:
         if not _is_driver_error(exc):
             raise
@@ -187,9 +189,10 @@ def _domain_error(exc: Exception) -> QueueError:
     if _INVALID_OBJECT in codes or state == "42S02":
         return SchemaNotReady()
     operational = isinstance(exc, sys.modules["pyodbc"].OperationalError)
+    # What the driver said stays on the chained cause, for the log; clients get a plain sentence.
     if operational or state.startswith(_UNAVAILABLE_STATES) or codes & _TRANSIENT:
-        return DatabaseUnavailable(f"SQL Server: [{state}] {message}")
-    return StoreError(f"SQL Server: [{state}] {message}")
+        return DatabaseUnavailable()
+    return StoreError()
 
 
 def _diagnostics(exc: Exception) -> tuple[str, str]:
@@ -255,6 +258,17 @@ async def _committed(conn: Connection) -> AsyncIterator[None]:
                 await conn.close()
         raise
     await conn.commit()
+
+
+def _set_query_timeout(conn: Any, seconds: int) -> None:
+    """pyodbc's query timeout (0: none), for the cursors made from now on. aioodbc's connection
+    exposes it read-only, so it is set on the pyodbc connection inside."""
+    conn._conn.timeout = seconds
+
+
+def _whole_seconds(seconds: float) -> int:
+    """ODBC timeouts are whole seconds, and 0 means none."""
+    return max(1, math.ceil(seconds))
 
 
 def _timestamp(moment: datetime) -> str:
@@ -402,7 +416,15 @@ class MssqlStore:
             autocommit=False,
             timeout=max(1, round(self._timeout)),
             pool_recycle=POOL_RECYCLE_SECONDS,
+            after_created=self._bound_statements,
         )
+
+    async def _bound_statements(self, conn: Any) -> None:
+        """Every statement of a new connection ends within the timeout: the driver cancels it past
+        its query timeout (HYT00, and the server rolls the batch back under XACT_ABORT), and a lock
+        wait ends at LOCK_TIMEOUT (1222). Both become DatabaseUnavailable. Migrations lift them."""
+        _set_query_timeout(conn, _whole_seconds(self._timeout))
+        await _execute(conn, f"SET LOCK_TIMEOUT {round(self._timeout * 1000)}")
 
     async def close(self) -> None:
         if self._pool is not None:
@@ -429,7 +451,7 @@ class MssqlStore:
             yield conn
 
     async def migrate(self) -> list[int]:
-        async with translated_errors(), self._acquire() as conn:
+        async with translated_errors(), self._acquire() as conn, self._unbounded(conn):
             try:
                 await _take_migration_lock(conn)
                 async with _committed(conn):
@@ -437,6 +459,18 @@ class MssqlStore:
             finally:
                 # After the commit: a replica that waited must find the versions recorded.
                 await _release_migration_lock(conn)
+
+    @asynccontextmanager
+    async def _unbounded(self, conn: Any) -> AsyncIterator[None]:
+        """Lift the statement bounds for a migration (DDL on a big table, or waiting for another
+        replica's migration), and put them back before the connection returns to the pool."""
+        _set_query_timeout(conn, 0)
+        await _execute(conn, "SET LOCK_TIMEOUT -1")
+        try:
+            yield
+        finally:
+            with suppress(Exception):  # a broken connection is closed by _release_migration_lock
+                await self._bound_statements(conn)
 
     async def _apply_pending(self, conn: Connection) -> list[int]:
         await _check_compatibility_level(conn)

@@ -109,8 +109,9 @@ LEFT JOIN @took AS t ON t.queue = c.queue AND t.dedup_key = c.dedup_key;
 -- IGNORE_DUP_KEY on the index would take the same range locks, for every writer of the table, and
 -- hide duplicates from all of them.
 -- Then the other items, in the order given: INSERT ... SELECT ... ORDER BY fixes the order in which
--- IDENTITY numbers them, and seq breaks pop's ties on created_at. An item is visible at not_before if
--- given, else at the server's now plus its delay (whole seconds and microseconds, split by the store).
+-- IDENTITY numbers them, and seq breaks pop's ties on created_at. An item is visible at the later of
+-- not_before and the server's now plus its delay (whole seconds and microseconds, split by the store);
+-- MAX over VALUES is GREATEST for servers before 2022, and skips a NULL not_before.
 -- OUTPUT says which ids went in; the store refuses the whole batch (all or nothing) when that is
 -- fewer than it sent.
 -- The queues of the inserted items are registered last, because T-SQL's IF governs one statement.
@@ -144,10 +145,10 @@ JOIN dbo.sq_items AS e WITH (UPDLOCK, HOLDLOCK, FORCESEEK) ON e.id = j.id;
 INSERT INTO dbo.sq_items (id, queue, payload, created_at, visible_at, priority, group_key, dedup_key)
 OUTPUT inserted.id, inserted.queue INTO @inserted
 SELECT j.id, j.queue, j.payload, CAST(j.created_at AS DATETIME2(7)),
-       COALESCE(
-           CAST(j.not_before AS DATETIME2(7)),
-           DATEADD(MICROSECOND, j.delay_micros, DATEADD(SECOND, j.delay_seconds, @now))
-       ),
+       (SELECT MAX(v.at) FROM (VALUES
+           (CAST(j.not_before AS DATETIME2(7))),
+           (DATEADD(MICROSECOND, j.delay_micros, DATEADD(SECOND, j.delay_seconds, @now)))
+       ) AS v(at)),
        j.priority, j.group_key, j.dedup_key
 FROM OPENJSON(@items) WITH (
     n INT, id UNIQUEIDENTIFIER, queue NVARCHAR(4000), payload NVARCHAR(MAX), created_at NVARCHAR(40),

@@ -47,6 +47,7 @@ from app.store.sqlfile import load_queries
 Q = load_queries(Path(__file__).with_suffix(".sql"))
 CHANNEL = "simplequeue_ready"
 BATCH = 1000  # rows per transaction in redrive and purges, so that none holds its locks long
+MIGRATION_TIMEOUT_SECONDS = 3600.0
 log = logging.getLogger("simplequeue.postgres")
 
 # A queue table's size swings faster than autovacuum analyses it, so the planner often thinks a
@@ -68,9 +69,15 @@ _UNAVAILABLE = (
 )
 
 
+# Worth a retry: one of two deadlocked transactions was rolled back, or a statement ran into
+# statement_timeout or lock_timeout (the server is overloaded or a lock is held too long).
+_TRY_AGAIN = (asyncpg.DeadlockDetectedError, asyncpg.QueryCanceledError, asyncpg.LockNotAvailableError)
+
+
 @asynccontextmanager
 async def translated_errors() -> AsyncIterator[None]:
-    """The one place where asyncpg's exceptions become domain errors."""
+    """The one place where asyncpg's exceptions become domain errors. What the driver said stays
+    on the chained cause, for the log; clients hear the domain error's plain sentence."""
     try:
         yield
     except QueueError:
@@ -78,15 +85,13 @@ async def translated_errors() -> AsyncIterator[None]:
     except asyncpg.UniqueViolationError as exc:
         if exc.constraint_name == "sq_items_id_key":
             raise ItemExists() from exc
-        raise StoreError(f"PostgreSQL: {exc}") from exc
-    except asyncpg.DeadlockDetectedError as exc:  # one of the two was rolled back: a retry succeeds
-        raise DatabaseUnavailable(f"PostgreSQL: {exc}") from exc
+        raise StoreError() from exc
     except asyncpg.UndefinedTableError as exc:
         raise SchemaNotReady() from exc
-    except _UNAVAILABLE as exc:
-        raise DatabaseUnavailable(f"PostgreSQL: {type(exc).__name__}: {exc}") from exc
+    except (*_UNAVAILABLE, *_TRY_AGAIN) as exc:
+        raise DatabaseUnavailable() from exc
     except asyncpg.PostgresError as exc:
-        raise StoreError(f"PostgreSQL: {exc}") from exc
+        raise StoreError() from exc
 
 
 async def _keep_session(conn: asyncpg.Connection) -> None:
@@ -129,15 +134,24 @@ class PostgresStore:
 
     async def open(self) -> None:
         # min_size=0: the service starts (and answers 503) while the database is down.
+        # command_timeout bounds each statement from our side (a frozen server never answers);
+        # statement_timeout and lock_timeout make the server give up too, so that a statement we
+        # abandoned stops holding its locks.
+        limit_ms = str(round(self._timeout * 1000))
         self._pool = await asyncpg.create_pool(
             self._url,
             min_size=0,
             max_size=self._pool_size,
             timeout=self._timeout,
-            command_timeout=max(30.0, self._timeout),
+            command_timeout=self._timeout,
             init=self._remember_pid,
             reset=_keep_session,
-            server_settings=PLANNER_SETTINGS,
+            server_settings={
+                **PLANNER_SETTINGS,
+                "statement_timeout": limit_ms,
+                "lock_timeout": limit_ms,
+                "idle_in_transaction_session_timeout": str(round(max(60.0, 4 * self._timeout) * 1000)),
+            },
         )
 
     async def _remember_pid(self, conn: asyncpg.Connection) -> None:
@@ -152,21 +166,36 @@ class PostgresStore:
             await self._pool.close()
 
     @asynccontextmanager
-    async def _conn(self) -> AsyncIterator[asyncpg.pool.PoolConnectionProxy]:
+    async def _conn(self, *, bounded: bool = True) -> AsyncIterator[asyncpg.pool.PoolConnectionProxy]:
+        """A pooled connection for one store call. The whole call (waiting for the pool, connecting,
+        every statement) ends within the timeout, or raises DatabaseUnavailable: a request never
+        hangs on a frozen or unreachable server. bounded=False: migrations only."""
         assert self._pool is not None, "store is not open"
-        async with translated_errors(), self._pool.acquire(timeout=self._timeout) as conn:
-            yield conn
+        async with translated_errors(), asyncio.timeout(self._timeout if bounded else None):
+            conn = await self._pool.acquire()
+            try:
+                yield conn
+            except (asyncio.CancelledError, *_UNAVAILABLE):
+                # Cut off mid-statement, or broken: what the connection would say next is unknown,
+                # so it is closed (at once, without a round trip) rather than handed to the next caller.
+                conn.terminate()
+                raise
+            finally:
+                await self._pool.release(conn)
 
     async def migrate(self) -> list[int]:
         applied: list[int] = []
-        async with self._conn() as conn, conn.transaction():
-            await conn.execute(Q["lock_migrations"])
-            await conn.execute(Q["create_version_table"])
-            done = {r["version"] for r in await conn.fetch(Q["applied_versions"])}
+        async with self._conn(bounded=False) as conn, conn.transaction():
+            # DDL on a big table, or waiting for another replica's migration, may take a while.
+            slow = MIGRATION_TIMEOUT_SECONDS
+            await conn.execute("SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0", timeout=slow)
+            await conn.execute(Q["lock_migrations"], timeout=slow)
+            await conn.execute(Q["create_version_table"], timeout=slow)
+            done = {r["version"] for r in await conn.fetch(Q["applied_versions"], timeout=slow)}
             for migration in load_migrations(self.dialect):
                 if migration.version not in done:
-                    await conn.execute(migration.sql)
-                    await conn.execute(Q["record_version"], migration.version, migration.name)
+                    await conn.execute(migration.sql, timeout=slow)
+                    await conn.execute(Q["record_version"], migration.version, migration.name, timeout=slow)
                     applied.append(migration.version)
         return applied
 

@@ -5,6 +5,7 @@
 -- name: push_batch
 -- One statement: queues registered, items inserted in the order given. Existing ids are left out
 -- (the caller learns which from RETURNING). The statement trigger NOTIFYs each queue at commit.
+-- An item is visible at the later of not_before and now plus its delay (GREATEST skips NULLs).
 WITH new_queues AS (
     INSERT INTO sq_queues (name, created_at)
     SELECT DISTINCT q, COALESCE($5::timestamptz, now()) FROM unnest($2::text[]) AS q
@@ -12,7 +13,7 @@ WITH new_queues AS (
 )
 INSERT INTO sq_items (id, queue, payload, created_at, visible_at, priority, group_key, dedup_key)
 SELECT t.id, t.queue, t.payload::json, t.created_at,
-       COALESCE(t.not_before, COALESCE($5::timestamptz, now()) + t.delay * interval '1 second'),
+       GREATEST(t.not_before, COALESCE($5::timestamptz, now()) + t.delay * interval '1 second'),
        t.priority, t.group_key, t.dedup_key
 FROM unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[], $6::int[], $7::text[], $8::text[],
             $9::float8[], $10::timestamptz[]) WITH ORDINALITY

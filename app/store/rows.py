@@ -54,7 +54,7 @@ def leased_item(row: Row) -> LeasedItem:
     return LeasedItem(
         id=as_uuid(row["id"]),
         queue=row["queue"],
-        payload=json.loads(row["payload"]),
+        payload_json=row["payload"],
         created_at=as_utc(row["created_at"]),
         attempts=row["attempts"],
         lease_token=as_uuid(row["lease_token"]),
@@ -72,7 +72,7 @@ def item_view(row: Row, now: datetime | str) -> ItemView:
     return ItemView(
         id=as_uuid(row["id"]),
         queue=row["queue"],
-        payload=json.loads(row["payload"]),
+        payload_json=row["payload"],
         status=status,
         attempts=row["attempts"],
         max_attempts=row["max_attempts"],
@@ -152,7 +152,7 @@ def history_record(row: Row) -> HistoryRecord:
         group=row["group_key"],
         dedup_key=row["dedup_key"],
         last_error=row["last_error"],
-        payload=None if payload is None else json.loads(payload),
+        payload_json=payload,
     )
 
 
@@ -181,13 +181,19 @@ def encode_cursor(moment: datetime | str, seq: int) -> str:
 
 
 def decode_cursor(cursor: str | None) -> tuple[datetime, int] | tuple[None, None]:
+    """The (time, seq) of a cursor that encode_cursor made; anything else is InvalidCursor, before
+    any value of it reaches a statement."""
     if cursor is None:
         return None, None
     try:
         moment, seq = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode().split("|")
-        return as_utc(moment), int(seq)
-    except (ValueError, binascii.Error, UnicodeDecodeError) as exc:
+        decoded = as_utc(moment), int(seq)
+    except (ValueError, OverflowError, binascii.Error, UnicodeDecodeError) as exc:
         raise InvalidCursor() from exc
+    # Only the exact text encode_cursor gives back: UTC, and a seq that a BIGINT holds.
+    if not 0 < decoded[1] < 2**63 or encode_cursor(*decoded) != cursor.rstrip("="):
+        raise InvalidCursor()
+    return decoded
 
 
 def dedup_leaders(items: Sequence[NewItem]) -> list[int]:

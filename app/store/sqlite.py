@@ -62,24 +62,27 @@ def to_text(moment: datetime) -> str:
 
 @asynccontextmanager
 async def translated_errors() -> AsyncIterator[None]:
-    """The one place where sqlite3's exceptions become domain errors."""
+    """The one place where sqlite3's exceptions (and our own waits' timeouts) become domain errors.
+    What SQLite said stays on the chained cause, for the log."""
     try:
         yield
     except QueueError:
         raise
+    except TimeoutError as exc:  # waiting for this process's writer or a reader
+        raise DatabaseUnavailable() from exc
     except sqlite3.IntegrityError as exc:
         if "sq_items.id" in str(exc):
             raise ItemExists() from exc
-        raise StoreError(f"constraint violated: {exc}") from exc
+        raise StoreError() from exc
     except sqlite3.OperationalError as exc:
         message = str(exc)
         if "no such table" in message:
             raise SchemaNotReady() from exc
         if "locked" in message or "busy" in message or "unable to open" in message:
-            raise DatabaseUnavailable(f"SQLite: {message}") from exc
-        raise StoreError(f"SQLite: {message}") from exc
+            raise DatabaseUnavailable() from exc
+        raise StoreError() from exc
     except sqlite3.Error as exc:
-        raise StoreError(f"SQLite: {exc}") from exc
+        raise StoreError() from exc
 
 
 class SqliteStore:
@@ -132,24 +135,34 @@ class SqliteStore:
 
     @asynccontextmanager
     async def _write(self) -> AsyncIterator[aiosqlite.Connection]:
+        """The writer, in a transaction. Waiting for it is bounded: by the timeout for this
+        process's other writes, by busy_timeout for other processes'. Statements are not: they
+        run on this machine's disk, and one cut off mid-commit would leave a 503 for a change
+        that was made."""
         assert self._writer is not None, "store is not open"
-        async with self._write_lock, translated_errors():
-            await self._writer.execute("BEGIN IMMEDIATE")
+        async with translated_errors():
+            async with asyncio.timeout(self._timeout):
+                await self._write_lock.acquire()
             try:
-                yield self._writer
-            except BaseException:
-                await self._writer.execute("ROLLBACK")
-                raise
-            await self._writer.execute("COMMIT")
+                await self._writer.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._writer
+                except BaseException:
+                    await self._writer.execute("ROLLBACK")
+                    raise
+                await self._writer.execute("COMMIT")
+            finally:
+                self._write_lock.release()
 
     @asynccontextmanager
     async def _read(self) -> AsyncIterator[aiosqlite.Connection]:
-        conn = await self._readers.get()
-        try:
-            async with translated_errors():
+        async with translated_errors():
+            async with asyncio.timeout(self._timeout):
+                conn = await self._readers.get()
+            try:
                 yield conn
-        finally:
-            self._readers.put_nowait(conn)
+            finally:
+                self._readers.put_nowait(conn)
 
     async def _fetchone(self, conn: aiosqlite.Connection, name: str, params: Mapping[str, Any]) -> Any:
         async with conn.execute(Q[name], params) as cursor:
@@ -456,7 +469,9 @@ def add_seconds(moment: str, seconds: float) -> str:
 
 
 def _insert_params(item: NewItem, now: datetime) -> dict[str, Any]:
-    visible_at = item.not_before or now + timedelta(seconds=item.delay_seconds)
+    visible_at = now + timedelta(seconds=item.delay_seconds)
+    if item.not_before is not None:
+        visible_at = max(visible_at, item.not_before)
     return {
         "id": str(item.id),
         "queue": item.queue,
