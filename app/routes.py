@@ -179,11 +179,15 @@ async def push_batch(body: PushBatchRequest, sq: ServicesDep) -> Response:
 
 
 @router.post("/pop", operation_id="pop", response_model=PopResponse, responses=_errors(400, 415, 422, 503))
-async def pop(body: PopRequest, sq: ServicesDep) -> Response:
+async def pop(body: PopRequest, sq: ServicesDep, request: Request) -> Response:
     """Lease up to `max_items` items (highest priority first, then oldest), waiting up to
     `wait_seconds` for one to arrive. Of an ordered group only the head is handed out."""
     items = await sq.waiting.pop(
-        body.queue, max_items=body.max_items, wait_seconds=body.wait_seconds, lease_seconds=body.lease_seconds
+        body.queue,
+        max_items=body.max_items,
+        wait_seconds=body.wait_seconds,
+        lease_seconds=body.lease_seconds,
+        gone=request.is_disconnected,
     )
     return json_text('{"items":[' + ",".join(PoppedItem.json_of(i) for i in items) + "]}")
 

@@ -20,6 +20,7 @@ import contextlib
 import logging
 import time
 from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from app.domain import LeasedItem
@@ -27,6 +28,10 @@ from app.errors import QueueError
 from app.store import Store
 
 log = logging.getLogger("simplequeue.waiting")
+
+
+async def _never_gone() -> bool:
+    return False
 
 
 @dataclass(eq=False)
@@ -84,17 +89,30 @@ class Waiting:
             self._probe.cancel()
 
     async def pop(
-        self, queue: str, *, max_items: int, wait_seconds: float, lease_seconds: int | None
+        self,
+        queue: str,
+        *,
+        max_items: int,
+        wait_seconds: float,
+        lease_seconds: int | None,
+        gone: Callable[[], Awaitable[bool]] = _never_gone,
     ) -> list[LeasedItem]:
+        """Lease what is poppable, waiting up to wait_seconds for something to be. `gone` says
+        whether the caller has hung up: after each wait it is asked before leasing, so that items
+        are not leased to nobody until their leases run out."""
         if wait_seconds <= 0:
             return await self._store.pop(queue, max_items, lease_seconds)
         deadline = time.monotonic() + wait_seconds
         watch = self._watch(queue)
         watch.users += 1
+        waited = False
         try:
             while True:
                 generation = watch.generation
                 if not watch.known_empty():
+                    if waited and await gone():
+                        watch.wake(1)  # the signal that woke this pop is another waiter's now
+                        return []
                     items = await self._store.pop(queue, max_items, lease_seconds)
                     if items:
                         return items
@@ -104,6 +122,7 @@ class Waiting:
                 if remaining <= 0 or self.closed:
                     return []
                 await self._wait(watch, remaining)
+                waited = True
         finally:
             watch.users -= 1
 

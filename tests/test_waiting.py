@@ -70,6 +70,30 @@ async def test_a_push_wakes_one_waiter_per_item(real_store: Store, queue: str) -
     assert [await t for t in pending] == [[]] * 4  # shutting down answers the rest, empty
 
 
+async def test_a_caller_that_hung_up_leases_nothing_and_passes_its_wake_up_on(
+    real_store: Store, queue: str
+) -> None:
+    waiting = Waiting(real_store, recheck_seconds=1000)  # only signals can wake anyone here
+    hung_up = asyncio.Event()
+
+    async def gone() -> bool:
+        return hung_up.is_set()
+
+    first = asyncio.create_task(waiting.pop(queue, max_items=1, wait_seconds=20, lease_seconds=30, gone=gone))
+    await asyncio.sleep(0.05)
+    second = asyncio.create_task(waiting.pop(queue, max_items=1, wait_seconds=20, lease_seconds=30))
+    await asyncio.sleep(0.05)
+    hung_up.set()  # the first caller's client disconnects while it waits
+
+    await real_store.push_batch([new_item(queue, "x")], skip_existing=False)
+    waiting.notify(queue, 1)  # wakes the oldest waiter: the one nobody listens to any more
+
+    assert await asyncio.wait_for(first, 10) == []
+    [item] = await asyncio.wait_for(second, 10)
+    assert item.payload == "x"
+    waiting.close()
+
+
 async def test_idle_long_polls_cost_no_statements_beyond_the_probe(real_store: Store, queue: str) -> None:
     store = Counted(real_store)
     waiting = Waiting(store, recheck_seconds=1000)
