@@ -13,13 +13,13 @@ from typing import Any
 from uuid import uuid4
 
 from fastapi import FastAPI, status
-
-from app.domain import NewItem, system_clock
-from app.main import create_app
-from app.payloads import encode_payload
-from app.schemas import PushRequest, PushResponse
-from app.settings import Settings
-from app.store import Store, create_store
+from simplequeue.api.schemas import PushRequest, PushResponse
+from simplequeue.domain.items import NewItem, system_clock
+from simplequeue.domain.payloads import encode_payload
+from simplequeue.main import create_app
+from simplequeue.settings import Settings
+from simplequeue.store.factory import create_store
+from simplequeue.store.protocol import Store
 
 
 class CountedStore:

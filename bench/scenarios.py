@@ -16,9 +16,9 @@ from typing import Any
 import aiohttp
 import asyncpg
 import httpx
+from simplequeue.settings import Settings
+from simplequeue.store.factory import create_store
 
-from app.settings import Settings
-from app.store import create_store
 from bench.infra import database, run_for, server
 
 CONCURRENCY = 32
@@ -233,10 +233,10 @@ async def raw_inserts(engine: str, url: str, seconds: float, payload: str) -> fl
 
 # The raw loops run each dialect's own pop statement: the baseline is the same SQL without HTTP,
 # the framework or the store's Python, not a different (better or worse) query.
-from app.store.postgres import PLANNER_SETTINGS  # noqa: E402
-from app.store.postgres import Q as PG  # noqa: E402
-from app.store.sqlite import Q as LITE  # noqa: E402
-from app.store.sqlite import add_seconds, to_text  # noqa: E402
+from simplequeue.store.postgres.store import PLANNER_SETTINGS  # noqa: E402
+from simplequeue.store.postgres.store import Q as PG  # noqa: E402
+from simplequeue.store.sqlite.store import Q as LITE  # noqa: E402
+from simplequeue.store.sqlite.store import add_seconds, to_text  # noqa: E402
 
 
 async def fill(base: str, queue: str, count: int) -> None:
@@ -476,7 +476,7 @@ async def _insert_dead(engine: str, url: str, count: int) -> None:
 
 
 async def _fill_store(store: Any, count: int) -> None:
-    from app.domain import NewItem
+    from simplequeue.domain.items import NewItem
 
     now = datetime.now(UTC)
     for start in range(0, count, 1000):

@@ -5,9 +5,10 @@ from pathlib import Path
 from uuid import uuid4
 
 import pytest
+from simplequeue.settings import Settings
+from simplequeue.store.factory import create_store
+from simplequeue.store.protocol import Store
 
-from app.settings import Settings
-from app.store import Store, create_store
 from tests.engines import ENGINES, FakeClock, postgres_database, require_mssql
 from tests.http import Client, app_client
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import httpx
 from asgi_lifespan import LifespanManager
+from simplequeue.main import create_app
+from simplequeue.settings import Settings
 
-from app.main import create_app
-from app.settings import Settings
 from tests.engines import FakeClock
 
 Client = httpx.AsyncClient

@@ -10,9 +10,9 @@ from typing import Any
 from uuid import uuid4
 
 import pytest
+from simplequeue.main import create_app
+from simplequeue.settings import Settings
 
-from app.main import create_app
-from app.settings import Settings
 from tests.engines import FakeClock
 from tests.http import Client, app_client, assert_error
 

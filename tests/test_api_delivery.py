@@ -10,8 +10,8 @@ from typing import Any
 from uuid import uuid4
 
 import pytest
+from simplequeue.settings import Settings
 
-from app.settings import Settings
 from tests.engines import FakeClock
 from tests.http import Client, app_client, assert_error
 

@@ -9,11 +9,20 @@ from typing import Any
 from uuid import UUID, uuid4
 
 import pytest
+from simplequeue.domain.errors import ItemDead, ItemExists, ItemNotFound, LeaseMismatch, QueueNotFound
+from simplequeue.domain.items import (
+    CompleteOutcome,
+    Completion,
+    Failure,
+    ItemStatus,
+    LeasedItem,
+    NewItem,
+    Pushed,
+)
+from simplequeue.settings import Settings
+from simplequeue.store.factory import create_store
+from simplequeue.store.protocol import Store
 
-from app.domain import CompleteOutcome, Completion, Failure, ItemStatus, LeasedItem, NewItem, Pushed
-from app.errors import ItemDead, ItemExists, ItemNotFound, LeaseMismatch, QueueNotFound
-from app.settings import Settings
-from app.store import Store, create_store
 from tests.engines import FakeClock
 from tests.factories import new_item
 

@@ -11,8 +11,15 @@ from datetime import timedelta
 from uuid import UUID, uuid4
 
 import pytest
-
-from app.domain import (
+from simplequeue.domain.errors import (
+    InvalidCursor,
+    ItemDead,
+    ItemExists,
+    ItemNotFound,
+    LeaseExpired,
+    LeaseMismatch,
+)
+from simplequeue.domain.items import (
     LEASE_EXPIRED_ERROR,
     Backoff,
     CompleteOutcome,
@@ -26,9 +33,9 @@ from app.domain import (
     Pushed,
     QueueSettings,
 )
-from app.errors import InvalidCursor, ItemDead, ItemExists, ItemNotFound, LeaseExpired, LeaseMismatch
-from app.maintenance import purge, reap
-from app.store import Store
+from simplequeue.service.upkeep import purge, reap
+from simplequeue.store.protocol import Store
+
 from tests.engines import FakeClock
 from tests.factories import new_item
 

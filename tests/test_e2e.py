@@ -37,7 +37,7 @@ def free_port() -> int:
 
 def simplequeue_command() -> list[str]:
     script = shutil.which("simplequeue", path=str(Path(sys.executable).parent))
-    return [script] if script else [sys.executable, "-m", "app.cli"]
+    return [script] if script else [sys.executable, "-m", "simplequeue.cli"]
 
 
 @contextmanager

@@ -16,11 +16,11 @@ from datetime import UTC, datetime
 from uuid import uuid4
 
 import pytest
+from simplequeue.domain.errors import DatabaseUnavailable
+from simplequeue.domain.items import NewItem
+from simplequeue.settings import Settings
+from simplequeue.store.factory import create_store
 
-from app.domain import NewItem
-from app.errors import DatabaseUnavailable
-from app.settings import Settings
-from app.store import create_store
 from tests.test_e2e import free_port
 
 
@@ -61,8 +61,7 @@ async def test_unreachable_server_is_database_unavailable(refused_url: str) -> N
 async def test_api_answers_503_when_sql_server_is_down(refused_url: str) -> None:
     import httpx
     from asgi_lifespan import LifespanManager
-
-    from app.main import create_app
+    from simplequeue.main import create_app
 
     app = create_app(Settings(database_url=refused_url, migrate_on_start=False, db_timeout_seconds=2))
     async with LifespanManager(app) as manager:

@@ -32,23 +32,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 import sqlglot
-from sqlglot import exp
-from sqlglot.errors import ErrorLevel
-
-from app.domain import (
-    LEASE_EXPIRED_ERROR,
-    Backoff,
-    CompleteOutcome,
-    Completion,
-    Failure,
-    HistoryFilter,
-    ItemStatus,
-    NewItem,
-    Outcome,
-    Pushed,
-    QueueSettings,
-)
-from app.errors import (
+from simplequeue.domain.errors import (
     DatabaseUnavailable,
     InvalidCursor,
     ItemDead,
@@ -61,9 +45,31 @@ from app.errors import (
     SchemaNotReady,
     StoreError,
 )
-from app.store import rows
-from app.store.migrations import Migration, load_migrations, split_statements
-from app.store.mssql import BATCH, MssqlStore, Q, _index_order, odbc_connection_string, translated_errors
+from simplequeue.domain.items import (
+    LEASE_EXPIRED_ERROR,
+    Backoff,
+    CompleteOutcome,
+    Completion,
+    Failure,
+    HistoryFilter,
+    ItemStatus,
+    NewItem,
+    Outcome,
+    Pushed,
+    QueueSettings,
+)
+from simplequeue.store import rows
+from simplequeue.store.migrations import Migration, load_migrations, split_statements
+from simplequeue.store.mssql.store import (
+    BATCH,
+    MssqlStore,
+    Q,
+    _index_order,
+    odbc_connection_string,
+    translated_errors,
+)
+from sqlglot import exp
+from sqlglot.errors import ErrorLevel
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=UTC)
 NOW_TEXT = "2026-03-01T12:00:00.123456"
@@ -2789,7 +2795,10 @@ def test_other_databases_urls_are_refused() -> None:
 
 
 def test_importing_the_store_loads_no_odbc_module() -> None:
-    code = "import sys, app.store.mssql; print(sorted(m for m in ('pyodbc', 'aioodbc') if m in sys.modules))"
+    code = (
+        "import sys, simplequeue.store.mssql.store; "
+        "print(sorted(m for m in ('pyodbc', 'aioodbc') if m in sys.modules))"
+    )
     done = subprocess.run(
         [sys.executable, "-c", code],
         cwd=Path(__file__).parent.parent,

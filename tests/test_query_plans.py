@@ -9,9 +9,8 @@ from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
-
-from app.store.migrations import load_migrations
-from app.store.postgres import PLANNER_SETTINGS, Q
+from simplequeue.store.migrations import load_migrations
+from simplequeue.store.postgres.store import PLANNER_SETTINGS, Q
 
 
 @pytest.fixture

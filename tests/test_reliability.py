@@ -19,11 +19,11 @@ from uuid import uuid4
 import asyncpg
 import pytest
 import uvicorn
+from simplequeue.domain.payloads import MAX_PAYLOAD_DEPTH, depth_of
+from simplequeue.main import create_app
+from simplequeue.settings import Settings
+from simplequeue.store.protocol import Store
 
-from app.main import create_app
-from app.payloads import MAX_PAYLOAD_DEPTH, depth_of
-from app.settings import Settings
-from app.store import Store
 from tests.engines import FakeClock
 from tests.factories import new_item
 from tests.http import Client, app_client, assert_error
@@ -196,7 +196,7 @@ class Broken:
 
 @pytest.fixture
 def broken_app(tmp_path: Path) -> Any:
-    from app.store import create_store
+    from simplequeue.store.factory import create_store
 
     settings = Settings(database_url=f"sqlite:///{tmp_path / 'b.db'}", sweep=False)
     return create_app(settings, store=Broken(create_store(settings)))  # type: ignore[arg-type]
@@ -388,7 +388,7 @@ async def test_a_statement_stuck_on_a_lock_answers_503_and_leaves_the_pool_usabl
 async def test_a_store_call_cancelled_mid_statement_leaves_no_connection_behind(
     pg_settings: Settings, postgres_url: str
 ) -> None:
-    from app.store import create_store
+    from simplequeue.store.factory import create_store
 
     store = create_store(pg_settings.model_copy(update={"db_timeout_seconds": 30, "pool_size": 1}))
     await store.open()

@@ -9,13 +9,14 @@ from typing import Any
 from uuid import uuid4
 
 import pytest
+from simplequeue.domain.errors import DatabaseUnavailable, ItemExists
+from simplequeue.domain.items import Pushed
+from simplequeue.service.pushing import PushCoalescer
+from simplequeue.service.waiting import Waiting
+from simplequeue.settings import Settings
+from simplequeue.store.factory import create_store
+from simplequeue.store.protocol import Store
 
-from app.domain import Pushed
-from app.errors import DatabaseUnavailable, ItemExists
-from app.pushing import PushCoalescer
-from app.settings import Settings
-from app.store import Store, create_store
-from app.waiting import Waiting
 from tests.factories import new_item
 
 

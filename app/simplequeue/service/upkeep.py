@@ -16,8 +16,8 @@ import asyncio
 import logging
 import time
 
-from app.errors import QueueError
-from app.store import Store
+from simplequeue.domain.errors import QueueError
+from simplequeue.store.protocol import Store
 
 log = logging.getLogger("simplequeue.maintenance")
 

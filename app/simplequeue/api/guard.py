@@ -16,8 +16,8 @@ import logging
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.http_errors import envelope
-from app.request_ids import REQUEST_ID, request_id_of
+from simplequeue.api.errors import envelope
+from simplequeue.api.request_ids import REQUEST_ID, request_id_of
 
 log = logging.getLogger("simplequeue.http")
 

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Protocol
 from uuid import UUID
 
-from app.domain import (
+from simplequeue.domain.items import (
     CompleteOutcome,
     Completion,
     Failure,

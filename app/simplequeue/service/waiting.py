@@ -23,9 +23,9 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from app.domain import LeasedItem
-from app.errors import QueueError
-from app.store import Store
+from simplequeue.domain.errors import QueueError
+from simplequeue.domain.items import LeasedItem
+from simplequeue.store.protocol import Store
 
 log = logging.getLogger("simplequeue.waiting")
 

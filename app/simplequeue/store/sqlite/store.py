@@ -15,7 +15,15 @@ from uuid import UUID, uuid4
 
 import aiosqlite
 
-from app.domain import (
+from simplequeue.domain.errors import (
+    DatabaseUnavailable,
+    ItemExists,
+    QueueError,
+    QueueNotFound,
+    SchemaNotReady,
+    StoreError,
+)
+from simplequeue.domain.items import (
     LEASE_EXPIRED_ERROR,
     Clock,
     CompleteOutcome,
@@ -34,20 +42,12 @@ from app.domain import (
     QueueStats,
     system_clock,
 )
-from app.errors import (
-    DatabaseUnavailable,
-    ItemExists,
-    QueueError,
-    QueueNotFound,
-    SchemaNotReady,
-    StoreError,
-)
-from app.store import rows
-from app.store.migrations import latest_version, load_migrations, split_statements
-from app.store.protocol import ReadyCallback
-from app.store.sqlfile import load_queries
+from simplequeue.store import rows
+from simplequeue.store.migrations import latest_version, load_migrations, split_statements
+from simplequeue.store.protocol import ReadyCallback
+from simplequeue.store.queries import load_queries
 
-Q = load_queries(Path(__file__).with_suffix(".sql"))
+Q = load_queries("simplequeue.store.sqlite")
 BATCH = 1000  # rows per transaction in redrive and purges, so that no write holds the lock long
 
 

@@ -8,19 +8,19 @@ from contextlib import asynccontextmanager, suppress
 
 from fastapi import FastAPI
 
-from app.domain import Clock, system_clock
-from app.http_errors import install_error_handlers
-from app.http_guard import RequestGuard
-from app.maintenance import sweep_forever
-from app.pushing import PushCoalescer
-from app.routes import router
-from app.services import Services
-from app.settings import Settings
-from app.shutdown import on_stop_signal
-from app.store import Store, create_store
-from app.waiting import Waiting
-
-API_VERSION = "0.1.0"
+from simplequeue import __version__
+from simplequeue.api.errors import install_error_handlers
+from simplequeue.api.guard import RequestGuard
+from simplequeue.api.routes import router
+from simplequeue.domain.items import Clock, system_clock
+from simplequeue.service.pushing import PushCoalescer
+from simplequeue.service.queues import Services
+from simplequeue.service.upkeep import sweep_forever
+from simplequeue.service.waiting import Waiting
+from simplequeue.settings import Settings
+from simplequeue.shutdown import on_stop_signal
+from simplequeue.store.factory import create_store
+from simplequeue.store.protocol import Store
 
 
 def create_app(
@@ -66,7 +66,7 @@ def create_app(
 
     app = FastAPI(
         title="simplequeue",
-        version=API_VERSION,
+        version=__version__,
         summary="A queue over HTTP, backed by SQLite, PostgreSQL or SQL Server.",
         lifespan=lifespan,
     )

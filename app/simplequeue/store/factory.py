@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from app.domain import Clock
-from app.settings import Settings
-from app.store.protocol import Store
+from simplequeue.domain.items import Clock
+from simplequeue.settings import Settings
+from simplequeue.store.protocol import Store
 
 __all__ = ["Store", "UnsupportedDatabaseURL", "create_store", "dialect_of"]
 
@@ -41,14 +41,14 @@ def create_store(settings: Settings, clock: Clock | None = None) -> Store:
     dialect = dialect_of(url)
     timeout = settings.db_timeout_seconds
     if dialect == "sqlite":
-        from app.store.sqlite import SqliteStore
+        from simplequeue.store.sqlite.store import SqliteStore
 
         return SqliteStore(sqlite_path(url), timeout_seconds=timeout, clock=clock)
     if dialect == "postgresql":
-        from app.store.postgres import PostgresStore
+        from simplequeue.store.postgres.store import PostgresStore
 
         return PostgresStore(url, pool_size=settings.pool_size, timeout_seconds=timeout, clock=clock)
-    from app.store.mssql import MssqlStore
+    from simplequeue.store.mssql.store import MssqlStore
 
     return MssqlStore(url, pool_size=settings.pool_size, timeout_seconds=timeout, clock=clock)
 

@@ -1,6 +1,6 @@
 """Maps the domain's error tree, validation errors and HTTP errors to one JSON envelope.
 
-What nothing here recognises is answered by app.http_guard."""
+What nothing here recognises is answered by simplequeue.api.guard."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import BaseRoute, Route
 from starlette.types import ExceptionHandler
 
-from app.errors import QueueError
-from app.request_ids import REQUEST_ID
-from app.schemas import ErrorBody
+from simplequeue.api.request_ids import REQUEST_ID
+from simplequeue.api.schemas import ErrorBody
+from simplequeue.domain.errors import QueueError
 
 log = logging.getLogger("simplequeue")
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import asyncio
 
-from app.domain import NewItem, Pushed
-from app.errors import ItemExists
-from app.store import Store
+from simplequeue.domain.errors import ItemExists
+from simplequeue.domain.items import NewItem, Pushed
+from simplequeue.store.protocol import Store
 
 Pending = tuple[NewItem, asyncio.Future[bool]]
 

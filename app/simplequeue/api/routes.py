@@ -10,9 +10,7 @@ from uuid import UUID, uuid4
 from fastapi import APIRouter, Depends, Path, Query, Request, Response, status
 from pydantic import BaseModel
 
-from app.domain import CompleteOutcome, Completion, Failure, HistoryFilter, ItemStatus, NewItem, Outcome
-from app.payloads import encode_payload
-from app.schemas import (
+from simplequeue.api.schemas import (
     QUEUE_NAME_PATTERN,
     BatchItem,
     CompleteBatchRequest,
@@ -41,7 +39,17 @@ from app.schemas import (
     StatusResponse,
     UtcDatetime,
 )
-from app.services import Services
+from simplequeue.domain.items import (
+    CompleteOutcome,
+    Completion,
+    Failure,
+    HistoryFilter,
+    ItemStatus,
+    NewItem,
+    Outcome,
+)
+from simplequeue.domain.payloads import encode_payload
+from simplequeue.service.queues import Services
 
 
 async def get_services(request: Request) -> Services:

@@ -9,12 +9,19 @@ import random
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
 from datetime import datetime
-from pathlib import Path
 from uuid import UUID, uuid4
 
 import asyncpg
 
-from app.domain import (
+from simplequeue.domain.errors import (
+    DatabaseUnavailable,
+    ItemExists,
+    QueueError,
+    QueueNotFound,
+    SchemaNotReady,
+    StoreError,
+)
+from simplequeue.domain.items import (
     LEASE_EXPIRED_ERROR,
     Clock,
     CompleteOutcome,
@@ -31,20 +38,12 @@ from app.domain import (
     QueueSettings,
     QueueStats,
 )
-from app.errors import (
-    DatabaseUnavailable,
-    ItemExists,
-    QueueError,
-    QueueNotFound,
-    SchemaNotReady,
-    StoreError,
-)
-from app.store import rows
-from app.store.migrations import latest_version, load_migrations
-from app.store.protocol import ReadyCallback
-from app.store.sqlfile import load_queries
+from simplequeue.store import rows
+from simplequeue.store.migrations import latest_version, load_migrations
+from simplequeue.store.protocol import ReadyCallback
+from simplequeue.store.queries import load_queries
 
-Q = load_queries(Path(__file__).with_suffix(".sql"))
+Q = load_queries("simplequeue.store.postgres")
 CHANNEL = "simplequeue_ready"
 BATCH = 1000  # rows per transaction in redrive and purges, so that none holds its locks long
 MIGRATION_TIMEOUT_SECONDS = 3600.0

@@ -15,12 +15,19 @@ import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, unquote, urlsplit
 from uuid import UUID, uuid4
 
-from app.domain import (
+from simplequeue.domain.errors import (
+    DatabaseUnavailable,
+    ItemExists,
+    QueueError,
+    QueueNotFound,
+    SchemaNotReady,
+    StoreError,
+)
+from simplequeue.domain.items import (
     LEASE_EXPIRED_ERROR,
     Clock,
     CompleteOutcome,
@@ -37,20 +44,12 @@ from app.domain import (
     QueueSettings,
     QueueStats,
 )
-from app.errors import (
-    DatabaseUnavailable,
-    ItemExists,
-    QueueError,
-    QueueNotFound,
-    SchemaNotReady,
-    StoreError,
-)
-from app.store import rows
-from app.store.migrations import latest_version, load_migrations, split_statements
-from app.store.protocol import ReadyCallback
-from app.store.sqlfile import load_queries
+from simplequeue.store import rows
+from simplequeue.store.migrations import latest_version, load_migrations, split_statements
+from simplequeue.store.protocol import ReadyCallback
+from simplequeue.store.queries import load_queries
 
-Q = load_queries(Path(__file__).with_suffix(".sql"))
+Q = load_queries("simplequeue.store.mssql")
 
 SCHEMES = ("mssql", "mssql+odbc", "mssql+aioodbc")
 DEFAULT_DRIVER = "ODBC Driver 18 for SQL Server"

@@ -9,9 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
-
-import app
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 
 _FILE = re.compile(r"^(\d{4})_(\w+)\.sql$")
 
@@ -23,17 +22,17 @@ class Migration:
     sql: str
 
 
-def migrations_root() -> Path:
-    package_dir = Path(app.__file__).parent
-    installed = package_dir / "migrations"  # a wheel carries them inside the package
-    return installed if installed.is_dir() else package_dir.parent / "migrations"
+def migrations_root() -> Traversable:
+    """The one place migrations are found: inside the package (the wheel carries them there; in a
+    checkout, app/simplequeue/migrations links to the top-level migrations/)."""
+    return files("simplequeue") / "migrations"
 
 
 @cache  # the files do not change while the process runs; /readyz asks on every probe
 def load_migrations(dialect: str) -> tuple[Migration, ...]:
     folder = migrations_root() / dialect
     found = []
-    for path in sorted(folder.glob("*.sql")):
+    for path in sorted((p for p in folder.iterdir() if p.name.endswith(".sql")), key=lambda p: p.name):
         match = _FILE.match(path.name)
         if match is None:
             raise ValueError(f"migration file {path.name} is not named NNNN_name.sql")

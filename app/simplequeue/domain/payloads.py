@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from app.errors import InvalidPayload, PayloadTooLarge
+from simplequeue.domain.errors import InvalidPayload, PayloadTooLarge
 
 MAX_PAYLOAD_DEPTH = 64
 """Deepest nesting of arrays and objects a payload may have. Many JSON readers stop near here

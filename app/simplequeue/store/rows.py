@@ -10,7 +10,15 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 from uuid import UUID
 
-from app.domain import (
+from simplequeue.domain.errors import (
+    InvalidCursor,
+    ItemDead,
+    ItemNotFound,
+    LeaseExpired,
+    LeaseMismatch,
+    QueueError,
+)
+from simplequeue.domain.items import (
     Backoff,
     CompleteOutcome,
     Completion,
@@ -26,7 +34,6 @@ from app.domain import (
     QueueStats,
     effective_status,
 )
-from app.errors import InvalidCursor, ItemDead, ItemNotFound, LeaseExpired, LeaseMismatch, QueueError
 
 
 class Row(Protocol):

@@ -16,8 +16,8 @@ from pydantic import (
     StrictBool,
 )
 
-from app.domain import Backoff, HistoryRecord, ItemView, LeasedItem, QueueSettings, QueueStats
-from app.payloads import MAX_PAYLOAD_DEPTH
+from simplequeue.domain.items import Backoff, HistoryRecord, ItemView, LeasedItem, QueueSettings, QueueStats
+from simplequeue.domain.payloads import MAX_PAYLOAD_DEPTH
 
 DEFAULTS = QueueSettings()
 

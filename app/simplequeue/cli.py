@@ -9,12 +9,13 @@ from pathlib import Path
 
 import click
 
-from app.settings import Settings
-from app.store import create_store, dialect_of
-from app.store.migrations import load_migrations
+from simplequeue.settings import Settings
+from simplequeue.store.factory import create_store, dialect_of
+from simplequeue.store.migrations import load_migrations
 
 
 @click.group()
+@click.version_option(package_name="simplequeue", prog_name="simplequeue")
 def main() -> None:
     """simplequeue: a queue service over HTTP, backed by a relational database.
 
@@ -33,13 +34,13 @@ def serve(host: str | None, port: int | None, workers: int) -> None:
 
     import uvicorn
 
-    from app.http_protocol import HeaderDeadlineProtocol
+    from simplequeue.api.server import HeaderDeadlineProtocol
 
     settings = Settings()
     if workers > 1 and settings.migrate_on_start:
         _migrate(settings)  # once, before the workers race to it
     uvicorn.run(
-        "app.main:app_from_env",
+        "simplequeue.main:app_from_env",
         factory=True,
         host=host or settings.host,
         port=settings.port if port is None else port,
@@ -82,8 +83,8 @@ def _migrate(settings: Settings) -> list[int]:
 def purge(max_rows: int) -> None:
     """Sweep once: make dead the items whose lease expired on their last attempt, then delete
     history past each queue's retention and dedup keys past their window (for cron)."""
-    from app.maintenance import purge as purge_rows
-    from app.maintenance import reap
+    from simplequeue.service.upkeep import purge as purge_rows
+    from simplequeue.service.upkeep import reap
 
     async def run() -> tuple[int, int]:
         store = create_store(Settings())
@@ -103,7 +104,7 @@ def purge(max_rows: int) -> None:
 )
 def openapi(output: Path | None) -> None:
     """Print the OpenAPI spec that generated clients are built from."""
-    from app.main import create_app
+    from simplequeue.main import create_app
 
     text = json.dumps(create_app(Settings()).openapi(), indent=2, sort_keys=True) + "\n"
     if output is None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.domain import Clock
-from app.pushing import PushCoalescer
-from app.settings import Settings
-from app.store import Store
-from app.waiting import Waiting
+from simplequeue.domain.items import Clock
+from simplequeue.service.pushing import PushCoalescer
+from simplequeue.service.waiting import Waiting
+from simplequeue.settings import Settings
+from simplequeue.store.protocol import Store
 
 
 @dataclass(frozen=True, slots=True)

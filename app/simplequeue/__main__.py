@@ -1,0 +1,3 @@
+from simplequeue.cli import main
+
+main()
