@@ -14,8 +14,7 @@ from uuid import uuid4
 
 from fastapi import FastAPI, status
 from simplequeue.api.schemas import PushRequest, PushResponse
-from simplequeue.domain.items import NewItem, system_clock
-from simplequeue.domain.payloads import encode_payload
+from simplequeue.domain import NewItem, encode_payload, system_clock
 from simplequeue.main import create_app
 from simplequeue.settings import Settings
 from simplequeue.store.factory import create_store

@@ -476,7 +476,7 @@ async def _insert_dead(engine: str, url: str, count: int) -> None:
 
 
 async def _fill_store(store: Any, count: int) -> None:
-    from simplequeue.domain.items import NewItem
+    from simplequeue.domain import NewItem
 
     now = datetime.now(UTC)
     for start in range(0, count, 1000):

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID, uuid4
 
-from simplequeue.domain.items import NewItem
+from simplequeue.domain import NewItem
 
 
 def new_item(

@@ -9,15 +9,19 @@ from typing import Any
 from uuid import UUID, uuid4
 
 import pytest
-from simplequeue.domain.errors import ItemDead, ItemExists, ItemNotFound, LeaseMismatch, QueueNotFound
-from simplequeue.domain.items import (
+from simplequeue.domain import (
     CompleteOutcome,
     Completion,
     Failure,
+    ItemDead,
+    ItemExists,
+    ItemNotFound,
     ItemStatus,
     LeasedItem,
+    LeaseMismatch,
     NewItem,
     Pushed,
+    QueueNotFound,
 )
 from simplequeue.settings import Settings
 from simplequeue.store.factory import create_store

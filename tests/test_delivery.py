@@ -11,23 +11,21 @@ from datetime import timedelta
 from uuid import UUID, uuid4
 
 import pytest
-from simplequeue.domain.errors import (
-    InvalidCursor,
-    ItemDead,
-    ItemExists,
-    ItemNotFound,
-    LeaseExpired,
-    LeaseMismatch,
-)
-from simplequeue.domain.items import (
+from simplequeue.domain import (
     LEASE_EXPIRED_ERROR,
     Backoff,
     CompleteOutcome,
     Completion,
     Failure,
     HistoryFilter,
+    InvalidCursor,
+    ItemDead,
+    ItemExists,
+    ItemNotFound,
     ItemStatus,
     LeasedItem,
+    LeaseExpired,
+    LeaseMismatch,
     NewItem,
     Outcome,
     Pushed,

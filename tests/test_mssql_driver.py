@@ -16,8 +16,7 @@ from datetime import UTC, datetime
 from uuid import uuid4
 
 import pytest
-from simplequeue.domain.errors import DatabaseUnavailable
-from simplequeue.domain.items import NewItem
+from simplequeue.domain import DatabaseUnavailable, NewItem
 from simplequeue.settings import Settings
 from simplequeue.store.factory import create_store
 

@@ -32,33 +32,32 @@ from zoneinfo import ZoneInfo
 
 import pytest
 import sqlglot
-from simplequeue.domain.errors import (
-    DatabaseUnavailable,
-    InvalidCursor,
-    ItemDead,
-    ItemExists,
-    ItemNotFound,
-    LeaseExpired,
-    LeaseMismatch,
-    QueueError,
-    QueueNotFound,
-    SchemaNotReady,
-    StoreError,
-)
-from simplequeue.domain.items import (
+from simplequeue.domain import (
     LEASE_EXPIRED_ERROR,
     Backoff,
     CompleteOutcome,
     Completion,
+    DatabaseUnavailable,
     Failure,
     HistoryFilter,
+    InvalidCursor,
+    ItemDead,
+    ItemExists,
+    ItemNotFound,
     ItemStatus,
+    LeaseExpired,
+    LeaseMismatch,
     NewItem,
     Outcome,
     Pushed,
+    QueueError,
+    QueueNotFound,
     QueueSettings,
+    SchemaNotReady,
+    StoreError,
 )
 from simplequeue.store import rows
+from simplequeue.store.cursors import encode_cursor
 from simplequeue.store.migrations import Migration, load_migrations, split_statements
 from simplequeue.store.mssql.store import (
     BATCH,
@@ -2269,7 +2268,7 @@ async def test_list_dead_pages_with_a_cursor_of_the_last_rows_died_at_and_seq(
 
     assert [view.id for view in page.items] == [newer, older]
     assert all(view.status is ItemStatus.DEAD for view in page.items)
-    assert page.next_cursor == rows.encode_cursor(died, 9)
+    assert page.next_cursor == encode_cursor(died, 9)
     last = await store.list_dead("orders", 2, page.next_cursor)
     assert last.next_cursor is None, "a short page is the last"
     first, second = conn.all_params("list_dead")
@@ -2364,7 +2363,7 @@ async def test_list_history_binds_its_filters_and_pages_by_finished_at_and_seq(
     at = datetime(2026, 3, 1, 11, 59)
     conn.reply("list_history", history_rows((20, a, "completed", at), (19, b, "dead", at)))
     since, until = datetime(2026, 3, 1, 11, 0, tzinfo=UTC), datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-    cursor = rows.encode_cursor(datetime(2026, 3, 1, 11, 59, 30, tzinfo=UTC), 25)
+    cursor = encode_cursor(datetime(2026, 3, 1, 11, 59, 30, tzinfo=UTC), 25)
 
     page = await store.list_history("orders", HistoryFilter(Outcome.COMPLETED, since, until), 2, cursor)
 
@@ -2381,7 +2380,7 @@ async def test_list_history_binds_its_filters_and_pages_by_finished_at_and_seq(
         (a, Outcome.COMPLETED, "boom", {"p": 1}, "k"),
         (b, Outcome.DEAD, "boom", {"p": 1}, "k"),
     ]
-    assert page.next_cursor == rows.encode_cursor(at, 19)
+    assert page.next_cursor == encode_cursor(at, 19)
 
 
 async def test_list_history_without_filters_binds_empty_text(fake: tuple[MssqlStore, FakeConnection]) -> None:

@@ -19,7 +19,8 @@ from uuid import uuid4
 import asyncpg
 import pytest
 import uvicorn
-from simplequeue.domain.payloads import MAX_PAYLOAD_DEPTH, depth_of
+from simplequeue.domain import MAX_PAYLOAD_DEPTH
+from simplequeue.domain.payloads import depth_of
 from simplequeue.main import create_app
 from simplequeue.settings import Settings
 from simplequeue.store.protocol import Store

@@ -9,8 +9,7 @@ from typing import Any
 from uuid import uuid4
 
 import pytest
-from simplequeue.domain.errors import DatabaseUnavailable, ItemExists
-from simplequeue.domain.items import Pushed
+from simplequeue.domain import DatabaseUnavailable, ItemExists, Pushed
 from simplequeue.service.pushing import PushCoalescer
 from simplequeue.service.waiting import Waiting
 from simplequeue.settings import Settings

@@ -12,7 +12,7 @@ from simplequeue import __version__
 from simplequeue.api.errors import install_error_handlers
 from simplequeue.api.guard import RequestGuard
 from simplequeue.api.routes import router
-from simplequeue.domain.items import Clock, system_clock
+from simplequeue.domain import Clock, system_clock
 from simplequeue.service.pushing import PushCoalescer
 from simplequeue.service.queues import Services
 from simplequeue.service.upkeep import sweep_forever

@@ -18,7 +18,17 @@ from starlette.types import ExceptionHandler
 
 from simplequeue.api.request_ids import REQUEST_ID
 from simplequeue.api.schemas import ErrorBody
-from simplequeue.domain.errors import QueueError
+from simplequeue.domain import (
+    Conflict,
+    DatabaseUnavailable,
+    InvalidCursor,
+    InvalidPayload,
+    NotFound,
+    PayloadTooLarge,
+    QueueError,
+    SchemaNotReady,
+    StoreError,
+)
 
 log = logging.getLogger("simplequeue")
 
@@ -36,20 +46,42 @@ def envelope(
     return JSONResponse(body.model_dump(exclude_none=True), status_code=status, headers=headers)
 
 
+STATUS_OF: dict[type[QueueError], int] = {
+    NotFound: 404,
+    Conflict: 409,
+    PayloadTooLarge: 413,
+    InvalidPayload: 422,
+    InvalidCursor: 422,
+    StoreError: 500,
+    DatabaseUnavailable: 503,
+    SchemaNotReady: 503,
+}
+"""The one place the domain's errors meet HTTP: each class's status (a subclass takes its
+nearest ancestor's). Its code is the class's name."""
+
+
+def status_of(error: QueueError) -> int:
+    for cls in type(error).__mro__:
+        if cls in STATUS_OF:
+            return STATUS_OF[cls]
+    return 500
+
+
 async def on_queue_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, QueueError)
-    if exc.status_code >= 500:
+    status = status_of(exc)
+    if status >= 500:
         # What the driver said goes to the log only: clients get a stable code and a plain sentence.
         log.warning(
             "request %s: %s %s answered %d %s: %s",
             REQUEST_ID.get(),
             request.method,
             request.url.path,
-            exc.status_code,
+            status,
             exc.code,
             describe(exc.__cause__) if exc.__cause__ else exc.detail,
         )
-    return envelope(exc.status_code, exc.code, exc.detail)
+    return envelope(status, exc.code, exc.detail)
 
 
 def describe(cause: BaseException) -> str:

@@ -39,7 +39,7 @@ from simplequeue.api.schemas import (
     StatusResponse,
     UtcDatetime,
 )
-from simplequeue.domain.items import (
+from simplequeue.domain import (
     CompleteOutcome,
     Completion,
     Failure,
@@ -47,8 +47,8 @@ from simplequeue.domain.items import (
     ItemStatus,
     NewItem,
     Outcome,
+    encode_payload,
 )
-from simplequeue.domain.payloads import encode_payload
 from simplequeue.service.queues import Services
 
 

@@ -16,8 +16,15 @@ from pydantic import (
     StrictBool,
 )
 
-from simplequeue.domain.items import Backoff, HistoryRecord, ItemView, LeasedItem, QueueSettings, QueueStats
-from simplequeue.domain.payloads import MAX_PAYLOAD_DEPTH
+from simplequeue.domain import (
+    MAX_PAYLOAD_DEPTH,
+    Backoff,
+    HistoryRecord,
+    ItemView,
+    LeasedItem,
+    QueueSettings,
+    QueueStats,
+)
 
 DEFAULTS = QueueSettings()
 

@@ -1,23 +1,24 @@
 """The domain's errors. Each class's docstring is its default message.
 
     QueueError
-    ├── NotFound                 404
+    ├── NotFound
     │   ├── ItemNotFound
     │   └── QueueNotFound
-    ├── Conflict                 409
+    ├── Conflict
     │   ├── ItemExists
     │   ├── LeaseMismatch
     │   ├── LeaseExpired
     │   └── ItemDead
-    ├── InvalidPayload           422
-    ├── InvalidCursor            422
-    ├── PayloadTooLarge          413
-    ├── DatabaseUnavailable      503
-    ├── SchemaNotReady           503
-    └── StoreError               500
+    ├── InvalidPayload
+    ├── InvalidCursor
+    ├── PayloadTooLarge
+    ├── DatabaseUnavailable      worth a retry: the database is down, frozen or busy
+    ├── SchemaNotReady
+    └── StoreError               the database refused a statement: a bug, or a broken schema
 
-Stores translate their driver's exceptions into this tree in one place each; the HTTP
-layer maps the tree to statuses and one JSON envelope.
+Stores translate their driver's exceptions into this tree in one place each. The tree says
+nothing of HTTP: the API maps each class to a status, once (simplequeue.api.errors). A
+class's name is its stable error code.
 """
 
 from __future__ import annotations
@@ -26,21 +27,18 @@ from __future__ import annotations
 class QueueError(Exception):
     """The queue service failed."""
 
-    status_code = 500
-
     def __init__(self, detail: str | None = None) -> None:
         self.detail = detail or (type(self).__doc__ or "").strip()
         super().__init__(self.detail)
 
     @property
     def code(self) -> str:
+        """Stable, for clients to switch on."""
         return type(self).__name__
 
 
 class NotFound(QueueError):
     """Not found."""
-
-    status_code = 404
 
 
 class ItemNotFound(NotFound):
@@ -53,8 +51,6 @@ class QueueNotFound(NotFound):
 
 class Conflict(QueueError):
     """The request conflicts with the item's current state."""
-
-    status_code = 409
 
 
 class ItemExists(Conflict):
@@ -76,31 +72,21 @@ class ItemDead(Conflict):
 class InvalidPayload(QueueError):
     """The payload cannot be stored as JSON."""
 
-    status_code = 422
-
 
 class InvalidCursor(QueueError):
     """The cursor is not one this service handed out."""
-
-    status_code = 422
 
 
 class PayloadTooLarge(QueueError):
     """The payload is larger than the configured limit."""
 
-    status_code = 413
-
 
 class DatabaseUnavailable(QueueError):
     """The database cannot be reached right now; try again."""
 
-    status_code = 503
-
 
 class SchemaNotReady(QueueError):
     """The database schema is missing or out of date; run `simplequeue migrate`."""
-
-    status_code = 503
 
 
 class StoreError(QueueError):

@@ -20,21 +20,13 @@ last attempt, until the sweep marks it dead); every reader reports what it effec
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
 from uuid import UUID
 
 T = TypeVar("T")
-
-Clock = Callable[[], datetime]
-"""Returns an aware UTC datetime. Injected so that time-dependent tests are deterministic."""
-
-
-def system_clock() -> datetime:
-    return datetime.now(UTC)
 
 
 class ItemStatus(StrEnum):
@@ -60,27 +52,6 @@ def effective_status(
     if status == ItemStatus.READY and visible_at > now:
         return ItemStatus.RETRYING if attempts > 0 else ItemStatus.DELAYED
     return ItemStatus(status)
-
-
-@dataclass(frozen=True, slots=True)
-class Backoff:
-    """Retry delay after failed attempt n: min(cap, base * factor ** (n - 1)), less up to `jitter`
-    of it at random (so that items failed together do not all come back together)."""
-
-    base_seconds: float = 1.0
-    factor: float = 2.0
-    cap_seconds: float = 3600.0
-    jitter: float = 0.1
-
-
-@dataclass(frozen=True, slots=True)
-class QueueSettings:
-    max_attempts: int = 5
-    lease_seconds: int = 30
-    backoff: Backoff = field(default_factory=Backoff)
-    retention_seconds: int = 7 * 24 * 3600  # history kept this long after an item finished
-    dedup_window_seconds: int = 3600  # a dedup_key still matches this long after its item finished
-    history_payload: bool = False  # copy payloads into history records
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,17 +189,3 @@ class HistoryFilter:
     outcome: Outcome | None = None
     since: datetime | None = None  # finished_at >= since
     until: datetime | None = None  # finished_at < until
-
-
-@dataclass(frozen=True, slots=True)
-class QueueStats:
-    name: str
-    settings: QueueSettings
-    ready: int
-    leased: int
-    delayed: int
-    retrying: int
-    dead: int
-    oldest_ready_age_seconds: float | None
-    completed_in_history: int
-    dead_in_history: int

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import asyncio
 
-from simplequeue.domain.errors import ItemExists
-from simplequeue.domain.items import NewItem, Pushed
+from simplequeue.domain import ItemExists, NewItem, Pushed
 from simplequeue.store.protocol import Store
 
 Pending = tuple[NewItem, asyncio.Future[bool]]

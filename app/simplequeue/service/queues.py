@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simplequeue.domain.items import Clock
+from simplequeue.domain import Clock
 from simplequeue.service.pushing import PushCoalescer
 from simplequeue.service.waiting import Waiting
 from simplequeue.settings import Settings

@@ -16,7 +16,7 @@ import asyncio
 import logging
 import time
 
-from simplequeue.domain.errors import QueueError
+from simplequeue.domain import QueueError
 from simplequeue.store.protocol import Store
 
 log = logging.getLogger("simplequeue.maintenance")

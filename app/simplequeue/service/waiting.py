@@ -23,8 +23,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from simplequeue.domain.errors import QueueError
-from simplequeue.domain.items import LeasedItem
+from simplequeue.domain import LeasedItem, QueueError
 from simplequeue.store.protocol import Store
 
 log = logging.getLogger("simplequeue.waiting")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from simplequeue.domain.items import Clock
+from simplequeue.domain import Clock
 from simplequeue.settings import Settings
 from simplequeue.store.protocol import Store
 

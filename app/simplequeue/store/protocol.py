@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Protocol
 from uuid import UUID
 
-from simplequeue.domain.items import (
+from simplequeue.domain import (
     CompleteOutcome,
     Completion,
     Failure,

@@ -1,39 +1,25 @@
-"""Conversions shared by every dialect between database rows and domain values."""
+"""Database rows to domain values, the same for every dialect (rows are read by column name)."""
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
-from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Protocol
 from uuid import UUID
 
-from simplequeue.domain.errors import (
-    InvalidCursor,
-    ItemDead,
-    ItemNotFound,
-    LeaseExpired,
-    LeaseMismatch,
-    QueueError,
-)
-from simplequeue.domain.items import (
+from simplequeue.domain import (
     Backoff,
-    CompleteOutcome,
-    Completion,
     ErrorRecord,
     HistoryRecord,
     ItemStatus,
     ItemView,
     LeasedItem,
-    NewItem,
     Outcome,
-    Pushed,
     QueueSettings,
     QueueStats,
     effective_status,
 )
+from simplequeue.domain.rules import Found
 
 
 class Row(Protocol):
@@ -55,6 +41,14 @@ def as_uuid(value: UUID | str) -> UUID:
 
 def as_utc_or_none(value: datetime | str | None) -> datetime | None:
     return None if value is None else as_utc(value)
+
+
+def found(row: Row | None) -> Found | None:
+    """What a refused transition found of the item, for the domain to say why."""
+    if row is None:
+        return None
+    token = row["lease_token"]
+    return Found(row["status"], None if token is None else as_uuid(token))
 
 
 def leased_item(row: Row) -> LeasedItem:
@@ -161,98 +155,3 @@ def history_record(row: Row) -> HistoryRecord:
         last_error=row["last_error"],
         payload_json=payload,
     )
-
-
-def transition_refused(row: Row | None, lease_token: UUID | None) -> QueueError:
-    """Why a compare-and-set changed nothing, given the item's current row (or None)."""
-    if row is None:
-        return ItemNotFound()
-    if lease_token is not None and (row["lease_token"] is None or as_uuid(row["lease_token"]) != lease_token):
-        return ItemDead() if row["status"] == ItemStatus.DEAD else LeaseMismatch()
-    if row["status"] == ItemStatus.DEAD:
-        return ItemDead()
-    return LeaseMismatch()
-
-
-def extension_refused(row: Row | None, lease_token: UUID) -> QueueError:
-    """Why a lease extension changed nothing: as for any transition, or the lease ran out."""
-    if row is not None and row["status"] == ItemStatus.LEASED and as_uuid(row["lease_token"]) == lease_token:
-        return LeaseExpired()  # the token matches, so only the expiry can have refused it
-    return transition_refused(row, lease_token)
-
-
-def encode_cursor(moment: datetime | str, seq: int) -> str:
-    """Where a newest-first page ended: (time, seq) of its last row, opaque to clients."""
-    raw = f"{as_utc(moment).isoformat()}|{seq}".encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str | None) -> tuple[datetime, int] | tuple[None, None]:
-    """The (time, seq) of a cursor that encode_cursor made; anything else is InvalidCursor, before
-    any value of it reaches a statement."""
-    if cursor is None:
-        return None, None
-    try:
-        moment, seq = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode().split("|")
-        decoded = as_utc(moment), int(seq)
-    except (ValueError, OverflowError, binascii.Error, UnicodeDecodeError) as exc:
-        raise InvalidCursor() from exc
-    # Only the exact text encode_cursor gives back: UTC, and a seq that a BIGINT holds.
-    if not 0 < decoded[1] < 2**63 or encode_cursor(*decoded) != cursor.rstrip("="):
-        raise InvalidCursor()
-    return decoded
-
-
-def dedup_leaders(items: Sequence[NewItem]) -> list[int]:
-    """For each item, the index of the first item of the call with its queue and dedup_key
-    (itself when it has no key or is that first one): later ones become duplicates of it."""
-    first: dict[tuple[str, str], int] = {}
-    leaders = []
-    for index, item in enumerate(items):
-        if item.dedup_key is None:
-            leaders.append(index)
-        else:
-            leaders.append(first.setdefault((item.queue, item.dedup_key), index))
-    return leaders
-
-
-def sorted_leases(items: Sequence[tuple[Any, LeasedItem]]) -> list[LeasedItem]:
-    """RETURNING/OUTPUT rows come in no defined order; hand them out in pop order."""
-    return [
-        item for _, item in sorted(items, key=lambda pair: (-pair[1].priority, pair[1].created_at, pair[0]))
-    ]
-
-
-def complete_outcomes(
-    requested: Sequence[Completion], completed: set[UUID], still_there: set[UUID], dead: set[UUID]
-) -> list[CompleteOutcome]:
-    """Each request's outcome, given the ids the batch deleted, those it left in place, and of
-    those, the dead ones."""
-
-    def outcome(item: Completion) -> CompleteOutcome:
-        if item.id in completed:
-            return CompleteOutcome.COMPLETED
-        if item.id in dead:
-            return CompleteOutcome.DEAD
-        if item.id in still_there:
-            return CompleteOutcome.LEASE_MISMATCH
-        return CompleteOutcome.NOT_FOUND
-
-    return [outcome(item) for item in requested]
-
-
-def redrive_delay(position: int, rate_per_second: float | None) -> timedelta:
-    """How long after the redrive the item at `position` (from 0) becomes poppable."""
-    return timedelta(seconds=position / rate_per_second) if rate_per_second else timedelta(0)
-
-
-def follow_leaders(results: list[Pushed | None], leaders: list[int]) -> list[Pushed | None]:
-    """Items that repeat an earlier item's dedup_key (see dedup_leaders) get that item's result,
-    as duplicates; `results` holds the leaders' own."""
-    followed = []
-    for n, leader in enumerate(leaders):
-        result = results[leader]
-        if leader != n and result is not None:
-            result = Pushed(result.id, result.created_at, created=False)
-        followed.append(result)
-    return followed

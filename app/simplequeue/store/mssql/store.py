@@ -19,32 +19,41 @@ from typing import Any, Protocol
 from urllib.parse import parse_qsl, unquote, urlsplit
 from uuid import UUID, uuid4
 
-from simplequeue.domain.errors import (
-    DatabaseUnavailable,
-    ItemExists,
-    QueueError,
-    QueueNotFound,
-    SchemaNotReady,
-    StoreError,
-)
-from simplequeue.domain.items import (
+from simplequeue.domain import (
     LEASE_EXPIRED_ERROR,
     Clock,
     CompleteOutcome,
     Completion,
+    DatabaseUnavailable,
     Failure,
     HistoryFilter,
     HistoryRecord,
+    ItemExists,
+    ItemNotFound,
     ItemStatus,
     ItemView,
     LeasedItem,
     NewItem,
     Page,
     Pushed,
+    QueueError,
+    QueueNotFound,
     QueueSettings,
     QueueStats,
+    SchemaNotReady,
+    StoreError,
+)
+from simplequeue.domain.rules import (
+    complete_outcomes,
+    dedup_leaders,
+    follow_leaders,
+    in_pop_order,
+    redrive_delay,
+    why_not_extended,
+    why_refused,
 )
 from simplequeue.store import rows
+from simplequeue.store.cursors import decode_cursor, encode_cursor
 from simplequeue.store.migrations import latest_version, load_migrations, split_statements
 from simplequeue.store.protocol import ReadyCallback
 from simplequeue.store.queries import load_queries
@@ -367,7 +376,7 @@ def _revive_json(seqs: Sequence[int], first: int, rate_per_second: float | None)
     (from `first` on) becoming poppable k / rate seconds from now."""
     plan = []
     for k, seq in enumerate(seqs):
-        seconds, micros = _split_seconds(rows.redrive_delay(first + k, rate_per_second))
+        seconds, micros = _split_seconds(redrive_delay(first + k, rate_per_second))
         plan.append({"n": k, "seq": seq, "seconds": seconds, "micros": micros})
     return _json_text(plan)
 
@@ -505,7 +514,7 @@ class MssqlStore:
         assert not (skip_existing and any(i.dedup_key for i in items)), "dedup keys need skip_existing=False"
         if not items:
             return []
-        leaders = rows.dedup_leaders(items)
+        leaders = dedup_leaders(items)
         results: list[Pushed | None] = [None] * len(items)
         async with self._transaction() as conn:
             winners = await self._claim_dedup_keys(conn, items, leaders)
@@ -529,7 +538,7 @@ class MssqlStore:
                 for item_id, n in fresh.items():
                     if item_id in inserted:
                         results[n] = Pushed(item_id, items[n].created_at, created=True)
-        return rows.follow_leaders(results, leaders)
+        return follow_leaders(results, leaders)
 
     async def _claim_dedup_keys(
         self, conn: Connection, items: Sequence[NewItem], leaders: list[int]
@@ -549,7 +558,7 @@ class MssqlStore:
         params = (self._now(), queue, _optional(lease_seconds), max_items, str(uuid4()))
         async with self._transaction() as conn:
             found = await _query(conn, "pop", *params)
-        return rows.sorted_leases([(row["seq"], rows.leased_item(row)) for row in found])
+        return in_pop_order([(row["seq"], rows.leased_item(row)) for row in found])
 
     async def extend(self, item_id: UUID, lease_token: UUID, lease_seconds: int) -> ItemView:
         """One batch: the compare-and-set, then the item as it is now."""
@@ -558,7 +567,7 @@ class MssqlStore:
             extended, current = await _query_sets(conn, "extend", *params)
         row = current[0] if current else None
         if not extended or row is None:
-            raise rows.extension_refused(row, lease_token)
+            raise why_not_extended(rows.found(row), lease_token)
         return rows.item_view(row, row["now"])
 
     async def complete(self, item_id: UUID, lease_token: UUID | None) -> None:
@@ -568,7 +577,7 @@ class MssqlStore:
                 conn, "complete_batch", self._now(), _complete_json([Completion(item_id, lease_token)])
             )
             if not done:
-                raise rows.transition_refused(still_there[0] if still_there else None, lease_token)
+                raise why_refused(rows.found(still_there[0] if still_there else None), lease_token)
 
     async def complete_batch(self, items: Sequence[Completion]) -> list[CompleteOutcome]:
         """One batch: the items completed (with their history and dedup windows), then which of the
@@ -577,7 +586,7 @@ class MssqlStore:
             return []
         async with self._transaction() as conn:
             done, still_there = await _query_sets(conn, "complete_batch", self._now(), _complete_json(items))
-        return rows.complete_outcomes(
+        return complete_outcomes(
             items,
             {rows.as_uuid(row["id"]) for row in done},
             {rows.as_uuid(row["id"]) for row in still_there},
@@ -599,14 +608,14 @@ class MssqlStore:
             failed, current = await _query_sets(conn, "fail", *params)
             row = current[0] if current else None
             if not failed or row is None:
-                raise rows.transition_refused(row, failure.lease_token)
+                raise why_refused(rows.found(row), failure.lease_token)
         return rows.item_view(row, row["now"])
 
     async def get_item(self, item_id: UUID) -> ItemView:
         async with self._transaction() as conn:
             found = await _query(conn, "get_item", self._now(), str(item_id))
         if not found:
-            raise rows.transition_refused(None, None)
+            raise ItemNotFound()
         return rows.item_view(found[0], found[0]["now"])
 
     async def next_visible_at(self, queues: Sequence[str]) -> tuple[dict[str, datetime], datetime]:
@@ -664,14 +673,14 @@ class MssqlStore:
         return bool(row["created"])
 
     async def list_dead(self, queue: str, limit: int, cursor: str | None) -> Page[ItemView]:
-        after_at, after_seq = rows.decode_cursor(cursor)
+        after_at, after_seq = decode_cursor(cursor)
         params = (self._now(), queue, _optional_time(after_at), _optional(after_seq), limit)
         async with self._transaction() as conn:
             page = await _query(conn, "list_dead", *params)
         last = page[-1] if len(page) == limit else None
         return Page(
             [rows.item_view(row, row["now"]) for row in page],
-            rows.encode_cursor(last["died_at"], last["seq"]) if last else None,
+            encode_cursor(last["died_at"], last["seq"]) if last else None,
         )
 
     async def redrive(self, queue: str, ids: Sequence[UUID] | None, rate_per_second: float | None) -> int:
@@ -701,7 +710,7 @@ class MssqlStore:
     async def list_history(
         self, queue: str, where: HistoryFilter, limit: int, cursor: str | None
     ) -> Page[HistoryRecord]:
-        after_at, after_seq = rows.decode_cursor(cursor)
+        after_at, after_seq = decode_cursor(cursor)
         params = (
             queue,
             where.outcome.value if where.outcome else "",
@@ -716,7 +725,7 @@ class MssqlStore:
         last = page[-1] if len(page) == limit else None
         return Page(
             [rows.history_record(row) for row in page],
-            rows.encode_cursor(last["finished_at"], last["seq"]) if last else None,
+            encode_cursor(last["finished_at"], last["seq"]) if last else None,
         )
 
     async def reap_expired(self, limit: int) -> int:

@@ -13,32 +13,41 @@ from uuid import UUID, uuid4
 
 import asyncpg
 
-from simplequeue.domain.errors import (
-    DatabaseUnavailable,
-    ItemExists,
-    QueueError,
-    QueueNotFound,
-    SchemaNotReady,
-    StoreError,
-)
-from simplequeue.domain.items import (
+from simplequeue.domain import (
     LEASE_EXPIRED_ERROR,
     Clock,
     CompleteOutcome,
     Completion,
+    DatabaseUnavailable,
     Failure,
     HistoryFilter,
     HistoryRecord,
+    ItemExists,
+    ItemNotFound,
     ItemStatus,
     ItemView,
     LeasedItem,
     NewItem,
     Page,
     Pushed,
+    QueueError,
+    QueueNotFound,
     QueueSettings,
     QueueStats,
+    SchemaNotReady,
+    StoreError,
+)
+from simplequeue.domain.rules import (
+    complete_outcomes,
+    dedup_leaders,
+    follow_leaders,
+    in_pop_order,
+    redrive_delay,
+    why_not_extended,
+    why_refused,
 )
 from simplequeue.store import rows
+from simplequeue.store.cursors import decode_cursor, encode_cursor
 from simplequeue.store.migrations import latest_version, load_migrations
 from simplequeue.store.protocol import ReadyCallback
 from simplequeue.store.queries import load_queries
@@ -207,7 +216,7 @@ class PostgresStore:
 
     async def push_batch(self, items: Sequence[NewItem], *, skip_existing: bool) -> list[Pushed | None]:
         assert not (skip_existing and any(i.dedup_key for i in items)), "dedup keys need skip_existing=False"
-        leaders = rows.dedup_leaders(items)
+        leaders = dedup_leaders(items)
         leading = [i for n, i in enumerate(items) if leaders[n] == n]
         claims = [i for i in leading if i.dedup_key is not None]
         grouped = [i for i in leading if i.group is not None]
@@ -274,7 +283,7 @@ class PostgresStore:
     async def pop(self, queue: str, max_items: int, lease_seconds: int | None) -> list[LeasedItem]:
         async with self._conn() as conn:
             found = await conn.fetch(Q["pop"], queue, self._now(), max_items, uuid4(), lease_seconds)
-        return rows.sorted_leases([(r["seq"], rows.leased_item(r)) for r in found])
+        return in_pop_order([(r["seq"], rows.leased_item(r)) for r in found])
 
     async def extend(self, item_id: UUID, lease_token: UUID, lease_seconds: int) -> ItemView:
         async with self._conn() as conn:
@@ -283,7 +292,7 @@ class PostgresStore:
             )
             row = await conn.fetchrow(Q["get_item"], item_id, self._now())
         if not extended or row is None:
-            raise rows.extension_refused(row, lease_token)
+            raise why_not_extended(rows.found(row), lease_token)
         return rows.item_view(row, row["now"])
 
     async def complete(self, item_id: UUID, lease_token: UUID | None) -> None:
@@ -291,7 +300,7 @@ class PostgresStore:
         async with self._conn() as conn:
             found = await conn.fetch(Q["complete_batch"], [item_id], [lease_token], self._now())
         if not (found and found[0]["completed"]):
-            raise rows.transition_refused(found[0] if found else None, lease_token)
+            raise why_refused(rows.found(found[0] if found else None), lease_token)
 
     async def complete_batch(self, items: Sequence[Completion]) -> list[CompleteOutcome]:
         async with self._conn() as conn:
@@ -301,7 +310,7 @@ class PostgresStore:
         completed = {r["id"] for r in found if r["completed"]}
         still_there = {r["id"] for r in found if not r["completed"]}
         dead = {r["id"] for r in found if r["status"] == ItemStatus.DEAD}
-        return rows.complete_outcomes(items, completed, still_there, dead)
+        return complete_outcomes(items, completed, still_there, dead)
 
     async def fail(self, item_id: UUID, failure: Failure) -> ItemView:
         async with self._conn() as conn:
@@ -317,14 +326,14 @@ class PostgresStore:
             )
             if row is None:
                 current = await conn.fetchrow(Q["get_item"], item_id, self._now())
-                raise rows.transition_refused(current, failure.lease_token)
+                raise why_refused(rows.found(current), failure.lease_token)
         return rows.item_view(row, row["now"])
 
     async def get_item(self, item_id: UUID) -> ItemView:
         async with self._conn() as conn:
             row = await conn.fetchrow(Q["get_item"], item_id, self._now())
         if row is None:
-            raise rows.transition_refused(None, None)
+            raise ItemNotFound()
         return rows.item_view(row, row["now"])
 
     async def next_visible_at(self, queues: Sequence[str]) -> tuple[dict[str, datetime], datetime]:
@@ -390,13 +399,13 @@ class PostgresStore:
         return created
 
     async def list_dead(self, queue: str, limit: int, cursor: str | None) -> Page[ItemView]:
-        after_at, after_seq = rows.decode_cursor(cursor)
+        after_at, after_seq = decode_cursor(cursor)
         async with self._conn() as conn:
             page = await conn.fetch(Q["list_dead"], queue, limit, after_at, after_seq, self._now())
         last = page[-1] if len(page) == limit else None
         return Page(
             [rows.item_view(r, r["now"]) for r in page],
-            rows.encode_cursor(last["died_at"], last["seq"]) if last else None,
+            encode_cursor(last["died_at"], last["seq"]) if last else None,
         )
 
     async def redrive(self, queue: str, ids: Sequence[UUID] | None, rate_per_second: float | None) -> int:
@@ -409,8 +418,7 @@ class PostgresStore:
                 if grouped:  # rejoining a group at the back is a push into it: take turns the same way
                     await conn.execute(Q["lock_groups"], [queue] * len(grouped), grouped)
                 delays = [
-                    rows.redrive_delay(revived + k, rate_per_second).total_seconds()
-                    for k in range(len(picked))
+                    redrive_delay(revived + k, rate_per_second).total_seconds() for k in range(len(picked))
                 ]
                 await conn.execute(Q["revive"], [r["seq"] for r in picked], self._now(), delays)
             revived += len(picked)
@@ -429,7 +437,7 @@ class PostgresStore:
     async def list_history(
         self, queue: str, where: HistoryFilter, limit: int, cursor: str | None
     ) -> Page[HistoryRecord]:
-        after_at, after_seq = rows.decode_cursor(cursor)
+        after_at, after_seq = decode_cursor(cursor)
         async with self._conn() as conn:
             page = await conn.fetch(
                 Q["list_history"],
@@ -444,7 +452,7 @@ class PostgresStore:
         last = page[-1] if len(page) == limit else None
         return Page(
             [rows.history_record(r) for r in page],
-            rows.encode_cursor(last["finished_at"], last["seq"]) if last else None,
+            encode_cursor(last["finished_at"], last["seq"]) if last else None,
         )
 
     async def reap_expired(self, limit: int) -> int:
@@ -479,4 +487,4 @@ def _leader_results(
             results.append(Pushed(item.id, item.created_at, created=True))
         else:
             results.append(None)
-    return rows.follow_leaders(results, leaders)
+    return follow_leaders(results, leaders)

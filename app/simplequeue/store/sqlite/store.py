@@ -15,22 +15,17 @@ from uuid import UUID, uuid4
 
 import aiosqlite
 
-from simplequeue.domain.errors import (
-    DatabaseUnavailable,
-    ItemExists,
-    QueueError,
-    QueueNotFound,
-    SchemaNotReady,
-    StoreError,
-)
-from simplequeue.domain.items import (
+from simplequeue.domain import (
     LEASE_EXPIRED_ERROR,
     Clock,
     CompleteOutcome,
     Completion,
+    DatabaseUnavailable,
     Failure,
     HistoryFilter,
     HistoryRecord,
+    ItemExists,
+    ItemNotFound,
     ItemStatus,
     ItemView,
     LeasedItem,
@@ -38,11 +33,25 @@ from simplequeue.domain.items import (
     Outcome,
     Page,
     Pushed,
+    QueueError,
+    QueueNotFound,
     QueueSettings,
     QueueStats,
+    SchemaNotReady,
+    StoreError,
     system_clock,
 )
+from simplequeue.domain.rules import (
+    complete_outcomes,
+    dedup_leaders,
+    follow_leaders,
+    in_pop_order,
+    redrive_delay,
+    why_not_extended,
+    why_refused,
+)
 from simplequeue.store import rows
+from simplequeue.store.cursors import decode_cursor, encode_cursor
 from simplequeue.store.migrations import latest_version, load_migrations, split_statements
 from simplequeue.store.protocol import ReadyCallback
 from simplequeue.store.queries import load_queries
@@ -196,7 +205,7 @@ class SqliteStore:
     async def push_batch(self, items: Sequence[NewItem], *, skip_existing: bool) -> list[Pushed | None]:
         assert not (skip_existing and any(i.dedup_key for i in items)), "dedup keys need skip_existing=False"
         now = self._clock()
-        leaders = rows.dedup_leaders(items)
+        leaders = dedup_leaders(items)
         claims = [
             {"queue": i.queue, "key": i.dedup_key, "id": str(i.id), "created_at": to_text(i.created_at)}
             for n, i in enumerate(items)
@@ -228,7 +237,7 @@ class SqliteStore:
                 Q["ensure_queue"], [{"queue": q, "now": to_text(now)} for q in {i.queue for i in fresh}]
             )
             await conn.executemany(Q["insert_item"], [_insert_params(i, now) for i in fresh])
-        return rows.follow_leaders(results, leaders)
+        return follow_leaders(results, leaders)
 
     async def _claim_dedup_keys(
         self, conn: aiosqlite.Connection, claims: list[dict[str, Any]], now: str
@@ -255,7 +264,7 @@ class SqliteStore:
         }
         async with self._write() as conn, conn.execute(Q["pop"], params) as cursor:
             found = await cursor.fetchall()
-        return rows.sorted_leases([(row["seq"], rows.leased_item(row)) for row in found])
+        return in_pop_order([(row["seq"], rows.leased_item(row)) for row in found])
 
     async def extend(self, item_id: UUID, lease_token: UUID, lease_seconds: int) -> ItemView:
         now = self._clock()
@@ -270,7 +279,7 @@ class SqliteStore:
                 extended = cursor.rowcount
             row = await self._fetchone(conn, "get_item", {"id": str(item_id)})
             if extended == 0:
-                raise rows.extension_refused(row, lease_token)
+                raise why_not_extended(rows.found(row), lease_token)
         return rows.item_view(row, now)
 
     async def _finish(self, conn: aiosqlite.Connection, seqs: list[int], now: str) -> None:
@@ -286,7 +295,7 @@ class SqliteStore:
             row = await self._fetchone(conn, "match_one", params)
             if row is None:
                 current = await self._fetchone(conn, "get_item", {"id": str(item_id)})
-                raise rows.transition_refused(current, lease_token)
+                raise why_refused(rows.found(current), lease_token)
             await self._finish(conn, [row["seq"]], to_text(self._clock()))
 
     async def complete_batch(self, items: Sequence[Completion]) -> list[CompleteOutcome]:
@@ -304,7 +313,7 @@ class SqliteStore:
                 left = await cursor.fetchall()
         still_there = {rows.as_uuid(row["id"]) for row in left}
         dead = {rows.as_uuid(row["id"]) for row in left if row["status"] == ItemStatus.DEAD}
-        return rows.complete_outcomes(items, completed, still_there, dead)
+        return complete_outcomes(items, completed, still_there, dead)
 
     async def fail(self, item_id: UUID, failure: Failure) -> ItemView:
         now = self._clock()
@@ -326,14 +335,14 @@ class SqliteStore:
                 )
             row = await self._fetchone(conn, "get_item", {"id": str(item_id)})
             if failed is None:
-                raise rows.transition_refused(row, failure.lease_token)
+                raise why_refused(rows.found(row), failure.lease_token)
         return rows.item_view(row, now)
 
     async def get_item(self, item_id: UUID) -> ItemView:
         async with self._read() as conn:
             row = await self._fetchone(conn, "get_item", {"id": str(item_id)})
         if row is None:
-            raise rows.transition_refused(None, None)
+            raise ItemNotFound()
         return rows.item_view(row, self._clock())
 
     async def next_visible_at(self, queues: Sequence[str]) -> tuple[dict[str, datetime], datetime]:
@@ -370,7 +379,7 @@ class SqliteStore:
         return existed is None
 
     async def list_dead(self, queue: str, limit: int, cursor: str | None) -> Page[ItemView]:
-        after_at, after_seq = rows.decode_cursor(cursor)
+        after_at, after_seq = decode_cursor(cursor)
         now = self._clock()
         params = {
             "queue": queue,
@@ -382,7 +391,7 @@ class SqliteStore:
             page = list(await found.fetchall())
         items = [rows.item_view(row, now) for row in page]
         last = page[-1] if len(page) == limit else None
-        return Page(items, rows.encode_cursor(last["died_at"], last["seq"]) if last else None)
+        return Page(items, encode_cursor(last["died_at"], last["seq"]) if last else None)
 
     async def redrive(self, queue: str, ids: Sequence[UUID] | None, rate_per_second: float | None) -> int:
         now = self._clock()
@@ -398,7 +407,7 @@ class SqliteStore:
                     [
                         {
                             "seq": seq,
-                            "visible_at": to_text(now + rows.redrive_delay(revived + k, rate_per_second)),
+                            "visible_at": to_text(now + redrive_delay(revived + k, rate_per_second)),
                         }
                         for k, seq in enumerate(seqs)
                     ],
@@ -424,7 +433,7 @@ class SqliteStore:
     async def list_history(
         self, queue: str, where: HistoryFilter, limit: int, cursor: str | None
     ) -> Page[HistoryRecord]:
-        after_at, after_seq = rows.decode_cursor(cursor)
+        after_at, after_seq = decode_cursor(cursor)
         params = {
             "queue": queue,
             "outcome": where.outcome.value if where.outcome else None,
@@ -439,7 +448,7 @@ class SqliteStore:
         last = page[-1] if len(page) == limit else None
         return Page(
             [rows.history_record(row) for row in page],
-            rows.encode_cursor(last["finished_at"], last["seq"]) if last else None,
+            encode_cursor(last["finished_at"], last["seq"]) if last else None,
         )
 
     async def reap_expired(self, limit: int) -> int:

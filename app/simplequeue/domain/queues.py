@@ -1,0 +1,40 @@
+"""A queue's settings, and what its counts look like."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """Retry delay after failed attempt n: min(cap, base * factor ** (n - 1)), less up to `jitter`
+    of it at random (so that items failed together do not all come back together)."""
+
+    base_seconds: float = 1.0
+    factor: float = 2.0
+    cap_seconds: float = 3600.0
+    jitter: float = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSettings:
+    max_attempts: int = 5
+    lease_seconds: int = 30
+    backoff: Backoff = field(default_factory=Backoff)
+    retention_seconds: int = 7 * 24 * 3600  # history kept this long after an item finished
+    dedup_window_seconds: int = 3600  # a dedup_key still matches this long after its item finished
+    history_payload: bool = False  # copy payloads into history records
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStats:
+    name: str
+    settings: QueueSettings
+    ready: int
+    leased: int
+    delayed: int
+    retrying: int
+    dead: int
+    oldest_ready_age_seconds: float | None
+    completed_in_history: int
+    dead_in_history: int

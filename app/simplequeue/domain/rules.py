@@ -1,0 +1,109 @@
+"""Rules of the queue that every dialect follows alike: which pushed items speak for duplicates,
+why a refused transition was refused, what a batch completion answers, when redriven items
+come back, and the order pops hand items out in."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+from uuid import UUID
+
+from simplequeue.domain.errors import ItemDead, ItemNotFound, LeaseExpired, LeaseMismatch, QueueError
+from simplequeue.domain.items import CompleteOutcome, Completion, ItemStatus, LeasedItem, NewItem, Pushed
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """What a refused transition found of the item: its stored status and lease."""
+
+    status: str
+    lease_token: UUID | None
+
+
+def why_refused(found: Found | None, lease_token: UUID | None) -> QueueError:
+    """Why a compare-and-set changed nothing, given what it found of the item (None: no item)."""
+    if found is None:
+        return ItemNotFound()
+    if lease_token is not None and found.lease_token != lease_token:
+        return ItemDead() if found.status == ItemStatus.DEAD else LeaseMismatch()
+    if found.status == ItemStatus.DEAD:
+        return ItemDead()
+    return LeaseMismatch()
+
+
+def why_not_extended(found: Found | None, lease_token: UUID) -> QueueError:
+    """Why a lease extension changed nothing: as for any transition, or the lease ran out."""
+    if found is not None and found.status == ItemStatus.LEASED and found.lease_token == lease_token:
+        return LeaseExpired()  # the token matches, so only the expiry can have refused it
+    return why_refused(found, lease_token)
+
+
+def dedup_leaders(items: Sequence[NewItem]) -> list[int]:
+    """For each item, the index of the first item of the call with its queue and dedup_key
+    (itself when it has no key or is that first one): later ones become duplicates of it."""
+    first: dict[tuple[str, str], int] = {}
+    leaders = []
+    for index, item in enumerate(items):
+        if item.dedup_key is None:
+            leaders.append(index)
+        else:
+            leaders.append(first.setdefault((item.queue, item.dedup_key), index))
+    return leaders
+
+
+def follow_leaders(results: list[Pushed | None], leaders: list[int]) -> list[Pushed | None]:
+    """Items that repeat an earlier item's dedup_key (see dedup_leaders) get that item's result,
+    as duplicates; `results` holds the leaders' own."""
+    followed = []
+    for n, leader in enumerate(leaders):
+        result = results[leader]
+        if leader != n and result is not None:
+            result = Pushed(result.id, result.created_at, created=False)
+        followed.append(result)
+    return followed
+
+
+def complete_outcomes(
+    requested: Sequence[Completion], completed: set[UUID], still_there: set[UUID], dead: set[UUID]
+) -> list[CompleteOutcome]:
+    """Each request's outcome, given the ids the batch deleted, those it left in place, and of
+    those, the dead ones."""
+
+    def outcome(item: Completion) -> CompleteOutcome:
+        if item.id in completed:
+            return CompleteOutcome.COMPLETED
+        if item.id in dead:
+            return CompleteOutcome.DEAD
+        if item.id in still_there:
+            return CompleteOutcome.LEASE_MISMATCH
+        return CompleteOutcome.NOT_FOUND
+
+    return [outcome(item) for item in requested]
+
+
+def repeat_rounds(ids: Sequence[UUID]) -> list[list[int]]:
+    """Places of `ids` split into rounds of distinct ids, the k-th occurrence of an id in round k:
+    run one after another, they treat a repeated id as that many requests in order would."""
+    rounds: list[list[int]] = []
+    seen: dict[UUID, int] = {}
+    for n, item_id in enumerate(ids):
+        k = seen[item_id] = seen.get(item_id, -1) + 1
+        if k == len(rounds):
+            rounds.append([])
+        rounds[k].append(n)
+    return rounds
+
+
+def redrive_delay(position: int, rate_per_second: float | None) -> timedelta:
+    """How long after the redrive the item at `position` (from 0) becomes poppable."""
+    return timedelta(seconds=position / rate_per_second) if rate_per_second else timedelta(0)
+
+
+def in_pop_order(items: Sequence[tuple[Any, LeasedItem]]) -> list[LeasedItem]:
+    """(seq, item) pairs, as RETURNING/OUTPUT gives them in no defined order, in the order pops
+    hand items out: highest priority, then oldest created_at, then first pushed."""
+    return [
+        item for _, item in sorted(items, key=lambda pair: (-pair[1].priority, pair[1].created_at, pair[0]))
+    ]

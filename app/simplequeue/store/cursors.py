@@ -1,0 +1,32 @@
+"""Page cursors: where a newest-first page ended, opaque to clients."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from datetime import datetime
+
+from simplequeue.domain import InvalidCursor
+from simplequeue.store.rows import as_utc
+
+
+def encode_cursor(moment: datetime | str, seq: int) -> str:
+    """Where a newest-first page ended: (time, seq) of its last row, opaque to clients."""
+    raw = f"{as_utc(moment).isoformat()}|{seq}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str | None) -> tuple[datetime, int] | tuple[None, None]:
+    """The (time, seq) of a cursor that encode_cursor made; anything else is InvalidCursor, before
+    any value of it reaches a statement."""
+    if cursor is None:
+        return None, None
+    try:
+        moment, seq = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode().split("|")
+        decoded = as_utc(moment), int(seq)
+    except (ValueError, OverflowError, binascii.Error, UnicodeDecodeError) as exc:
+        raise InvalidCursor() from exc
+    # Only the exact text encode_cursor gives back: UTC, and a seq that a BIGINT holds.
+    if not 0 < decoded[1] < 2**63 or encode_cursor(*decoded) != cursor.rstrip("="):
+        raise InvalidCursor()
+    return decoded
