@@ -2016,14 +2016,11 @@ async def test_next_visible_at_of_no_queues_still_tells_the_time(
     assert conn.params("next_visible_at") == (NOW_TEXT, "[]")
 
 
-async def test_subscribe_does_nothing(fake: tuple[MssqlStore, FakeConnection]) -> None:
-    store, conn = fake
-    calls: list[tuple[str | None, int]] = []
-
-    await store.subscribe(lambda queue, count: calls.append((queue, count)))
-
-    assert conn.executed == []
-    assert calls == []
+async def test_sql_server_has_no_notifications_so_the_probe_finds_other_pushes(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, _ = fake
+    assert store.notifications is None
 
 
 async def test_extend_binds_the_lease_and_returns_the_item(fake: tuple[MssqlStore, FakeConnection]) -> None:

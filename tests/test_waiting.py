@@ -125,7 +125,8 @@ async def test_a_push_through_another_process_is_found(
     other = create_store(settings)
     await other.open()
     waiting = Waiting(other, recheck_seconds=1000 if settings.database_url.startswith("postgresql") else 0.2)
-    await other.subscribe(waiting.notify)
+    if other.notifications is not None:
+        await other.notifications.start(waiting.notify)
     try:
         waiter = asyncio.create_task(waiting.pop(queue, max_items=1, wait_seconds=15, lease_seconds=30))
         await asyncio.sleep(0.5)  # the waiter is asleep and the listener is up

@@ -1,22 +1,16 @@
-"""The application factory: `create_app(settings)` wires settings, store and routes."""
+"""The composition root: `create_app(settings)` builds the store, the service and the API."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
 from simplequeue import __version__
-from simplequeue.api.errors import install_error_handlers
-from simplequeue.api.guard import RequestGuard
-from simplequeue.api.routes import router
+from simplequeue.api.app import build_api
 from simplequeue.domain import Clock, system_clock
-from simplequeue.service.pushing import PushCoalescer
-from simplequeue.service.queues import Services
-from simplequeue.service.upkeep import sweep_forever
-from simplequeue.service.waiting import Waiting
+from simplequeue.service.queues import Limits, QueueService, Upkeep
 from simplequeue.settings import Settings
 from simplequeue.shutdown import on_stop_signal
 from simplequeue.store.factory import create_store
@@ -33,51 +27,30 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        nonlocal store
-        store = store or create_store(settings, clock)
-        sweeper: asyncio.Task[None] | None = None
-        await store.open()
-        waiting = Waiting(store, recheck_seconds=settings.wait_recheck_seconds)
+        service = QueueService(
+            store or create_store(settings, clock),
+            clock or system_clock,
+            limits=Limits(max_payload_bytes=settings.max_payload_bytes),
+            recheck_seconds=settings.wait_recheck_seconds,
+            upkeep=Upkeep(settings.reap_interval_seconds, settings.purge_interval_seconds)
+            if settings.sweep
+            else None,
+        )
         try:
-            if settings.migrate_on_start:
-                await store.migrate()
-            await store.subscribe(waiting.notify)
-            app.state.services = Services(
-                settings, clock or system_clock, store, waiting, PushCoalescer(store)
-            )
-            if settings.sweep:
-                sweeper = asyncio.create_task(
-                    sweep_forever(
-                        store,
-                        reap_every=settings.reap_interval_seconds,
-                        purge_every=settings.purge_interval_seconds,
-                    ),
-                    name="simplequeue-sweep",
-                )
-            with on_stop_signal(waiting.close):
+            await service.start(migrate=settings.migrate_on_start)
+            app.state.service = service
+            with on_stop_signal(service.stop_waiting):
                 yield
         finally:
-            waiting.close()
-            if sweeper is not None:
-                sweeper.cancel()
-                with suppress(asyncio.CancelledError):
-                    await sweeper
-            await store.close()
+            await service.stop()
 
-    app = FastAPI(
+    return build_api(
         title="simplequeue",
         version=__version__,
-        summary="A queue over HTTP, backed by SQLite, PostgreSQL or SQL Server.",
         lifespan=lifespan,
-    )
-    app.include_router(router)
-    install_error_handlers(app, router.routes)
-    app.add_middleware(
-        RequestGuard,
         max_body_bytes=settings.max_request_bytes,
         body_timeout_seconds=settings.body_timeout_seconds,
     )
-    return app
 
 
 def app_from_env() -> FastAPI:

@@ -1,18 +1,16 @@
-"""HTTP routes. Each one validates, makes one store call, and shapes the answer."""
+"""HTTP routes. Each one parses, makes one QueueService call, and shapes the answer."""
 
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from typing import Annotated, Any
-from uuid import UUID, uuid4
+from uuid import UUID
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response, status
 from pydantic import BaseModel
 
 from simplequeue.api.schemas import (
     QUEUE_NAME_PATTERN,
-    BatchItem,
     CompleteBatchRequest,
     CompleteBatchResponse,
     CompleteResult,
@@ -40,26 +38,22 @@ from simplequeue.api.schemas import (
     UtcDatetime,
 )
 from simplequeue.domain import (
-    CompleteOutcome,
     Completion,
     Failure,
     HistoryFilter,
-    ItemStatus,
-    NewItem,
     Outcome,
-    encode_payload,
 )
-from simplequeue.service.queues import Services
+from simplequeue.service.queues import QueueService
 
 
-async def get_services(request: Request) -> Services:
+async def get_service(request: Request) -> QueueService:
     # One dependency, and `async def`: FastAPI runs a plain `def` dependency in a thread pool, and
     # resolves each dependency separately; under load both showed as top costs of a push.
-    services: Services = request.app.state.services
-    return services
+    service: QueueService = request.app.state.service
+    return service
 
 
-ServicesDep = Annotated[Services, Depends(get_services)]
+ServiceDep = Annotated[QueueService, Depends(get_service)]
 ItemId = Annotated[UUID, Path(description="The item's id.")]
 QueuePath = Annotated[str, Path(pattern=QUEUE_NAME_PATTERN, description="The queue's name.")]
 PageLimit = Annotated[int, Query(ge=1, le=1000, description="Items per page.")]
@@ -88,19 +82,6 @@ def page_json(entries: list[str], next_cursor: str | None) -> str:
     return '{"items":[' + ",".join(entries) + '],"next_cursor":' + json.dumps(next_cursor) + "}"
 
 
-def repeat_rounds(ids: list[UUID]) -> list[list[int]]:
-    """Places of `ids` split into rounds of distinct ids, the k-th occurrence of an id in round k:
-    run one after another, they treat a repeated id as that many requests in order would."""
-    rounds: list[list[int]] = []
-    seen: dict[UUID, int] = {}
-    for n, item_id in enumerate(ids):
-        k = seen[item_id] = seen.get(item_id, -1) + 1
-        if k == len(rounds):
-            rounds.append([])
-        rounds[k].append(n)
-    return rounds
-
-
 def _also(code: int, model: type[BaseModel], description: str) -> dict[int | str, dict[str, Any]]:
     """A success status besides the route's own, for the spec."""
     return {code: {"model": model, "description": description}}
@@ -122,21 +103,6 @@ def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
 router = APIRouter()
 
 
-def _new_item(queue: str, entry: PushRequest | BatchItem, sq: Services, now: datetime, where: str) -> NewItem:
-    """An item as pushed: the client's id and timestamp where given, else new ones."""
-    return NewItem(
-        id=entry.id or uuid4(),
-        queue=queue,
-        payload_json=encode_payload(entry.payload, sq.settings.max_payload_bytes, where),
-        created_at=entry.created_at or now,
-        priority=entry.priority,
-        group=entry.group,
-        dedup_key=entry.dedup_key,
-        delay_seconds=entry.delay_seconds,
-        not_before=entry.not_before,
-    )
-
-
 @router.post(
     "/push",
     status_code=status.HTTP_201_CREATED,
@@ -145,16 +111,13 @@ def _new_item(queue: str, entry: PushRequest | BatchItem, sq: Services, now: dat
     responses=_also(200, PushResponse, "The dedup_key matched an existing item: nothing was inserted.")
     | _errors(400, 409, 413, 415, 422, 503),
 )
-async def push(body: PushRequest, sq: ServicesDep) -> Response:
+async def push(body: PushRequest, sq: ServiceDep) -> Response:
     """Add an item to a queue (created on first push). 201 means it is committed; 200 means its
     dedup_key matched an existing item, whose id is returned, and nothing was inserted."""
-    item = _new_item(body.queue, body, sq, sq.clock(), "payload")
-    pushed = await sq.pusher.push(item)
-    if pushed.created:
-        sq.waiting.notify(item.queue, 1)
+    pushed = await sq.push(body.queue, body.draft())
     return serialized(
         PushResponse.model_construct(
-            id=pushed.id, queue=item.queue, created_at=pushed.created_at, created=pushed.created
+            id=pushed.id, queue=body.queue, created_at=pushed.created_at, created=pushed.created
         ),
         status.HTTP_201_CREATED if pushed.created else status.HTTP_200_OK,
     )
@@ -168,29 +131,22 @@ async def push(body: PushRequest, sq: ServicesDep) -> Response:
     responses=_also(200, PushBatchResponse, "Every item was a duplicate: nothing was inserted.")
     | _errors(400, 409, 413, 415, 422, 503),
 )
-async def push_batch(body: PushBatchRequest, sq: ServicesDep) -> Response:
+async def push_batch(body: PushBatchRequest, sq: ServiceDep) -> Response:
     """Add 1..1000 items to one queue in one transaction: all of them, or (409, 413, 422) none.
     Items whose dedup_key matches an existing item (or an earlier item of the batch) are not
     inserted and answer with the original's id; 200 when that is all of them."""
-    now = sq.clock()
-    items = [
-        _new_item(body.queue, entry, sq, now, f"items[{n}].payload") for n, entry in enumerate(body.items)
-    ]
-    results = [r for r in await sq.store.push_batch(items, skip_existing=False) if r is not None]
-    created = sum(r.created for r in results)
-    if created:
-        sq.waiting.notify(body.queue, created)
+    results = await sq.push_batch(body.queue, [entry.draft() for entry in body.items])
     return serialized(
         PushBatchResponse.model_construct(ids=[r.id for r in results], created=[r.created for r in results]),
-        status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        status.HTTP_201_CREATED if any(r.created for r in results) else status.HTTP_200_OK,
     )
 
 
 @router.post("/pop", operation_id="pop", response_model=PopResponse, responses=_errors(400, 415, 422, 503))
-async def pop(body: PopRequest, sq: ServicesDep, request: Request) -> Response:
+async def pop(body: PopRequest, sq: ServiceDep, request: Request) -> Response:
     """Lease up to `max_items` items (highest priority first, then oldest), waiting up to
     `wait_seconds` for one to arrive. Of an ordered group only the head is handed out."""
-    items = await sq.waiting.pop(
+    items = await sq.pop(
         body.queue,
         max_items=body.max_items,
         wait_seconds=body.wait_seconds,
@@ -206,9 +162,9 @@ async def pop(body: PopRequest, sq: ServicesDep, request: Request) -> Response:
     operation_id="completeItem",
     responses=_errors(404, 409, 422, 503),
 )
-async def complete_item(item_id: ItemId, sq: ServicesDep, lease_token: LeaseTokenQuery = None) -> Response:
+async def complete_item(item_id: ItemId, sq: ServiceDep, lease_token: LeaseTokenQuery = None) -> Response:
     """Finish an item: it is deleted, and recorded in the queue's history."""
-    await sq.store.complete(item_id, lease_token)
+    await sq.complete(item_id, lease_token)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
@@ -218,17 +174,12 @@ async def complete_item(item_id: ItemId, sq: ServicesDep, lease_token: LeaseToke
     response_model=CompleteBatchResponse,
     responses=_errors(400, 415, 422, 503),
 )
-async def complete_items(body: CompleteBatchRequest, sq: ServicesDep) -> Response:
+async def complete_items(body: CompleteBatchRequest, sq: ServiceDep) -> Response:
     """Finish 1..1000 items at once; each gets its own result, as DELETE /items/{id} would give."""
-    requested = [Completion(i.id, i.lease_token) for i in body.items]
-    outcomes: list[CompleteOutcome | None] = [None] * len(requested)
-    for places in repeat_rounds([c.id for c in requested]):
-        done = await sq.store.complete_batch([requested[n] for n in places])
-        for n, outcome in zip(places, done, strict=True):
-            outcomes[n] = outcome
+    outcomes = await sq.complete_many([Completion(i.id, i.lease_token) for i in body.items])
     results = [
-        CompleteResult.model_construct(id=c.id, result=o.value if o else "not_found")
-        for c, o in zip(requested, outcomes, strict=True)
+        CompleteResult.model_construct(id=i.id, result=o.value)
+        for i, o in zip(body.items, outcomes, strict=True)
     ]
     return serialized(CompleteBatchResponse.model_construct(results=results))
 
@@ -239,13 +190,11 @@ async def complete_items(body: CompleteBatchRequest, sq: ServicesDep) -> Respons
     response_model=ItemResponse,
     responses=_errors(400, 404, 409, 415, 422, 503),
 )
-async def fail_item(item_id: ItemId, body: FailRequest, sq: ServicesDep) -> Response:
+async def fail_item(item_id: ItemId, body: FailRequest, sq: ServiceDep) -> Response:
     """Record an error. The item is retried after `retry_after_seconds` or the queue's backoff,
     unless `retry` is false or this was its last attempt: then it is dead."""
     failure = Failure(body.error, body.lease_token, body.retry, body.retry_after_seconds)
-    view = await sq.store.fail(item_id, failure)
-    if view.status == ItemStatus.READY:
-        sq.waiting.notify(view.queue, 1)
+    view = await sq.fail(item_id, failure)
     return json_text(ItemResponse.json_of(view))
 
 
@@ -255,12 +204,10 @@ async def fail_item(item_id: ItemId, body: FailRequest, sq: ServicesDep) -> Resp
     response_model=ItemResponse,
     responses=_errors(400, 404, 409, 415, 422, 503),
 )
-async def extend_lease(item_id: ItemId, body: ExtendRequest, sq: ServicesDep) -> Response:
+async def extend_lease(item_id: ItemId, body: ExtendRequest, sq: ServiceDep) -> Response:
     """Keep working on an item: its live lease now ends `lease_seconds` from now (a heartbeat).
     409 when the token is stale, or the lease has already expired."""
-    return json_text(
-        ItemResponse.json_of(await sq.store.extend(item_id, body.lease_token, body.lease_seconds))
-    )
+    return json_text(ItemResponse.json_of(await sq.extend(item_id, body.lease_token, body.lease_seconds)))
 
 
 @router.get(
@@ -269,21 +216,21 @@ async def extend_lease(item_id: ItemId, body: ExtendRequest, sq: ServicesDep) ->
     response_model=ItemResponse,
     responses=_errors(404, 422, 503),
 )
-async def get_item(item_id: ItemId, sq: ServicesDep) -> Response:
+async def get_item(item_id: ItemId, sq: ServiceDep) -> Response:
     """Look at an item without changing it."""
-    return json_text(ItemResponse.json_of(await sq.store.get_item(item_id)))
+    return json_text(ItemResponse.json_of(await sq.get_item(item_id)))
 
 
 @router.get("/queues", operation_id="listQueues", responses=_errors(503))
-async def list_queues(sq: ServicesDep) -> QueuesResponse:
+async def list_queues(sq: ServiceDep) -> QueuesResponse:
     """Every queue with its counts."""
-    return QueuesResponse(queues=[QueueResponse.of(q) for q in await sq.store.list_queues()])
+    return QueuesResponse(queues=[QueueResponse.of(q) for q in await sq.list_queues()])
 
 
 @router.get("/queues/{name}", operation_id="getQueue", responses=_errors(404, 422, 503))
-async def get_queue(name: QueuePath, sq: ServicesDep) -> QueueResponse:
+async def get_queue(name: QueuePath, sq: ServiceDep) -> QueueResponse:
     """One queue's settings and counts."""
-    return QueueResponse.of(await sq.store.get_queue(name))
+    return QueueResponse.of(await sq.get_queue(name))
 
 
 @router.put(
@@ -292,40 +239,38 @@ async def get_queue(name: QueuePath, sq: ServicesDep) -> QueueResponse:
     responses=_also(201, QueueResponse, "The queue was created.") | _errors(400, 415, 422, 503),
 )
 async def put_queue(
-    name: QueuePath, body: QueueSettingsBody, sq: ServicesDep, response: Response
+    name: QueuePath, body: QueueSettingsBody, sq: ServiceDep, response: Response
 ) -> QueueResponse:
     """Create a queue with these settings, or replace its settings (omitted fields take their
     defaults). They apply from the next pop, fail or finish on."""
-    if await sq.store.put_queue(name, body.to_domain()):
+    created, stats = await sq.put_queue(name, body.to_domain())
+    if created:
         response.status_code = status.HTTP_201_CREATED
-    return QueueResponse.of(await sq.store.get_queue(name))
+    return QueueResponse.of(stats)
 
 
 @router.get(
     "/queues/{name}/dead", operation_id="listDead", response_model=DeadPage, responses=_errors(422, 503)
 )
 async def list_dead(
-    name: QueuePath, sq: ServicesDep, limit: PageLimit = 100, cursor: Cursor = None
+    name: QueuePath, sq: ServiceDep, limit: PageLimit = 100, cursor: Cursor = None
 ) -> Response:
     """Dead items with their errors, most recently dead first."""
-    page = await sq.store.list_dead(name, limit, cursor)
+    page = await sq.list_dead(name, limit, cursor)
     return json_text(page_json([ItemResponse.json_of(v) for v in page.items], page.next_cursor))
 
 
 @router.post("/queues/{name}/redrive", operation_id="redrive", responses=_errors(400, 415, 422, 503))
-async def redrive(name: QueuePath, body: RedriveRequest, sq: ServicesDep) -> RedriveResponse:
+async def redrive(name: QueuePath, body: RedriveRequest, sq: ServiceDep) -> RedriveResponse:
     """Make dead items ready again (all, or those of `ids`; other ids are ignored), with their
     attempts reset and their errors kept."""
-    count = await sq.store.redrive(name, body.ids, body.rate_per_second)
-    if count:
-        sq.waiting.notify(name, count)
-    return RedriveResponse(redriven=count)
+    return RedriveResponse(redriven=await sq.redrive(name, body.ids, body.rate_per_second))
 
 
 @router.delete("/queues/{name}/dead", operation_id="purgeDead", responses=_errors(422, 503))
-async def purge_dead(name: QueuePath, sq: ServicesDep) -> PurgeResponse:
+async def purge_dead(name: QueuePath, sq: ServiceDep) -> PurgeResponse:
     """Delete the queue's dead items. Their history records stay."""
-    return PurgeResponse(purged=await sq.store.purge_dead(name))
+    return PurgeResponse(purged=await sq.purge_dead(name))
 
 
 @router.get(
@@ -336,7 +281,7 @@ async def purge_dead(name: QueuePath, sq: ServicesDep) -> PurgeResponse:
 )
 async def list_history(
     name: QueuePath,
-    sq: ServicesDep,
+    sq: ServiceDep,
     outcome: Annotated[Outcome | None, Query(description="Only completed, or only dead.")] = None,
     since: Annotated[UtcDatetime | None, Query(description="Finished at or after this time.")] = None,
     until: Annotated[UtcDatetime | None, Query(description="Finished before this time.")] = None,
@@ -345,7 +290,7 @@ async def list_history(
 ) -> Response:
     """Finished items (completed or dead), most recently finished first, kept for the queue's
     retention_seconds."""
-    page = await sq.store.list_history(name, HistoryFilter(outcome, since, until), limit, cursor)
+    page = await sq.list_history(name, HistoryFilter(outcome, since, until), limit, cursor)
     return json_text(page_json([HistoryEntry.json_of(r) for r in page.items], page.next_cursor))
 
 
@@ -356,7 +301,7 @@ async def healthz() -> StatusResponse:
 
 
 @router.get("/readyz", operation_id="readyz", responses=_errors(503))
-async def readyz(sq: ServicesDep) -> StatusResponse:
+async def readyz(sq: ServiceDep) -> StatusResponse:
     """The database answers and its schema is up to date."""
-    await sq.store.check_ready()
+    await sq.check_ready()
     return StatusResponse(status="ready")

@@ -19,6 +19,7 @@ from pydantic import (
 from simplequeue.domain import (
     MAX_PAYLOAD_DEPTH,
     Backoff,
+    Draft,
     HistoryRecord,
     ItemView,
     LeasedItem,
@@ -132,6 +133,18 @@ class ItemFields(Body):
         "dedup_window_seconds after it finished, a push with the key inserts nothing and answers 200 "
         "with the original's id.",
     )
+
+    def draft(self) -> Draft:
+        return Draft(
+            payload=self.payload,
+            id=self.id,
+            created_at=self.created_at,
+            priority=self.priority,
+            group=self.group,
+            dedup_key=self.dedup_key,
+            delay_seconds=self.delay_seconds,
+            not_before=self.not_before,
+        )
 
 
 class PushRequest(ItemFields):

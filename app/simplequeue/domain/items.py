@@ -55,7 +55,24 @@ def effective_status(
 
 
 @dataclass(frozen=True, slots=True)
+class Draft:
+    """An item as a producer describes it: everything but the payload may be left to the service
+    (a new id, the service's clock for created_at)."""
+
+    payload: Any
+    id: UUID | None = None
+    created_at: datetime | None = None
+    priority: int = 0
+    group: str | None = None
+    dedup_key: str | None = None
+    delay_seconds: float = 0.0
+    not_before: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class NewItem:
+    """An item ready to insert: id, time and payload text decided."""
+
     id: UUID
     queue: str
     payload_json: str

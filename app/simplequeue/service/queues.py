@@ -1,20 +1,216 @@
-"""What the routes work with: built once per process by the app's lifespan."""
+"""QueueService: the door every route calls, once per request.
+
+It takes and returns domain values (never API schemas) and owns what is not the store's: new
+ids and the clock, payload encoding and its limits, coalescing single pushes into shared
+commits, long-polls, waking them after every commit that makes items poppable, and the sweep.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
+from datetime import datetime
+from uuid import UUID, uuid4
 
-from simplequeue.domain import Clock
+from simplequeue.domain import (
+    Clock,
+    CompleteOutcome,
+    Completion,
+    Draft,
+    Failure,
+    HistoryFilter,
+    HistoryRecord,
+    ItemStatus,
+    ItemView,
+    LeasedItem,
+    NewItem,
+    Page,
+    Pushed,
+    QueueSettings,
+    QueueStats,
+    encode_payload,
+)
+from simplequeue.domain.rules import repeat_rounds
 from simplequeue.service.pushing import PushCoalescer
-from simplequeue.service.waiting import Waiting
-from simplequeue.settings import Settings
+from simplequeue.service.upkeep import sweep_forever
+from simplequeue.service.waiting import Waiting, never_gone
 from simplequeue.store.protocol import Store
+
+log = logging.getLogger("simplequeue.service")
 
 
 @dataclass(frozen=True, slots=True)
-class Services:
-    settings: Settings
-    clock: Clock
-    store: Store
-    waiting: Waiting
-    pusher: PushCoalescer
+class Limits:
+    max_payload_bytes: int = 256 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Upkeep:
+    """The sweep's schedule in this process (None: another process or cron sweeps)."""
+
+    reap_every_seconds: float = 5.0
+    purge_every_seconds: float = 60.0
+
+
+class QueueService:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        *,
+        limits: Limits = Limits(),
+        recheck_seconds: float = 1.0,
+        upkeep: Upkeep | None = None,
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._limits = limits
+        self._upkeep = upkeep
+        self._waiting = Waiting(store, recheck_seconds=recheck_seconds)
+        self._pusher = PushCoalescer(store)
+        self._sweeper: asyncio.Task[None] | None = None
+
+    # --- life cycle ------------------------------------------------------------------------------
+
+    async def start(self, *, migrate: bool) -> None:
+        """Open the store (migrating it if asked), listen for other processes' pushes where the
+        engine can say so, and start the sweep."""
+        await self._store.open()
+        if migrate:
+            await self._store.migrate()
+        if self._store.notifications is not None:
+            await self._store.notifications.start(self._waiting.notify)
+        if self._upkeep is not None:
+            self._sweeper = asyncio.create_task(
+                sweep_forever(
+                    self._store,
+                    reap_every=self._upkeep.reap_every_seconds,
+                    purge_every=self._upkeep.purge_every_seconds,
+                ),
+                name="simplequeue-sweep",
+            )
+
+    def stop_waiting(self) -> None:
+        """Answer every waiting pop now, with nothing: the service is stopping. Safe to call
+        from a signal's callback; no lease is lost."""
+        self._waiting.close()
+
+    async def stop(self) -> None:
+        self.stop_waiting()
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with suppress(asyncio.CancelledError):
+                await self._sweeper
+        await self._store.close()
+
+    async def check_ready(self) -> None:
+        await self._store.check_ready()
+
+    # --- producers ------------------------------------------------------------------------------
+
+    async def push(self, queue: str, draft: Draft) -> Pushed:
+        """Committed when this returns. A duplicate dedup_key answers the original, uninserted."""
+        pushed = await self._pusher.push(self._new_item(queue, draft, self._clock(), "payload"))
+        if pushed.created:
+            self._waiting.notify(queue, 1)
+        return pushed
+
+    async def push_batch(self, queue: str, drafts: Sequence[Draft]) -> list[Pushed]:
+        """All or nothing, in one transaction."""
+        now = self._clock()
+        items = [self._new_item(queue, d, now, f"items[{n}].payload") for n, d in enumerate(drafts)]
+        results = [r for r in await self._store.push_batch(items, skip_existing=False) if r is not None]
+        if created := sum(r.created for r in results):
+            self._waiting.notify(queue, created)
+        return results
+
+    def _new_item(self, queue: str, draft: Draft, now: datetime, where: str) -> NewItem:
+        """The producer's id and timestamp where given, else new ones."""
+        return NewItem(
+            id=draft.id or uuid4(),
+            queue=queue,
+            payload_json=encode_payload(draft.payload, self._limits.max_payload_bytes, where),
+            created_at=draft.created_at or now,
+            priority=draft.priority,
+            group=draft.group,
+            dedup_key=draft.dedup_key,
+            delay_seconds=draft.delay_seconds,
+            not_before=draft.not_before,
+        )
+
+    # --- workers --------------------------------------------------------------------------------
+
+    async def pop(
+        self,
+        queue: str,
+        *,
+        max_items: int,
+        wait_seconds: float,
+        lease_seconds: int | None,
+        gone: Callable[[], Awaitable[bool]] = never_gone,
+    ) -> list[LeasedItem]:
+        """Lease up to max_items, waiting up to wait_seconds for one; nothing once `gone` says
+        the caller hung up while it waited."""
+        return await self._waiting.pop(
+            queue, max_items=max_items, wait_seconds=wait_seconds, lease_seconds=lease_seconds, gone=gone
+        )
+
+    async def extend(self, item_id: UUID, lease_token: UUID, lease_seconds: int) -> ItemView:
+        return await self._store.extend(item_id, lease_token, lease_seconds)
+
+    async def complete(self, item_id: UUID, lease_token: UUID | None) -> None:
+        await self._store.complete(item_id, lease_token)
+
+    async def complete_many(self, requested: Sequence[Completion]) -> list[CompleteOutcome]:
+        """One outcome per entry, in order; an id given twice is taken as that many requests in
+        order would be (the store completes distinct ids at once, so repeats go in later rounds)."""
+        outcomes: list[CompleteOutcome] = [CompleteOutcome.NOT_FOUND] * len(requested)
+        for places in repeat_rounds([c.id for c in requested]):
+            done = await self._store.complete_batch([requested[n] for n in places])
+            for n, outcome in zip(places, done, strict=True):
+                outcomes[n] = outcome
+        return outcomes
+
+    async def fail(self, item_id: UUID, failure: Failure) -> ItemView:
+        view = await self._store.fail(item_id, failure)
+        if view.status == ItemStatus.READY:
+            self._waiting.notify(view.queue, 1)
+        return view
+
+    # --- reading --------------------------------------------------------------------------------
+
+    async def get_item(self, item_id: UUID) -> ItemView:
+        return await self._store.get_item(item_id)
+
+    async def list_queues(self) -> list[QueueStats]:
+        return await self._store.list_queues()
+
+    async def get_queue(self, name: str) -> QueueStats:
+        return await self._store.get_queue(name)
+
+    async def list_dead(self, queue: str, limit: int, cursor: str | None) -> Page[ItemView]:
+        return await self._store.list_dead(queue, limit, cursor)
+
+    async def list_history(
+        self, queue: str, where: HistoryFilter, limit: int, cursor: str | None
+    ) -> Page[HistoryRecord]:
+        return await self._store.list_history(queue, where, limit, cursor)
+
+    # --- administration -------------------------------------------------------------------------
+
+    async def put_queue(self, name: str, settings: QueueSettings) -> tuple[bool, QueueStats]:
+        """(whether the queue was created, its settings and counts now)."""
+        created = await self._store.put_queue(name, settings)
+        return created, await self._store.get_queue(name)
+
+    async def redrive(self, queue: str, ids: Sequence[UUID] | None, rate_per_second: float | None) -> int:
+        count = await self._store.redrive(queue, ids, rate_per_second)
+        if count:
+            self._waiting.notify(queue, count)
+        return count
+
+    async def purge_dead(self, queue: str) -> int:
+        return await self._store.purge_dead(queue)

@@ -29,7 +29,7 @@ from simplequeue.store.protocol import Store
 log = logging.getLogger("simplequeue.waiting")
 
 
-async def _never_gone() -> bool:
+async def never_gone() -> bool:
     return False
 
 
@@ -94,7 +94,7 @@ class Waiting:
         max_items: int,
         wait_seconds: float,
         lease_seconds: int | None,
-        gone: Callable[[], Awaitable[bool]] = _never_gone,
+        gone: Callable[[], Awaitable[bool]] = never_gone,
     ) -> list[LeasedItem]:
         """Lease what is poppable, waiting up to wait_seconds for something to be. `gone` says
         whether the caller has hung up: after each wait it is asked before leasing, so that items

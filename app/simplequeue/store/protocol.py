@@ -33,8 +33,20 @@ ReadyCallback = Callable[[str | None, int], None]
 (None, 0) when notifications may have been missed (a reconnect) and every queue should look."""
 
 
-class Store(Protocol):
+class Notifications(Protocol):
+    """A capability of engines that can say when other processes push (PostgreSQL: LISTEN/NOTIFY).
+    Elsewhere a store's `notifications` is None, and the long-poll probe finds such pushes."""
+
+    async def start(self, on_ready: ReadyCallback) -> None:
+        """Call `on_ready` from now on, until the store is closed."""
+
+
+class Lifecycle(Protocol):
     dialect: str
+
+    @property
+    def notifications(self) -> Notifications | None:
+        """The engine's notifications of other processes' pushes, if it has any."""
 
     async def open(self) -> None:
         """Create the connection pool. Must not fail when the database is down."""
@@ -46,6 +58,10 @@ class Store(Protocol):
 
     async def check_ready(self) -> None:
         """Raise DatabaseUnavailable or SchemaNotReady unless the store can serve."""
+
+
+class Delivery(Protocol):
+    """Pushing, leasing and finishing items."""
 
     async def push_batch(self, items: Sequence[NewItem], *, skip_existing: bool) -> list[Pushed | None]:
         """Insert items in one transaction, registering their queues; one result per item, in order.
@@ -66,6 +82,13 @@ class Store(Protocol):
         then first pushed. Of an ordered group, only its head (its earliest live item) is poppable.
         lease_seconds None: the queue's setting."""
 
+    async def next_visible_at(self, queues: Sequence[str]) -> tuple[dict[str, datetime], datetime]:
+        """({queue: earliest visible_at of its ready or leased items}, the database's now).
+
+        Queues with no such items are left out. The long-poll watcher's probe: one statement for
+        every queue this process has waiters on, one indexed seek per queue.
+        """
+
     async def extend(self, item_id: UUID, lease_token: UUID, lease_seconds: int) -> ItemView:
         """Move a live lease's expiry to now + lease_seconds. Raises ItemNotFound, LeaseMismatch,
         LeaseExpired or ItemDead."""
@@ -82,30 +105,31 @@ class Store(Protocol):
         or dead when retry is false or this was its last attempt. Raises ItemNotFound,
         LeaseMismatch or ItemDead."""
 
+
+class Inspection(Protocol):
+    """Reading items, queues, dead letters and history without changing them."""
+
     async def get_item(self, item_id: UUID) -> ItemView: ...
-
-    async def next_visible_at(self, queues: Sequence[str]) -> tuple[dict[str, datetime], datetime]:
-        """({queue: earliest visible_at of its ready or leased items}, the database's now).
-
-        Queues with no such items are left out. The long-poll watcher's probe: one statement for
-        every queue this process has waiters on, one indexed seek per queue.
-        """
-
-    async def subscribe(self, on_ready: ReadyCallback) -> None:
-        """Call `on_ready` when items are pushed through other processes, where the engine can
-        say so (PostgreSQL: LISTEN/NOTIFY on one connection). Elsewhere this does nothing and the
-        watcher's probe finds them. Stopped by close()."""
 
     async def list_queues(self) -> list[QueueStats]: ...
 
     async def get_queue(self, name: str) -> QueueStats:
         """Raises QueueNotFound for a queue that was never configured or pushed to."""
 
-    async def put_queue(self, name: str, settings: QueueSettings) -> bool:
-        """Create the queue with these settings or replace its settings; True if it was created."""
-
     async def list_dead(self, queue: str, limit: int, cursor: str | None) -> Page[ItemView]:
         """Dead items, most recently dead first. Raises InvalidCursor."""
+
+    async def list_history(
+        self, queue: str, where: HistoryFilter, limit: int, cursor: str | None
+    ) -> Page[HistoryRecord]:
+        """Finished items, most recently finished first. Raises InvalidCursor."""
+
+
+class Administration(Protocol):
+    """Queue settings and dead letters."""
+
+    async def put_queue(self, name: str, settings: QueueSettings) -> bool:
+        """Create the queue with these settings or replace its settings; True if it was created."""
 
     async def redrive(self, queue: str, ids: Sequence[UUID] | None, rate_per_second: float | None) -> int:
         """Make dead items (all, or those of `ids`) ready again with attempts reset; return how many.
@@ -114,10 +138,9 @@ class Store(Protocol):
     async def purge_dead(self, queue: str) -> int:
         """Delete the queue's dead items (in bounded batches); return how many."""
 
-    async def list_history(
-        self, queue: str, where: HistoryFilter, limit: int, cursor: str | None
-    ) -> Page[HistoryRecord]:
-        """Finished items, most recently finished first. Raises InvalidCursor."""
+
+class Sweeping(Protocol):
+    """The background upkeep every replica runs (and `simplequeue purge` runs once)."""
 
     async def reap_expired(self, limit: int) -> int:
         """Mark dead (with an error and a history record) up to `limit` items whose lease expired on
@@ -126,3 +149,7 @@ class Store(Protocol):
     async def purge_history(self, limit: int) -> int:
         """Delete up to `limit` history records older than their queue's retention, and dedup keys
         past their window; return how many rows went. Callers repeat while it returns `limit`."""
+
+
+class Store(Lifecycle, Delivery, Inspection, Administration, Sweeping, Protocol):
+    """Everything a dialect implements."""

@@ -55,7 +55,6 @@ from simplequeue.domain.rules import (
 from simplequeue.store import rows
 from simplequeue.store.cursors import decode_cursor, encode_cursor
 from simplequeue.store.migrations import latest_version, load_migrations, split_statements
-from simplequeue.store.protocol import ReadyCallback
 from simplequeue.store.queries import load_queries
 
 Q = load_queries("simplequeue.store.mssql")
@@ -386,6 +385,7 @@ def _revive_json(seqs: Sequence[int], first: int, rate_per_second: float | None)
 
 class MssqlStore:
     dialect = "mssql"
+    notifications = None  # no notifications: the long-poll probe finds other processes' pushes
 
     def __init__(
         self,
@@ -632,12 +632,6 @@ class MssqlStore:
             if row["next_visible_at"] is not None
         }
         return earliest, rows.as_utc(clock["now"])
-
-    async def subscribe(self, on_ready: ReadyCallback) -> None:
-        """Does nothing: SQL Server has no notification channel that suits a pooled service. Service
-        Broker's WAITFOR (RECEIVE ...) would hold a pooled connection for as long as it waits, and
-        change data capture needs SQL Server Agent, which Azure SQL Database does not have. The
-        long-poll watcher finds other processes' items with next_visible_at instead."""
 
     async def _stats(self, queue: str | None) -> list[QueueStats]:
         async with self._transaction() as conn:

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import random
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager
 from datetime import datetime
 from uuid import UUID, uuid4
 
@@ -18,7 +17,6 @@ from simplequeue.domain import (
     Clock,
     CompleteOutcome,
     Completion,
-    DatabaseUnavailable,
     Failure,
     HistoryFilter,
     HistoryRecord,
@@ -30,12 +28,10 @@ from simplequeue.domain import (
     NewItem,
     Page,
     Pushed,
-    QueueError,
     QueueNotFound,
     QueueSettings,
     QueueStats,
     SchemaNotReady,
-    StoreError,
 )
 from simplequeue.domain.rules import (
     complete_outcomes,
@@ -49,11 +45,11 @@ from simplequeue.domain.rules import (
 from simplequeue.store import rows
 from simplequeue.store.cursors import decode_cursor, encode_cursor
 from simplequeue.store.migrations import latest_version, load_migrations
-from simplequeue.store.protocol import ReadyCallback
+from simplequeue.store.postgres.errors import UNAVAILABLE, translated_errors
+from simplequeue.store.postgres.listen import Listener
 from simplequeue.store.queries import load_queries
 
 Q = load_queries("simplequeue.store.postgres")
-CHANNEL = "simplequeue_ready"
 BATCH = 1000  # rows per transaction in redrive and purges, so that none holds its locks long
 MIGRATION_TIMEOUT_SECONDS = 3600.0
 log = logging.getLogger("simplequeue.postgres")
@@ -65,41 +61,6 @@ log = logging.getLogger("simplequeue.postgres")
 # (a bitmap scan loses the order, so it would need the sort too). A penalty, not a ban: statements
 # that cannot avoid a sort (ORDER BY over unnest) still sort.
 PLANNER_SETTINGS = {"enable_sort": "off"}
-
-_UNAVAILABLE = (
-    OSError,
-    TimeoutError,
-    asyncpg.PostgresConnectionError,
-    asyncpg.CannotConnectNowError,
-    asyncpg.TooManyConnectionsError,
-    asyncpg.InterfaceError,
-    asyncpg.AdminShutdownError,
-)
-
-
-# Worth a retry: one of two deadlocked transactions was rolled back, or a statement ran into
-# statement_timeout or lock_timeout (the server is overloaded or a lock is held too long).
-_TRY_AGAIN = (asyncpg.DeadlockDetectedError, asyncpg.QueryCanceledError, asyncpg.LockNotAvailableError)
-
-
-@asynccontextmanager
-async def translated_errors() -> AsyncIterator[None]:
-    """The one place where asyncpg's exceptions become domain errors. What the driver said stays
-    on the chained cause, for the log; clients hear the domain error's plain sentence."""
-    try:
-        yield
-    except QueueError:
-        raise
-    except asyncpg.UniqueViolationError as exc:
-        if exc.constraint_name == "sq_items_id_key":
-            raise ItemExists() from exc
-        raise StoreError() from exc
-    except asyncpg.UndefinedTableError as exc:
-        raise SchemaNotReady() from exc
-    except (*_UNAVAILABLE, *_TRY_AGAIN) as exc:
-        raise DatabaseUnavailable() from exc
-    except asyncpg.PostgresError as exc:
-        raise StoreError() from exc
 
 
 async def _keep_session(conn: asyncpg.Connection) -> None:
@@ -134,7 +95,7 @@ class PostgresStore:
         self._random = random  # backoff jitter
         self._pool: asyncpg.Pool | None = None
         self._own_pids: set[int] = set()  # our pool's backends: their NOTIFYs were already signalled
-        self._listener: asyncio.Task[None] | None = None
+        self.notifications = Listener(url, timeout_seconds, ignore_pids=self._own_pids)
 
     def _now(self) -> datetime | None:
         """None lets the database's clock decide; a clock is injected only by tests."""
@@ -166,10 +127,7 @@ class PostgresStore:
         self._own_pids.add(conn.get_server_pid())
 
     async def close(self) -> None:
-        if self._listener is not None:
-            self._listener.cancel()
-            with suppress(asyncio.CancelledError):
-                await self._listener
+        await self.notifications.stop()
         if self._pool is not None:
             await self._pool.close()
 
@@ -183,7 +141,7 @@ class PostgresStore:
             conn = await self._pool.acquire()
             try:
                 yield conn
-            except (asyncio.CancelledError, *_UNAVAILABLE):
+            except (asyncio.CancelledError, *UNAVAILABLE):
                 # Cut off mid-statement, or broken: what the connection would say next is unknown,
                 # so it is closed (at once, without a round trip) rather than handed to the next caller.
                 conn.terminate()
@@ -343,40 +301,6 @@ class PostgresStore:
             if not found:
                 return {}, now or await conn.fetchval("SELECT now()")
         return {r["queue"]: r["next"] for r in found if r["next"] is not None}, found[0]["now"]
-
-    async def subscribe(self, on_ready: ReadyCallback) -> None:
-        """LISTEN on one dedicated connection per process, kept up for the life of the store."""
-        self._listener = asyncio.create_task(self._listen(on_ready), name="simplequeue-listen")
-
-    async def _listen(self, on_ready: ReadyCallback) -> None:
-        def received(_: object, pid: int, channel: str, payload: object) -> None:
-            if pid in self._own_pids:
-                return
-            message = json.loads(str(payload))
-            on_ready(message["q"], int(message["n"]))
-
-        backoff = 0.5
-        while True:
-            lost = asyncio.Event()
-            try:
-                conn = await asyncpg.connect(self._url, timeout=self._timeout)
-            except (*_UNAVAILABLE, asyncpg.PostgresError) as exc:
-                log.warning("LISTEN connection failed (%s); retrying in %.1fs", exc, backoff)
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 10.0)
-                continue
-            try:
-                conn.add_termination_listener(lambda _, lost=lost: lost.set())
-                await conn.add_listener(CHANNEL, received)
-                backoff = 0.5
-                on_ready(None, 0)  # anything pushed while we were not listening
-                await lost.wait()
-                log.warning("LISTEN connection lost; reconnecting")
-            except (*_UNAVAILABLE, asyncpg.PostgresError) as exc:
-                log.warning("LISTEN failed (%s); reconnecting", exc)
-            finally:
-                with suppress(Exception):
-                    await conn.close(timeout=1)
 
     async def _stats(self, queue: str | None) -> list[QueueStats]:
         async with self._conn() as conn:

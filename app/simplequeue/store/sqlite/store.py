@@ -53,7 +53,6 @@ from simplequeue.domain.rules import (
 from simplequeue.store import rows
 from simplequeue.store.cursors import decode_cursor, encode_cursor
 from simplequeue.store.migrations import latest_version, load_migrations, split_statements
-from simplequeue.store.protocol import ReadyCallback
 from simplequeue.store.queries import load_queries
 
 Q = load_queries("simplequeue.store.sqlite")
@@ -96,6 +95,7 @@ async def translated_errors() -> AsyncIterator[None]:
 
 class SqliteStore:
     dialect = "sqlite"
+    notifications = None  # no notifications: the long-poll probe finds other processes' pushes
 
     def __init__(
         self,
@@ -353,9 +353,6 @@ class SqliteStore:
         ):
             found = await cursor.fetchall()
         return {row["queue"]: rows.as_utc(row["next"]) for row in found if row["next"]}, now
-
-    async def subscribe(self, on_ready: ReadyCallback) -> None:
-        """SQLite has no notifications: the watcher's probe finds other processes' pushes."""
 
     async def _stats(self, queue: str | None) -> list[QueueStats]:
         params = {"queue": queue, "now": to_text(self._clock())}
