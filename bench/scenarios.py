@@ -275,7 +275,10 @@ async def raw_claim_delete(engine: str, url: str, seconds: float) -> float:
 
         async def one() -> int:
             token = uuid.uuid4()
-            found = await pool.fetchrow(PG["pop"], "raw", None, 1, token, 30)
+            pop = PG["pop"]
+            found = await pool.fetchrow(
+                pop.sql, *pop.bind(queue="raw", now=None, max_items=1, lease_token=token, lease_seconds=30)
+            )
             if found is not None:
                 await pool.execute(
                     "DELETE FROM sq_items WHERE id = $1 AND lease_token = $2", found["id"], token
@@ -305,7 +308,7 @@ async def raw_claim_delete(engine: str, url: str, seconds: float) -> float:
         }
         async with lock:
             await conn.execute("BEGIN IMMEDIATE")
-            async with conn.execute(LITE["pop"], params) as cursor:
+            async with conn.execute(LITE["pop"].sql, LITE["pop"].bind(**params)) as cursor:
                 found = await cursor.fetchone()
             await conn.execute("COMMIT")
             if found is None:

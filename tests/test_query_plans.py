@@ -28,11 +28,12 @@ async def schema(postgres_url: str) -> AsyncIterator[tuple[str, str]]:
         await conn.close()
 
 
-async def plan_of(schema: tuple[str, str], settings: dict[str, str], sql: str, *args: object) -> str:
+async def plan_of(schema: tuple[str, str], settings: dict[str, str], query: str, **values: object) -> str:
+    """The plan of the store's named query, bound as the store binds it."""
     url, name = schema
     conn = await asyncpg.connect(url, server_settings={"search_path": name, **settings})
     try:
-        rows = await conn.fetch("EXPLAIN (FORMAT JSON) " + sql, *args)
+        rows = await conn.fetch("EXPLAIN (FORMAT JSON) " + Q[query].sql, *Q[query].bind(**values))
         return json.dumps(json.loads(rows[0][0]))
     finally:
         await conn.close()
@@ -64,7 +65,9 @@ async def fill(
 
 
 async def pop_plan(schema: tuple[str, str], settings: dict[str, str]) -> str:
-    return await plan_of(schema, settings, Q["pop"], "q", None, 1, uuid.uuid4(), 30)
+    return await plan_of(
+        schema, settings, "pop", queue="q", now=None, max_items=1, lease_token=uuid.uuid4(), lease_seconds=30
+    )
 
 
 async def test_pop_walks_its_index_in_order_even_with_stale_statistics(schema: tuple[str, str]) -> None:
@@ -95,7 +98,7 @@ async def test_pop_ignores_many_dead_rows(schema: tuple[str, str]) -> None:
 
 async def test_probe_seeks_its_own_index(schema: tuple[str, str]) -> None:
     await fill(schema, "q", "leased", 5_000)
-    plan = await plan_of(schema, PLANNER_SETTINGS, Q["next_visible_at"], ["q"], None)
+    plan = await plan_of(schema, PLANNER_SETTINGS, "next_visible_at", queues=["q"], now=None)
     assert '"Index Name": "sq_items_visible"' in plan, plan
 
 
@@ -110,7 +113,9 @@ async def test_group_probe_seeks_the_group_index(schema: tuple[str, str]) -> Non
 async def test_sweep_and_completion_stay_on_their_indexes(schema: tuple[str, str]) -> None:
     await fill(schema, "q", "ready", 20_000)
     await fill(schema, "q", "leased", 2_000)
-    reap = await plan_of(schema, PLANNER_SETTINGS, Q["reap"], None, 1000, "x")
+    reap = await plan_of(schema, PLANNER_SETTINGS, "reap", now=None, limit=1000, error="x")
     assert '"Index Name": "sq_items_leased"' in reap, reap
-    complete = await plan_of(schema, PLANNER_SETTINGS, Q["complete_batch"], [uuid.uuid4()], [None], None)
+    complete = await plan_of(
+        schema, PLANNER_SETTINGS, "complete_batch", ids=[uuid.uuid4()], lease_tokens=[None], now=None
+    )
     assert '"Node Type": "Seq Scan"' not in complete.replace('"Relation Name": "sq_queues"', ""), complete

@@ -8,15 +8,15 @@
 -- An item is visible at the later of not_before and now plus its delay (GREATEST skips NULLs).
 WITH new_queues AS (
     INSERT INTO sq_queues (name, created_at)
-    SELECT DISTINCT q, COALESCE($5::timestamptz, now()) FROM unnest($2::text[]) AS q
+    SELECT DISTINCT q, COALESCE(:now::timestamptz, now()) FROM unnest(:queues::text[]) AS q
     ON CONFLICT (name) DO NOTHING
 )
 INSERT INTO sq_items (id, queue, payload, created_at, visible_at, priority, group_key, dedup_key)
 SELECT t.id, t.queue, t.payload::json, t.created_at,
-       GREATEST(t.not_before, COALESCE($5::timestamptz, now()) + t.delay * interval '1 second'),
+       GREATEST(t.not_before, COALESCE(:now::timestamptz, now()) + t.delay * interval '1 second'),
        t.priority, t.group_key, t.dedup_key
-FROM unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[], $6::int[], $7::text[], $8::text[],
-            $9::float8[], $10::timestamptz[]) WITH ORDINALITY
+FROM unnest(:ids::uuid[], :queues::text[], :payloads::text[], :created_ats::timestamptz[], :priorities::int[], :groups::text[], :dedup_keys::text[],
+            :delays::float8[], :not_befores::timestamptz[]) WITH ORDINALITY
     AS t(id, queue, payload, created_at, priority, group_key, dedup_key, delay, not_before, ord)
 ORDER BY t.ord
 ON CONFLICT (id) DO NOTHING
@@ -28,7 +28,7 @@ RETURNING id
 -- that two batches never wait on each other's locks in opposite orders.
 SELECT count(pg_advisory_xact_lock(hashtext(g.queue), hashtext(g.group_key)))
 FROM (
-    SELECT DISTINCT queue, group_key FROM unnest($1::text[], $2::text[]) AS t(queue, group_key)
+    SELECT DISTINCT queue, group_key FROM unnest(:queues::text[], :groups::text[]) AS t(queue, group_key)
     ORDER BY 1, 2
 ) AS g
 
@@ -36,15 +36,15 @@ FROM (
 -- Returns the keys this call took: new ones, and those whose window after their item finished
 -- has passed. A key being taken by a concurrent push makes this wait for that push's commit.
 INSERT INTO sq_dedup (queue, dedup_key, item_id, created_at)
-SELECT * FROM unnest($1::text[], $2::text[], $3::uuid[], $4::timestamptz[])
+SELECT * FROM unnest(:queues::text[], :keys::text[], :ids::uuid[], :created_ats::timestamptz[])
 ON CONFLICT (queue, dedup_key) DO UPDATE
 SET item_id = excluded.item_id, created_at = excluded.created_at, expires_at = NULL
-WHERE sq_dedup.expires_at <= COALESCE($5::timestamptz, now())
+WHERE sq_dedup.expires_at <= COALESCE(:now::timestamptz, now())
 RETURNING queue, dedup_key
 
 -- name: dedup_winners
 SELECT d.queue, d.dedup_key, d.item_id, d.created_at
-FROM unnest($1::text[], $2::text[]) AS c(queue, dedup_key)
+FROM unnest(:queues::text[], :keys::text[]) AS c(queue, dedup_key)
 JOIN sq_dedup AS d ON d.queue = c.queue AND d.dedup_key = c.dedup_key
 
 -- name: pop
@@ -60,53 +60,53 @@ JOIN sq_dedup AS d ON d.queue = c.queue AND d.dedup_key = c.dedup_key
 UPDATE sq_items
 SET status = 'leased',
     attempts = attempts + 1,
-    lease_token = $4,
-    visible_at = COALESCE($2::timestamptz, now())
-        + COALESCE($5, (SELECT lease_seconds FROM sq_queues WHERE name = $1)) * interval '1 second',
-    first_popped_at = COALESCE(first_popped_at, COALESCE($2::timestamptz, now()))
+    lease_token = :lease_token,
+    visible_at = COALESCE(:now::timestamptz, now())
+        + COALESCE(:lease_seconds, (SELECT lease_seconds FROM sq_queues WHERE name = :queue)) * interval '1 second',
+    first_popped_at = COALESCE(first_popped_at, COALESCE(:now::timestamptz, now()))
 WHERE seq = ANY (ARRAY(
     SELECT x.seq FROM sq_items AS x
-    WHERE x.queue = $1 AND x.status IN ('ready', 'leased') AND x.visible_at <= COALESCE($2::timestamptz, now())
-      AND (x.status = 'ready' OR x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = $1))
+    WHERE x.queue = :queue AND x.status IN ('ready', 'leased') AND x.visible_at <= COALESCE(:now::timestamptz, now())
+      AND (x.status = 'ready' OR x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue))
       AND (x.group_key IS NULL OR NOT EXISTS (
           SELECT 1 FROM sq_items AS e
           WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
             AND e.group_key IS NOT NULL AND e.status <> 'dead'))
     ORDER BY x.priority DESC, x.created_at, x.seq
-    LIMIT $3
+    LIMIT :max_items
     FOR UPDATE SKIP LOCKED
 ))
 RETURNING seq, id, queue, payload::text AS payload, created_at, attempts, lease_token, visible_at,
           priority, group_key
 
 -- name: extend
-UPDATE sq_items SET visible_at = COALESCE($4::timestamptz, now()) + $3 * interval '1 second'
-WHERE id = $1 AND status = 'leased' AND lease_token = $2 AND visible_at > COALESCE($4::timestamptz, now())
+UPDATE sq_items SET visible_at = COALESCE(:now::timestamptz, now()) + :lease_seconds * interval '1 second'
+WHERE id = :id AND status = 'leased' AND lease_token = :lease_token AND visible_at > COALESCE(:now::timestamptz, now())
 
 -- name: complete_batch
 -- Items go, their history records are written and their dedup keys' windows start: one statement,
 -- for one item (complete) or many. Rows come back for the requested items that existed (CTEs share
 -- the statement's snapshot, so `present` sees them before the DELETE); those not deleted were
--- refused for their lease token or for being dead. The `id = ANY($1)` conditions let both look
+-- refused for their lease token or for being dead. The `id = ANY(:ids)` conditions let both look
 -- their rows up in sq_items_id_key rather than scan.
 WITH present AS (
-    SELECT id, status, lease_token FROM sq_items WHERE id = ANY ($1::uuid[])
+    SELECT id, status, lease_token FROM sq_items WHERE id = ANY (:ids::uuid[])
 ), done AS (
     DELETE FROM sq_items AS i
-    USING unnest($1::uuid[], $2::uuid[]) AS r(id, token)
-    WHERE i.id = ANY ($1::uuid[]) AND i.id = r.id AND i.status <> 'dead'
+    USING unnest(:ids::uuid[], :lease_tokens::uuid[]) AS r(id, token)
+    WHERE i.id = ANY (:ids::uuid[]) AND i.id = r.id AND i.status <> 'dead'
       AND (r.token IS NULL OR i.lease_token = r.token)
     RETURNING i.id, i.queue, i.attempts, i.created_at, i.first_popped_at, i.group_key, i.dedup_key, i.errors,
               i.payload
 ), history AS (
     INSERT INTO sq_history (id, queue, outcome, attempts, created_at, first_popped_at, finished_at,
                             group_key, dedup_key, last_error, payload)
-    SELECT d.id, d.queue, 'completed', d.attempts, d.created_at, d.first_popped_at, COALESCE($3::timestamptz, now()),
+    SELECT d.id, d.queue, 'completed', d.attempts, d.created_at, d.first_popped_at, COALESCE(:now::timestamptz, now()),
            d.group_key, d.dedup_key, d.errors -> -1 ->> 'error', CASE WHEN q.history_payload THEN d.payload END
     FROM done AS d JOIN sq_queues AS q ON q.name = d.queue
 ), windows AS (
     UPDATE sq_dedup AS k
-    SET expires_at = COALESCE($3::timestamptz, now()) + q.dedup_window_seconds * interval '1 second'
+    SET expires_at = COALESCE(:now::timestamptz, now()) + q.dedup_window_seconds * interval '1 second'
     FROM done AS d JOIN sq_queues AS q ON q.name = d.queue
     WHERE k.queue = d.queue AND k.dedup_key = d.dedup_key AND k.item_id = d.id
 )
@@ -118,65 +118,65 @@ FROM present LEFT JOIN done ON done.id = present.id
 SELECT q.queue,
        (SELECT min(i.visible_at) FROM sq_items AS i
         WHERE i.queue = q.queue AND i.status IN ('ready', 'leased')) AS next,
-       COALESCE($2::timestamptz, now()) AS now
-FROM unnest($1::text[]) AS q(queue)
+       COALESCE(:now::timestamptz, now()) AS now
+FROM unnest(:queues::text[]) AS q(queue)
 
 -- name: fail
 -- Dead when the worker says so or this was the last attempt (then its history record is written
 -- in this statement); otherwise ready after the given delay or the queue's backoff:
--- min(cap, base * factor^(attempts-1)), less up to jitter of it ($7 is a random draw in [0, 1)).
+-- min(cap, base * factor^(attempts-1)), less up to jitter of it (:draw is a random draw in [0, 1)).
 -- The UPDATE repeats the compare-and-set conditions: they are re-checked on the row's latest
 -- version if a concurrent pop or completion changed it after this statement's snapshot.
 WITH f AS (
-    SELECT i.seq, (NOT $3 OR i.attempts >= q.max_attempts) AS dies,
-           COALESCE($4, LEAST(q.backoff_cap_seconds,
+    SELECT i.seq, (NOT :retry OR i.attempts >= q.max_attempts) AS dies,
+           COALESCE(:retry_after, LEAST(q.backoff_cap_seconds,
                               q.backoff_base_seconds * power(q.backoff_factor, LEAST(GREATEST(i.attempts, 1) - 1, 60)))
-                        * (1 - q.backoff_jitter * $7)) AS delay
+                        * (1 - q.backoff_jitter * :draw)) AS delay
     FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
-    WHERE i.id = $1
+    WHERE i.id = :id
 ), failed AS (
     UPDATE sq_items AS i
     SET status = CASE WHEN f.dies THEN 'dead' ELSE 'ready' END,
         visible_at = CASE WHEN f.dies THEN i.visible_at
-                          ELSE COALESCE($5::timestamptz, now()) + f.delay * interval '1 second' END,
-        died_at = CASE WHEN f.dies THEN COALESCE($5::timestamptz, now()) END,
+                          ELSE COALESCE(:now::timestamptz, now()) + f.delay * interval '1 second' END,
+        died_at = CASE WHEN f.dies THEN COALESCE(:now::timestamptz, now()) END,
         lease_token = NULL,
-        errors = i.errors || jsonb_build_array(jsonb_build_object('at', COALESCE($5::timestamptz, now()), 'error', $6::text))
+        errors = i.errors || jsonb_build_array(jsonb_build_object('at', COALESCE(:now::timestamptz, now()), 'error', :error::text))
     FROM f
-    WHERE i.seq = f.seq AND i.id = $1 AND i.status <> 'dead' AND ($2::uuid IS NULL OR i.lease_token = $2)
+    WHERE i.seq = f.seq AND i.id = :id AND i.status <> 'dead' AND (:lease_token::uuid IS NULL OR i.lease_token = :lease_token)
     RETURNING i.*
 ), history AS (
     INSERT INTO sq_history (id, queue, outcome, attempts, created_at, first_popped_at, finished_at,
                             group_key, dedup_key, last_error, payload)
     SELECT d.id, d.queue, 'dead', d.attempts, d.created_at, d.first_popped_at, d.died_at,
-           d.group_key, d.dedup_key, $6::text, CASE WHEN q.history_payload THEN d.payload END
+           d.group_key, d.dedup_key, :error::text, CASE WHEN q.history_payload THEN d.payload END
     FROM failed AS d JOIN sq_queues AS q ON q.name = d.queue
     WHERE d.status = 'dead'
 )
 SELECT d.id, d.queue, d.payload::text AS payload, d.status, d.attempts, d.errors::text AS errors, d.created_at,
        d.visible_at, d.lease_token, d.priority, d.group_key, d.dedup_key, d.first_popped_at, d.died_at,
-       q.max_attempts, COALESCE($5::timestamptz, now()) AS now
+       q.max_attempts, COALESCE(:now::timestamptz, now()) AS now
 FROM failed AS d JOIN sq_queues AS q ON q.name = d.queue
 
 -- name: reap
 -- Expired leases on their last attempt become dead, with an error and a history record.
 WITH expired AS (
     SELECT i.seq FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
-    WHERE i.status = 'leased' AND i.visible_at <= COALESCE($1::timestamptz, now()) AND i.attempts >= q.max_attempts
-    LIMIT $2
+    WHERE i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now()) AND i.attempts >= q.max_attempts
+    LIMIT :limit
     FOR UPDATE OF i SKIP LOCKED
 ), killed AS (
     UPDATE sq_items AS i
-    SET status = 'dead', died_at = COALESCE($1::timestamptz, now()), lease_token = NULL,
-        errors = i.errors || jsonb_build_array(jsonb_build_object('at', COALESCE($1::timestamptz, now()), 'error', $3::text))
+    SET status = 'dead', died_at = COALESCE(:now::timestamptz, now()), lease_token = NULL,
+        errors = i.errors || jsonb_build_array(jsonb_build_object('at', COALESCE(:now::timestamptz, now()), 'error', :error::text))
     FROM expired AS e
-    WHERE i.seq = e.seq AND i.status = 'leased' AND i.visible_at <= COALESCE($1::timestamptz, now())
+    WHERE i.seq = e.seq AND i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now())
     RETURNING i.*
 ), history AS (
     INSERT INTO sq_history (id, queue, outcome, attempts, created_at, first_popped_at, finished_at,
                             group_key, dedup_key, last_error, payload)
     SELECT d.id, d.queue, 'dead', d.attempts, d.created_at, d.first_popped_at, d.died_at,
-           d.group_key, d.dedup_key, $3::text, CASE WHEN q.history_payload THEN d.payload END
+           d.group_key, d.dedup_key, :error::text, CASE WHEN q.history_payload THEN d.payload END
     FROM killed AS d JOIN sq_queues AS q ON q.name = d.queue
 )
 SELECT count(*) FROM killed
@@ -184,35 +184,35 @@ SELECT count(*) FROM killed
 -- name: get_item
 SELECT i.id, i.queue, i.payload::text AS payload, i.status, i.attempts, i.errors::text AS errors, i.created_at,
        i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at,
-       q.max_attempts, COALESCE($2::timestamptz, now()) AS now
+       q.max_attempts, COALESCE(:now::timestamptz, now()) AS now
 FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
-WHERE i.id = $1
+WHERE i.id = :id
 
 -- name: list_dead
 SELECT i.seq, i.id, i.queue, i.payload::text AS payload, i.status, i.attempts, i.errors::text AS errors,
        i.created_at, i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.first_popped_at,
-       i.died_at, q.max_attempts, COALESCE($5::timestamptz, now()) AS now
+       i.died_at, q.max_attempts, COALESCE(:now::timestamptz, now()) AS now
 FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
-WHERE i.queue = $1 AND i.status = 'dead' AND ($3::timestamptz IS NULL OR (i.died_at, i.seq) < ($3, $4))
+WHERE i.queue = :queue AND i.status = 'dead' AND (:after_at::timestamptz IS NULL OR (i.died_at, i.seq) < (:after_at, :after_seq))
 ORDER BY i.died_at DESC, i.seq DESC
-LIMIT $2
+LIMIT :limit
 
 -- name: pick_dead
 -- Oldest dead first, so that a rate-limited redrive replays them in the order they died.
 SELECT seq, group_key FROM sq_items
-WHERE queue = $1 AND status = 'dead' AND ($2::uuid[] IS NULL OR id = ANY ($2))
+WHERE queue = :queue AND status = 'dead' AND (:ids::uuid[] IS NULL OR id = ANY (:ids))
 ORDER BY died_at, seq
-LIMIT $3
+LIMIT :limit
 FOR UPDATE SKIP LOCKED
 
 -- name: revive
 -- New seqs, taken in the given order: a redriven item rejoins its ordered group at the back.
 UPDATE sq_items AS i
 SET seq = r.new_seq, status = 'ready', attempts = 0, died_at = NULL,
-    visible_at = COALESCE($2::timestamptz, now()) + r.delay * interval '1 second'
+    visible_at = COALESCE(:now::timestamptz, now()) + r.delay * interval '1 second'
 FROM (
     SELECT t.seq, t.delay, nextval(pg_get_serial_sequence('sq_items', 'seq')) AS new_seq
-    FROM unnest($1::bigint[], $3::float8[]) WITH ORDINALITY AS t(seq, delay, ord)
+    FROM unnest(:seqs::bigint[], :delays::float8[]) WITH ORDINALITY AS t(seq, delay, ord)
     ORDER BY t.ord
 ) AS r
 WHERE i.seq = r.seq
@@ -221,13 +221,13 @@ WHERE i.seq = r.seq
 -- A batch of the queue's dead items go; their dedup keys' windows start.
 WITH gone AS (
     DELETE FROM sq_items WHERE seq = ANY (ARRAY(
-        SELECT seq FROM sq_items WHERE queue = $1 AND status = 'dead' ORDER BY died_at, seq LIMIT $2
+        SELECT seq FROM sq_items WHERE queue = :queue AND status = 'dead' ORDER BY died_at, seq LIMIT :limit
         FOR UPDATE SKIP LOCKED
     ))
     RETURNING id, queue, dedup_key
 ), windows AS (
     UPDATE sq_dedup AS k
-    SET expires_at = COALESCE($3::timestamptz, now()) + q.dedup_window_seconds * interval '1 second'
+    SET expires_at = COALESCE(:now::timestamptz, now()) + q.dedup_window_seconds * interval '1 second'
     FROM gone AS d JOIN sq_queues AS q ON q.name = d.queue
     WHERE k.queue = d.queue AND k.dedup_key = d.dedup_key AND k.item_id = d.id
 )
@@ -237,34 +237,34 @@ SELECT count(*) FROM gone
 SELECT seq, id, queue, outcome, attempts, created_at, first_popped_at, finished_at, group_key, dedup_key,
        last_error, payload::text AS payload
 FROM sq_history
-WHERE queue = $1
-  AND ($2::text IS NULL OR outcome = $2)
-  AND ($3::timestamptz IS NULL OR finished_at >= $3)
-  AND ($4::timestamptz IS NULL OR finished_at < $4)
-  AND ($5::timestamptz IS NULL OR (finished_at, seq) < ($5, $6))
+WHERE queue = :queue
+  AND (:outcome::text IS NULL OR outcome = :outcome)
+  AND (:since::timestamptz IS NULL OR finished_at >= :since)
+  AND (:until::timestamptz IS NULL OR finished_at < :until)
+  AND (:after_at::timestamptz IS NULL OR (finished_at, seq) < (:after_at, :after_seq))
 ORDER BY finished_at DESC, seq DESC
-LIMIT $7
+LIMIT :limit
 
 -- name: purge_history
 -- Per queue, its oldest records past its retention (a range at the front of sq_history_queue),
--- and dedup keys past their window; at most $2 of each.
+-- and dedup keys past their window; at most :limit of each.
 WITH old AS (
     DELETE FROM sq_history WHERE seq = ANY (ARRAY(
         SELECT h.seq FROM sq_queues AS q
         CROSS JOIN LATERAL (
             SELECT seq FROM sq_history AS h
             WHERE h.queue = q.name
-              AND h.finished_at < COALESCE($1::timestamptz, now()) - q.retention_seconds * interval '1 second'
-            LIMIT $2
+              AND h.finished_at < COALESCE(:now::timestamptz, now()) - q.retention_seconds * interval '1 second'
+            LIMIT :limit
         ) AS h
-        LIMIT $2
+        LIMIT :limit
     ))
     RETURNING 1
 ), keys AS (
     DELETE FROM sq_dedup WHERE (queue, dedup_key) IN (
         SELECT queue, dedup_key FROM sq_dedup
-        WHERE expires_at IS NOT NULL AND expires_at <= COALESCE($1::timestamptz, now())
-        LIMIT $2
+        WHERE expires_at IS NOT NULL AND expires_at <= COALESCE(:now::timestamptz, now())
+        LIMIT :limit
     )
     RETURNING 1
 )
@@ -273,7 +273,7 @@ SELECT (SELECT count(*) FROM old) AS history, (SELECT count(*) FROM keys) AS key
 -- name: put_queue
 INSERT INTO sq_queues (name, created_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_factor,
                        backoff_cap_seconds, backoff_jitter, retention_seconds, dedup_window_seconds, history_payload)
-VALUES ($1, COALESCE($2::timestamptz, now()), $3, $4, $5, $6, $7, $8, $9, $10, $11)
+VALUES (:queue, COALESCE(:now::timestamptz, now()), :max_attempts, :lease_seconds, :backoff_base_seconds, :backoff_factor, :backoff_cap_seconds, :backoff_jitter, :retention_seconds, :dedup_window_seconds, :history_payload)
 ON CONFLICT (name) DO UPDATE
 SET max_attempts = excluded.max_attempts, lease_seconds = excluded.lease_seconds,
     backoff_base_seconds = excluded.backoff_base_seconds, backoff_factor = excluded.backoff_factor,
@@ -290,7 +290,7 @@ SELECT q.name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backof
        q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds, q.history_payload,
        live.ready, live.leased, live.delayed, live.retrying, dead.dead + live.expired_dead AS dead,
        live.oldest_ready, hist.completed_in_history, hist.dead_in_history, c.now
-FROM (SELECT COALESCE($1::timestamptz, now()) AS now) AS c
+FROM (SELECT COALESCE(:now::timestamptz, now()) AS now) AS c
 CROSS JOIN sq_queues AS q
 CROSS JOIN LATERAL (
     SELECT count(*) FILTER (WHERE i.visible_at <= c.now
@@ -312,7 +312,7 @@ CROSS JOIN LATERAL (
            count(*) FILTER (WHERE h.outcome = 'dead') AS dead_in_history
     FROM sq_history AS h WHERE h.queue = q.name
 ) AS hist
-WHERE $2::text IS NULL OR q.name = $2
+WHERE :queue::text IS NULL OR q.name = :queue
 ORDER BY q.name
 
 -- name: lock_migrations
@@ -330,4 +330,4 @@ CREATE TABLE IF NOT EXISTS sq_schema_version (
 SELECT version FROM sq_schema_version ORDER BY version
 
 -- name: record_version
-INSERT INTO sq_schema_version (version, name) VALUES ($1, $2)
+INSERT INTO sq_schema_version (version, name) VALUES (:version, :name)

@@ -8,6 +8,7 @@ import random
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
+from typing import Any
 from uuid import UUID, uuid4
 
 import asyncpg
@@ -49,7 +50,7 @@ from simplequeue.store.postgres.errors import UNAVAILABLE, translated_errors
 from simplequeue.store.postgres.listen import Listener
 from simplequeue.store.queries import load_queries
 
-Q = load_queries("simplequeue.store.postgres")
+Q = load_queries("simplequeue.store.postgres", "numbered")
 BATCH = 1000  # rows per transaction in redrive and purges, so that none holds its locks long
 MIGRATION_TIMEOUT_SECONDS = 3600.0
 log = logging.getLogger("simplequeue.postgres")
@@ -71,9 +72,34 @@ async def _keep_session(conn: asyncpg.Connection) -> None:
     """
 
 
-def _affected(status: str) -> int:
-    """asyncpg reports 'DELETE 3'."""
-    return int(status.rsplit(" ", 1)[-1])
+Connection = asyncpg.pool.PoolConnectionProxy
+
+
+async def fetch(
+    conn: Connection, name: str, /, *, deadline_seconds: float | None = None, **values: Any
+) -> list[Any]:
+    """The rows of the named query, with its parameters bound by name."""
+    query = Q[name]
+    return list(await conn.fetch(query.sql, *query.bind(**values), timeout=deadline_seconds))
+
+
+async def fetch_one(conn: Connection, name: str, /, **values: Any) -> Any:
+    query = Q[name]
+    return await conn.fetchrow(query.sql, *query.bind(**values))
+
+
+async def fetch_value(conn: Connection, name: str, /, **values: Any) -> Any:
+    query = Q[name]
+    return await conn.fetchval(query.sql, *query.bind(**values))
+
+
+async def execute(
+    conn: Connection, name: str, /, *, deadline_seconds: float | None = None, **values: Any
+) -> int:
+    """Run the named query; how many rows it changed (asyncpg reports 'DELETE 3')."""
+    query = Q[name]
+    status = await conn.execute(query.sql, *query.bind(**values), timeout=deadline_seconds)
+    return int(status.rsplit(" ", 1)[-1]) if status[-1:].isdigit() else 0
 
 
 class PostgresStore:
@@ -155,20 +181,26 @@ class PostgresStore:
             # DDL on a big table, or waiting for another replica's migration, may take a while.
             slow = MIGRATION_TIMEOUT_SECONDS
             await conn.execute("SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0", timeout=slow)
-            await conn.execute(Q["lock_migrations"], timeout=slow)
-            await conn.execute(Q["create_version_table"], timeout=slow)
-            done = {r["version"] for r in await conn.fetch(Q["applied_versions"], timeout=slow)}
+            await execute(conn, "lock_migrations", deadline_seconds=slow)
+            await execute(conn, "create_version_table", deadline_seconds=slow)
+            done = {r["version"] for r in await fetch(conn, "applied_versions", deadline_seconds=slow)}
             for migration in load_migrations(self.dialect):
                 if migration.version not in done:
                     await conn.execute(migration.sql, timeout=slow)
-                    await conn.execute(Q["record_version"], migration.version, migration.name, timeout=slow)
+                    await execute(
+                        conn,
+                        "record_version",
+                        version=migration.version,
+                        name=migration.name,
+                        deadline_seconds=slow,
+                    )
                     applied.append(migration.version)
         return applied
 
     async def check_ready(self) -> None:
         latest = latest_version(self.dialect)
         async with self._conn() as conn:
-            versions = [r["version"] for r in await conn.fetch(Q["applied_versions"])]
+            versions = [r["version"] for r in await fetch(conn, "applied_versions")]
         if latest not in versions:
             raise SchemaNotReady()
 
@@ -187,8 +219,11 @@ class PostgresStore:
                 winners = await self._claim_dedup_keys(conn, claims, now) if claims else {}
                 fresh = [i for i in leading if i.dedup_key is None or winners[(i.queue, i.dedup_key)] is None]
                 if grouped:
-                    await conn.execute(
-                        Q["lock_groups"], [i.queue for i in grouped], [i.group for i in grouped]
+                    await execute(
+                        conn,
+                        "lock_groups",
+                        queues=[i.queue for i in grouped],
+                        groups=[i.group for i in grouped],
                     )
                 inserted = await self._insert(conn, fresh, now)
                 if not skip_existing and len(inserted) < len(fresh):
@@ -200,18 +235,19 @@ class PostgresStore:
     ) -> set[UUID]:
         if not items:
             return set()
-        found = await conn.fetch(
-            Q["push_batch"],
-            [i.id for i in items],
-            [i.queue for i in items],
-            [i.payload_json for i in items],
-            [i.created_at for i in items],
-            now,
-            [i.priority for i in items],
-            [i.group for i in items],
-            [i.dedup_key for i in items],
-            [i.delay_seconds for i in items],
-            [i.not_before for i in items],
+        found = await fetch(
+            conn,
+            "push_batch",
+            ids=[i.id for i in items],
+            queues=[i.queue for i in items],
+            payloads=[i.payload_json for i in items],
+            created_ats=[i.created_at for i in items],
+            now=now,
+            priorities=[i.priority for i in items],
+            groups=[i.group for i in items],
+            dedup_keys=[i.dedup_key for i in items],
+            delays=[i.delay_seconds for i in items],
+            not_befores=[i.not_before for i in items],
         )
         return {r["id"] for r in found}
 
@@ -222,33 +258,47 @@ class PostgresStore:
         queues, keys = [i.queue for i in claims], [i.dedup_key for i in claims]
         taken = {
             (r["queue"], r["dedup_key"])
-            for r in await conn.fetch(
-                Q["claim_dedup_keys"],
-                queues,
-                keys,
-                [i.id for i in claims],
-                [i.created_at for i in claims],
-                now,
+            for r in await fetch(
+                conn,
+                "claim_dedup_keys",
+                queues=queues,
+                keys=keys,
+                ids=[i.id for i in claims],
+                created_ats=[i.created_at for i in claims],
+                now=now,
             )
         }
         return {
             (r["queue"], r["dedup_key"]): None
             if (r["queue"], r["dedup_key"]) in taken
             else Pushed(r["item_id"], r["created_at"], created=False)
-            for r in await conn.fetch(Q["dedup_winners"], queues, keys)
+            for r in await fetch(conn, "dedup_winners", queues=queues, keys=keys)
         }
 
     async def pop(self, queue: str, max_items: int, lease_seconds: int | None) -> list[LeasedItem]:
         async with self._conn() as conn:
-            found = await conn.fetch(Q["pop"], queue, self._now(), max_items, uuid4(), lease_seconds)
+            found = await fetch(
+                conn,
+                "pop",
+                queue=queue,
+                now=self._now(),
+                max_items=max_items,
+                lease_token=uuid4(),
+                lease_seconds=lease_seconds,
+            )
         return in_pop_order([(r["seq"], rows.leased_item(r)) for r in found])
 
     async def extend(self, item_id: UUID, lease_token: UUID, lease_seconds: int) -> ItemView:
         async with self._conn() as conn:
-            extended = _affected(
-                await conn.execute(Q["extend"], item_id, lease_token, lease_seconds, self._now())
+            extended = await execute(
+                conn,
+                "extend",
+                id=item_id,
+                lease_token=lease_token,
+                lease_seconds=lease_seconds,
+                now=self._now(),
             )
-            row = await conn.fetchrow(Q["get_item"], item_id, self._now())
+            row = await fetch_one(conn, "get_item", id=item_id, now=self._now())
         if not extended or row is None:
             raise why_not_extended(rows.found(row), lease_token)
         return rows.item_view(row, row["now"])
@@ -256,14 +306,20 @@ class PostgresStore:
     async def complete(self, item_id: UUID, lease_token: UUID | None) -> None:
         # complete_batch's statement for one item: its row also says why a refusal happened.
         async with self._conn() as conn:
-            found = await conn.fetch(Q["complete_batch"], [item_id], [lease_token], self._now())
+            found = await fetch(
+                conn, "complete_batch", ids=[item_id], lease_tokens=[lease_token], now=self._now()
+            )
         if not (found and found[0]["completed"]):
             raise why_refused(rows.found(found[0] if found else None), lease_token)
 
     async def complete_batch(self, items: Sequence[Completion]) -> list[CompleteOutcome]:
         async with self._conn() as conn:
-            found = await conn.fetch(
-                Q["complete_batch"], [i.id for i in items], [i.lease_token for i in items], self._now()
+            found = await fetch(
+                conn,
+                "complete_batch",
+                ids=[i.id for i in items],
+                lease_tokens=[i.lease_token for i in items],
+                now=self._now(),
             )
         completed = {r["id"] for r in found if r["completed"]}
         still_there = {r["id"] for r in found if not r["completed"]}
@@ -272,24 +328,25 @@ class PostgresStore:
 
     async def fail(self, item_id: UUID, failure: Failure) -> ItemView:
         async with self._conn() as conn:
-            row = await conn.fetchrow(
-                Q["fail"],
-                item_id,
-                failure.lease_token,
-                failure.retry,
-                failure.retry_after_seconds,
-                self._now(),
-                failure.error,
-                self._random(),
+            row = await fetch_one(
+                conn,
+                "fail",
+                id=item_id,
+                lease_token=failure.lease_token,
+                retry=failure.retry,
+                retry_after=failure.retry_after_seconds,
+                now=self._now(),
+                error=failure.error,
+                draw=self._random(),
             )
             if row is None:
-                current = await conn.fetchrow(Q["get_item"], item_id, self._now())
+                current = await fetch_one(conn, "get_item", id=item_id, now=self._now())
                 raise why_refused(rows.found(current), failure.lease_token)
         return rows.item_view(row, row["now"])
 
     async def get_item(self, item_id: UUID) -> ItemView:
         async with self._conn() as conn:
-            row = await conn.fetchrow(Q["get_item"], item_id, self._now())
+            row = await fetch_one(conn, "get_item", id=item_id, now=self._now())
         if row is None:
             raise ItemNotFound()
         return rows.item_view(row, row["now"])
@@ -297,14 +354,16 @@ class PostgresStore:
     async def next_visible_at(self, queues: Sequence[str]) -> tuple[dict[str, datetime], datetime]:
         now = self._now()
         async with self._conn() as conn:
-            found = await conn.fetch(Q["next_visible_at"], list(queues), now)
+            found = await fetch(conn, "next_visible_at", queues=list(queues), now=now)
             if not found:
                 return {}, now or await conn.fetchval("SELECT now()")
         return {r["queue"]: r["next"] for r in found if r["next"] is not None}, found[0]["now"]
 
     async def _stats(self, queue: str | None) -> list[QueueStats]:
         async with self._conn() as conn:
-            return [rows.queue_stats(r) for r in await conn.fetch(Q["queue_stats"], self._now(), queue)]
+            return [
+                rows.queue_stats(r) for r in await fetch(conn, "queue_stats", now=self._now(), queue=queue)
+            ]
 
     async def list_queues(self) -> list[QueueStats]:
         return await self._stats(None)
@@ -317,15 +376,23 @@ class PostgresStore:
 
     async def put_queue(self, name: str, settings: QueueSettings) -> bool:
         async with self._conn() as conn:
-            created: bool = await conn.fetchval(
-                Q["put_queue"], name, self._now(), *rows.settings_params(settings).values()
+            created: bool = await fetch_value(
+                conn, "put_queue", queue=name, now=self._now(), **rows.settings_params(settings)
             )
         return created
 
     async def list_dead(self, queue: str, limit: int, cursor: str | None) -> Page[ItemView]:
         after_at, after_seq = decode_cursor(cursor)
         async with self._conn() as conn:
-            page = await conn.fetch(Q["list_dead"], queue, limit, after_at, after_seq, self._now())
+            page = await fetch(
+                conn,
+                "list_dead",
+                queue=queue,
+                limit=limit,
+                after_at=after_at,
+                after_seq=after_seq,
+                now=self._now(),
+            )
         last = page[-1] if len(page) == limit else None
         return Page(
             [rows.item_view(r, r["now"]) for r in page],
@@ -337,14 +404,14 @@ class PostgresStore:
         revived = 0
         while True:
             async with self._conn() as conn, conn.transaction():
-                picked = await conn.fetch(Q["pick_dead"], queue, wanted, BATCH)
+                picked = await fetch(conn, "pick_dead", queue=queue, ids=wanted, limit=BATCH)
                 grouped = [r["group_key"] for r in picked if r["group_key"] is not None]
                 if grouped:  # rejoining a group at the back is a push into it: take turns the same way
-                    await conn.execute(Q["lock_groups"], [queue] * len(grouped), grouped)
+                    await execute(conn, "lock_groups", queues=[queue] * len(grouped), groups=grouped)
                 delays = [
                     redrive_delay(revived + k, rate_per_second).total_seconds() for k in range(len(picked))
                 ]
-                await conn.execute(Q["revive"], [r["seq"] for r in picked], self._now(), delays)
+                await execute(conn, "revive", seqs=[r["seq"] for r in picked], now=self._now(), delays=delays)
             revived += len(picked)
             if len(picked) < BATCH:
                 return revived
@@ -353,7 +420,7 @@ class PostgresStore:
         purged = 0
         while True:
             async with self._conn() as conn:
-                done: int = await conn.fetchval(Q["purge_dead"], queue, BATCH, self._now())
+                done: int = await fetch_value(conn, "purge_dead", queue=queue, limit=BATCH, now=self._now())
             purged += done
             if done < BATCH:
                 return purged
@@ -363,15 +430,16 @@ class PostgresStore:
     ) -> Page[HistoryRecord]:
         after_at, after_seq = decode_cursor(cursor)
         async with self._conn() as conn:
-            page = await conn.fetch(
-                Q["list_history"],
-                queue,
-                where.outcome.value if where.outcome else None,
-                where.since,
-                where.until,
-                after_at,
-                after_seq,
-                limit,
+            page = await fetch(
+                conn,
+                "list_history",
+                queue=queue,
+                outcome=where.outcome.value if where.outcome else None,
+                since=where.since,
+                until=where.until,
+                after_at=after_at,
+                after_seq=after_seq,
+                limit=limit,
             )
         last = page[-1] if len(page) == limit else None
         return Page(
@@ -381,12 +449,14 @@ class PostgresStore:
 
     async def reap_expired(self, limit: int) -> int:
         async with self._conn() as conn:
-            killed: int = await conn.fetchval(Q["reap"], self._now(), limit, LEASE_EXPIRED_ERROR)
+            killed: int = await fetch_value(
+                conn, "reap", now=self._now(), limit=limit, error=LEASE_EXPIRED_ERROR
+            )
         return killed
 
     async def purge_history(self, limit: int) -> int:
         async with self._conn() as conn:
-            row = await conn.fetchrow(Q["purge_history"], self._now(), limit)
+            row = await fetch_one(conn, "purge_history", now=self._now(), limit=limit)
         assert row is not None
         return max(int(row["history"]), int(row["keys"]))
 

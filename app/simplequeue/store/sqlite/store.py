@@ -6,7 +6,7 @@ import asyncio
 import json
 import random
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -55,7 +55,34 @@ from simplequeue.store.cursors import decode_cursor, encode_cursor
 from simplequeue.store.migrations import latest_version, load_migrations, split_statements
 from simplequeue.store.queries import load_queries
 
-Q = load_queries("simplequeue.store.sqlite")
+Q = load_queries("simplequeue.store.sqlite", "named")
+# The one way statements are run here, as in every dialect: a named query, values bound by name.
+
+
+async def fetch(conn: aiosqlite.Connection, name: str, /, **values: Any) -> list[sqlite3.Row]:
+    query = Q[name]
+    async with conn.execute(query.sql, query.bind(**values)) as cursor:
+        return list(await cursor.fetchall())
+
+
+async def fetch_one(conn: aiosqlite.Connection, name: str, /, **values: Any) -> Any:
+    query = Q[name]
+    async with conn.execute(query.sql, query.bind(**values)) as cursor:
+        return await cursor.fetchone()
+
+
+async def execute(conn: aiosqlite.Connection, name: str, /, **values: Any) -> int:
+    """Run the named query; how many rows it changed."""
+    query = Q[name]
+    async with conn.execute(query.sql, query.bind(**values)) as cursor:
+        return cursor.rowcount
+
+
+async def execute_many(conn: aiosqlite.Connection, name: str, /, each: list[dict[str, Any]]) -> None:
+    query = Q[name]
+    await conn.executemany(query.sql, [query.bind(**values) for values in each])
+
+
 BATCH = 1000  # rows per transaction in redrive and purges, so that no write holds the lock long
 
 
@@ -173,32 +200,30 @@ class SqliteStore:
             finally:
                 self._readers.put_nowait(conn)
 
-    async def _fetchone(self, conn: aiosqlite.Connection, name: str, params: Mapping[str, Any]) -> Any:
-        async with conn.execute(Q[name], params) as cursor:
-            return await cursor.fetchone()
-
     async def migrate(self) -> list[int]:
         applied: list[int] = []
         async with self._write() as conn:
-            await conn.execute(Q["create_version_table"])
-            async with conn.execute(Q["applied_versions"]) as cursor:
-                done = {row[0] for row in await cursor.fetchall()}
+            await execute(conn, "create_version_table")
+            done = {row[0] for row in await fetch(conn, "applied_versions")}
             for migration in load_migrations(self.dialect):
                 if migration.version in done:
                     continue
                 for statement in split_statements(migration.sql):
                     await conn.execute(statement)
-                await conn.execute(
-                    Q["record_version"],
-                    {"version": migration.version, "name": migration.name, "now": to_text(self._clock())},
+                await execute(
+                    conn,
+                    "record_version",
+                    version=migration.version,
+                    name=migration.name,
+                    now=to_text(self._clock()),
                 )
                 applied.append(migration.version)
         return applied
 
     async def check_ready(self) -> None:
         latest = latest_version(self.dialect)
-        async with self._read() as conn, conn.execute(Q["applied_versions"]) as cursor:
-            versions = [row[0] for row in await cursor.fetchall()]
+        async with self._read() as conn:
+            versions = [row[0] for row in await fetch(conn, "applied_versions")]
         if latest not in versions:
             raise SchemaNotReady()
 
@@ -215,10 +240,10 @@ class SqliteStore:
         async with self._write() as conn:
             winners = await self._claim_dedup_keys(conn, claims, to_text(now)) if claims else {}
             # Under BEGIN IMMEDIATE no other writer can insert between this look-up and the insert.
-            async with conn.execute(
-                Q["existing_ids"], {"ids": json.dumps([str(i.id) for i in items])}
-            ) as cursor:
-                taken = {row[0] for row in await cursor.fetchall()}
+            taken = {
+                row[0]
+                for row in await fetch(conn, "existing_ids", ids=json.dumps([str(i.id) for i in items]))
+            }
             fresh = []
             for n, item in enumerate(items):
                 if leaders[n] != n:
@@ -233,10 +258,10 @@ class SqliteStore:
                 taken.add(str(item.id))
                 fresh.append(item)
                 results[n] = Pushed(item.id, item.created_at, created=True)
-            await conn.executemany(
-                Q["ensure_queue"], [{"queue": q, "now": to_text(now)} for q in {i.queue for i in fresh}]
+            await execute_many(
+                conn, "ensure_queue", [{"queue": q, "now": to_text(now)} for q in {i.queue for i in fresh}]
             )
-            await conn.executemany(Q["insert_item"], [_insert_params(i, now) for i in fresh])
+            await execute_many(conn, "insert_item", [_insert_params(i, now) for i in fresh])
         return follow_leaders(results, leaders)
 
     async def _claim_dedup_keys(
@@ -244,15 +269,14 @@ class SqliteStore:
     ) -> dict[tuple[str, str], Pushed | None]:
         """{(queue, key): None where this call took the key, else the item that holds it}."""
         params = {"claims": json.dumps(claims), "now": now}
-        async with conn.execute(Q["claim_dedup_keys"], params) as cursor:
-            taken = {(row["queue"], row["dedup_key"]) for row in await cursor.fetchall()}
-        async with conn.execute(Q["dedup_winners"], params) as cursor:
-            return {
-                (row["queue"], row["dedup_key"]): None
-                if (row["queue"], row["dedup_key"]) in taken
-                else Pushed(rows.as_uuid(row["item_id"]), rows.as_utc(row["created_at"]), created=False)
-                for row in await cursor.fetchall()
-            }
+        taken = {(row["queue"], row["dedup_key"]) for row in await fetch(conn, "claim_dedup_keys", **params)}
+        winners = await fetch(conn, "dedup_winners", claims=params["claims"])
+        return {
+            (row["queue"], row["dedup_key"]): None
+            if (row["queue"], row["dedup_key"]) in taken
+            else Pushed(rows.as_uuid(row["item_id"]), rows.as_utc(row["created_at"]), created=False)
+            for row in winners
+        }
 
     async def pop(self, queue: str, max_items: int, lease_seconds: int | None) -> list[LeasedItem]:
         params = {
@@ -262,8 +286,8 @@ class SqliteStore:
             "lease_token": str(uuid4()),
             "lease_seconds": lease_seconds,
         }
-        async with self._write() as conn, conn.execute(Q["pop"], params) as cursor:
-            found = await cursor.fetchall()
+        async with self._write() as conn:
+            found = await fetch(conn, "pop", **params)
         return in_pop_order([(row["seq"], rows.leased_item(row)) for row in found])
 
     async def extend(self, item_id: UUID, lease_token: UUID, lease_seconds: int) -> ItemView:
@@ -275,9 +299,8 @@ class SqliteStore:
             "now": to_text(now),
         }
         async with self._write() as conn:
-            async with conn.execute(Q["extend"], params) as cursor:
-                extended = cursor.rowcount
-            row = await self._fetchone(conn, "get_item", {"id": str(item_id)})
+            extended = await execute(conn, "extend", **params)
+            row = await fetch_one(conn, "get_item", id=str(item_id))
             if extended == 0:
                 raise why_not_extended(rows.found(row), lease_token)
         return rows.item_view(row, now)
@@ -285,16 +308,16 @@ class SqliteStore:
     async def _finish(self, conn: aiosqlite.Connection, seqs: list[int], now: str) -> None:
         """Complete these items: history, dedup windows, then the rows go."""
         params = {"seqs": json.dumps(seqs), "now": now}
-        await conn.execute(Q["write_history"], {**params, "outcome": Outcome.COMPLETED})
-        await conn.execute(Q["start_dedup_windows"], params)
-        await conn.execute(Q["delete_items"], {"seqs": params["seqs"]})
+        await execute(conn, "write_history", **params, outcome=Outcome.COMPLETED)
+        await execute(conn, "start_dedup_windows", **params)
+        await execute(conn, "delete_items", seqs=params["seqs"])
 
     async def complete(self, item_id: UUID, lease_token: UUID | None) -> None:
         params = {"id": str(item_id), "lease_token": str(lease_token) if lease_token else None}
         async with self._write() as conn:
-            row = await self._fetchone(conn, "match_one", params)
+            row = await fetch_one(conn, "match_one", **params)
             if row is None:
-                current = await self._fetchone(conn, "get_item", {"id": str(item_id)})
+                current = await fetch_one(conn, "get_item", id=str(item_id))
                 raise why_refused(rows.found(current), lease_token)
             await self._finish(conn, [row["seq"]], to_text(self._clock()))
 
@@ -303,14 +326,10 @@ class SqliteStore:
             [{"id": str(i.id), "token": str(i.lease_token) if i.lease_token else None} for i in items]
         )
         async with self._write() as conn:
-            async with conn.execute(Q["match_many"], {"items": requested}) as cursor:
-                matched = await cursor.fetchall()
+            matched = await fetch(conn, "match_many", items=requested)
             await self._finish(conn, [row["seq"] for row in matched], to_text(self._clock()))
             completed = {rows.as_uuid(row["id"]) for row in matched}
-            async with conn.execute(
-                Q["item_states"], {"ids": json.dumps([str(i.id) for i in items])}
-            ) as cursor:
-                left = await cursor.fetchall()
+            left = await fetch(conn, "item_states", ids=json.dumps([str(i.id) for i in items]))
         still_there = {rows.as_uuid(row["id"]) for row in left}
         dead = {rows.as_uuid(row["id"]) for row in left if row["status"] == ItemStatus.DEAD}
         return complete_outcomes(items, completed, still_there, dead)
@@ -327,37 +346,37 @@ class SqliteStore:
             "error": failure.error,
         }
         async with self._write() as conn:
-            failed = await self._fetchone(conn, "fail", params)
+            failed = await fetch_one(conn, "fail", **params)
             if failed is not None and failed["status"] == ItemStatus.DEAD:
-                await conn.execute(
-                    Q["write_history"],
-                    {"seqs": json.dumps([failed["seq"]]), "now": to_text(now), "outcome": Outcome.DEAD},
+                await execute(
+                    conn,
+                    "write_history",
+                    seqs=json.dumps([failed["seq"]]),
+                    now=to_text(now),
+                    outcome=Outcome.DEAD,
                 )
-            row = await self._fetchone(conn, "get_item", {"id": str(item_id)})
+            row = await fetch_one(conn, "get_item", id=str(item_id))
             if failed is None:
                 raise why_refused(rows.found(row), failure.lease_token)
         return rows.item_view(row, now)
 
     async def get_item(self, item_id: UUID) -> ItemView:
         async with self._read() as conn:
-            row = await self._fetchone(conn, "get_item", {"id": str(item_id)})
+            row = await fetch_one(conn, "get_item", id=str(item_id))
         if row is None:
             raise ItemNotFound()
         return rows.item_view(row, self._clock())
 
     async def next_visible_at(self, queues: Sequence[str]) -> tuple[dict[str, datetime], datetime]:
         now = self._clock()
-        async with (
-            self._read() as conn,
-            conn.execute(Q["next_visible_at"], {"queues": json.dumps(queues)}) as cursor,
-        ):
-            found = await cursor.fetchall()
+        async with self._read() as conn:
+            found = await fetch(conn, "next_visible_at", queues=json.dumps(queues))
         return {row["queue"]: rows.as_utc(row["next"]) for row in found if row["next"]}, now
 
     async def _stats(self, queue: str | None) -> list[QueueStats]:
         params = {"queue": queue, "now": to_text(self._clock())}
-        async with self._read() as conn, conn.execute(Q["queue_stats"], params) as cursor:
-            return [rows.queue_stats(row) for row in await cursor.fetchall()]
+        async with self._read() as conn:
+            return [rows.queue_stats(row) for row in await fetch(conn, "queue_stats", **params)]
 
     async def list_queues(self) -> list[QueueStats]:
         return await self._stats(None)
@@ -371,8 +390,8 @@ class SqliteStore:
     async def put_queue(self, name: str, settings: QueueSettings) -> bool:
         params = {"queue": name, "now": to_text(self._clock()), **rows.settings_params(settings)}
         async with self._write() as conn:
-            existed = await self._fetchone(conn, "queue_exists", {"queue": name})
-            await conn.execute(Q["put_queue"], params)
+            existed = await fetch_one(conn, "queue_exists", queue=name)
+            await execute(conn, "put_queue", **params)
         return existed is None
 
     async def list_dead(self, queue: str, limit: int, cursor: str | None) -> Page[ItemView]:
@@ -384,8 +403,8 @@ class SqliteStore:
             "after_at": to_text(after_at) if after_at else None,
             "after_seq": after_seq,
         }
-        async with self._read() as conn, conn.execute(Q["list_dead"], params) as found:
-            page = list(await found.fetchall())
+        async with self._read() as conn:
+            page = await fetch(conn, "list_dead", **params)
         items = [rows.item_view(row, now) for row in page]
         last = page[-1] if len(page) == limit else None
         return Page(items, encode_cursor(last["died_at"], last["seq"]) if last else None)
@@ -397,10 +416,10 @@ class SqliteStore:
         while True:
             async with self._write() as conn:
                 params = {"queue": queue, "ids": wanted, "limit": BATCH}
-                async with conn.execute(Q["dead_to_redrive"], params) as cursor:
-                    seqs = [row["seq"] for row in await cursor.fetchall()]
-                await conn.executemany(
-                    Q["revive"],
+                seqs = [row["seq"] for row in await fetch(conn, "dead_to_redrive", **params)]
+                await execute_many(
+                    conn,
+                    "revive",
                     [
                         {
                             "seq": seq,
@@ -418,11 +437,10 @@ class SqliteStore:
         while True:
             async with self._write() as conn:
                 params = {"queue": queue, "ids": None, "limit": BATCH}
-                async with conn.execute(Q["dead_to_redrive"], params) as cursor:
-                    seqs = [row["seq"] for row in await cursor.fetchall()]
+                seqs = [row["seq"] for row in await fetch(conn, "dead_to_redrive", **params)]
                 now = to_text(self._clock())
-                await conn.execute(Q["start_dedup_windows"], {"seqs": json.dumps(seqs), "now": now})
-                await conn.execute(Q["delete_items"], {"seqs": json.dumps(seqs)})
+                await execute(conn, "start_dedup_windows", seqs=json.dumps(seqs), now=now)
+                await execute(conn, "delete_items", seqs=json.dumps(seqs))
             purged += len(seqs)
             if len(seqs) < BATCH:
                 return purged
@@ -440,8 +458,8 @@ class SqliteStore:
             "after_seq": after_seq,
             "limit": limit,
         }
-        async with self._read() as conn, conn.execute(Q["list_history"], params) as found:
-            page = list(await found.fetchall())
+        async with self._read() as conn:
+            page = await fetch(conn, "list_history", **params)
         last = page[-1] if len(page) == limit else None
         return Page(
             [rows.history_record(row) for row in page],
@@ -451,22 +469,18 @@ class SqliteStore:
     async def reap_expired(self, limit: int) -> int:
         now = to_text(self._clock())
         async with self._write() as conn:
-            async with conn.execute(Q["expired_last_attempts"], {"now": now, "limit": limit}) as cursor:
-                seqs = json.dumps([row["seq"] for row in await cursor.fetchall()])
-            async with conn.execute(
-                Q["kill"], {"seqs": seqs, "now": now, "error": LEASE_EXPIRED_ERROR}
-            ) as cursor:
-                killed = cursor.rowcount
-            await conn.execute(Q["write_history"], {"seqs": seqs, "now": now, "outcome": Outcome.DEAD})
+            seqs = json.dumps(
+                [row["seq"] for row in await fetch(conn, "expired_last_attempts", now=now, limit=limit)]
+            )
+            killed = await execute(conn, "kill", seqs=seqs, now=now, error=LEASE_EXPIRED_ERROR)
+            await execute(conn, "write_history", seqs=seqs, now=now, outcome=Outcome.DEAD)
         return killed
 
     async def purge_history(self, limit: int) -> int:
         params = {"now": to_text(self._clock()), "limit": limit}
         async with self._write() as conn:
-            async with conn.execute(Q["purge_history"], params) as cursor:
-                history = cursor.rowcount
-            async with conn.execute(Q["purge_dedup_keys"], params) as cursor:
-                keys = cursor.rowcount
+            history = await execute(conn, "purge_history", **params)
+            keys = await execute(conn, "purge_dedup_keys", **params)
         return max(history, keys)
 
 
