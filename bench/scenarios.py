@@ -233,10 +233,10 @@ async def raw_inserts(engine: str, url: str, seconds: float, payload: str) -> fl
 
 # The raw loops run each dialect's own pop statement: the baseline is the same SQL without HTTP,
 # the framework or the store's Python, not a different (better or worse) query.
+from simplequeue.store.postgres.statements import Q as PG  # noqa: E402
 from simplequeue.store.postgres.store import PLANNER_SETTINGS  # noqa: E402
-from simplequeue.store.postgres.store import Q as PG  # noqa: E402
-from simplequeue.store.sqlite.store import Q as LITE  # noqa: E402
-from simplequeue.store.sqlite.store import add_seconds, to_text  # noqa: E402
+from simplequeue.store.sqlite.params import add_seconds, to_text  # noqa: E402
+from simplequeue.store.sqlite.statements import Q as LITE  # noqa: E402
 
 
 async def fill(base: str, queue: str, count: int) -> None:

@@ -10,7 +10,8 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 from simplequeue.store.migrations import load_migrations
-from simplequeue.store.postgres.store import PLANNER_SETTINGS, Q
+from simplequeue.store.postgres.statements import Q
+from simplequeue.store.postgres.store import PLANNER_SETTINGS
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ import random
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import Any
 from uuid import UUID, uuid4
 
 import asyncpg
@@ -48,9 +47,8 @@ from simplequeue.store.cursors import decode_cursor, encode_cursor
 from simplequeue.store.migrations import latest_version, load_migrations
 from simplequeue.store.postgres.errors import UNAVAILABLE, translated_errors
 from simplequeue.store.postgres.listen import Listener
-from simplequeue.store.queries import load_queries
+from simplequeue.store.postgres.statements import execute, fetch, fetch_one, fetch_value
 
-Q = load_queries("simplequeue.store.postgres", "numbered")
 BATCH = 1000  # rows per transaction in redrive and purges, so that none holds its locks long
 MIGRATION_TIMEOUT_SECONDS = 3600.0
 log = logging.getLogger("simplequeue.postgres")
@@ -70,36 +68,6 @@ async def _keep_session(conn: asyncpg.Connection) -> None:
     Pooled connections keep no session state: migrations' advisory lock is transaction-scoped and
     LISTEN has a connection of its own.
     """
-
-
-Connection = asyncpg.pool.PoolConnectionProxy
-
-
-async def fetch(
-    conn: Connection, name: str, /, *, deadline_seconds: float | None = None, **values: Any
-) -> list[Any]:
-    """The rows of the named query, with its parameters bound by name."""
-    query = Q[name]
-    return list(await conn.fetch(query.sql, *query.bind(**values), timeout=deadline_seconds))
-
-
-async def fetch_one(conn: Connection, name: str, /, **values: Any) -> Any:
-    query = Q[name]
-    return await conn.fetchrow(query.sql, *query.bind(**values))
-
-
-async def fetch_value(conn: Connection, name: str, /, **values: Any) -> Any:
-    query = Q[name]
-    return await conn.fetchval(query.sql, *query.bind(**values))
-
-
-async def execute(
-    conn: Connection, name: str, /, *, deadline_seconds: float | None = None, **values: Any
-) -> int:
-    """Run the named query; how many rows it changed (asyncpg reports 'DELETE 3')."""
-    query = Q[name]
-    status = await conn.execute(query.sql, *query.bind(**values), timeout=deadline_seconds)
-    return int(status.rsplit(" ", 1)[-1]) if status[-1:].isdigit() else 0
 
 
 class PostgresStore:

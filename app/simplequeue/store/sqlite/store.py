@@ -8,7 +8,7 @@ import random
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from uuid import UUID, uuid4
@@ -20,7 +20,6 @@ from simplequeue.domain import (
     Clock,
     CompleteOutcome,
     Completion,
-    DatabaseUnavailable,
     Failure,
     HistoryFilter,
     HistoryRecord,
@@ -33,12 +32,10 @@ from simplequeue.domain import (
     Outcome,
     Page,
     Pushed,
-    QueueError,
     QueueNotFound,
     QueueSettings,
     QueueStats,
     SchemaNotReady,
-    StoreError,
     system_clock,
 )
 from simplequeue.domain.rules import (
@@ -53,71 +50,11 @@ from simplequeue.domain.rules import (
 from simplequeue.store import rows
 from simplequeue.store.cursors import decode_cursor, encode_cursor
 from simplequeue.store.migrations import latest_version, load_migrations, split_statements
-from simplequeue.store.queries import load_queries
-
-Q = load_queries("simplequeue.store.sqlite", "named")
-# The one way statements are run here, as in every dialect: a named query, values bound by name.
-
-
-async def fetch(conn: aiosqlite.Connection, name: str, /, **values: Any) -> list[sqlite3.Row]:
-    query = Q[name]
-    async with conn.execute(query.sql, query.bind(**values)) as cursor:
-        return list(await cursor.fetchall())
-
-
-async def fetch_one(conn: aiosqlite.Connection, name: str, /, **values: Any) -> Any:
-    query = Q[name]
-    async with conn.execute(query.sql, query.bind(**values)) as cursor:
-        return await cursor.fetchone()
-
-
-async def execute(conn: aiosqlite.Connection, name: str, /, **values: Any) -> int:
-    """Run the named query; how many rows it changed."""
-    query = Q[name]
-    async with conn.execute(query.sql, query.bind(**values)) as cursor:
-        return cursor.rowcount
-
-
-async def execute_many(conn: aiosqlite.Connection, name: str, /, each: list[dict[str, Any]]) -> None:
-    query = Q[name]
-    await conn.executemany(query.sql, [query.bind(**values) for values in each])
-
+from simplequeue.store.sqlite.errors import translated_errors
+from simplequeue.store.sqlite.params import add_seconds, insert_params, to_text
+from simplequeue.store.sqlite.statements import execute, execute_many, fetch, fetch_one
 
 BATCH = 1000  # rows per transaction in redrive and purges, so that no write holds the lock long
-
-
-def to_text(moment: datetime) -> str:
-    """Fixed-width UTC text, so that SQLite's text comparison is time order.
-
-    isoformat, not strftime: strftime's %Y does not pad years before 1000 ('315-…'), which
-    broke both the order and the parsing of such a client-supplied created_at.
-    """
-    return moment.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
-
-
-@asynccontextmanager
-async def translated_errors() -> AsyncIterator[None]:
-    """The one place where sqlite3's exceptions (and our own waits' timeouts) become domain errors.
-    What SQLite said stays on the chained cause, for the log."""
-    try:
-        yield
-    except QueueError:
-        raise
-    except TimeoutError as exc:  # waiting for this process's writer or a reader
-        raise DatabaseUnavailable() from exc
-    except sqlite3.IntegrityError as exc:
-        if "sq_items.id" in str(exc):
-            raise ItemExists() from exc
-        raise StoreError() from exc
-    except sqlite3.OperationalError as exc:
-        message = str(exc)
-        if "no such table" in message:
-            raise SchemaNotReady() from exc
-        if "locked" in message or "busy" in message or "unable to open" in message:
-            raise DatabaseUnavailable() from exc
-        raise StoreError() from exc
-    except sqlite3.Error as exc:
-        raise StoreError() from exc
 
 
 class SqliteStore:
@@ -261,7 +198,7 @@ class SqliteStore:
             await execute_many(
                 conn, "ensure_queue", [{"queue": q, "now": to_text(now)} for q in {i.queue for i in fresh}]
             )
-            await execute_many(conn, "insert_item", [_insert_params(i, now) for i in fresh])
+            await execute_many(conn, "insert_item", [insert_params(i, now) for i in fresh])
         return follow_leaders(results, leaders)
 
     async def _claim_dedup_keys(
@@ -482,23 +419,3 @@ class SqliteStore:
             history = await execute(conn, "purge_history", **params)
             keys = await execute(conn, "purge_dedup_keys", **params)
         return max(history, keys)
-
-
-def add_seconds(moment: str, seconds: float) -> str:
-    return to_text(rows.as_utc(moment) + timedelta(seconds=seconds))
-
-
-def _insert_params(item: NewItem, now: datetime) -> dict[str, Any]:
-    visible_at = now + timedelta(seconds=item.delay_seconds)
-    if item.not_before is not None:
-        visible_at = max(visible_at, item.not_before)
-    return {
-        "id": str(item.id),
-        "queue": item.queue,
-        "payload": item.payload_json,
-        "created_at": to_text(item.created_at),
-        "visible_at": to_text(visible_at),
-        "priority": item.priority,
-        "group_key": item.group,
-        "dedup_key": item.dedup_key,
-    }

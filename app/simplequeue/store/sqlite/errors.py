@@ -1,0 +1,34 @@
+"""The one place where sqlite3's exceptions (and our own waits' timeouts) become domain errors."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from simplequeue.domain import DatabaseUnavailable, ItemExists, QueueError, SchemaNotReady, StoreError
+
+
+@asynccontextmanager
+async def translated_errors() -> AsyncIterator[None]:
+    """The one place where sqlite3's exceptions (and our own waits' timeouts) become domain errors.
+    What SQLite said stays on the chained cause, for the log."""
+    try:
+        yield
+    except QueueError:
+        raise
+    except TimeoutError as exc:  # waiting for this process's writer or a reader
+        raise DatabaseUnavailable() from exc
+    except sqlite3.IntegrityError as exc:
+        if "sq_items.id" in str(exc):
+            raise ItemExists() from exc
+        raise StoreError() from exc
+    except sqlite3.OperationalError as exc:
+        message = str(exc)
+        if "no such table" in message:
+            raise SchemaNotReady() from exc
+        if "locked" in message or "busy" in message or "unable to open" in message:
+            raise DatabaseUnavailable() from exc
+        raise StoreError() from exc
+    except sqlite3.Error as exc:
+        raise StoreError() from exc
