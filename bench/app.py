@@ -15,9 +15,8 @@ from uuid import uuid4
 from fastapi import FastAPI, status
 from simplequeue.api.schemas import PushRequest, PushResponse
 from simplequeue.domain import NewItem, encode_payload, system_clock
-from simplequeue.main import create_app
+from simplequeue.main import create_app, store_for
 from simplequeue.settings import Settings
-from simplequeue.store.factory import create_store
 from simplequeue.store.protocol import Store
 
 
@@ -40,7 +39,7 @@ class CountedStore:
 
 def create() -> FastAPI:
     settings = Settings()
-    counted = CountedStore(create_store(settings))
+    counted = CountedStore(store_for(settings))
     app = create_app(settings, store=counted)  # type: ignore[arg-type]
 
     @app.post("/bench/noop", status_code=status.HTTP_201_CREATED, include_in_schema=False)

@@ -16,8 +16,8 @@ from typing import Any
 import aiohttp
 import asyncpg
 import httpx
+from simplequeue.main import store_for
 from simplequeue.settings import Settings
-from simplequeue.store.factory import create_store
 
 from bench.infra import database, run_for, server
 
@@ -445,7 +445,7 @@ FROM n
 async def pop_latency(engine: str, dead_rows: int, samples: int) -> list[float]:
     """Milliseconds per store pop (one item) with `dead_rows` dead items in the same queue."""
     async with database(engine) as url:
-        store = create_store(Settings(database_url=url))
+        store = store_for(Settings(database_url=url))
         await store.open()
         try:
             await store.migrate()

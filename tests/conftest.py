@@ -5,8 +5,8 @@ from pathlib import Path
 from uuid import uuid4
 
 import pytest
+from simplequeue.main import store_for
 from simplequeue.settings import Settings
-from simplequeue.store.factory import create_store
 from simplequeue.store.protocol import Store
 
 from tests.engines import ENGINES, FakeClock, postgres_database, require_mssql
@@ -44,7 +44,7 @@ def settings(database_url: str) -> Settings:
 
 @pytest.fixture
 async def store(settings: Settings, clock: FakeClock) -> AsyncIterator[Store]:
-    store = create_store(settings, clock)
+    store = store_for(settings, clock)
     await store.open()
     await store.migrate()
     yield store

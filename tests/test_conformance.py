@@ -23,8 +23,8 @@ from simplequeue.domain import (
     Pushed,
     QueueNotFound,
 )
+from simplequeue.main import store_for
 from simplequeue.settings import Settings
-from simplequeue.store.factory import create_store
 from simplequeue.store.protocol import Store
 
 from tests.engines import FakeClock
@@ -441,7 +441,7 @@ async def test_a_queue_outlives_its_items_and_unknown_queues_are_not_found(store
 
 
 async def test_leases_follow_the_database_clock_when_none_is_injected(settings: Settings, queue: str) -> None:
-    store = create_store(settings)  # no fake clock: the engine's clock decides
+    store = store_for(settings)  # no fake clock: the engine's clock decides
     await store.open()
     try:
         await store.migrate()

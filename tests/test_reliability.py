@@ -197,10 +197,10 @@ class Broken:
 
 @pytest.fixture
 def broken_app(tmp_path: Path) -> Any:
-    from simplequeue.store.factory import create_store
+    from simplequeue.main import store_for
 
     settings = Settings(database_url=f"sqlite:///{tmp_path / 'b.db'}", sweep=False)
-    return create_app(settings, store=Broken(create_store(settings)))  # type: ignore[arg-type]
+    return create_app(settings, store=Broken(store_for(settings)))  # type: ignore[arg-type]
 
 
 async def test_an_unexpected_error_is_the_500_envelope_and_is_not_reraised(broken_app: Any) -> None:
@@ -389,9 +389,9 @@ async def test_a_statement_stuck_on_a_lock_answers_503_and_leaves_the_pool_usabl
 async def test_a_store_call_cancelled_mid_statement_leaves_no_connection_behind(
     pg_settings: Settings, postgres_url: str
 ) -> None:
-    from simplequeue.store.factory import create_store
+    from simplequeue.main import store_for
 
-    store = create_store(pg_settings.model_copy(update={"db_timeout_seconds": 30, "pool_size": 1}))
+    store = store_for(pg_settings.model_copy(update={"db_timeout_seconds": 30, "pool_size": 1}))
     await store.open()
     await store.migrate()
     queue = f"t-{uuid4().hex[:12]}"

@@ -10,10 +10,10 @@ from uuid import uuid4
 
 import pytest
 from simplequeue.domain import DatabaseUnavailable, ItemExists, Pushed
+from simplequeue.main import store_for
 from simplequeue.service.pushing import PushCoalescer
 from simplequeue.service.waiting import Waiting
 from simplequeue.settings import Settings
-from simplequeue.store.factory import create_store
 from simplequeue.store.protocol import Store
 
 from tests.factories import new_item
@@ -41,7 +41,7 @@ class Counted:
 @pytest.fixture
 async def real_store(settings: Settings) -> AsyncIterator[Store]:
     """The engine's own clock: the probe sleeps in real time until leases expire."""
-    store = create_store(settings)
+    store = store_for(settings)
     await store.open()
     await store.migrate()
     yield store
@@ -122,7 +122,7 @@ async def test_a_push_through_another_process_is_found(
 ) -> None:
     # Another replica: its own store and waiting, no shared memory. PostgreSQL tells it through
     # LISTEN/NOTIFY; SQLite and SQL Server through the probe's recheck.
-    other = create_store(settings)
+    other = store_for(settings)
     await other.open()
     waiting = Waiting(other, recheck_seconds=1000 if settings.database_url.startswith("postgresql") else 0.2)
     if other.notifications is not None:
@@ -200,7 +200,7 @@ async def test_a_duplicate_fails_alone_and_its_neighbours_commit(real_store: Sto
 
 
 async def test_a_failed_commit_reaches_every_caller_of_its_batch(queue: str) -> None:
-    down = create_store(Settings(database_url="postgresql://postgres@127.0.0.1:1/none", db_timeout_seconds=1))
+    down = store_for(Settings(database_url="postgresql://postgres@127.0.0.1:1/none", db_timeout_seconds=1))
     await down.open()
     pusher = PushCoalescer(down)
     try:

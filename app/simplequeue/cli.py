@@ -9,8 +9,9 @@ from pathlib import Path
 
 import click
 
+from simplequeue.main import store_for
 from simplequeue.settings import Settings
-from simplequeue.store.factory import create_store, dialect_of
+from simplequeue.store.factory import dialect_of
 from simplequeue.store.migrations import load_migrations
 
 
@@ -66,7 +67,7 @@ def migrate(print_only: bool) -> None:
 
 def _migrate(settings: Settings) -> list[int]:
     async def run() -> list[int]:
-        store = create_store(settings)
+        store = store_for(settings)
         await store.open()
         try:
             return await store.migrate()
@@ -87,7 +88,7 @@ def purge(max_rows: int) -> None:
     from simplequeue.service.upkeep import reap
 
     async def run() -> tuple[int, int]:
-        store = create_store(Settings())
+        store = store_for(Settings())
         await store.open()
         try:
             return await reap(store, max_rows=max_rows), await purge_rows(store, max_rows=max_rows)

@@ -17,6 +17,16 @@ from simplequeue.store.factory import create_store
 from simplequeue.store.protocol import Store
 
 
+def store_for(settings: Settings, clock: Clock | None = None) -> Store:
+    """The store the settings name (built, not opened)."""
+    return create_store(
+        settings.database_url,
+        pool_size=settings.pool_size,
+        timeout_seconds=settings.db_timeout_seconds,
+        clock=clock,
+    )
+
+
 def create_app(
     settings: Settings | None = None, *, clock: Clock | None = None, store: Store | None = None
 ) -> FastAPI:
@@ -28,7 +38,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         service = QueueService(
-            store or create_store(settings, clock),
+            store or store_for(settings, clock),
             clock or system_clock,
             limits=Limits(max_payload_bytes=settings.max_payload_bytes),
             recheck_seconds=settings.wait_recheck_seconds,

@@ -5,7 +5,6 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from simplequeue.domain import Clock
-from simplequeue.settings import Settings
 from simplequeue.store.protocol import Store
 
 __all__ = ["Store", "UnsupportedDatabaseURL", "create_store", "dialect_of"]
@@ -34,12 +33,13 @@ def dialect_of(url: str) -> str:
     return _SCHEMES[scheme]
 
 
-def create_store(settings: Settings, clock: Clock | None = None) -> Store:
+def create_store(
+    url: str, *, pool_size: int = 10, timeout_seconds: float = 5.0, clock: Clock | None = None
+) -> Store:
     """Build (but do not open) the store the URL names. Drivers are imported only when chosen,
     so that SQLite and PostgreSQL deployments never need unixODBC."""
-    url = settings.database_url
     dialect = dialect_of(url)
-    timeout = settings.db_timeout_seconds
+    timeout = timeout_seconds
     if dialect == "sqlite":
         from simplequeue.store.sqlite.store import SqliteStore
 
@@ -47,10 +47,10 @@ def create_store(settings: Settings, clock: Clock | None = None) -> Store:
     if dialect == "postgresql":
         from simplequeue.store.postgres.store import PostgresStore
 
-        return PostgresStore(url, pool_size=settings.pool_size, timeout_seconds=timeout, clock=clock)
+        return PostgresStore(url, pool_size=pool_size, timeout_seconds=timeout, clock=clock)
     from simplequeue.store.mssql.store import MssqlStore
 
-    return MssqlStore(url, pool_size=settings.pool_size, timeout_seconds=timeout, clock=clock)
+    return MssqlStore(url, pool_size=pool_size, timeout_seconds=timeout, clock=clock)
 
 
 def sqlite_path(url: str) -> str:
