@@ -44,7 +44,7 @@ def refused_url() -> str:
 
 
 async def test_unreachable_server_is_database_unavailable(refused_url: str) -> None:
-    store = create_store(Settings(database_url=refused_url, db_timeout_seconds=2))
+    store = create_store(refused_url, timeout_seconds=2)
     await store.open()  # opening never connects: the service starts while the database is down
     try:
         item = NewItem(uuid4(), "q", "1", datetime.now(UTC))

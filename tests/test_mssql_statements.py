@@ -59,14 +59,12 @@ from simplequeue.domain import (
 from simplequeue.store import rows
 from simplequeue.store.cursors import encode_cursor
 from simplequeue.store.migrations import Migration, load_migrations, split_statements
-from simplequeue.store.mssql.store import (
-    BATCH,
-    MssqlStore,
-    Q,
-    _index_order,
-    odbc_connection_string,
-    translated_errors,
-)
+from simplequeue.store.mssql.errors import translated_errors
+from simplequeue.store.mssql.odbc import odbc_connection_string
+from simplequeue.store.mssql.params import index_order
+from simplequeue.store.mssql.statements import Q, fetch
+from simplequeue.store.mssql.store import BATCH, MssqlStore
+from simplequeue.store.queries import load_queries
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel
 
@@ -111,7 +109,7 @@ def all_migration_statements() -> list[str]:
 
 @pytest.mark.parametrize("name", sorted(Q))
 def test_every_query_parses_as_tsql(name: str) -> None:
-    assert parse(Q[name])
+    assert parse(Q[name].sql)
 
 
 @pytest.mark.parametrize("statement", all_migration_statements(), ids=lambda s: s.splitlines()[0][:60])
@@ -129,7 +127,7 @@ def test_the_migration_splits_into_its_six_guarded_creates() -> None:
 
 def code(name: str) -> list[str]:
     """A batch's lines without its comments."""
-    return [line for line in Q[name].splitlines() if not line.lstrip().startswith("--")]
+    return [line for line in Q[name].sql.splitlines() if not line.lstrip().startswith("--")]
 
 
 def batches() -> list[str]:
@@ -140,7 +138,7 @@ def batches() -> list[str]:
 def write_targets(name: str) -> list[str]:
     """What each INSERT, UPDATE and DELETE of a batch writes to: a table, a CTE, an alias or @variable."""
     found = []
-    for tree in parse(Q[name]):
+    for tree in parse(Q[name].sql):
         for node in tree.walk():
             if isinstance(node, exp.Insert | exp.Update | exp.Delete):
                 target = node.this.this if isinstance(node.this, exp.Schema) else node.this
@@ -176,12 +174,12 @@ def test_the_batches_that_write_are_the_ones_expected() -> None:
 
 
 def clocked() -> list[str]:
-    return sorted(name for name in Q if "@now" in Q[name] and name != "record_version")
+    return sorted(name for name in Q if "@now" in Q[name].sql and name != "record_version")
 
 
 @pytest.mark.parametrize("name", clocked())
 def test_the_server_clock_is_used_unless_one_is_bound(name: str) -> None:
-    declare = next(tree for tree in parse(Q[name]) if isinstance(tree, exp.Declare))
+    declare = next(tree for tree in parse(Q[name].sql) if isinstance(tree, exp.Declare))
     default = declare.expressions[0].args["default"]
     assert declare.expressions[0].this[0].name == "now", "the clock is the batch's first variable"
     assert "SYSUTCDATETIME" in default.sql("tsql").upper()
@@ -204,7 +202,7 @@ def test_fractional_seconds_are_added_as_whole_seconds_then_microseconds() -> No
     # DATEADD(MICROSECOND, n, t) takes an INT n: all of a delay in microseconds overflows past 35.8 min.
     found = 0
     for name in Q:
-        for tree in parse(Q[name]):
+        for tree in parse(Q[name].sql):
             for add in tree.find_all(exp.DateAdd):
                 if add.text("unit").upper() == "MICROSECOND":
                     found += 1
@@ -212,6 +210,80 @@ def test_fractional_seconds_are_added_as_whole_seconds_then_microseconds() -> No
                     assert isinstance(inner, exp.DateAdd), name
                     assert inner.text("unit").upper() == "SECOND", name
     assert found == 3, "push_batch, fail and revive"
+
+
+# --- named parameters ---------------------------------------------------------------------------
+
+# Each query's parameters, in the order of its ? markers: the order in which pyodbc takes the values
+# that Query.bind lines up by name. The binding tests below check which value lands on which marker.
+PARAMETERS = {
+    "claim_dedup_keys": ("now", "claims"),
+    "push_batch": ("now", "items"),
+    "pop": ("now", "queue", "lease_seconds", "max_items", "lease_token"),
+    "extend": ("now", "id", "lease_token", "lease_seconds"),
+    "complete_batch": ("now", "items"),
+    "fail": ("now", "id", "lease_token", "retry", "retry_after", "draw", "error"),
+    "reap_expired": ("now", "error", "limit"),
+    "get_item": ("now", "id"),
+    "list_dead": ("now", "queue", "after_at", "after_seq", "limit"),
+    "pick_dead": ("queue", "ids", "limit"),
+    "revive": ("now", "queue", "plan"),
+    "purge_dead": ("now", "queue", "limit"),
+    "list_history": ("queue", "outcome", "since", "until", "after_at", "after_seq", "limit"),
+    "purge_history": ("now", "limit"),
+    "put_queue": (
+        "now",
+        "queue",
+        "max_attempts",
+        "lease_seconds",
+        "backoff_base_seconds",
+        "backoff_factor",
+        "backoff_cap_seconds",
+        "backoff_jitter",
+        "retention_seconds",
+        "dedup_window_seconds",
+        "history_payload",
+    ),
+    "next_visible_at": ("now", "queues"),
+    "queue_stats": ("now", "queue"),
+    "lock_migrations": ("timeout_ms",),
+    "unlock_migrations": (),
+    "create_version_table": (),
+    "applied_versions": (),
+    "record_version": ("version", "name", "now"),
+    "compatibility_level": (),
+}
+# The same file with :name kept, for tests that read which parameter a statement takes.
+NAMED = load_queries("simplequeue.store.mssql", "named")
+
+
+def test_every_query_names_its_parameters_in_marker_order() -> None:
+    assert {name: query.params for name, query in Q.items()} == PARAMETERS
+    assert {query.style for query in Q.values()} == {"qmark"}
+
+
+@pytest.mark.parametrize("name", sorted(Q))
+def test_every_marker_is_a_named_parameter_written_once(name: str) -> None:
+    # A ? written into queries.sql would be a marker that no name binds; a name written twice would be
+    # a second marker and a second copy of its value (a batch reads a value twice through its variable).
+    query = Q[name]
+    assert placeholders(query.sql) == len(query.params)
+    assert len(set(query.params)) == len(query.params)
+    assert sorted(query.params) == sorted(NAMED[name].params)
+
+
+def test_a_variable_set_from_a_parameter_takes_the_parameters_name() -> None:
+    found = {}
+    for name, query in NAMED.items():
+        for tree in parse(query.sql):
+            if isinstance(tree, exp.Declare) and (default := tree.expressions[0].args.get("default")):
+                variable = tree.expressions[0].this[0].name
+                for placeholder in default.find_all(exp.Placeholder):
+                    found[(name, variable)] = placeholder.name
+    mismatched = {key: param for key, param in found.items() if key[1] != param}
+    # @token is the batch's short name for the lease token the store binds under its protocol name.
+    assert mismatched == {("extend", "token"): "lease_token", ("fail", "token"): "lease_token"}
+    assert ("pop", "queue") in found
 
 
 # --- the pop --------------------------------------------------------------------------------------
@@ -229,7 +301,7 @@ def index_hint(table: exp.Table) -> str:
 
 
 def pop_update() -> exp.Update:
-    trees = parse(Q["pop"])
+    trees = parse(Q["pop"].sql)
     assert [type(tree) for tree in trees] == [exp.Set, exp.Set, *[exp.Declare] * 4, exp.Update]
     update = trees[-1]
     assert isinstance(update, exp.Update)
@@ -238,7 +310,7 @@ def pop_update() -> exp.Update:
 
 def pop_declares() -> dict[str, str]:
     """pop's variables: name -> initialiser."""
-    declares = [tree for tree in parse(Q["pop"]) if isinstance(tree, exp.Declare)]
+    declares = [tree for tree in parse(Q["pop"].sql) if isinstance(tree, exp.Declare)]
     return {d.expressions[0].this[0].name: d.expressions[0].args["default"].sql("tsql") for d in declares}
 
 
@@ -304,7 +376,7 @@ def test_pops_group_probe_waits_for_locked_rows_instead_of_passing_them() -> Non
     assert hints(table) == ["INDEX", "READCOMMITTEDLOCK"]
     assert "READPAST" not in probe.sql("tsql").upper()
     assert "sq_items_group" in index_hint(table)
-    assert "deliberately carries READCOMMITTEDLOCK but NOT READPAST" in Q["pop"], "the comment says why"
+    assert "deliberately carries READCOMMITTEDLOCK but NOT READPAST" in Q["pop"].sql, "the comment says why"
 
 
 def test_pops_group_probe_looks_for_an_earlier_live_item_of_the_same_group() -> None:
@@ -692,11 +764,11 @@ def openjson_columns(node: exp.Expression) -> dict[str, str]:
 
 def statements(name: str) -> list[exp.Expression]:
     """A batch's statements after its SETs and DECLAREs."""
-    return [tree for tree in parse(Q[name]) if not isinstance(tree, exp.Set | exp.Declare)]
+    return [tree for tree in parse(Q[name].sql) if not isinstance(tree, exp.Set | exp.Declare)]
 
 
 def declared(name: str) -> str:
-    return " ".join(tree.sql("tsql") for tree in parse(Q[name]) if isinstance(tree, exp.Declare))
+    return " ".join(tree.sql("tsql") for tree in parse(Q[name].sql) if isinstance(tree, exp.Declare))
 
 
 def table_named(node: exp.Expression, name: str) -> exp.Table:
@@ -733,7 +805,7 @@ HISTORY_COLUMNS = [
 
 
 def test_claim_dedup_keys_locks_every_claimed_key_present_or_not_then_takes_new_and_expired_ones() -> None:
-    assert placeholders(Q["claim_dedup_keys"]) == 2, "the clock and the claims, however many"
+    assert placeholders(Q["claim_dedup_keys"].sql) == 2, "the clock and the claims, however many"
     read, lock, take_over, insert, answer = statements("claim_dedup_keys")
     assert isinstance(read, exp.Insert)
     assert read.this.this.sql("tsql") == "@claim"
@@ -768,7 +840,7 @@ def test_claim_dedup_keys_locks_every_claimed_key_present_or_not_then_takes_new_
 
 
 def push_batch_statements() -> tuple[exp.Insert, exp.Insert, exp.Insert, exp.Insert, exp.Select, exp.IfBlock]:
-    trees = parse(Q["push_batch"])
+    trees = parse(Q["push_batch"].sql)
     kinds = [type(tree) for tree in trees]
     assert kinds == [exp.Set, exp.Set, *[exp.Declare] * 6, *[exp.Insert] * 4, exp.Select, exp.IfBlock]
     grouped, lock_groups, lock_ids, insert, select, register = trees[8:]
@@ -783,8 +855,8 @@ def push_batch_statements() -> tuple[exp.Insert, exp.Insert, exp.Insert, exp.Ins
 
 def test_push_batch_reads_every_item_from_one_json_parameter() -> None:
     grouped, _, lock_ids, insert, _, _ = push_batch_statements()
-    assert placeholders(Q["push_batch"]) == 2, "the clock and the items, whatever their number"
-    assert parse(Q["push_batch"])[3].sql("tsql") == "DECLARE @items NVARCHAR(MAX) = ?"
+    assert placeholders(Q["push_batch"].sql) == 2, "the clock and the items, whatever their number"
+    assert parse(Q["push_batch"].sql)[3].sql("tsql") == "DECLARE @items NVARCHAR(MAX) = ?"
     for statement in (grouped, lock_ids, insert):
         assert statement.expression.find(exp.OpenJSON).this.sql("tsql") == "@items"
     # The payload is a JSON string read as text (no AS JSON, which would re-serialise it); the times are
@@ -906,7 +978,7 @@ def complete_batch_statements() -> tuple[exp.Delete, exp.Insert, exp.Update, exp
 
 def test_complete_batch_deletes_by_seek_where_the_token_matches_or_none_was_given_and_not_dead() -> None:
     delete, *_ = complete_batch_statements()
-    assert placeholders(Q["complete_batch"]) == 2, "the clock and the items"
+    assert placeholders(Q["complete_batch"].sql) == 2, "the clock and the items"
     assert "DECLARE @items NVARCHAR(MAX) = ?" in declared("complete_batch")
     target = delete.this
     assert (target.db, target.name, target.alias) == ("dbo", "sq_items", "i")
@@ -989,7 +1061,7 @@ def test_item_rows_carry_every_column_item_view_reads(name: str) -> None:
 def test_extend_moves_only_a_live_lease_with_its_token_then_reads_the_item() -> None:
     update, select = statements("extend")
     assert isinstance(update, exp.Update)
-    assert placeholders(Q["extend"]) == 4
+    assert placeholders(Q["extend"].sql) == 4
     assert update.args["where"].this.sql("tsql") == (
         "id = @id AND status = 'leased' AND lease_token = @token AND visible_at > @now"
     )
@@ -1011,7 +1083,7 @@ def fail_statements() -> tuple[exp.Update, exp.Insert, exp.Select, exp.Select]:
 
 def test_fail_is_one_compare_and_set_that_dies_or_backs_off() -> None:
     update, *_ = fail_statements()
-    assert placeholders(Q["fail"]) == 7
+    assert placeholders(Q["fail"].sql) == 7
     sql = update.sql("tsql")
     assert update.args["where"].this.sql("tsql") == (
         "i.id = @id AND i.status <> 'dead' AND (@token IS NULL OR i.lease_token = @token)"
@@ -1054,7 +1126,7 @@ def test_fail_writes_a_deaths_history_record_in_the_same_batch() -> None:
 def test_reap_expired_kills_expired_last_attempts_skipping_locked_rows_and_writes_history() -> None:
     update, history, count = statements("reap_expired")
     assert isinstance(update, exp.Update)
-    assert placeholders(Q["reap_expired"]) == 3
+    assert placeholders(Q["reap_expired"].sql) == 3
     select = update.find(exp.CTE).this
     table = select.find(exp.From).this
     assert hints(table) == ["INDEX", "READCOMMITTEDLOCK", "READPAST", "ROWLOCK", "UPDLOCK"]
@@ -1079,7 +1151,7 @@ def test_reap_expired_kills_expired_last_attempts_skipping_locked_rows_and_write
 def test_list_dead_pages_newest_dead_first_from_the_cursor() -> None:
     [select] = statements("list_dead")
     assert isinstance(select, exp.Select)
-    assert placeholders(Q["list_dead"]) == 5
+    assert placeholders(Q["list_dead"].sql) == 5
     assert select.args.get("limit") is not None
     assert "sq_items_dead" in index_hint(table_named(select, "sq_items"))
     assert [(o.this.sql("tsql"), bool(o.args.get("desc"))) for o in select.args["order"].expressions] == [
@@ -1095,7 +1167,7 @@ def test_list_dead_pages_newest_dead_first_from_the_cursor() -> None:
 def test_list_history_pages_newest_finished_first_with_its_filters() -> None:
     [select] = statements("list_history")
     assert isinstance(select, exp.Select)
-    assert placeholders(Q["list_history"]) == 7
+    assert placeholders(Q["list_history"].sql) == 7
     assert [col.alias_or_name for col in select.expressions] == [
         "seq",
         *HISTORY_COLUMNS[:2],
@@ -1120,7 +1192,7 @@ def test_list_history_pages_newest_finished_first_with_its_filters() -> None:
 def test_redrive_picks_the_oldest_dead_first_and_locks_them() -> None:
     [select] = statements("pick_dead")
     assert isinstance(select, exp.Select)
-    assert placeholders(Q["pick_dead"]) == 3
+    assert placeholders(Q["pick_dead"].sql) == 3
     table = select.find(exp.From).this
     assert hints(table) == ["INDEX", "READCOMMITTEDLOCK", "READPAST", "ROWLOCK", "UPDLOCK"]
     assert "sq_items_dead" in index_hint(table)
@@ -1133,7 +1205,7 @@ def test_redrive_picks_the_oldest_dead_first_and_locks_them() -> None:
 
 def test_revive_moves_items_to_the_back_of_their_groups_with_new_seqs() -> None:
     lock, delete, insert, count = statements("revive")
-    assert placeholders(Q["revive"]) == 3
+    assert placeholders(Q["revive"].sql) == 3
     assert isinstance(lock, exp.Insert)
     assert hints(table_named(lock, "sq_queues")) == ["HOLDLOCK", "UPDLOCK"], "as pushes into groups do"
     assert isinstance(delete, exp.Delete)
@@ -1172,7 +1244,7 @@ def test_purge_dead_deletes_a_batch_oldest_first_and_starts_their_dedup_windows(
 
 def test_purge_history_deletes_at_most_limit_records_past_retention_and_keys_past_their_window() -> None:
     history, keys, answer = statements("purge_history")
-    assert placeholders(Q["purge_history"]) == 2
+    assert placeholders(Q["purge_history"].sql) == 2
     assert isinstance(history, exp.Delete)
     per_queue = history.find(exp.CTE).this
     assert per_queue.args["limit"].expression.sql("tsql") == "@limit"
@@ -1188,7 +1260,7 @@ def test_purge_history_deletes_at_most_limit_records_past_retention_and_keys_pas
 
 def test_put_queue_updates_under_a_key_lock_or_inserts_and_says_which() -> None:
     update, created, insert = statements("put_queue")
-    assert placeholders(Q["put_queue"]) == 11
+    assert placeholders(Q["put_queue"].sql) == 11
     assert isinstance(update, exp.Update)
     assert hints(update.this) == ["HOLDLOCK", "UPDLOCK"]
     assert {eq.this.name for eq in update.expressions} == set(rows.settings_params(QueueSettings()))
@@ -1225,7 +1297,7 @@ def test_queue_stats_rows_carry_every_column_queue_stats_reads() -> None:
 
 def next_visible_at_min() -> exp.Select:
     """The MIN(visible_at) applied to each queue of next_visible_at's second SELECT."""
-    [*_, per_queue] = parse(Q["next_visible_at"])
+    [*_, per_queue] = parse(Q["next_visible_at"].sql)
     subquery = per_queue.find(exp.Subquery)
     assert subquery is not None
     assert isinstance(subquery.this, exp.Select)
@@ -1233,9 +1305,9 @@ def next_visible_at_min() -> exp.Select:
 
 
 def test_next_visible_at_reads_the_clock_then_each_queues_earliest_live_item() -> None:
-    trees = parse(Q["next_visible_at"])
+    trees = parse(Q["next_visible_at"].sql)
     assert [type(tree) for tree in trees] == [exp.Set, exp.Declare, exp.Select, exp.Select]
-    assert placeholders(Q["next_visible_at"]) == 2, "the clock and the queues, however many"
+    assert placeholders(Q["next_visible_at"].sql) == 2, "the clock and the queues, however many"
     clock, per_queue = trees[2:]
     assert clock.sql("tsql") == "SELECT @now AS now"
     assert [col.alias for col in per_queue.expressions] == ["queue", "next_visible_at"]
@@ -1282,7 +1354,7 @@ def result(**columns: Any) -> Result:
 
 @dataclass
 class Executed:
-    name: str  # the query's name in mssql.sql, or the statement itself for migrations
+    name: str  # the query's name in queries.sql, or the statement itself (migrations, SETs)
     sql: str
     params: tuple[Any, ...]
 
@@ -1297,7 +1369,7 @@ class Executed:
         return " ".join("".join(a + b for a, b in zip(pieces, [*literals, ""], strict=True)).split())
 
 
-QUERY_NAMES = {sql: name for name, sql in Q.items()}
+QUERY_NAMES = {query.sql: name for name, query in Q.items()}
 LIFT, BOUND = "SET LOCK_TIMEOUT -1", "SET LOCK_TIMEOUT 5000"  # around a migration (timeout 5 s)
 
 
@@ -1390,14 +1462,14 @@ async def test_the_fake_refuses_parameters_pyodbc_cannot_bind_without_asking(bad
     # the statements do not expect. Every binding test below relies on this check.
     cursor = FakeCursor(FakeConnection())
     with pytest.raises(AssertionError, match="bind str and int only"):
-        await cursor.execute(Q["next_visible_at"], NOW_TEXT, bad)
+        await cursor.execute(Q["next_visible_at"].sql, NOW_TEXT, bad)
 
 
 async def test_the_fake_refuses_a_parameter_too_many_or_too_few() -> None:
     cursor = FakeCursor(FakeConnection())
     for params in [(NOW_TEXT,), (NOW_TEXT, "orders", "extra")]:
         with pytest.raises(AssertionError, match="markers"):
-            await cursor.execute(Q["next_visible_at"], *params)
+            await cursor.execute(Q["next_visible_at"].sql, *params)
 
 
 DRAW = 0.25  # the fake store's backoff jitter draw
@@ -1573,7 +1645,7 @@ async def test_push_batch_sends_the_items_in_the_id_indexs_order_numbered_in_the
     await store.push_batch(items, skip_existing=True)
 
     sent = pushed(conn)
-    assert [UUID(item["id"]) for item in sent] == sorted((item.id for item in items), key=_index_order)
+    assert [UUID(item["id"]) for item in sent] == sorted((item.id for item in items), key=index_order)
     assert [item["id"] for item in sorted(sent, key=lambda item: item["n"])] == [str(i.id) for i in items]
 
 
@@ -1586,12 +1658,12 @@ def test_the_index_order_is_sql_servers_uniqueidentifier_order() -> None:
         raw[position] = 1
         return UUID(bytes=bytes(raw))
 
-    ladder = sorted(range(16), key=lambda position: _index_order(only(position)))
+    ladder = sorted(range(16), key=lambda position: index_order(only(position)))
     assert ladder == [0, 1, 2, 3, 4, 5, 6, 7, 9, 8, 15, 14, 13, 12, 11, 10]
     # The documented example: compared on their last groups first, 86FF976E763F > 393AE6BBB849.
     g1 = UUID("55666BEE-B3A0-4BF5-81A7-86FF976E763F")
     g2 = UUID("8DD5BCA5-6ABE-4F73-B4B7-393AE6BBB849")
-    assert _index_order(g2) < _index_order(g1)
+    assert index_order(g2) < index_order(g1)
 
 
 async def test_skip_existing_returns_none_for_the_ids_not_inserted_and_commits(
@@ -2524,6 +2596,76 @@ async def test_check_ready_wants_the_latest_version(fake: tuple[MssqlStore, Fake
     await store.check_ready()
 
 
+# --- every query bound by name at its call site ---------------------------------------------------
+
+
+async def test_a_value_missing_or_left_over_is_refused_before_the_batch_is_sent() -> None:
+    conn = FakeConnection()
+    with pytest.raises(TypeError, match=r"missing \['queues'\], unexpected \[\]"):
+        await fetch(conn, "next_visible_at", now=NOW_TEXT)
+    with pytest.raises(TypeError, match=r"missing \[\], unexpected \['queue'\]"):
+        await fetch(conn, "next_visible_at", now=NOW_TEXT, queues="[]", queue="orders")
+    assert conn.executed == []
+    await fetch(conn, "next_visible_at", queues="[]", now=NOW_TEXT)  # by name: any order
+    assert conn.params("next_visible_at") == (NOW_TEXT, "[]")
+
+
+async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_names(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    # Every call site binds through Query.bind, which raises TypeError for a name missing or left
+    # over, before anything is sent (the test above). So a query that reached the fake was bound
+    # with exactly its names; between them, these calls reach every query of queries.sql.
+    store, conn = fake
+    item_id, token = uuid4(), uuid4()
+    keyed = NewItem(uuid4(), "orders", "1", NOW, dedup_key="k")
+    conn.reply("claim_dedup_keys", claim_rows((0, keyed.id, NOW, True)))
+    conn.reply("push_batch", ids(keyed.id))
+    conn.reply("extend", Results([result(seq=7), item_row(item_id, status="leased", lease_token=token)]))
+    conn.reply("complete_batch", *[Results([ids(item_id), still_there()])] * 2)
+    conn.reply("fail", Results([result(status="dead"), item_row(item_id, status="dead")]))
+    conn.reply("get_item", item_row(item_id, status="ready"))
+    conn.reply("next_visible_at", Results([result(now=NOW.replace(tzinfo=None)), visible_rows()]))
+    conn.reply("queue_stats", *[Result(STATS_COLUMNS, [stats_row("orders", None)])] * 2)
+    conn.reply("put_queue", result(created=1))
+    conn.reply("list_dead", dead_rows())
+    conn.reply("pick_dead", picked(1))
+    conn.reply("revive", result(revived=1))
+    conn.reply("purge_dead", result(purged=0))
+    conn.reply("list_history", history_rows())
+    conn.reply("reap_expired", result(killed=0))
+    conn.reply("purge_history", result(history=0, keys=0))
+    conn.reply("lock_migrations", result(result=0))
+    conn.reply("compatibility_level", result(compatibility_level=130))
+    conn.reply("applied_versions", Result(["version"], []), Result(["version"], [(1,), (2,)]))
+
+    await store.push_batch([keyed], skip_existing=False)
+    await store.pop("orders", 1, None)
+    await store.extend(item_id, token, 30)
+    await store.complete(item_id, token)
+    await store.complete_batch([Completion(item_id, None)])
+    await store.fail(item_id, Failure("boom", lease_token=token, retry=False))
+    await store.get_item(item_id)
+    await store.next_visible_at(["orders"])
+    await store.list_queues()
+    await store.get_queue("orders")
+    await store.put_queue("orders", QueueSettings())
+    await store.list_dead("orders", 10, None)
+    assert await store.redrive("orders", None, None) == 1
+    await store.purge_dead("orders")
+    await store.list_history("orders", HistoryFilter(), 10, None)
+    await store.reap_expired(10)
+    await store.purge_history(10)
+    assert await store.migrate() == [1, 2]
+    await store.check_ready()
+
+    named = [e for e in conn.executed if e.name in Q]
+    assert {e.name for e in named} == set(Q), "a query no store method sends"
+    for e in named:
+        assert len(e.params) == len(Q[e.name].params), e.name
+    assert not conn.closed, "unlock_migrations, whose errors are swallowed, was bound too"
+
+
 # --- errors ---------------------------------------------------------------------------------------
 
 
@@ -2717,7 +2859,7 @@ async def test_each_new_connection_bounds_its_statements_and_lock_waits(fake_aio
 async def test_migrations_lift_the_bounds_and_put_them_back(monkeypatch: pytest.MonkeyPatch) -> None:
     store, conn = fake_store(monkeypatch)
     seen: list[int] = []
-    original = Q["lock_migrations"]
+    original = Q["lock_migrations"].sql
     conn.reply("lock_migrations", result(result=0))
     conn.reply("compatibility_level", result(compatibility_level=150))
     conn.reply("applied_versions", Result(["version"], []))
@@ -2791,8 +2933,12 @@ def test_other_databases_urls_are_refused() -> None:
 
 
 def test_importing_the_store_loads_no_odbc_module() -> None:
+    # Every module of the dialect, not only the store that imports most of them.
     code = (
-        "import sys, simplequeue.store.mssql.store; "
+        "import sys, importlib, pkgutil, simplequeue.store.mssql as dialect; "
+        "names = [m.name for m in pkgutil.iter_modules(dialect.__path__)]; "
+        "assert {'store', 'odbc', 'errors', 'params', 'statements'} <= set(names), names; "
+        "[importlib.import_module(f'{dialect.__name__}.{name}') for name in names]; "
         "print(sorted(m for m in ('pyodbc', 'aioodbc') if m in sys.modules))"
     )
     done = subprocess.run(

@@ -1,4 +1,7 @@
--- Queries of the SQL Server dialect (pyodbc through aioodbc, ? parameters in order).
+-- Queries of the SQL Server dialect (pyodbc through aioodbc). Parameters are written :name; loading
+-- compiles each occurrence to ODBC's ? marker, and the store binds them by name (store/queries.py).
+-- Each name is written once per batch (a value read twice goes through the variable the batch
+-- DECLAREs for it), since every occurrence is a marker of its own and a value sent with it.
 --
 -- Each block is one batch, sent in one round trip. Conventions:
 -- * SET NOCOUNT ON first: no "rows affected" messages, so the first result set of a batch is its
@@ -25,8 +28,8 @@
 --   history pages are keyed on them, and the cursor that carries one back is a Python datetime,
 --   which has no 100-nanosecond digit for SYSUTCDATETIME()'s seventh one. The batches that stamp
 --   them round @now first.
--- * Item rows carry the columns app.store.rows reads by name: the item's, its queue's max_attempts
---   and the batch's clock as now.
+-- * Item rows carry the columns simplequeue.store.rows reads by name: the item's, its queue's
+--   max_attempts and the batch's clock as now.
 
 -- name: claim_dedup_keys
 -- A push's idempotency keys, claimed in the push's transaction before push_batch inserts. @claims is
@@ -42,8 +45,8 @@
 -- with filtered indexes on the target (sq_dedup_expires).
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
-DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(?, N'') AS DATETIME2(7)), SYSUTCDATETIME());
-DECLARE @claims NVARCHAR(MAX) = ?;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @claims NVARCHAR(MAX) = :claims;
 DECLARE @claim TABLE (
     n INT NOT NULL,
     queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL,
@@ -121,8 +124,8 @@ LEFT JOIN @took AS t ON t.queue = c.queue AND t.dedup_key = c.dedup_key;
 -- read wider than the column so that an overlong name fails instead of being truncated.
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
-DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(?, N'') AS DATETIME2(7)), SYSUTCDATETIME());
-DECLARE @items NVARCHAR(MAX) = ?;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @items NVARCHAR(MAX) = :items;
 DECLARE @grouped TABLE (queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL PRIMARY KEY);
 DECLARE @locked TABLE (queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL);
 DECLARE @taken TABLE (id UNIQUEIDENTIFIER NOT NULL PRIMARY KEY);
@@ -180,7 +183,7 @@ IF EXISTS (SELECT 1 FROM @inserted AS i WHERE NOT EXISTS (SELECT 1 FROM dbo.sq_q
 -- INDEX(sq_items_pop): walk the filtered pop index in (priority DESC, created_at, seq) order and stop
 --   after TOP rows. A queue table's size swings faster than statistics follow it; with stale ones the
 --   optimizer may scan another index and sort every ready row on each pop (PostgreSQL was seen
---   doing exactly that: see PLANNER_SETTINGS in postgres.py).
+--   doing exactly that: see PLANNER_SETTINGS in postgres/store.py).
 -- The group probe (the inner NOT EXISTS) deliberately carries READCOMMITTEDLOCK but NOT READPAST.
 -- With READPAST it would skip an earlier item of the group that another transaction holds (a popper
 -- leasing it, a worker completing it, a push not yet committed), find no live predecessor and hand
@@ -192,14 +195,14 @@ IF EXISTS (SELECT 1 FROM @inserted AS i WHERE NOT EXISTS (SELECT 1 FROM dbo.sq_q
 -- The queue's settings are read first: its max_attempts, and its lease when the pop names none ('').
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
-DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(?, N'') AS DATETIME2(7)), SYSUTCDATETIME());
-DECLARE @queue NVARCHAR(4000) = ?;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @queue NVARCHAR(4000) = :queue;
 DECLARE @max_attempts INT = (SELECT max_attempts FROM dbo.sq_queues WHERE name = @queue);
 DECLARE @lease_seconds INT = COALESCE(
-    CAST(NULLIF(?, N'') AS INT), (SELECT lease_seconds FROM dbo.sq_queues WHERE name = @queue)
+    CAST(NULLIF(:lease_seconds, N'') AS INT), (SELECT lease_seconds FROM dbo.sq_queues WHERE name = @queue)
 );
 WITH claimable AS (
-    SELECT TOP (CAST(? AS INT)) x.seq, x.id, x.queue, x.payload, x.created_at, x.status, x.attempts,
+    SELECT TOP (CAST(:max_items AS INT)) x.seq, x.id, x.queue, x.payload, x.created_at, x.status, x.attempts,
            x.lease_token, x.visible_at, x.first_popped_at, x.priority, x.group_key
     FROM dbo.sq_items AS x WITH (INDEX(sq_items_pop), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
     WHERE x.queue = @queue AND x.status IN ('ready', 'leased') AND x.visible_at <= @now
@@ -214,7 +217,7 @@ WITH claimable AS (
 UPDATE claimable
 SET status = 'leased',
     attempts = attempts + 1,
-    lease_token = CAST(? AS UNIQUEIDENTIFIER),
+    lease_token = CAST(:lease_token AS UNIQUEIDENTIFIER),
     visible_at = DATEADD(SECOND, @lease_seconds, @now),
     first_popped_at = COALESCE(first_popped_at, @now)
 OUTPUT inserted.seq, inserted.id, inserted.queue, inserted.payload, inserted.created_at, inserted.attempts,
@@ -225,11 +228,11 @@ OUTPUT inserted.seq, inserted.id, inserted.queue, inserted.payload, inserted.cre
 -- from which the store says why a refusal happened.
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
-DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(?, N'') AS DATETIME2(7)), SYSUTCDATETIME());
-DECLARE @id UNIQUEIDENTIFIER = CAST(? AS UNIQUEIDENTIFIER);
-DECLARE @token UNIQUEIDENTIFIER = CAST(? AS UNIQUEIDENTIFIER);
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @id UNIQUEIDENTIFIER = CAST(:id AS UNIQUEIDENTIFIER);
+DECLARE @token UNIQUEIDENTIFIER = CAST(:lease_token AS UNIQUEIDENTIFIER);
 UPDATE dbo.sq_items
-SET visible_at = DATEADD(SECOND, CAST(? AS INT), @now)
+SET visible_at = DATEADD(SECOND, CAST(:lease_seconds AS INT), @now)
 OUTPUT inserted.seq
 WHERE id = @id AND status = 'leased' AND lease_token = @token AND visible_at > @now;
 SELECT i.id, i.queue, i.payload, i.status, i.attempts, i.errors, i.created_at, i.visible_at, i.lease_token,
@@ -250,9 +253,9 @@ WHERE i.id = @id;
 -- element with the highest index, read as NVARCHAR(MAX) (JSON_VALUE would stop at 4000 characters).
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
-DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(?, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
 SET @now = CAST(@now AS DATETIME2(6));
-DECLARE @items NVARCHAR(MAX) = ?;
+DECLARE @items NVARCHAR(MAX) = :items;
 DECLARE @done TABLE (
     id UNIQUEIDENTIFIER NOT NULL,
     queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL,
@@ -299,14 +302,14 @@ JOIN OPENJSON(@items) WITH (id UNIQUEIDENTIFIER) AS j ON i.id = j.id;
 -- the same transaction. Two result sets: the row changed (none: refused), then the item as it is now.
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
-DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(?, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
 SET @now = CAST(@now AS DATETIME2(6));
-DECLARE @id UNIQUEIDENTIFIER = CAST(? AS UNIQUEIDENTIFIER);
-DECLARE @token UNIQUEIDENTIFIER = CAST(NULLIF(?, N'') AS UNIQUEIDENTIFIER);
-DECLARE @retry BIT = ?;
-DECLARE @retry_after FLOAT = CAST(NULLIF(?, N'') AS FLOAT);
-DECLARE @draw FLOAT = CAST(? AS FLOAT);
-DECLARE @error NVARCHAR(MAX) = ?;
+DECLARE @id UNIQUEIDENTIFIER = CAST(:id AS UNIQUEIDENTIFIER);
+DECLARE @token UNIQUEIDENTIFIER = CAST(NULLIF(:lease_token, N'') AS UNIQUEIDENTIFIER);
+DECLARE @retry BIT = :retry;
+DECLARE @retry_after FLOAT = CAST(NULLIF(:retry_after, N'') AS FLOAT);
+DECLARE @draw FLOAT = CAST(:draw AS FLOAT);
+DECLARE @error NVARCHAR(MAX) = :error;
 DECLARE @failed TABLE (
     id UNIQUEIDENTIFIER NOT NULL,
     queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL,
@@ -368,9 +371,9 @@ WHERE i.id = @id;
 -- next sweep; UPDLOCK and ROWLOCK as in pop.
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
-DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(?, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
 SET @now = CAST(@now AS DATETIME2(6));
-DECLARE @error NVARCHAR(MAX) = ?;
+DECLARE @error NVARCHAR(MAX) = :error;
 DECLARE @killed TABLE (
     id UNIQUEIDENTIFIER NOT NULL,
     queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL,
@@ -382,7 +385,7 @@ DECLARE @killed TABLE (
     payload NVARCHAR(MAX) NOT NULL
 );
 WITH expired AS (
-    SELECT TOP (CAST(? AS INT)) x.status, x.died_at, x.lease_token, x.errors, x.id, x.queue, x.attempts,
+    SELECT TOP (CAST(:limit AS INT)) x.status, x.died_at, x.lease_token, x.errors, x.id, x.queue, x.attempts,
            x.created_at, x.first_popped_at, x.group_key, x.dedup_key, x.payload
     FROM dbo.sq_items AS x WITH (INDEX(sq_items_leased), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
     WHERE x.status = 'leased' AND x.visible_at <= @now
@@ -409,22 +412,22 @@ SELECT COUNT(*) AS killed FROM @killed;
 
 -- name: get_item
 SET NOCOUNT ON;
-DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(?, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
 SELECT i.id, i.queue, i.payload, i.status, i.attempts, i.errors, i.created_at, i.visible_at, i.lease_token,
        i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at, q.max_attempts, @now AS now
 FROM dbo.sq_items AS i
 JOIN dbo.sq_queues AS q ON q.name = i.queue
-WHERE i.id = CAST(? AS UNIQUEIDENTIFIER);
+WHERE i.id = CAST(:id AS UNIQUEIDENTIFIER);
 
 -- name: list_dead
 -- A page of dead items, most recently dead first, after the cursor's (died_at, seq) if one is given:
 -- a backward walk of the filtered sq_items_dead from the cursor, stopped after TOP rows.
 SET NOCOUNT ON;
-DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(?, N'') AS DATETIME2(7)), SYSUTCDATETIME());
-DECLARE @queue NVARCHAR(4000) = ?;
-DECLARE @after_at DATETIME2(7) = CAST(NULLIF(?, N'') AS DATETIME2(7));
-DECLARE @after_seq BIGINT = CAST(NULLIF(?, N'') AS BIGINT);
-SELECT TOP (CAST(? AS INT)) i.seq, i.id, i.queue, i.payload, i.status, i.attempts, i.errors, i.created_at,
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @queue NVARCHAR(4000) = :queue;
+DECLARE @after_at DATETIME2(7) = CAST(NULLIF(:after_at, N'') AS DATETIME2(7));
+DECLARE @after_seq BIGINT = CAST(NULLIF(:after_seq, N'') AS BIGINT);
+SELECT TOP (CAST(:limit AS INT)) i.seq, i.id, i.queue, i.payload, i.status, i.attempts, i.errors, i.created_at,
        i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at,
        q.max_attempts, @now AS now
 FROM dbo.sq_items AS i WITH (INDEX(sq_items_dead))
@@ -438,9 +441,9 @@ ORDER BY i.died_at DESC, i.seq DESC;
 -- order they died. UPDLOCK holds them until the redrive commits; READPAST leaves those that a
 -- concurrent redrive or purge holds to it. '' for the ids: all of the queue's.
 SET NOCOUNT ON;
-DECLARE @queue NVARCHAR(4000) = ?;
-DECLARE @ids NVARCHAR(MAX) = NULLIF(?, N'');
-SELECT TOP (CAST(? AS INT)) i.seq
+DECLARE @queue NVARCHAR(4000) = :queue;
+DECLARE @ids NVARCHAR(MAX) = NULLIF(:ids, N'');
+SELECT TOP (CAST(:limit AS INT)) i.seq
 FROM dbo.sq_items AS i WITH (INDEX(sq_items_dead), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
 WHERE i.queue = @queue AND i.status = 'dead'
   AND (@ids IS NULL OR i.id IN (SELECT j.id FROM OPENJSON(@ids) WITH (id UNIQUEIDENTIFIER '$') AS j))
@@ -455,9 +458,9 @@ ORDER BY i.died_at, i.seq;
 -- push_batch), since rejoining a group is a push into it.
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
-DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(?, N'') AS DATETIME2(7)), SYSUTCDATETIME());
-DECLARE @queue NVARCHAR(4000) = ?;
-DECLARE @plan NVARCHAR(MAX) = ?;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @queue NVARCHAR(4000) = :queue;
+DECLARE @plan NVARCHAR(MAX) = :plan;
 DECLARE @locked TABLE (queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL);
 DECLARE @gone TABLE (
     seq BIGINT NOT NULL PRIMARY KEY,
@@ -495,15 +498,15 @@ SELECT COUNT(*) AS revived FROM @gone;
 -- item holds its key until it is purged. READPAST leaves items a concurrent redrive or purge holds.
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
-DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(?, N'') AS DATETIME2(7)), SYSUTCDATETIME());
-DECLARE @queue NVARCHAR(4000) = ?;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @queue NVARCHAR(4000) = :queue;
 DECLARE @gone TABLE (
     id UNIQUEIDENTIFIER NOT NULL,
     queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL,
     dedup_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL
 );
 WITH doomed AS (
-    SELECT TOP (CAST(? AS INT)) x.id, x.queue, x.dedup_key
+    SELECT TOP (CAST(:limit AS INT)) x.id, x.queue, x.dedup_key
     FROM dbo.sq_items AS x WITH (INDEX(sq_items_dead), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
     WHERE x.queue = @queue AND x.status = 'dead'
     ORDER BY x.died_at, x.seq
@@ -523,13 +526,13 @@ SELECT COUNT(*) AS purged FROM @gone;
 -- filters, so that an outcome filter walks sq_history_outcome and none walks sq_history_queue,
 -- instead of one cached plan for whichever came first.
 SET NOCOUNT ON;
-DECLARE @queue NVARCHAR(4000) = ?;
-DECLARE @outcome VARCHAR(9) = NULLIF(?, N'');
-DECLARE @since DATETIME2(7) = CAST(NULLIF(?, N'') AS DATETIME2(7));
-DECLARE @until DATETIME2(7) = CAST(NULLIF(?, N'') AS DATETIME2(7));
-DECLARE @after_at DATETIME2(7) = CAST(NULLIF(?, N'') AS DATETIME2(7));
-DECLARE @after_seq BIGINT = CAST(NULLIF(?, N'') AS BIGINT);
-SELECT TOP (CAST(? AS INT)) seq, id, queue, outcome, attempts, created_at, first_popped_at, finished_at,
+DECLARE @queue NVARCHAR(4000) = :queue;
+DECLARE @outcome VARCHAR(9) = NULLIF(:outcome, N'');
+DECLARE @since DATETIME2(7) = CAST(NULLIF(:since, N'') AS DATETIME2(7));
+DECLARE @until DATETIME2(7) = CAST(NULLIF(:until, N'') AS DATETIME2(7));
+DECLARE @after_at DATETIME2(7) = CAST(NULLIF(:after_at, N'') AS DATETIME2(7));
+DECLARE @after_seq BIGINT = CAST(NULLIF(:after_seq, N'') AS BIGINT);
+SELECT TOP (CAST(:limit AS INT)) seq, id, queue, outcome, attempts, created_at, first_popped_at, finished_at,
        group_key, dedup_key, last_error, payload
 FROM dbo.sq_history
 WHERE queue = @queue
@@ -545,8 +548,8 @@ OPTION (RECOMPILE);
 -- dedup keys past their window (sq_dedup_expires); at most @limit of each. One row: how many of each.
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
-DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(?, N'') AS DATETIME2(7)), SYSUTCDATETIME());
-DECLARE @limit INT = CAST(? AS INT);
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @limit INT = CAST(:limit AS INT);
 DECLARE @history INT;
 DECLARE @keys INT;
 WITH old AS (
@@ -577,17 +580,17 @@ SELECT @history AS history, @keys AS keys;
 -- T-SQL's IF governs one statement.
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
-DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(?, N'') AS DATETIME2(7)), SYSUTCDATETIME());
-DECLARE @queue NVARCHAR(4000) = ?;
-DECLARE @max_attempts INT = ?;
-DECLARE @lease_seconds INT = ?;
-DECLARE @backoff_base_seconds FLOAT = CAST(? AS FLOAT);
-DECLARE @backoff_factor FLOAT = CAST(? AS FLOAT);
-DECLARE @backoff_cap_seconds FLOAT = CAST(? AS FLOAT);
-DECLARE @backoff_jitter FLOAT = CAST(? AS FLOAT);
-DECLARE @retention_seconds INT = ?;
-DECLARE @dedup_window_seconds INT = ?;
-DECLARE @history_payload BIT = ?;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @queue NVARCHAR(4000) = :queue;
+DECLARE @max_attempts INT = :max_attempts;
+DECLARE @lease_seconds INT = :lease_seconds;
+DECLARE @backoff_base_seconds FLOAT = CAST(:backoff_base_seconds AS FLOAT);
+DECLARE @backoff_factor FLOAT = CAST(:backoff_factor AS FLOAT);
+DECLARE @backoff_cap_seconds FLOAT = CAST(:backoff_cap_seconds AS FLOAT);
+DECLARE @backoff_jitter FLOAT = CAST(:backoff_jitter AS FLOAT);
+DECLARE @retention_seconds INT = :retention_seconds;
+DECLARE @dedup_window_seconds INT = :dedup_window_seconds;
+DECLARE @history_payload BIT = :history_payload;
 DECLARE @updated TABLE (name NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL);
 UPDATE dbo.sq_queues WITH (UPDLOCK, HOLDLOCK)
 SET max_attempts = @max_attempts, lease_seconds = @lease_seconds, backoff_base_seconds = @backoff_base_seconds,
@@ -609,10 +612,10 @@ IF NOT EXISTS (SELECT 1 FROM @updated)
 -- the earliest visible_at of its live items (NULL: none). Each MIN is one seek on sq_items_visible,
 -- whose filter is this literal predicate. The clock comes first so that it is there for no queues.
 SET NOCOUNT ON;
-DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(?, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
 SELECT @now AS now;
 SELECT q.queue AS queue, n.next_visible_at AS next_visible_at
-FROM OPENJSON(?) WITH (queue NVARCHAR(4000) '$') AS q
+FROM OPENJSON(:queues) WITH (queue NVARCHAR(4000) '$') AS q
 CROSS APPLY (
     SELECT MIN(i.visible_at) AS next_visible_at
     FROM dbo.sq_items AS i
@@ -627,8 +630,8 @@ CROSS APPLY (
 -- expired lease on its last attempt counts as dead already. SUM over no rows is NULL, hence the
 -- COALESCE where a sum is added to.
 SET NOCOUNT ON;
-DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(?, N'') AS DATETIME2(7)), SYSUTCDATETIME());
-DECLARE @queue NVARCHAR(4000) = NULLIF(?, N'');
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @queue NVARCHAR(4000) = NULLIF(:queue, N'');
 SELECT q.name AS name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backoff_factor,
        q.backoff_cap_seconds, q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds, q.history_payload,
        live.ready, live.leased, live.delayed, live.retrying, dead.dead + COALESCE(live.expired_dead, 0) AS dead,
@@ -669,7 +672,7 @@ ORDER BY q.name;
 SET NOCOUNT ON;
 DECLARE @result INT;
 EXEC @result = sys.sp_getapplock
-    @Resource = N'simplequeue_migrate', @LockMode = N'Exclusive', @LockOwner = N'Session', @LockTimeout = ?;
+    @Resource = N'simplequeue_migrate', @LockMode = N'Exclusive', @LockOwner = N'Session', @LockTimeout = :timeout_ms;
 SELECT @result AS result;
 
 -- name: unlock_migrations
@@ -688,7 +691,7 @@ SELECT version FROM dbo.sq_schema_version ORDER BY version;
 
 -- name: record_version
 INSERT INTO dbo.sq_schema_version (version, name, applied_at)
-VALUES (?, ?, COALESCE(CAST(NULLIF(?, N'') AS DATETIME2(7)), SYSUTCDATETIME()));
+VALUES (:version, :name, COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME()));
 
 -- name: compatibility_level
 -- OPENJSON needs 130 (SQL Server 2016); a database restored from an older server keeps its level.

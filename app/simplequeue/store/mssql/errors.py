@@ -1,0 +1,61 @@
+"""The one place where pyodbc's exceptions (and timeouts) become domain errors."""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from simplequeue.domain import DatabaseUnavailable, ItemExists, QueueError, SchemaNotReady, StoreError
+
+_ITEM_ID_INDEX = "sq_items_id_key"
+_DUPLICATE_KEY = {2601, 2627}
+_INVALID_OBJECT = 208
+# Azure SQL's "try again later" errors: the database is moving, busy or throttled, or not yet open;
+# and 1222, a lock not granted within the session's LOCK_TIMEOUT.
+_TRANSIENT = {1222, 4060, 10928, 10929, 40197, 40501, 40613, 49918, 49919, 49920}
+# 08: connection; HYT00/HYT01: login or query timeout; 28000: login refused; 40001: deadlock victim.
+_UNAVAILABLE_STATES = ("08", "HYT", "28000", "40001")
+
+
+@asynccontextmanager
+async def translated_errors() -> AsyncIterator[None]:
+    """The one place where pyodbc's exceptions (and timeouts) become domain errors."""
+    try:
+        yield
+    except QueueError:
+        raise
+    except OSError as exc:  # TimeoutError from a bounded acquire included
+        raise DatabaseUnavailable() from exc
+    except Exception as exc:
+        if not _is_driver_error(exc):
+            raise
+        raise _domain_error(exc) from exc
+
+
+def _is_driver_error(exc: Exception) -> bool:
+    # A pyodbc exception can only exist once open() imported pyodbc; no import is attempted here.
+    pyodbc = sys.modules.get("pyodbc")
+    return pyodbc is not None and isinstance(exc, pyodbc.Error)
+
+
+def _domain_error(exc: Exception) -> QueueError:
+    state, message = _diagnostics(exc)
+    codes = {int(code) for code in re.findall(r"\((\d+)\)", message)}
+    if codes & _DUPLICATE_KEY and _ITEM_ID_INDEX in message:
+        return ItemExists()
+    if _INVALID_OBJECT in codes or state == "42S02":
+        return SchemaNotReady()
+    operational = isinstance(exc, sys.modules["pyodbc"].OperationalError)
+    # What the driver said stays on the chained cause, for the log; clients get a plain sentence.
+    if operational or state.startswith(_UNAVAILABLE_STATES) or codes & _TRANSIENT:
+        return DatabaseUnavailable()
+    return StoreError()
+
+
+def _diagnostics(exc: Exception) -> tuple[str, str]:
+    """pyodbc's errors carry (SQLSTATE, message); the message ends in '(native error number)'."""
+    if len(exc.args) >= 2 and isinstance(exc.args[0], str):
+        return exc.args[0], str(exc.args[1])
+    return "", str(exc)

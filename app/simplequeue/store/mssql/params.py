@@ -1,0 +1,117 @@
+"""Values as this dialect binds them: str and int only, which pyodbc types without asking the server.
+
+Times, floats and UUIDs go as text that the batch CASTs, optional values as '' for none, and a
+batch of items as one JSON text that the batch reads with OPENJSON (see queries.sql for why).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from uuid import UUID
+
+from simplequeue.domain import Completion, NewItem
+from simplequeue.domain.rules import redrive_delay
+
+
+def timestamp(moment: datetime) -> str:
+    """Naive UTC ISO-8601, which CAST(... AS DATETIME2) reads the same under every language setting."""
+    return moment.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds")
+
+
+def optional(value: object | None) -> str:
+    """An optional value as text: '' stands for none (see queries.sql)."""
+    return "" if value is None else str(value)
+
+
+def float_text(value: float) -> str:
+    """A float as text that CAST(... AS FLOAT) reads back exactly (repr is the shortest round trip)."""
+    return repr(float(value))
+
+
+def optional_float(value: float | None) -> str:
+    return "" if value is None else float_text(value)
+
+
+def optional_time(moment: datetime | None) -> str:
+    return "" if moment is None else timestamp(moment)
+
+
+def split_seconds(delta: timedelta) -> tuple[int, int]:
+    """Whole seconds and microseconds, added by two DATEADDs: one DATEADD(MICROSECOND, ...) would
+    overflow its INT for delays past about 35.8 minutes."""
+    return delta.days * 86400 + delta.seconds, delta.microseconds
+
+
+def index_order(item_id: UUID) -> bytes:
+    """The order in which SQL Server sorts UNIQUEIDENTIFIER, and so its index on sq_items.id: the last
+    six bytes first, then the fourth group, both as written; then the third, second and first groups,
+    each compared byte-reversed (little-endian)."""
+    raw = item_id.bytes  # as written: groups of 4, 2, 2, 2 and 6 bytes
+    return raw[10:16] + raw[8:10] + raw[6:8][::-1] + raw[4:6][::-1] + raw[0:4][::-1]
+
+
+def json_text(value: object) -> str:
+    """A JSON parameter: compact, and with text as it is (pyodbc binds str as NVARCHAR anyway)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def push_json(items: Sequence[NewItem]) -> str:
+    """The batch as push_batch's OPENJSON reads it: in the id index's order, for its locks, with each
+    item's place in `items` as n, for the order of insertion. The payload is a JSON string holding the
+    payload's text, so that the text arrives exactly (an object would come back re-serialised). The
+    delay goes as whole seconds and microseconds, which the server adds to its clock."""
+    numbered = sorted(enumerate(items), key=lambda pair: index_order(pair[1].id))
+    return json_text([_push_entry(n, item) for n, item in numbered])
+
+
+def _push_entry(n: int, item: NewItem) -> dict[str, object]:
+    delay_seconds, delay_micros = split_seconds(timedelta(seconds=item.delay_seconds))
+    return {
+        "n": n,
+        "id": str(item.id),
+        "queue": item.queue,
+        "payload": item.payload_json,
+        "created_at": timestamp(item.created_at),
+        "priority": item.priority,
+        "group_key": item.group,
+        "dedup_key": item.dedup_key,
+        "delay_seconds": delay_seconds,
+        "delay_micros": delay_micros,
+        "not_before": timestamp(item.not_before) if item.not_before else None,
+    }
+
+
+def claims_json(items: Sequence[NewItem], leaders: list[int]) -> str:
+    """claim_dedup_keys' array: one claim per distinct key of the call (its first item's), by place."""
+    return json_text(
+        [
+            {
+                "n": n,
+                "queue": item.queue,
+                "key": item.dedup_key,
+                "id": str(item.id),
+                "created_at": timestamp(item.created_at),
+            }
+            for n, item in enumerate(items)
+            if item.dedup_key is not None and leaders[n] == n
+        ]
+    )
+
+
+def complete_json(items: Sequence[Completion]) -> str:
+    """The batch as complete_batch's OPENJSON reads it; null where no token was given."""
+    return json_text(
+        [{"id": str(item.id), "token": str(item.lease_token) if item.lease_token else None} for item in items]
+    )
+
+
+def revive_json(seqs: Sequence[int], first: int, rate_per_second: float | None) -> str:
+    """revive's plan: each picked item's place, seq and delay from now, the k-th of the whole redrive
+    (from `first` on) becoming poppable k / rate seconds from now."""
+    plan = []
+    for k, seq in enumerate(seqs):
+        seconds, micros = split_seconds(redrive_delay(first + k, rate_per_second))
+        plan.append({"n": k, "seq": seq, "seconds": seconds, "micros": micros})
+    return json_text(plan)
