@@ -55,7 +55,9 @@ ServicesDep = Annotated[Services, Depends(get_services)]
 ItemId = Annotated[UUID, Path(description="The item's id.")]
 QueuePath = Annotated[str, Path(pattern=QUEUE_NAME_PATTERN, description="The queue's name.")]
 PageLimit = Annotated[int, Query(ge=1, le=1000, description="Items per page.")]
-Cursor = Annotated[str | None, Query(max_length=200, description="The previous page's next_cursor.")]
+Cursor = Annotated[
+    str | None, Query(min_length=1, max_length=200, description="The previous page's next_cursor.")
+]
 LeaseTokenQuery = Annotated[
     UUID | None, Query(description="Refuse (409) unless this is the item's current lease.")
 ]
@@ -103,7 +105,7 @@ def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
         400: "The body is not valid JSON.",
         404: "No such item or queue.",
         409: "Conflicts with the item's current state.",
-        413: "Payload or body too large.",
+        413: "The request body is over the service's limit (pushes: or a payload over its limit).",
         415: "The body was not sent as application/json.",
         422: "Invalid input.",
         503: "The database is unavailable or not migrated.",
@@ -178,7 +180,9 @@ async def push_batch(body: PushBatchRequest, sq: ServicesDep) -> Response:
     )
 
 
-@router.post("/pop", operation_id="pop", response_model=PopResponse, responses=_errors(400, 415, 422, 503))
+@router.post(
+    "/pop", operation_id="pop", response_model=PopResponse, responses=_errors(400, 413, 415, 422, 503)
+)
 async def pop(body: PopRequest, sq: ServicesDep, request: Request) -> Response:
     """Lease up to `max_items` items (highest priority first, then oldest), waiting up to
     `wait_seconds` for one to arrive. Of an ordered group only the head is handed out."""
@@ -208,7 +212,7 @@ async def complete_item(item_id: ItemId, sq: ServicesDep, lease_token: LeaseToke
     "/items/complete",
     operation_id="completeItems",
     response_model=CompleteBatchResponse,
-    responses=_errors(400, 415, 422, 503),
+    responses=_errors(400, 413, 415, 422, 503),
 )
 async def complete_items(body: CompleteBatchRequest, sq: ServicesDep) -> Response:
     """Finish 1..1000 items at once; each gets its own result, as DELETE /items/{id} would give."""
@@ -229,7 +233,7 @@ async def complete_items(body: CompleteBatchRequest, sq: ServicesDep) -> Respons
     "/items/{item_id:uuid}/fail",
     operation_id="failItem",
     response_model=ItemResponse,
-    responses=_errors(400, 404, 409, 415, 422, 503),
+    responses=_errors(400, 404, 409, 413, 415, 422, 503),
 )
 async def fail_item(item_id: ItemId, body: FailRequest, sq: ServicesDep) -> Response:
     """Record an error. The item is retried after `retry_after_seconds` or the queue's backoff,
@@ -245,7 +249,7 @@ async def fail_item(item_id: ItemId, body: FailRequest, sq: ServicesDep) -> Resp
     "/items/{item_id:uuid}/extend",
     operation_id="extendLease",
     response_model=ItemResponse,
-    responses=_errors(400, 404, 409, 415, 422, 503),
+    responses=_errors(400, 404, 409, 413, 415, 422, 503),
 )
 async def extend_lease(item_id: ItemId, body: ExtendRequest, sq: ServicesDep) -> Response:
     """Keep working on an item: its live lease now ends `lease_seconds` from now (a heartbeat).
@@ -281,7 +285,7 @@ async def get_queue(name: QueuePath, sq: ServicesDep) -> QueueResponse:
 @router.put(
     "/queues/{name}",
     operation_id="putQueue",
-    responses=_also(201, QueueResponse, "The queue was created.") | _errors(400, 415, 422, 503),
+    responses=_also(201, QueueResponse, "The queue was created.") | _errors(400, 413, 415, 422, 503),
 )
 async def put_queue(
     name: QueuePath, body: QueueSettingsBody, sq: ServicesDep, response: Response
@@ -304,7 +308,7 @@ async def list_dead(
     return json_text(page_json([ItemResponse.json_of(v) for v in page.items], page.next_cursor))
 
 
-@router.post("/queues/{name}/redrive", operation_id="redrive", responses=_errors(400, 415, 422, 503))
+@router.post("/queues/{name}/redrive", operation_id="redrive", responses=_errors(400, 413, 415, 422, 503))
 async def redrive(name: QueuePath, body: RedriveRequest, sq: ServicesDep) -> RedriveResponse:
     """Make dead items ready again (all, or those of `ids`; other ids are ignored), with their
     attempts reset and their errors kept."""
@@ -330,8 +334,14 @@ async def list_history(
     name: QueuePath,
     sq: ServicesDep,
     outcome: Annotated[Outcome | None, Query(description="Only completed, or only dead.")] = None,
-    since: Annotated[UtcDatetime | None, Query(description="Finished at or after this time.")] = None,
-    until: Annotated[UtcDatetime | None, Query(description="Finished before this time.")] = None,
+    since: Annotated[
+        UtcDatetime | None,
+        Query(description="Finished at or after this time (ISO-8601; UTC if no offset; no leap second :60)."),
+    ] = None,
+    until: Annotated[
+        UtcDatetime | None,
+        Query(description="Finished before this time (ISO-8601; UTC if no offset; no leap second :60)."),
+    ] = None,
     limit: PageLimit = 100,
     cursor: Cursor = None,
 ) -> Response:
