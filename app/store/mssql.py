@@ -559,7 +559,7 @@ class MssqlStore:
             extended, current = await _query_sets(conn, "extend", *params)
         row = current[0] if current else None
         if not extended or row is None:
-            raise rows.extension_refused(row, lease_token)
+            raise rows.extension_refused(row, lease_token, row["now"] if row else None)
         return rows.item_view(row, row["now"])
 
     async def complete(self, item_id: UUID, lease_token: UUID | None) -> None:
@@ -600,7 +600,7 @@ class MssqlStore:
             failed, current = await _query_sets(conn, "fail", *params)
             row = current[0] if current else None
             if not failed or row is None:
-                raise rows.transition_refused(row, failure.lease_token)
+                raise rows.transition_refused(row, failure.lease_token, row["now"] if row else None)
         return rows.item_view(row, row["now"])
 
     async def get_item(self, item_id: UUID) -> ItemView:

@@ -284,7 +284,7 @@ class PostgresStore:
             )
             row = await conn.fetchrow(Q["get_item"], item_id, self._now())
         if not extended or row is None:
-            raise rows.extension_refused(row, lease_token)
+            raise rows.extension_refused(row, lease_token, row["now"] if row else None)
         return rows.item_view(row, row["now"])
 
     async def complete(self, item_id: UUID, lease_token: UUID | None) -> None:
@@ -318,7 +318,9 @@ class PostgresStore:
             )
             if row is None:
                 current = await conn.fetchrow(Q["get_item"], item_id, self._now())
-                raise rows.transition_refused(current, failure.lease_token)
+                raise rows.transition_refused(
+                    current, failure.lease_token, current["now"] if current else None
+                )
         return rows.item_view(row, row["now"])
 
     async def get_item(self, item_id: UUID) -> ItemView:

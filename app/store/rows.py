@@ -156,22 +156,34 @@ def history_record(row: Row) -> HistoryRecord:
     )
 
 
-def transition_refused(row: Row | None, lease_token: UUID | None) -> QueueError:
-    """Why a compare-and-set changed nothing, given the item's current row (or None)."""
+def is_dead(row: Row, now: datetime | str | None) -> bool:
+    """Whether the item is dead: stored dead, or, given `now` and a whole item row (with its queue's
+    max_attempts), a lease that expired on its last attempt, which is dead for every reader at once
+    whether or not the sweep has recorded it. Without `now`, the row's status already says so."""
+    if now is None:
+        return bool(row["status"] == ItemStatus.DEAD)
+    status = effective_status(
+        row["status"], as_utc(row["visible_at"]), row["attempts"], row["max_attempts"], as_utc(now)
+    )
+    return status == ItemStatus.DEAD
+
+
+def transition_refused(
+    row: Row | None, lease_token: UUID | None, now: datetime | str | None = None
+) -> QueueError:
+    """Why a compare-and-set changed nothing, given the item's current row (or None): it is dead,
+    or the token is not its current lease's. `now` as for is_dead."""
     if row is None:
         return ItemNotFound()
-    if lease_token is not None and (row["lease_token"] is None or as_uuid(row["lease_token"]) != lease_token):
-        return ItemDead() if row["status"] == ItemStatus.DEAD else LeaseMismatch()
-    if row["status"] == ItemStatus.DEAD:
-        return ItemDead()
-    return LeaseMismatch()
+    return ItemDead() if is_dead(row, now) else LeaseMismatch()
 
 
-def extension_refused(row: Row | None, lease_token: UUID) -> QueueError:
+def extension_refused(row: Row | None, lease_token: UUID, now: datetime | str | None = None) -> QueueError:
     """Why a lease extension changed nothing: as for any transition, or the lease ran out."""
     if row is not None and row["status"] == ItemStatus.LEASED and as_uuid(row["lease_token"]) == lease_token:
-        return LeaseExpired()  # the token matches, so only the expiry can have refused it
-    return transition_refused(row, lease_token)
+        # The token matches, so only the expiry can have refused it: on the last attempt, that is death.
+        return ItemDead() if is_dead(row, now) else LeaseExpired()
+    return transition_refused(row, lease_token, now)
 
 
 def encode_cursor(moment: datetime | str, seq: int) -> str:

@@ -270,7 +270,7 @@ class SqliteStore:
                 extended = cursor.rowcount
             row = await self._fetchone(conn, "get_item", {"id": str(item_id)})
             if extended == 0:
-                raise rows.extension_refused(row, lease_token)
+                raise rows.extension_refused(row, lease_token, now)
         return rows.item_view(row, now)
 
     async def _finish(self, conn: aiosqlite.Connection, seqs: list[int], now: str) -> None:
@@ -281,25 +281,27 @@ class SqliteStore:
         await conn.execute(Q["delete_items"], {"seqs": params["seqs"]})
 
     async def complete(self, item_id: UUID, lease_token: UUID | None) -> None:
+        now = self._clock()
         params = {"id": str(item_id), "lease_token": str(lease_token) if lease_token else None}
         async with self._write() as conn:
-            row = await self._fetchone(conn, "match_one", params)
+            row = await self._fetchone(conn, "match_one", {**params, "now": to_text(now)})
             if row is None:
                 current = await self._fetchone(conn, "get_item", {"id": str(item_id)})
-                raise rows.transition_refused(current, lease_token)
-            await self._finish(conn, [row["seq"]], to_text(self._clock()))
+                raise rows.transition_refused(current, lease_token, now)
+            await self._finish(conn, [row["seq"]], to_text(now))
 
     async def complete_batch(self, items: Sequence[Completion]) -> list[CompleteOutcome]:
         requested = json.dumps(
             [{"id": str(i.id), "token": str(i.lease_token) if i.lease_token else None} for i in items]
         )
+        now = to_text(self._clock())
         async with self._write() as conn:
-            async with conn.execute(Q["match_many"], {"items": requested}) as cursor:
+            async with conn.execute(Q["match_many"], {"items": requested, "now": now}) as cursor:
                 matched = await cursor.fetchall()
-            await self._finish(conn, [row["seq"] for row in matched], to_text(self._clock()))
+            await self._finish(conn, [row["seq"] for row in matched], now)
             completed = {rows.as_uuid(row["id"]) for row in matched}
             async with conn.execute(
-                Q["item_states"], {"ids": json.dumps([str(i.id) for i in items])}
+                Q["item_states"], {"ids": json.dumps([str(i.id) for i in items]), "now": now}
             ) as cursor:
                 left = await cursor.fetchall()
         still_there = {rows.as_uuid(row["id"]) for row in left}
@@ -326,7 +328,7 @@ class SqliteStore:
                 )
             row = await self._fetchone(conn, "get_item", {"id": str(item_id)})
             if failed is None:
-                raise rows.transition_refused(row, failure.lease_token)
+                raise rows.transition_refused(row, failure.lease_token, now)
         return rows.item_view(row, now)
 
     async def get_item(self, item_id: UUID) -> ItemView:
