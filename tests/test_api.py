@@ -217,6 +217,7 @@ async def test_long_poll_is_woken_by_a_batch_push(client: Client, queue: str) ->
         {"payload": 1, "group": "nul\u0000"},
         {"payload": 1, "dedup_key": 7},
         {"payload": 1, "dedup_key": ""},
+        {"payload": 1, "dedup_key": "nul\u0000"},
         [1, 2],
         "just a string",
         None,
@@ -270,6 +271,61 @@ async def test_payload_and_body_size_limits(lite: Client) -> None:
     streamed = await lite.post("/push", content=chunks(), headers={"content-type": "application/json"})
     assert_error(streamed, 413, "PayloadTooLarge")
     assert (await lite.get("/queues/default")).json()["ready"] == 1
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("post", "/push"),
+        ("post", "/push/batch"),
+        ("post", "/pop"),
+        ("post", "/items/complete"),
+        ("post", "/items/00000000-0000-4000-8000-000000000001/fail"),
+        ("post", "/items/00000000-0000-4000-8000-000000000001/extend"),
+        ("put", "/queues/q"),
+        ("post", "/queues/q/redrive"),
+    ],
+)
+async def test_every_body_is_held_to_the_body_limit(lite: Client, method: str, path: str) -> None:
+    body = json.dumps({"padding": "x" * 25_000})
+    response = await lite.request(method, path, content=body, headers={"content-type": "application/json"})
+    assert_error(response, 413, "PayloadTooLarge")
+
+
+async def test_a_body_that_is_not_utf8_is_malformed_json_and_says_so(lite: Client) -> None:
+    latin1 = b'{"payload": "caf\xe9"}'  # café in Latin-1
+    response = await lite.post("/push", content=latin1, headers={"content-type": "application/json"})
+    assert "UTF-8" in assert_error(response, 400, "MalformedJSON")["detail"]
+    assert (await lite.get("/queues")).json() == {"queues": []}
+
+
+@pytest.mark.parametrize(
+    ("created_at", "stored"),
+    [
+        ("2026-11-20T09:30:00.123456789012Z", "2026-11-20T09:30:00.123456Z"),
+        ("2026-11-20T09:30:00." + "9" * 40 + "+01:00", "2026-11-20T08:30:00.999999Z"),
+        ("2026-11-20T09:30:00.5Z", "2026-11-20T09:30:00.500000Z"),
+    ],
+)
+async def test_times_take_any_number_of_fraction_digits(lite: Client, created_at: str, stored: str) -> None:
+    pushed = await lite.post("/push", json={"payload": 1, "created_at": created_at})
+    assert pushed.status_code == 201, pushed.text
+    assert pushed.json()["created_at"] == stored
+    listed = await lite.get("/queues/default/history", params={"since": created_at, "until": created_at})
+    assert listed.status_code == 200, listed.text
+
+
+@pytest.mark.parametrize("text", ["0.5", "1763631000", "2026-11-20T09:30:60Z", "2026-11-20T09:30:00.Z"])
+async def test_times_that_are_not_iso_text_are_refused(lite: Client, text: str) -> None:
+    assert_error(await lite.post("/push", json={"payload": 1, "created_at": text}), 422, "ValidationError")
+    assert_error(await lite.get("/queues/default/history", params={"since": text}), 422, "ValidationError")
+
+
+@pytest.mark.parametrize("path", ["/queues/default/dead", "/queues/default/history"])
+async def test_an_empty_cursor_is_a_validation_error(lite: Client, path: str) -> None:
+    # The spec says minLength 1: "" is not a cursor this service could have handed out.
+    error = assert_error(await lite.get(path, params={"cursor": ""}), 422, "ValidationError")
+    assert error["fields"][0]["loc"] == ["query", "cursor"]
 
 
 @pytest.mark.parametrize(

@@ -210,3 +210,44 @@ async def test_the_service_sweeps_expired_last_attempts_into_dead_letters(
             break
         await asyncio.sleep(0.05)
     assert [d["errors"][-1]["error"] for d in dead] == ["lease expired on the last attempt"]
+
+
+async def test_a_late_worker_on_the_last_attempt_hears_item_dead_before_the_sweep(
+    client: Client, queue: str, clock: FakeClock
+) -> None:
+    # The client's app runs no sweep: what the worker hears cannot depend on when one runs.
+    await put_queue(client, queue, max_attempts=1)
+    pushed = [
+        (await client.post("/push", json={"queue": queue, "payload": n})).json()["id"] for n in range(4)
+    ]
+    popped = (await client.post("/pop", json={"queue": queue, "max_items": 4, "lease_seconds": 5})).json()
+    token = {item["id"]: item["lease_token"] for item in popped["items"]}
+    completing, failing, extending, batched = pushed
+    clock.advance(5)
+
+    assert (await client.get(f"/items/{completing}")).json()["status"] == "dead"
+    assert_error(
+        await client.delete(f"/items/{completing}", params={"lease_token": token[completing]}),
+        409,
+        "ItemDead",
+    )
+    failed = await client.post(
+        f"/items/{failing}/fail", json={"error": "late", "lease_token": token[failing]}
+    )
+    assert_error(failed, 409, "ItemDead")
+    extended = await client.post(
+        f"/items/{extending}/extend", json={"lease_token": token[extending], "lease_seconds": 60}
+    )
+    assert_error(extended, 409, "ItemDead")
+    batch = await client.post(
+        "/items/complete", json={"items": [{"id": batched, "lease_token": token[batched]}]}
+    )
+    assert batch.json() == {"results": [{"id": batched, "result": "dead"}]}
+
+    stats = (await client.get(f"/queues/{queue}")).json()
+    assert (stats["dead"], stats["leased"], stats["history"]) == (4, 0, {"completed": 0, "dead": 0})
+    assert [e["error"] for e in (await client.get(f"/items/{failing}")).json()["errors"]] == []
+    # Leave nothing for another test's sweep to find in the shared database: with attempts to spare,
+    # these expired leases are merely ready again.
+    await put_queue(client, queue, max_attempts=2)
+    assert (await client.get(f"/queues/{queue}")).json()["ready"] == 4

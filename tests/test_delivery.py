@@ -179,6 +179,73 @@ async def test_a_lease_that_expires_on_the_last_attempt_goes_dead_not_ready(
         await store.complete(item.id, second.lease_token)
 
 
+async def test_a_lease_expired_on_its_last_attempt_is_dead_to_workers_before_the_sweep_and_after(
+    store: Store, queue: str, clock: FakeClock
+) -> None:
+    # Dead for every reader from the moment the lease runs out; whether the sweep has recorded it yet
+    # must not change what a late worker hears.
+    await configure(store, queue, max_attempts=1)
+    items = [new_item(queue, n) for n in range(6)]
+    await push(store, *items)
+    leases = {lease.id: lease for lease in await store.pop(queue, 6, 5)}
+    a, b, c, d, e, f = (leases[item.id] for item in items)
+
+    clock.advance(4)  # one second to go: still the worker's
+    await store.complete(f.id, f.lease_token)
+    clock.advance(1)  # the lease ends now: expired, as pop judges it (due at or before now)
+    assert await store.pop(queue, 6, 30) == []
+
+    for swept in (False, True):
+        with pytest.raises(ItemDead):
+            await store.complete(a.id, a.lease_token)
+        with pytest.raises(ItemDead):
+            await store.complete(a.id, None)
+        with pytest.raises(ItemDead):
+            await store.complete(a.id, uuid4())
+        with pytest.raises(ItemDead):
+            await store.fail(b.id, Failure("too late", b.lease_token))
+        with pytest.raises(ItemDead):
+            await store.fail(b.id, Failure("too late", retry=False))
+        with pytest.raises(ItemDead):
+            await store.extend(c.id, c.lease_token, 60)
+        outcomes = await store.complete_batch(
+            [Completion(d.id, d.lease_token), Completion(e.id), Completion(uuid4())]
+        )
+        assert outcomes == [CompleteOutcome.DEAD, CompleteOutcome.DEAD, CompleteOutcome.NOT_FOUND]
+        for lease in (a, b, c, d, e):
+            view = await store.get_item(lease.id)
+            assert (view.status, view.attempts) == (ItemStatus.DEAD, 1)
+            assert [x.error for x in view.errors] == ([LEASE_EXPIRED_ERROR] if swept else [])
+        if not swept:
+            # The refusals changed nothing: the sweep records all five now. (It counts other tests'
+            # items too: the database is shared.)
+            assert await reap(store, max_rows=10_000) >= 5
+
+    history = (await store.list_history(queue, HistoryFilter(), 10, None)).items
+    assert sorted((r.outcome, r.last_error) for r in history) == [
+        (Outcome.COMPLETED, None),
+        *[(Outcome.DEAD, LEASE_EXPIRED_ERROR)] * 5,
+    ]
+
+
+async def test_a_lease_expired_before_its_last_attempt_can_still_be_finished_with_its_token(
+    store: Store, queue: str, clock: FakeClock
+) -> None:
+    await configure(store, queue, max_attempts=2)
+    failing, completing = new_item(queue, 1), new_item(queue, 2)
+    await push(store, failing, completing)
+    leases = {lease.id: lease for lease in await store.pop(queue, 2, 5)}
+    clock.advance(60)  # both expired, nobody has popped them since
+
+    view = await store.fail(
+        failing.id, Failure("late", leases[failing.id].lease_token, retry_after_seconds=0)
+    )
+    assert (view.status, view.attempts) == (ItemStatus.READY, 1)
+    await store.complete(completing.id, leases[completing.id].lease_token)
+    with pytest.raises(ItemNotFound):
+        await store.get_item(completing.id)
+
+
 # --- dead letters ---------------------------------------------------------------------------
 
 

@@ -976,6 +976,13 @@ def complete_batch_statements() -> tuple[exp.Delete, exp.Insert, exp.Update, exp
     return delete, history, windows, done, still_there
 
 
+# An expired lease on its last attempt, by reap_expired's cutoff: dead already for every reader.
+EXPIRED_LAST_ATTEMPT = (
+    "i.status = 'leased' AND i.visible_at <= @now "
+    "AND i.attempts >= (SELECT q.max_attempts FROM dbo.sq_queues AS q WHERE q.name = i.queue)"
+)
+
+
 def test_complete_batch_deletes_by_seek_where_the_token_matches_or_none_was_given_and_not_dead() -> None:
     delete, *_ = complete_batch_statements()
     assert placeholders(Q["complete_batch"].sql) == 2, "the clock and the items"
@@ -989,7 +996,8 @@ def test_complete_batch_deletes_by_seek_where_the_token_matches_or_none_was_give
     assert openjson_columns(join) == {"id": "UNIQUEIDENTIFIER", "token": "UNIQUEIDENTIFIER"}
     assert join.args["on"].sql("tsql") == "i.id = j.id"
     assert delete.args["where"].this.sql("tsql") == (
-        "i.status <> 'dead' AND (j.token IS NULL OR i.lease_token = j.token)"
+        "i.status <> 'dead' AND (j.token IS NULL OR i.lease_token = j.token) "
+        f"AND NOT ({EXPIRED_LAST_ATTEMPT})"
     )
     assert delete.args["returning"].args["into"].name == "done"
 
@@ -1025,7 +1033,11 @@ def test_complete_batch_then_reads_the_requested_items_still_there_with_their_st
     assert join.find(exp.OpenJSON).this.sql("tsql") == "@items"
     assert openjson_columns(join) == {"id": "UNIQUEIDENTIFIER"}
     assert join.args["on"].sql("tsql") == "i.id = j.id"
-    assert [col.sql("tsql") for col in select.expressions] == ["i.id", "i.status", "i.lease_token"]
+    assert [col.sql("tsql") for col in select.expressions] == [
+        "i.id",
+        f"CASE WHEN {EXPIRED_LAST_ATTEMPT} THEN 'dead' ELSE i.status END AS status",
+        "i.lease_token",
+    ]
     assert select.args.get("where") is None
 
 
@@ -1086,7 +1098,8 @@ def test_fail_is_one_compare_and_set_that_dies_or_backs_off() -> None:
     assert placeholders(Q["fail"].sql) == 7
     sql = update.sql("tsql")
     assert update.args["where"].this.sql("tsql") == (
-        "i.id = @id AND i.status <> 'dead' AND (@token IS NULL OR i.lease_token = @token)"
+        "i.id = @id AND i.status <> 'dead' AND (@token IS NULL OR i.lease_token = @token) "
+        "AND NOT (i.status = 'leased' AND i.visible_at <= @now AND i.attempts >= q.max_attempts)"
     )
     assert "IIF(@retry = 0 OR i.attempts >= q.max_attempts, 1, 0) AS dies" in sql
     # min(cap, base * factor^(min(max(attempts, 1) - 1, 60))) * (1 - jitter * draw), unless retry_after
@@ -2129,6 +2142,20 @@ async def test_extend_of_a_lease_that_ran_out_is_lease_expired(
         await store.extend(item_id, token, 60)
 
 
+async def test_extend_of_a_lease_that_ran_out_on_its_last_attempt_is_item_dead(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    item_id, token = uuid4(), uuid4()
+    current = item_row(
+        item_id, status="leased", lease_token=token, visible_at=NOW.replace(tzinfo=None), max_attempts=1
+    )
+    conn.reply("extend", Results([Result(["seq"], []), current]))
+
+    with pytest.raises(ItemDead):
+        await store.extend(item_id, token, 60)
+
+
 @pytest.mark.parametrize(
     ("status", "error"), [("leased", LeaseMismatch), ("dead", ItemDead), (None, ItemNotFound)]
 )
@@ -2215,6 +2242,21 @@ async def test_a_refused_failure_says_why_and_rolls_back(
 
     assert conn.names == ["fail"]
     assert conn.rollbacks == 1
+
+
+@pytest.mark.parametrize("token", ["its own", "another", None])
+async def test_a_refused_failure_of_a_lease_that_ran_out_on_its_last_attempt_is_item_dead(
+    fake: tuple[MssqlStore, FakeConnection], token: str | None
+) -> None:
+    store, conn = fake
+    item_id, held = uuid4(), uuid4()
+    expired = NOW.replace(tzinfo=None) - timedelta(microseconds=1)
+    current = item_row(item_id, status="leased", lease_token=held, visible_at=expired, attempts=5)
+    conn.reply("fail", Results([Result(["status"], []), current]))
+    sent = {"its own": held, "another": uuid4(), None: None}[token]
+
+    with pytest.raises(ItemDead):
+        await store.fail(item_id, Failure("late", lease_token=sent))
 
 
 async def test_get_item_judges_an_expired_lease_by_the_server_clock(

@@ -125,7 +125,6 @@ def cursor_of(text: str) -> str:
         cursor_of("2026-01-01T00:00:00+00:00|1|2"),
         cursor_of("2026-01-01T00:00:00+00:00| 1"),
         "not base64 at all!",
-        "",
     ],
 )
 async def test_cursors_the_service_did_not_hand_out_are_422(client: Client, queue: str, cursor: str) -> None:

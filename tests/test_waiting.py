@@ -210,3 +210,35 @@ async def test_a_failed_commit_reaches_every_caller_of_its_batch(queue: str) -> 
         assert all(isinstance(r, DatabaseUnavailable) for r in results)
     finally:
         await down.close()
+
+
+class Stalled:
+    """A real store whose next push_batch hangs until released, then fails as a timeout would."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.release = asyncio.Event()
+        self.batches: list[int] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    async def push_batch(self, items: Any, *, skip_existing: bool) -> Any:
+        self.batches.append(len(items))
+        await self.release.wait()
+        raise DatabaseUnavailable()
+
+
+async def test_pushes_queued_behind_a_timed_out_batch_fail_with_it(real_store: Store, queue: str) -> None:
+    store = Stalled(real_store)
+    pusher = PushCoalescer(store)  # type: ignore[arg-type]
+    first = asyncio.create_task(pusher.push(new_item(queue, "in flight")))
+    await asyncio.sleep(0.05)
+    behind = [asyncio.create_task(pusher.push(new_item(queue, n))) for n in range(3)]
+    await asyncio.sleep(0.05)
+
+    store.release.set()  # the in-flight batch times out
+    results = await asyncio.gather(first, *behind, return_exceptions=True)
+
+    assert all(isinstance(r, DatabaseUnavailable) for r in results)
+    assert store.batches == [1], "the queued pushes would have waited out a second timeout"

@@ -111,8 +111,9 @@ def on_http_error(routes: Sequence[BaseRoute]) -> ExceptionHandler:
     async def handle(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
         if exc.status_code == 400:
-            # FastAPI's own 400 is a body its JSON parser gave up on: nested too deeply for it.
-            detail = "the request body could not be read as JSON (nested too deeply)"
+            # FastAPI's own 400 is a body it could not hand to its JSON parser (not UTF-8), or one the
+            # parser gave up on (nested too deeply for it); the exception does not say which.
+            detail = "the request body could not be read as JSON: it is not UTF-8, or nests too deeply"
             return envelope(400, "MalformedJSON", detail)
         headers, detail = exc.headers, str(exc.detail)
         if exc.status_code == 404:

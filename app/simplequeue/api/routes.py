@@ -57,7 +57,9 @@ ServiceDep = Annotated[QueueService, Depends(get_service)]
 ItemId = Annotated[UUID, Path(description="The item's id.")]
 QueuePath = Annotated[str, Path(pattern=QUEUE_NAME_PATTERN, description="The queue's name.")]
 PageLimit = Annotated[int, Query(ge=1, le=1000, description="Items per page.")]
-Cursor = Annotated[str | None, Query(max_length=200, description="The previous page's next_cursor.")]
+Cursor = Annotated[
+    str | None, Query(min_length=1, max_length=200, description="The previous page's next_cursor.")
+]
 LeaseTokenQuery = Annotated[
     UUID | None, Query(description="Refuse (409) unless this is the item's current lease.")
 ]
@@ -92,7 +94,7 @@ def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
         400: "The body is not valid JSON.",
         404: "No such item or queue.",
         409: "Conflicts with the item's current state.",
-        413: "Payload or body too large.",
+        413: "The request body is over the service's limit (pushes: or a payload over its limit).",
         415: "The body was not sent as application/json.",
         422: "Invalid input.",
         503: "The database is unavailable or not migrated.",
@@ -142,7 +144,9 @@ async def push_batch(body: PushBatchRequest, sq: ServiceDep) -> Response:
     )
 
 
-@router.post("/pop", operation_id="pop", response_model=PopResponse, responses=_errors(400, 415, 422, 503))
+@router.post(
+    "/pop", operation_id="pop", response_model=PopResponse, responses=_errors(400, 413, 415, 422, 503)
+)
 async def pop(body: PopRequest, sq: ServiceDep, request: Request) -> Response:
     """Lease up to `max_items` items (highest priority first, then oldest), waiting up to
     `wait_seconds` for one to arrive. Of an ordered group only the head is handed out."""
@@ -172,7 +176,7 @@ async def complete_item(item_id: ItemId, sq: ServiceDep, lease_token: LeaseToken
     "/items/complete",
     operation_id="completeItems",
     response_model=CompleteBatchResponse,
-    responses=_errors(400, 415, 422, 503),
+    responses=_errors(400, 413, 415, 422, 503),
 )
 async def complete_items(body: CompleteBatchRequest, sq: ServiceDep) -> Response:
     """Finish 1..1000 items at once; each gets its own result, as DELETE /items/{id} would give."""
@@ -188,7 +192,7 @@ async def complete_items(body: CompleteBatchRequest, sq: ServiceDep) -> Response
     "/items/{item_id:uuid}/fail",
     operation_id="failItem",
     response_model=ItemResponse,
-    responses=_errors(400, 404, 409, 415, 422, 503),
+    responses=_errors(400, 404, 409, 413, 415, 422, 503),
 )
 async def fail_item(item_id: ItemId, body: FailRequest, sq: ServiceDep) -> Response:
     """Record an error. The item is retried after `retry_after_seconds` or the queue's backoff,
@@ -202,7 +206,7 @@ async def fail_item(item_id: ItemId, body: FailRequest, sq: ServiceDep) -> Respo
     "/items/{item_id:uuid}/extend",
     operation_id="extendLease",
     response_model=ItemResponse,
-    responses=_errors(400, 404, 409, 415, 422, 503),
+    responses=_errors(400, 404, 409, 413, 415, 422, 503),
 )
 async def extend_lease(item_id: ItemId, body: ExtendRequest, sq: ServiceDep) -> Response:
     """Keep working on an item: its live lease now ends `lease_seconds` from now (a heartbeat).
@@ -236,7 +240,7 @@ async def get_queue(name: QueuePath, sq: ServiceDep) -> QueueResponse:
 @router.put(
     "/queues/{name}",
     operation_id="putQueue",
-    responses=_also(201, QueueResponse, "The queue was created.") | _errors(400, 415, 422, 503),
+    responses=_also(201, QueueResponse, "The queue was created.") | _errors(400, 413, 415, 422, 503),
 )
 async def put_queue(
     name: QueuePath, body: QueueSettingsBody, sq: ServiceDep, response: Response
@@ -260,7 +264,7 @@ async def list_dead(
     return json_text(page_json([ItemResponse.json_of(v) for v in page.items], page.next_cursor))
 
 
-@router.post("/queues/{name}/redrive", operation_id="redrive", responses=_errors(400, 415, 422, 503))
+@router.post("/queues/{name}/redrive", operation_id="redrive", responses=_errors(400, 413, 415, 422, 503))
 async def redrive(name: QueuePath, body: RedriveRequest, sq: ServiceDep) -> RedriveResponse:
     """Make dead items ready again (all, or those of `ids`; other ids are ignored), with their
     attempts reset and their errors kept."""
@@ -283,8 +287,14 @@ async def list_history(
     name: QueuePath,
     sq: ServiceDep,
     outcome: Annotated[Outcome | None, Query(description="Only completed, or only dead.")] = None,
-    since: Annotated[UtcDatetime | None, Query(description="Finished at or after this time.")] = None,
-    until: Annotated[UtcDatetime | None, Query(description="Finished before this time.")] = None,
+    since: Annotated[
+        UtcDatetime | None,
+        Query(description="Finished at or after this time (ISO-8601; UTC if no offset; no leap second :60)."),
+    ] = None,
+    until: Annotated[
+        UtcDatetime | None,
+        Query(description="Finished before this time (ISO-8601; UTC if no offset; no leap second :60)."),
+    ] = None,
     limit: PageLimit = 100,
     cursor: Cursor = None,
 ) -> Response:

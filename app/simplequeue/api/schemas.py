@@ -59,7 +59,8 @@ def _json_number(value: Any) -> Any:
     return value
 
 
-_DATE_TIME = re.compile(r"\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d(:\d\d(\.\d{1,9})?)?([Zz]|[+-]\d\d:?\d\d)?")
+# Any number of fraction digits, as RFC 3339 allows (pydantic keeps microseconds: the rest is cut off).
+_DATE_TIME = re.compile(r"\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d(:\d\d(\.\d+)?)?([Zz]|[+-]\d\d:?\d\d)?", re.ASCII)
 
 
 def _iso_text(value: Any) -> Any:
@@ -76,9 +77,17 @@ QueueName = Annotated[
     Field(pattern=QUEUE_NAME_PATTERN, min_length=1, max_length=128, examples=["default"]),
 ]
 UtcDatetime = Annotated[datetime, BeforeValidator(_iso_text), AfterValidator(_to_utc)]
-ErrorText = Annotated[str, Field(min_length=1, max_length=16384), AfterValidator(_storable_text)]
-Key = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_storable_text)]
-Int32 = Annotated[int, Number, Field(ge=-(2**31), le=2**31 - 1)]
+NO_NUL_PATTERN = r"^[^\u0000]*$"
+"""What the spec says of text the service stores: no NUL characters (PostgreSQL cannot hold them).
+_storable_text enforces it with a plainer message than a pattern's."""
+_NO_NUL = {"pattern": NO_NUL_PATTERN}
+ErrorText = Annotated[
+    str, Field(min_length=1, max_length=16384, json_schema_extra=_NO_NUL), AfterValidator(_storable_text)
+]
+Key = Annotated[
+    str, Field(min_length=1, max_length=128, json_schema_extra=_NO_NUL), AfterValidator(_storable_text)
+]
+Int32 = Annotated[int, Field(ge=-(2**31), le=2**31 - 1), Number]
 
 
 def with_payload(model: BaseModel, payload_json: str | None) -> str:
@@ -102,13 +111,16 @@ class ItemFields(Body):
     payload: Any = Field(
         ...,
         description="Any JSON value, stored and returned as given. Arrays and objects may nest "
-        f"{MAX_PAYLOAD_DEPTH} levels deep at most (422 InvalidPayload).",
+        f"{MAX_PAYLOAD_DEPTH} levels deep at most, and NUL characters (U+0000) in its strings or keys "
+        "are refused, as are NaN and Infinity (422 InvalidPayload).",
     )
     id: UUID | None = Field(
         None, description="Client-chosen id; an id that already exists is refused with 409."
     )
     created_at: UtcDatetime | None = Field(
-        None, description="The producer's timestamp (ISO-8601; UTC if no offset). Pop order is oldest first."
+        None,
+        description="The producer's timestamp (ISO-8601; UTC if no offset; no leap second :60). Pop order "
+        "is oldest first.",
     )
     priority: Int32 = Field(
         0,
@@ -120,7 +132,8 @@ class ItemFields(Body):
     )
     not_before: UtcDatetime | None = Field(
         None,
-        description="Not poppable before this time. Given with delay_seconds, the later of the two holds.",
+        description="Not poppable before this time (ISO-8601; UTC if no offset; no leap second :60). Given "
+        "with delay_seconds, the later of the two holds.",
     )
     group: Key | None = Field(
         None,
@@ -209,8 +222,8 @@ class PopRequest(Body):
     wait_seconds: Annotated[float, Number] = Field(
         0, ge=0, le=20, description="Long-poll up to this long when nothing is ready."
     )
-    lease_seconds: Annotated[int, Number] | None = Field(
-        None, ge=1, le=43200, description="How long the worker holds each item (default: the queue's)."
+    lease_seconds: Annotated[int, Field(ge=1, le=43200), Number] | None = Field(
+        None, description="How long the worker holds each item (default: the queue's)."
     )
 
 
@@ -253,8 +266,8 @@ class FailRequest(Body):
         description="true: poppable again after a delay, unless this was the item's last attempt "
         "(then dead); false: dead now.",
     )
-    retry_after_seconds: Annotated[float, Number] | None = Field(
-        None, ge=0, le=604800, description="The delay before the retry (default: the queue's backoff)."
+    retry_after_seconds: Annotated[float, Field(ge=0, le=604800), Number] | None = Field(
+        None, description="The delay before the retry (default: the queue's backoff)."
     )
 
 
@@ -420,10 +433,8 @@ class RedriveRequest(Body):
         max_length=1000,
         description="Only these dead items (default: all of the queue's).",
     )
-    rate_per_second: Annotated[float, Number] | None = Field(
+    rate_per_second: Annotated[float, Field(gt=0, le=1000000), Number] | None = Field(
         None,
-        gt=0,
-        le=1000000,
         description="Spread the items out: the k-th becomes poppable k / rate seconds from now.",
     )
 

@@ -14,7 +14,9 @@ exactly the stored three)::
                          └────────── dead ◀────┘     (kept with its errors; history: dead)
 
 A ``leased`` row whose lease has run out keeps its status until it is popped again (or, on its
-last attempt, until the sweep marks it dead); every reader reports what it effectively is.
+last attempt, until the sweep marks it dead); every reader reports what it effectively is, and
+every transition treats it so: on its last attempt it is dead, and completing, failing or extending
+it is refused as for a dead item from the moment the lease ran out.
 """
 
 from __future__ import annotations

@@ -16,27 +16,27 @@ from simplequeue.domain.items import CompleteOutcome, Completion, ItemStatus, Le
 
 @dataclass(frozen=True, slots=True)
 class Found:
-    """What a refused transition found of the item: its stored status and lease."""
+    """What a refused transition found of the item: its stored status and lease, and whether it is
+    dead (stored so, or its lease expired on its last attempt: dead for every reader at once)."""
 
     status: str
     lease_token: UUID | None
+    dead: bool
 
 
 def why_refused(found: Found | None, lease_token: UUID | None) -> QueueError:
-    """Why a compare-and-set changed nothing, given what it found of the item (None: no item)."""
+    """Why a compare-and-set changed nothing, given what it found of the item (None: no item):
+    it is dead, or the token is not its current lease's."""
     if found is None:
         return ItemNotFound()
-    if lease_token is not None and found.lease_token != lease_token:
-        return ItemDead() if found.status == ItemStatus.DEAD else LeaseMismatch()
-    if found.status == ItemStatus.DEAD:
-        return ItemDead()
-    return LeaseMismatch()
+    return ItemDead() if found.dead else LeaseMismatch()
 
 
 def why_not_extended(found: Found | None, lease_token: UUID) -> QueueError:
     """Why a lease extension changed nothing: as for any transition, or the lease ran out."""
     if found is not None and found.status == ItemStatus.LEASED and found.lease_token == lease_token:
-        return LeaseExpired()  # the token matches, so only the expiry can have refused it
+        # The token matches, so only the expiry can have refused it: on the last attempt, that is death.
+        return ItemDead() if found.dead else LeaseExpired()
     return why_refused(found, lease_token)
 
 

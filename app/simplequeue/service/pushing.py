@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 
-from simplequeue.domain import ItemExists, NewItem, Pushed
+from simplequeue.domain import DatabaseUnavailable, ItemExists, NewItem, Pushed
 from simplequeue.store.protocol import Store
 
 Pending = tuple[NewItem, asyncio.Future[bool]]
@@ -46,6 +46,14 @@ class PushCoalescer:
             batch, self._pending = self._pending[: self._max_batch], self._pending[self._max_batch :]
             try:
                 inserted = await self._store.push_batch([item for item, _ in batch], skip_existing=True)
+            except DatabaseUnavailable as exc:
+                # The database did not answer within the timeout. Those queued behind this batch
+                # have waited for it already; another batch would only make them wait out a second
+                # timeout. They hear the same answer now, and later pushes start afresh.
+                batch, self._pending = batch + self._pending, []
+                for _, future in batch:
+                    future.set_exception(exc)
+                continue
             except Exception as exc:  # nothing of this batch committed: each of its callers hears why
                 for _, future in batch:
                     future.set_exception(exc)

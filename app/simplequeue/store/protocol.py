@@ -94,7 +94,8 @@ class Delivery(Protocol):
         LeaseExpired or ItemDead."""
 
     async def complete(self, item_id: UUID, lease_token: UUID | None) -> None:
-        """Delete the item and record it in history. Raises ItemNotFound or LeaseMismatch."""
+        """Delete the item and record it in history. Raises ItemNotFound, LeaseMismatch or ItemDead
+        (also for a lease that expired on its last attempt, which is dead before the sweep records it)."""
 
     async def complete_batch(self, items: Sequence[Completion]) -> list[CompleteOutcome]:
         """Complete each item whose token matches (or that has no token given), in one statement where

@@ -43,12 +43,22 @@ def as_utc_or_none(value: datetime | str | None) -> datetime | None:
     return None if value is None else as_utc(value)
 
 
-def found(row: Row | None) -> Found | None:
-    """What a refused transition found of the item, for the domain to say why."""
+def found(row: Row | None, now: datetime | str | None = None) -> Found | None:
+    """What a refused transition found of the item, for the domain to say why. Given `now` and a
+    whole item row (with its queue's max_attempts), a lease that expired on its last attempt is
+    dead, as it is for every reader, whether or not the sweep has recorded it yet."""
     if row is None:
         return None
     token = row["lease_token"]
-    return Found(row["status"], None if token is None else as_uuid(token))
+    if now is None:
+        dead = row["status"] == ItemStatus.DEAD
+    else:
+        visible_at = as_utc(row["visible_at"])
+        status = effective_status(
+            row["status"], visible_at, row["attempts"], row["max_attempts"], as_utc(now)
+        )
+        dead = status == ItemStatus.DEAD
+    return Found(row["status"], None if token is None else as_uuid(token), dead)
 
 
 def leased_item(row: Row) -> LeasedItem:

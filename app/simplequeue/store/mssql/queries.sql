@@ -251,6 +251,9 @@ WHERE i.id = @id;
 -- that would take update locks on (and wait for) other workers' rows.
 -- The history record's last_error is the error of the item's last failure, if any: the errors array's
 -- element with the highest index, read as NVARCHAR(MAX) (JSON_VALUE would stop at 4000 characters).
+-- A lease that expired on its last attempt is dead already, for every reader, whether or not the
+-- sweep has recorded it: the DELETE leaves it and the second result set calls it dead. Its cutoff is
+-- reap_expired's: the expiry at or before @now.
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
 DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
@@ -273,7 +276,9 @@ OUTPUT deleted.id, deleted.queue, deleted.attempts, deleted.created_at, deleted.
 INTO @done
 FROM dbo.sq_items AS i WITH (FORCESEEK)
 JOIN OPENJSON(@items) WITH (id UNIQUEIDENTIFIER, token UNIQUEIDENTIFIER) AS j ON i.id = j.id
-WHERE i.status <> 'dead' AND (j.token IS NULL OR i.lease_token = j.token);
+WHERE i.status <> 'dead' AND (j.token IS NULL OR i.lease_token = j.token)
+  AND NOT (i.status = 'leased' AND i.visible_at <= @now
+           AND i.attempts >= (SELECT q.max_attempts FROM dbo.sq_queues AS q WHERE q.name = i.queue));
 INSERT INTO dbo.sq_history (id, queue, outcome, attempts, created_at, first_popped_at, finished_at,
                             group_key, dedup_key, last_error, payload)
 SELECT d.id, d.queue, 'completed', d.attempts, d.created_at, d.first_popped_at, @now, d.group_key, d.dedup_key,
@@ -290,7 +295,11 @@ FROM dbo.sq_dedup AS k WITH (FORCESEEK)
 JOIN @done AS d ON k.queue = d.queue AND k.dedup_key = d.dedup_key AND k.item_id = d.id
 JOIN dbo.sq_queues AS q ON q.name = d.queue;
 SELECT id FROM @done;
-SELECT i.id, i.status, i.lease_token
+SELECT i.id,
+       CASE WHEN i.status = 'leased' AND i.visible_at <= @now
+                 AND i.attempts >= (SELECT q.max_attempts FROM dbo.sq_queues AS q WHERE q.name = i.queue)
+            THEN 'dead' ELSE i.status END AS status,
+       i.lease_token
 FROM dbo.sq_items AS i WITH (FORCESEEK)
 JOIN OPENJSON(@items) WITH (id UNIQUEIDENTIFIER) AS j ON i.id = j.id;
 
@@ -300,6 +309,7 @@ JOIN OPENJSON(@items) WITH (id UNIQUEIDENTIFIER) AS j ON i.id = j.id;
 -- jitter of it (@draw is a random number in [0, 1) drawn by the store). IIF stands in for LEAST and
 -- GREATEST, which arrived in SQL Server 2022. A death writes its history record in this batch, so in
 -- the same transaction. Two result sets: the row changed (none: refused), then the item as it is now.
+-- Refused, like a completion, for an item that is dead, or whose lease expired on its last attempt.
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
 DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
@@ -349,7 +359,8 @@ CROSS APPLY (
 CROSS APPLY (
     SELECT CAST(FLOOR(f.delay) AS INT) AS whole, CAST(ROUND((f.delay - FLOOR(f.delay)) * 1000000, 0) AS INT) AS micros
 ) AS s
-WHERE i.id = @id AND i.status <> 'dead' AND (@token IS NULL OR i.lease_token = @token);
+WHERE i.id = @id AND i.status <> 'dead' AND (@token IS NULL OR i.lease_token = @token)
+  AND NOT (i.status = 'leased' AND i.visible_at <= @now AND i.attempts >= q.max_attempts);
 INSERT INTO dbo.sq_history (id, queue, outcome, attempts, created_at, first_popped_at, finished_at,
                             group_key, dedup_key, last_error, payload)
 SELECT d.id, d.queue, 'dead', d.attempts, d.created_at, d.first_popped_at, d.died_at, d.group_key, d.dedup_key,

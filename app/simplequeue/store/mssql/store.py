@@ -203,7 +203,7 @@ class MssqlStore:
             extended, current = await fetch_sets(conn, "extend", **values)
         row = current[0] if current else None
         if not extended or row is None:
-            raise why_not_extended(rows.found(row), lease_token)
+            raise why_not_extended(rows.found(row, row["now"] if row else None), lease_token)
         return rows.item_view(row, row["now"])
 
     async def complete(self, item_id: UUID, lease_token: UUID | None) -> None:
@@ -245,7 +245,7 @@ class MssqlStore:
             failed, current = await fetch_sets(conn, "fail", **values)
             row = current[0] if current else None
             if not failed or row is None:
-                raise why_refused(rows.found(row), failure.lease_token)
+                raise why_refused(rows.found(row, row["now"] if row else None), failure.lease_token)
         return rows.item_view(row, row["now"])
 
     async def get_item(self, item_id: UUID) -> ItemView:

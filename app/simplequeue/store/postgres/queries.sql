@@ -88,14 +88,25 @@ WHERE id = :id AND status = 'leased' AND lease_token = :lease_token AND visible_
 -- for one item (complete) or many. Rows come back for the requested items that existed (CTEs share
 -- the statement's snapshot, so `present` sees them before the DELETE); those not deleted were
 -- refused for their lease token or for being dead. The `id = ANY(:ids)` conditions let both look
--- their rows up in sq_items_id_key rather than scan.
+-- their rows up in sq_items_id_key rather than scan. A lease that expired on its last attempt is
+-- dead already (for every reader, whether or not the sweep has recorded it): `present` says so
+-- and `done` leaves it.
 WITH present AS (
-    SELECT id, status, lease_token FROM sq_items WHERE id = ANY (:ids::uuid[])
+    SELECT i.id,
+           CASE WHEN i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now())
+                     AND i.attempts >= q.max_attempts
+                THEN 'dead' ELSE i.status END AS status,
+           i.lease_token
+    FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
+    WHERE i.id = ANY (:ids::uuid[])
 ), done AS (
     DELETE FROM sq_items AS i
-    USING unnest(:ids::uuid[], :lease_tokens::uuid[]) AS r(id, token)
+    USING unnest(:ids::uuid[], :lease_tokens::uuid[]) AS r(id, token), sq_queues AS q
     WHERE i.id = ANY (:ids::uuid[]) AND i.id = r.id AND i.status <> 'dead'
       AND (r.token IS NULL OR i.lease_token = r.token)
+      AND q.name = i.queue
+      AND NOT (i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now())
+               AND i.attempts >= q.max_attempts)
     RETURNING i.id, i.queue, i.attempts, i.created_at, i.first_popped_at, i.group_key, i.dedup_key, i.errors,
               i.payload
 ), history AS (
@@ -127,8 +138,9 @@ FROM unnest(:queues::text[]) AS q(queue)
 -- min(cap, base * factor^(attempts-1)), less up to jitter of it (:draw is a random draw in [0, 1)).
 -- The UPDATE repeats the compare-and-set conditions: they are re-checked on the row's latest
 -- version if a concurrent pop or completion changed it after this statement's snapshot.
+-- Refused, like a completion, for an item that is dead, or whose lease expired on its last attempt.
 WITH f AS (
-    SELECT i.seq, (NOT :retry OR i.attempts >= q.max_attempts) AS dies,
+    SELECT i.seq, q.max_attempts, (NOT :retry OR i.attempts >= q.max_attempts) AS dies,
            COALESCE(:retry_after, LEAST(q.backoff_cap_seconds,
                               q.backoff_base_seconds * power(q.backoff_factor, LEAST(GREATEST(i.attempts, 1) - 1, 60)))
                         * (1 - q.backoff_jitter * :draw)) AS delay
@@ -144,6 +156,8 @@ WITH f AS (
         errors = i.errors || jsonb_build_array(jsonb_build_object('at', COALESCE(:now::timestamptz, now()), 'error', :error::text))
     FROM f
     WHERE i.seq = f.seq AND i.id = :id AND i.status <> 'dead' AND (:lease_token::uuid IS NULL OR i.lease_token = :lease_token)
+      AND NOT (i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now())
+               AND i.attempts >= f.max_attempts)
     RETURNING i.*
 ), history AS (
     INSERT INTO sq_history (id, queue, outcome, attempts, created_at, first_popped_at, finished_at,

@@ -268,7 +268,7 @@ class PostgresStore:
             )
             row = await fetch_one(conn, "get_item", id=item_id, now=self._now())
         if not extended or row is None:
-            raise why_not_extended(rows.found(row), lease_token)
+            raise why_not_extended(rows.found(row, row["now"] if row else None), lease_token)
         return rows.item_view(row, row["now"])
 
     async def complete(self, item_id: UUID, lease_token: UUID | None) -> None:
@@ -309,7 +309,9 @@ class PostgresStore:
             )
             if row is None:
                 current = await fetch_one(conn, "get_item", id=item_id, now=self._now())
-                raise why_refused(rows.found(current), failure.lease_token)
+                raise why_refused(
+                    rows.found(current, current["now"] if current else None), failure.lease_token
+                )
         return rows.item_view(row, row["now"])
 
     async def get_item(self, item_id: UUID) -> ItemView:

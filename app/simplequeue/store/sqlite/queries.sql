@@ -59,20 +59,30 @@ UPDATE sq_items SET visible_at = sq_add_seconds(:now, :lease_seconds)
 WHERE id = :id AND status = 'leased' AND lease_token = :lease_token AND visible_at > :now
 
 -- name: match_one
--- The item a completion names, if its token matches (or none was given) and it is not dead.
-SELECT seq FROM sq_items
-WHERE id = :id AND status <> 'dead' AND (:lease_token IS NULL OR lease_token = :lease_token)
+-- The item a completion names, if its token matches (or none was given) and it is not dead: not
+-- stored dead, and not a lease that expired on its last attempt (dead for every reader already,
+-- whether or not the sweep has got to it).
+SELECT i.seq FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
+WHERE i.id = :id AND i.status <> 'dead' AND (:lease_token IS NULL OR i.lease_token = :lease_token)
+  AND NOT (i.status = 'leased' AND i.visible_at <= :now AND i.attempts >= q.max_attempts)
 
 -- name: match_many
 -- :items is a JSON array of {"id", "token"}; a null token completes whatever the lease.
 SELECT i.seq, i.id
 FROM json_each(:items) AS r
 JOIN sq_items AS i ON i.id = json_extract(r.value, '$.id')
+JOIN sq_queues AS q ON q.name = i.queue
 WHERE i.status <> 'dead'
   AND (json_extract(r.value, '$.token') IS NULL OR i.lease_token = json_extract(r.value, '$.token'))
+  AND NOT (i.status = 'leased' AND i.visible_at <= :now AND i.attempts >= q.max_attempts)
 
 -- name: item_states
-SELECT id, status FROM sq_items WHERE id IN (SELECT value FROM json_each(:ids))
+-- What each item is at :now: a lease that expired on its last attempt is dead already.
+SELECT i.id,
+       CASE WHEN i.status = 'leased' AND i.visible_at <= :now AND i.attempts >= q.max_attempts
+            THEN 'dead' ELSE i.status END AS status
+FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
+WHERE i.id IN (SELECT value FROM json_each(:ids))
 
 -- name: write_history
 -- Called with the rows' final state: before they are deleted (completed) or once dead.
@@ -96,6 +106,7 @@ WHERE i.seq IN (SELECT value FROM json_each(:seqs))
 DELETE FROM sq_items WHERE seq IN (SELECT value FROM json_each(:seqs))
 
 -- name: fail
+-- Refused, like a completion, for an item that is dead, or whose lease expired on its last attempt.
 -- Dead when the worker says so or this was the last attempt; otherwise ready after the given
 -- delay or the queue's backoff: min(cap, base * factor^(attempts-1)), less up to jitter of it.
 WITH f AS (
@@ -107,6 +118,7 @@ WITH f AS (
                     * (1 - q.backoff_jitter * :draw)) AS delay
     FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
     WHERE i.id = :id AND i.status <> 'dead' AND (:lease_token IS NULL OR i.lease_token = :lease_token)
+      AND NOT (i.status = 'leased' AND i.visible_at <= :now AND i.attempts >= q.max_attempts)
 )
 UPDATE sq_items
 SET status = CASE WHEN (SELECT dies FROM f) THEN 'dead' ELSE 'ready' END,

@@ -239,7 +239,7 @@ class SqliteStore:
             extended = await execute(conn, "extend", **params)
             row = await fetch_one(conn, "get_item", id=str(item_id))
             if extended == 0:
-                raise why_not_extended(rows.found(row), lease_token)
+                raise why_not_extended(rows.found(row, now), lease_token)
         return rows.item_view(row, now)
 
     async def _finish(self, conn: aiosqlite.Connection, seqs: list[int], now: str) -> None:
@@ -250,23 +250,25 @@ class SqliteStore:
         await execute(conn, "delete_items", seqs=params["seqs"])
 
     async def complete(self, item_id: UUID, lease_token: UUID | None) -> None:
+        now = self._clock()
         params = {"id": str(item_id), "lease_token": str(lease_token) if lease_token else None}
         async with self._write() as conn:
-            row = await fetch_one(conn, "match_one", **params)
+            row = await fetch_one(conn, "match_one", **params, now=to_text(now))
             if row is None:
                 current = await fetch_one(conn, "get_item", id=str(item_id))
-                raise why_refused(rows.found(current), lease_token)
-            await self._finish(conn, [row["seq"]], to_text(self._clock()))
+                raise why_refused(rows.found(current, now), lease_token)
+            await self._finish(conn, [row["seq"]], to_text(now))
 
     async def complete_batch(self, items: Sequence[Completion]) -> list[CompleteOutcome]:
         requested = json.dumps(
             [{"id": str(i.id), "token": str(i.lease_token) if i.lease_token else None} for i in items]
         )
+        now = to_text(self._clock())
         async with self._write() as conn:
-            matched = await fetch(conn, "match_many", items=requested)
-            await self._finish(conn, [row["seq"] for row in matched], to_text(self._clock()))
+            matched = await fetch(conn, "match_many", items=requested, now=now)
+            await self._finish(conn, [row["seq"] for row in matched], now)
             completed = {rows.as_uuid(row["id"]) for row in matched}
-            left = await fetch(conn, "item_states", ids=json.dumps([str(i.id) for i in items]))
+            left = await fetch(conn, "item_states", ids=json.dumps([str(i.id) for i in items]), now=now)
         still_there = {rows.as_uuid(row["id"]) for row in left}
         dead = {rows.as_uuid(row["id"]) for row in left if row["status"] == ItemStatus.DEAD}
         return complete_outcomes(items, completed, still_there, dead)
@@ -294,7 +296,7 @@ class SqliteStore:
                 )
             row = await fetch_one(conn, "get_item", id=str(item_id))
             if failed is None:
-                raise why_refused(rows.found(row), failure.lease_token)
+                raise why_refused(rows.found(row, now), failure.lease_token)
         return rows.item_view(row, now)
 
     async def get_item(self, item_id: UUID) -> ItemView:

@@ -1,0 +1,1 @@
+"""Fault injection: real `simplequeue serve` processes, a private PostgreSQL cluster, kill -9 and SIGSTOP."""
