@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from simplequeue.api.schemas import (
     QUEUE_NAME_PATTERN,
+    TIME_TEXT,
     CompleteBatchRequest,
     CompleteBatchResponse,
     CompleteResult,
@@ -289,11 +290,11 @@ async def list_history(
     outcome: Annotated[Outcome | None, Query(description="Only completed, or only dead.")] = None,
     since: Annotated[
         UtcDatetime | None,
-        Query(description="Finished at or after this time (ISO-8601; UTC if no offset; no leap second :60)."),
+        Query(description=f"Finished at or after this time ({TIME_TEXT})."),
     ] = None,
     until: Annotated[
         UtcDatetime | None,
-        Query(description="Finished before this time (ISO-8601; UTC if no offset; no leap second :60)."),
+        Query(description=f"Finished before this time ({TIME_TEXT})."),
     ] = None,
     limit: PageLimit = 100,
     cursor: Cursor = None,

@@ -77,6 +77,8 @@ QueueName = Annotated[
     Field(pattern=QUEUE_NAME_PATTERN, min_length=1, max_length=128, examples=["default"]),
 ]
 UtcDatetime = Annotated[datetime, BeforeValidator(_iso_text), AfterValidator(_to_utc)]
+TIME_TEXT = "ISO-8601; UTC if no offset; no leap second :60; in years 1 to 9999 once in UTC"
+"""What a UtcDatetime accepts, for the spec's descriptions."""
 NO_NUL_PATTERN = r"^[^\u0000]*$"
 """What the spec says of text the service stores: no NUL characters (PostgreSQL cannot hold them).
 _storable_text enforces it with a plainer message than a pattern's."""
@@ -119,8 +121,7 @@ class ItemFields(Body):
     )
     created_at: UtcDatetime | None = Field(
         None,
-        description="The producer's timestamp (ISO-8601; UTC if no offset; no leap second :60). Pop order "
-        "is oldest first.",
+        description=f"The producer's timestamp ({TIME_TEXT}). Pop order is oldest first.",
     )
     priority: Int32 = Field(
         0,
@@ -132,7 +133,7 @@ class ItemFields(Body):
     )
     not_before: UtcDatetime | None = Field(
         None,
-        description="Not poppable before this time (ISO-8601; UTC if no offset; no leap second :60). Given "
+        description=f"Not poppable before this time ({TIME_TEXT}). Given "
         "with delay_seconds, the later of the two holds.",
     )
     group: Key | None = Field(

@@ -1,0 +1,154 @@
+"""Schemathesis over the committed spec (openapi/openapi.json) against a real `simplequeue serve`.
+
+Every phase runs (examples, coverage, fuzzing, stateful) with a fixed seed, on SQLite and on a
+fresh PostgreSQL database, and must find nothing. The checks: no 5xx; status codes, content types
+and bodies as the spec documents them; schema-valid requests accepted and schema-invalid ones
+refused; 405 for methods the spec does not list. Only responses slower than a hung request could be
+are failures, so that no figure of this machine's speed decides the outcome.
+
+Size: SIMPLEQUEUE_SCHEMATHESIS_EXAMPLES examples per operation and phase (default small, for every
+run of the suite; the long run uses 100 or more).
+
+Two things the spec cannot say are adjusted in generated requests, each keeping a valid request
+valid and an invalid one invalid:
+- a pop's wait_seconds is capped at WAIT_CAP: most generated queues are empty, and a long-poll
+  on one waits out its wait_seconds (up to 20 s) by design;
+- a cursor of valid length becomes one this service could have handed out: a cursor is opaque, and
+  any other text is 422 InvalidCursor, as documented.
+NUL characters are not generated: the service refuses them in stored text (the spec's patterns and
+the payload's description say so), and a payload's NUL cannot be written as a schema.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import schemathesis
+from schemathesis.config import SchemathesisConfig
+from schemathesis.engine import Status, events, from_schema
+from schemathesis.hooks import HookContext
+from simplequeue.store.cursors import encode_cursor
+
+from tests.engines import postgres_database
+from tests.test_e2e import serving
+
+pytestmark = pytest.mark.e2e
+
+SPEC = Path(__file__).parent.parent / "openapi" / "openapi.json"
+EXAMPLES = int(os.environ.get("SIMPLEQUEUE_SCHEMATHESIS_EXAMPLES", "10"))
+SEED = 20261123
+WAIT_CAP = 0.05
+A_CURSOR = encode_cursor(datetime(2026, 1, 1, tzinfo=UTC), 1)
+CHECKS = [
+    "not_a_server_error",
+    "status_code_conformance",
+    "content_type_conformance",
+    "response_schema_conformance",
+    "negative_data_rejection",
+    "positive_data_acceptance",
+    "unsupported_method",
+]
+# Well above the longest wait a request may have (a 20 s long-poll, a 5 s database timeout): only a
+# request that hung fails it, never a slow machine.
+HUNG_SECONDS = 30
+
+
+def config(base_url: str) -> SchemathesisConfig:
+    return SchemathesisConfig.from_dict(
+        {
+            "seed": SEED,
+            "base-url": base_url,
+            "workers": 1,
+            "request-timeout": HUNG_SECONDS + 10,
+            "cache": {"enabled": False},
+            "generation": {"max-examples": EXAMPLES, "allow-x00": False, "database": "none"},
+            "phases": {name: {"enabled": True} for name in ("examples", "coverage", "fuzzing", "stateful")},
+            "checks": {
+                "enabled": False,
+                **{name: {"enabled": True} for name in CHECKS},
+                "max_response_time": HUNG_SECONDS,
+            },
+        }
+    )
+
+
+def adjust(context: HookContext, case: Any) -> Any:
+    """The map_case hook: see the module's docstring."""
+    body, query = case.body, case.query
+    if case.operation.label == "POST /pop" and isinstance(body, dict):
+        wait = body.get("wait_seconds")
+        if isinstance(wait, int | float) and not isinstance(wait, bool) and WAIT_CAP < wait <= 20:
+            case.body = {**body, "wait_seconds": WAIT_CAP}
+    if isinstance(query, dict):
+        cursor = query.get("cursor")
+        if isinstance(cursor, str) and 1 <= len(cursor) <= 200:
+            case.query = {**query, "cursor": A_CURSOR}
+    return case
+
+
+@dataclass
+class Findings:
+    cases: Counter[str] = field(default_factory=Counter)  # per phase
+    failures: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        phases = ", ".join(f"{phase} {n}" for phase, n in sorted(self.cases.items()))
+        return (
+            f"{sum(self.cases.values())} cases ({phases}), {len(self.failures)} failures, "
+            f"{len(self.errors)} errors, {self.seconds:.0f} s at {EXAMPLES} examples, seed {SEED}"
+        )
+
+
+def run(base_url: str) -> Findings:
+    schema = schemathesis.openapi.from_path(SPEC, config=config(base_url))
+    schema.hook("map_case")(adjust)
+    found = Findings()
+    started = time.monotonic()
+    for event in from_schema(schema).execute():
+        if isinstance(event, events.ScenarioFinished | events.FuzzScenarioFinished):
+            recorder = event.recorder
+            found.cases[str(getattr(event, "phase", "fuzz"))] += len(recorder.cases)
+            for case_id, checks in recorder.checks.items():
+                for check in checks:
+                    if check.status == Status.FAILURE and check.failure_info is not None:
+                        failure = check.failure_info.failure
+                        found.failures.append(
+                            f"{recorder.label} [{case_id}] {check.name}: {failure.title}\n"
+                            f"{failure.message}\n{check.failure_info.code_sample}"
+                        )
+        elif isinstance(event, events.NonFatalError):
+            found.errors.append(f"{event.label}: {event.info.title}: {event.info}")
+        elif isinstance(event, events.FatalError):
+            found.errors.append(f"fatal: {event.exception!r}")
+        elif isinstance(event, events.EngineFinished):
+            found.failures += [f"after run: {f.title}\n{f.message}" for f in event.failures]
+    found.seconds = time.monotonic() - started
+    return found
+
+
+def assert_nothing_found(engine: str, found: Findings, capsys: pytest.CaptureFixture[str]) -> None:
+    with capsys.disabled():  # the figures show in every run, not only with -s
+        print(f"\nschemathesis on {engine}: {found.summary()}")
+    assert sum(found.cases.values()) > 0
+    shown = "\n\n".join([*found.errors, *found.failures][:10])
+    assert not found.errors, f"{found.summary()}\n\n{shown}"
+    assert not found.failures, f"{found.summary()}\n\n{shown}"
+
+
+def test_schemathesis_finds_nothing_on_sqlite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with serving(f"sqlite:///{tmp_path / 'st.db'}") as base:
+        assert_nothing_found("sqlite", run(base), capsys)
+
+
+def test_schemathesis_finds_nothing_on_postgresql(capsys: pytest.CaptureFixture[str]) -> None:
+    with postgres_database() as url, serving(url) as base:
+        assert_nothing_found("postgresql", run(base), capsys)
