@@ -3,14 +3,20 @@ schema-driven testers (schemathesis) read only what the spec says."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from openapi_spec_validator import validate
+from simplequeue.api.errors import HTTP_CODES, codes_of, domain_errors
+from simplequeue.api.schemas import ErrorCode
 from simplequeue.main import create_app
 from simplequeue.settings import Settings
 
+COMMITTED = Path(__file__).parent.parent / "openapi" / "openapi.json"
 SPEC: dict[str, Any] = create_app(Settings()).openapi()
 SCHEMAS: dict[str, Any] = SPEC["components"]["schemas"]
 BODY_METHODS = ("post", "put", "patch")
@@ -91,3 +97,89 @@ def test_an_empty_cursor_is_outside_the_spec(path: str) -> None:
     [cursor] = [p for p in SPEC["paths"][path]["get"]["parameters"] if p["name"] == "cursor"]
     [text] = [s for s in cursor["schema"]["anyOf"] if s.get("type") == "string"]
     assert text["minLength"] == 1
+
+
+def test_the_committed_spec_is_valid_openapi_3_1() -> None:
+    committed = json.loads(COMMITTED.read_text(encoding="utf-8"))
+    assert committed["openapi"].startswith("3.1.")
+    validate(committed)  # raises on the first violation
+
+
+def test_the_root_says_where_it_is_served_and_that_no_credentials_are_needed() -> None:
+    assert SPEC["security"] == []  # no authentication: said, not left out
+    assert SPEC["servers"] == [{"url": "http://127.0.0.1:8000", "description": "simplequeue serve's default"}]
+    assert SPEC["info"]["license"]["identifier"] == "MIT"
+
+
+def schemas_reached(node: Any, seen: set[str]) -> set[str]:
+    """The names of the component schemas that node refers to, directly or through others."""
+    if isinstance(node, dict):
+        ref = node.get("$ref", "")
+        if ref.startswith("#/components/schemas/") and (name := ref.rsplit("/", 1)[1]) not in seen:
+            seen.add(name)
+            schemas_reached(SCHEMAS[name], seen)
+        for value in node.values():
+            schemas_reached(value, seen)
+    elif isinstance(node, list):
+        for value in node:
+            schemas_reached(value, seen)
+    return seen
+
+
+OPERATIONS = [(method, path, op) for path, item in SPEC["paths"].items() for method, op in item.items()]
+REQUEST_SCHEMAS = schemas_reached([op.get("requestBody", {}) for _, _, op in OPERATIONS], set())
+RESPONSE_SCHEMAS = schemas_reached([op["responses"] for _, _, op in OPERATIONS], set())
+
+
+def test_request_and_response_schemas_are_apart() -> None:
+    # A shared schema cannot both let a caller omit a field and promise the field in an answer.
+    assert REQUEST_SCHEMAS.isdisjoint(RESPONSE_SCHEMAS)
+    assert {"PushRequest", "PopRequest", "QueueSettingsRequest", "BackoffRequest"} <= REQUEST_SCHEMAS
+
+
+def test_request_schemas_have_no_default_keyword() -> None:
+    # openapi-typescript makes a property with a `default` required; the default is in words instead.
+    defaults = [
+        f"{name}{where}" for name in REQUEST_SCHEMAS for where, key in keys(SCHEMAS[name]) if key == "default"
+    ]
+    assert defaults == []
+    assert "Default: 1." in SCHEMAS["PopRequest"]["properties"]["max_items"]["description"]
+
+
+def test_responses_require_every_field_they_always_carry() -> None:
+    optional = {
+        f"{name}.{prop}"
+        for name in RESPONSE_SCHEMAS
+        for prop in SCHEMAS[name].get("properties", {})
+        if prop not in SCHEMAS[name].get("required", [])
+    }
+    assert optional == {"ErrorBody.fields"}  # only a ValidationError names fields
+
+
+def test_every_operation_has_a_tag_and_error_answers_in_the_envelope() -> None:
+    for method, path, op in OPERATIONS:
+        assert op.get("tags") in (["items"], ["queues"], ["health"]), (method, path)
+        errors = {status: r for status, r in op["responses"].items() if int(status) >= 400}
+        assert {"408", "500"} <= set(errors), (method, path)
+        for response in errors.values():
+            schema = response["content"]["application/json"]["schema"]
+            assert schema == {"$ref": "#/components/schemas/ErrorBody"}, (method, path)
+
+
+def test_the_error_code_is_an_enum_of_every_code_the_service_answers() -> None:
+    assert SCHEMAS["ErrorBody"]["properties"]["error"] == {"$ref": "#/components/schemas/ErrorCode"}
+    domain = {cls.__name__ for cls in domain_errors()}
+    http = {code for codes in HTTP_CODES.values() for code in codes}
+    assert set(SCHEMAS["ErrorCode"]["enum"]) == {c.value for c in ErrorCode} == domain | http
+    assert {"MalformedJSON", "UnsupportedMediaType", "ValidationError", "RequestTimeout"} <= http
+    assert codes_of(409) == ["Conflict", "ItemExists", "LeaseMismatch", "LeaseExpired", "ItemDead"]
+
+
+def test_generated_names_read_well() -> None:
+    # Named enums, not inline ones a generator would name CompleteResultResult or ItemStatus_.
+    assert SCHEMAS["CompleteResult"]["properties"]["result"] == {
+        "$ref": "#/components/schemas/CompleteOutcome"
+    }
+    assert SCHEMAS["Item"]["properties"]["status"]["$ref"] == "#/components/schemas/ItemStatus"
+    assert {"Queue", "QueueList", "Item", "QueueSettings", "DeadItemPage", "HealthStatus"} <= set(SCHEMAS)
+    assert {"QueueResponse", "QueuesResponse", "ItemResponse", "StatusResponse"}.isdisjoint(SCHEMAS)

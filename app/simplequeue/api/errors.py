@@ -17,7 +17,6 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ExceptionHandler
 
 from simplequeue.api.request_ids import REQUEST_ID
-from simplequeue.api.schemas import ErrorBody
 from simplequeue.domain import (
     Conflict,
     DatabaseUnavailable,
@@ -40,10 +39,10 @@ def envelope(
     fields: list[dict[str, Any]] | None = None,
     headers: Mapping[str, str] | None = None,
 ) -> JSONResponse:
-    body = ErrorBody(error=code, detail=detail, fields=fields)
     if status == 503:
         headers = {**(headers or {}), "Retry-After": "1"}
-    return JSONResponse(body.model_dump(exclude_none=True), status_code=status, headers=headers)
+    content = {"error": code, "detail": detail} | ({"fields": fields} if fields is not None else {})
+    return JSONResponse(content, status_code=status, headers=headers)
 
 
 STATUS_OF: dict[type[QueueError], int] = {
@@ -60,11 +59,42 @@ STATUS_OF: dict[type[QueueError], int] = {
 nearest ancestor's). Its code is the class's name."""
 
 
-def status_of(error: QueueError) -> int:
-    for cls in type(error).__mro__:
+HTTP_CODES: dict[int, tuple[str, ...]] = {
+    400: ("MalformedJSON",),
+    404: ("NotFound",),
+    405: ("MethodNotAllowed",),
+    408: ("RequestTimeout",),
+    413: ("PayloadTooLarge",),
+    415: ("UnsupportedMediaType",),
+    422: ("ValidationError",),
+    500: ("InternalError",),
+}
+"""The codes the HTTP layer answers itself (here, in simplequeue.api.guard and .server), by status."""
+
+
+def status_of(error: QueueError | type[QueueError]) -> int:
+    for cls in (error if isinstance(error, type) else type(error)).__mro__:
         if cls in STATUS_OF:
             return STATUS_OF[cls]
     return 500
+
+
+def domain_errors() -> list[type[QueueError]]:
+    """Every class of the domain's error tree below QueueError, depth first."""
+    found: list[type[QueueError]] = []
+    for cls in QueueError.__subclasses__():
+        found += [cls, *_below(cls)]
+    return found
+
+
+def _below(cls: type[QueueError]) -> list[type[QueueError]]:
+    return [c for sub in cls.__subclasses__() for c in (sub, *_below(sub))]
+
+
+def codes_of(status: int) -> list[str]:
+    """The codes an error answer with this status may carry."""
+    domain = [cls.__name__ for cls in domain_errors() if status_of(cls) == status]
+    return list(dict.fromkeys([*domain, *HTTP_CODES.get(status, ())]))
 
 
 async def on_queue_error(request: Request, exc: Exception) -> JSONResponse:

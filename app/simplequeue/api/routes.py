@@ -9,19 +9,21 @@ from uuid import UUID
 from fastapi import APIRouter, Depends, Path, Query, Request, Response, status
 from pydantic import BaseModel
 
+from simplequeue.api.errors import codes_of
 from simplequeue.api.schemas import (
     QUEUE_NAME_PATTERN,
     TIME_TEXT,
     CompleteBatchRequest,
     CompleteBatchResponse,
     CompleteResult,
-    DeadPage,
+    DeadItemPage,
     ErrorBody,
     ExtendRequest,
     FailRequest,
+    HealthStatus,
     HistoryEntry,
     HistoryPage,
-    ItemResponse,
+    Item,
     PoppedItem,
     PopRequest,
     PopResponse,
@@ -30,12 +32,11 @@ from simplequeue.api.schemas import (
     PushBatchResponse,
     PushRequest,
     PushResponse,
-    QueueResponse,
-    QueueSettingsBody,
-    QueuesResponse,
+    Queue,
+    QueueList,
+    QueueSettingsRequest,
     RedriveRequest,
     RedriveResponse,
-    StatusResponse,
     UtcDatetime,
 )
 from simplequeue.domain import (
@@ -90,17 +91,26 @@ def _also(code: int, model: type[BaseModel], description: str) -> dict[int | str
     return {code: {"model": model, "description": description}}
 
 
+_WHY: dict[int, str] = {
+    400: "The body is not valid JSON.",
+    404: "No such item or queue.",
+    408: "The request's headers or body did not arrive in time; the connection is closed.",
+    409: "Conflicts with the item's current state.",
+    413: "The request body is over the service's limit (pushes: or a payload over its limit).",
+    415: "The body was not sent as application/json.",
+    422: "Invalid input.",
+    500: "The database refused a statement, or the server failed unexpectedly.",
+    503: "The database is unavailable or not migrated.",
+}
+
+
 def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
-    described = {
-        400: "The body is not valid JSON.",
-        404: "No such item or queue.",
-        409: "Conflicts with the item's current state.",
-        413: "The request body is over the service's limit (pushes: or a payload over its limit).",
-        415: "The body was not sent as application/json.",
-        422: "Invalid input.",
-        503: "The database is unavailable or not migrated.",
+    """The error answers an operation may give, with the codes each may carry. Any request may meet
+    the header and body deadlines (408) or an unexpected failure (500)."""
+    return {
+        code: {"model": ErrorBody, "description": f"{_WHY[code]} Codes: {', '.join(codes_of(code))}."}
+        for code in sorted({*codes, 408, 500})
     }
-    return {code: {"model": ErrorBody, "description": described[code]} for code in codes}
 
 
 router = APIRouter()
@@ -110,6 +120,7 @@ router = APIRouter()
     "/push",
     status_code=status.HTTP_201_CREATED,
     operation_id="push",
+    tags=["items"],
     response_model=PushResponse,
     responses=_also(200, PushResponse, "The dedup_key matched an existing item: nothing was inserted.")
     | _errors(400, 409, 413, 415, 422, 503),
@@ -130,6 +141,7 @@ async def push(body: PushRequest, sq: ServiceDep) -> Response:
     "/push/batch",
     status_code=status.HTTP_201_CREATED,
     operation_id="pushBatch",
+    tags=["items"],
     response_model=PushBatchResponse,
     responses=_also(200, PushBatchResponse, "Every item was a duplicate: nothing was inserted.")
     | _errors(400, 409, 413, 415, 422, 503),
@@ -146,7 +158,11 @@ async def push_batch(body: PushBatchRequest, sq: ServiceDep) -> Response:
 
 
 @router.post(
-    "/pop", operation_id="pop", response_model=PopResponse, responses=_errors(400, 413, 415, 422, 503)
+    "/pop",
+    operation_id="pop",
+    tags=["items"],
+    response_model=PopResponse,
+    responses=_errors(400, 413, 415, 422, 503),
 )
 async def pop(body: PopRequest, sq: ServiceDep, request: Request) -> Response:
     """Lease up to `max_items` items (highest priority first, then oldest), waiting up to
@@ -165,6 +181,7 @@ async def pop(body: PopRequest, sq: ServiceDep, request: Request) -> Response:
     "/items/{item_id:uuid}",
     status_code=status.HTTP_204_NO_CONTENT,
     operation_id="completeItem",
+    tags=["items"],
     responses=_errors(404, 409, 422, 503),
 )
 async def complete_item(item_id: ItemId, sq: ServiceDep, lease_token: LeaseTokenQuery = None) -> Response:
@@ -176,6 +193,7 @@ async def complete_item(item_id: ItemId, sq: ServiceDep, lease_token: LeaseToken
 @router.post(
     "/items/complete",
     operation_id="completeItems",
+    tags=["items"],
     response_model=CompleteBatchResponse,
     responses=_errors(400, 413, 415, 422, 503),
 )
@@ -183,8 +201,7 @@ async def complete_items(body: CompleteBatchRequest, sq: ServiceDep) -> Response
     """Finish 1..1000 items at once; each gets its own result, as DELETE /items/{id} would give."""
     outcomes = await sq.complete_many([Completion(i.id, i.lease_token) for i in body.items])
     results = [
-        CompleteResult.model_construct(id=i.id, result=o.value)
-        for i, o in zip(body.items, outcomes, strict=True)
+        CompleteResult.model_construct(id=i.id, result=o) for i, o in zip(body.items, outcomes, strict=True)
     ]
     return serialized(CompleteBatchResponse.model_construct(results=results))
 
@@ -192,7 +209,8 @@ async def complete_items(body: CompleteBatchRequest, sq: ServiceDep) -> Response
 @router.post(
     "/items/{item_id:uuid}/fail",
     operation_id="failItem",
-    response_model=ItemResponse,
+    tags=["items"],
+    response_model=Item,
     responses=_errors(400, 404, 409, 413, 415, 422, 503),
 )
 async def fail_item(item_id: ItemId, body: FailRequest, sq: ServiceDep) -> Response:
@@ -200,79 +218,89 @@ async def fail_item(item_id: ItemId, body: FailRequest, sq: ServiceDep) -> Respo
     unless `retry` is false or this was its last attempt: then it is dead."""
     failure = Failure(body.error, body.lease_token, body.retry, body.retry_after_seconds)
     view = await sq.fail(item_id, failure)
-    return json_text(ItemResponse.json_of(view))
+    return json_text(Item.json_of(view))
 
 
 @router.post(
     "/items/{item_id:uuid}/extend",
     operation_id="extendLease",
-    response_model=ItemResponse,
+    tags=["items"],
+    response_model=Item,
     responses=_errors(400, 404, 409, 413, 415, 422, 503),
 )
 async def extend_lease(item_id: ItemId, body: ExtendRequest, sq: ServiceDep) -> Response:
     """Keep working on an item: its live lease now ends `lease_seconds` from now (a heartbeat).
     409 when the token is stale, or the lease has already expired."""
-    return json_text(ItemResponse.json_of(await sq.extend(item_id, body.lease_token, body.lease_seconds)))
+    return json_text(Item.json_of(await sq.extend(item_id, body.lease_token, body.lease_seconds)))
 
 
 @router.get(
     "/items/{item_id:uuid}",
     operation_id="getItem",
-    response_model=ItemResponse,
+    tags=["items"],
+    response_model=Item,
     responses=_errors(404, 422, 503),
 )
 async def get_item(item_id: ItemId, sq: ServiceDep) -> Response:
     """Look at an item without changing it."""
-    return json_text(ItemResponse.json_of(await sq.get_item(item_id)))
+    return json_text(Item.json_of(await sq.get_item(item_id)))
 
 
-@router.get("/queues", operation_id="listQueues", responses=_errors(503))
-async def list_queues(sq: ServiceDep) -> QueuesResponse:
+@router.get("/queues", operation_id="listQueues", tags=["queues"], responses=_errors(503))
+async def list_queues(sq: ServiceDep) -> QueueList:
     """Every queue with its counts."""
-    return QueuesResponse(queues=[QueueResponse.of(q) for q in await sq.list_queues()])
+    return QueueList(queues=[Queue.of(q) for q in await sq.list_queues()])
 
 
-@router.get("/queues/{name}", operation_id="getQueue", responses=_errors(404, 422, 503))
-async def get_queue(name: QueuePath, sq: ServiceDep) -> QueueResponse:
+@router.get("/queues/{name}", operation_id="getQueue", tags=["queues"], responses=_errors(404, 422, 503))
+async def get_queue(name: QueuePath, sq: ServiceDep) -> Queue:
     """One queue's settings and counts."""
-    return QueueResponse.of(await sq.get_queue(name))
+    return Queue.of(await sq.get_queue(name))
 
 
 @router.put(
     "/queues/{name}",
     operation_id="putQueue",
-    responses=_also(201, QueueResponse, "The queue was created.") | _errors(400, 413, 415, 422, 503),
+    tags=["queues"],
+    responses=_also(201, Queue, "The queue was created.") | _errors(400, 413, 415, 422, 503),
 )
-async def put_queue(
-    name: QueuePath, body: QueueSettingsBody, sq: ServiceDep, response: Response
-) -> QueueResponse:
+async def put_queue(name: QueuePath, body: QueueSettingsRequest, sq: ServiceDep, response: Response) -> Queue:
     """Create a queue with these settings, or replace its settings (omitted fields take their
     defaults). They apply from the next pop, fail or finish on."""
     created, stats = await sq.put_queue(name, body.to_domain())
     if created:
         response.status_code = status.HTTP_201_CREATED
-    return QueueResponse.of(stats)
+    return Queue.of(stats)
 
 
 @router.get(
-    "/queues/{name}/dead", operation_id="listDead", response_model=DeadPage, responses=_errors(422, 503)
+    "/queues/{name}/dead",
+    operation_id="listDead",
+    tags=["queues"],
+    response_model=DeadItemPage,
+    responses=_errors(422, 503),
 )
 async def list_dead(
     name: QueuePath, sq: ServiceDep, limit: PageLimit = 100, cursor: Cursor = None
 ) -> Response:
     """Dead items with their errors, most recently dead first."""
     page = await sq.list_dead(name, limit, cursor)
-    return json_text(page_json([ItemResponse.json_of(v) for v in page.items], page.next_cursor))
+    return json_text(page_json([Item.json_of(v) for v in page.items], page.next_cursor))
 
 
-@router.post("/queues/{name}/redrive", operation_id="redrive", responses=_errors(400, 413, 415, 422, 503))
+@router.post(
+    "/queues/{name}/redrive",
+    operation_id="redrive",
+    tags=["queues"],
+    responses=_errors(400, 413, 415, 422, 503),
+)
 async def redrive(name: QueuePath, body: RedriveRequest, sq: ServiceDep) -> RedriveResponse:
     """Make dead items ready again (all, or those of `ids`; other ids are ignored), with their
     attempts reset and their errors kept."""
     return RedriveResponse(redriven=await sq.redrive(name, body.ids, body.rate_per_second))
 
 
-@router.delete("/queues/{name}/dead", operation_id="purgeDead", responses=_errors(422, 503))
+@router.delete("/queues/{name}/dead", operation_id="purgeDead", tags=["queues"], responses=_errors(422, 503))
 async def purge_dead(name: QueuePath, sq: ServiceDep) -> PurgeResponse:
     """Delete the queue's dead items. Their history records stay."""
     return PurgeResponse(purged=await sq.purge_dead(name))
@@ -281,6 +309,7 @@ async def purge_dead(name: QueuePath, sq: ServiceDep) -> PurgeResponse:
 @router.get(
     "/queues/{name}/history",
     operation_id="listHistory",
+    tags=["queues"],
     response_model=HistoryPage,
     responses=_errors(422, 503),
 )
@@ -305,14 +334,14 @@ async def list_history(
     return json_text(page_json([HistoryEntry.json_of(r) for r in page.items], page.next_cursor))
 
 
-@router.get("/healthz", operation_id="healthz")
-async def healthz() -> StatusResponse:
+@router.get("/healthz", operation_id="healthz", tags=["health"], responses=_errors())
+async def healthz() -> HealthStatus:
     """The process is alive."""
-    return StatusResponse(status="ok")
+    return HealthStatus(status="ok")
 
 
-@router.get("/readyz", operation_id="readyz", responses=_errors(503))
-async def readyz(sq: ServiceDep) -> StatusResponse:
+@router.get("/readyz", operation_id="readyz", tags=["health"], responses=_errors(503))
+async def readyz(sq: ServiceDep) -> HealthStatus:
     """The database answers and its schema is up to date."""
     await sq.check_ready()
-    return StatusResponse(status="ready")
+    return HealthStatus(status="ready")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from enum import StrEnum
+from typing import Annotated, Any
 from uuid import UUID
 
 from pydantic import (
@@ -16,18 +18,20 @@ from pydantic import (
     StrictBool,
 )
 
+from simplequeue import domain
 from simplequeue.domain import (
     MAX_PAYLOAD_DEPTH,
-    Backoff,
+    CompleteOutcome,
     Draft,
     HistoryRecord,
+    ItemStatus,
     ItemView,
     LeasedItem,
-    QueueSettings,
+    Outcome,
     QueueStats,
 )
 
-DEFAULTS = QueueSettings()
+DEFAULTS = domain.QueueSettings()
 
 QUEUE_NAME_PATTERN = r"^[A-Za-z0-9._-]{1,128}$"
 
@@ -102,9 +106,23 @@ def with_payload(model: BaseModel, payload_json: str | None) -> str:
 _PAYLOAD = {"payload"}
 
 
+def _defaults_in_words(schema: dict[str, Any]) -> None:
+    """A request field's default goes into its description, not the schema's `default`: generators
+    such as openapi-typescript make a property with a `default` required, and a caller must be able
+    to omit it. The server applies the default (the model's own)."""
+    for prop in schema.get("properties", {}).values():
+        if "default" not in prop:
+            continue
+        default = prop.pop("default")
+        if default is not None:
+            said = f"Default: {json.dumps(default)}."
+            prop["description"] = f"{prop['description']} {said}" if "description" in prop else said
+
+
 class Body(BaseModel):
-    # A misspelt field is an error, not a silently ignored option.
-    model_config = ConfigDict(extra="forbid")
+    """A request body. A misspelt field is an error, not a silently ignored option."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_defaults_in_words)
 
 
 class ItemFields(Body):
@@ -203,7 +221,7 @@ class CompleteBatchRequest(Body):
 
 class CompleteResult(BaseModel):
     id: UUID
-    result: Literal["completed", "not_found", "lease_mismatch", "dead"]
+    result: CompleteOutcome
 
 
 class CompleteBatchResponse(BaseModel):
@@ -284,11 +302,11 @@ class ErrorEntry(BaseModel):
     error: str
 
 
-class ItemResponse(BaseModel):
+class Item(BaseModel):
     id: UUID
     queue: str
     payload: Any
-    status: Literal["ready", "delayed", "retrying", "leased", "dead"] = Field(
+    status: ItemStatus = Field(
         description="delayed: pushed with a delay not yet passed; retrying: failed, waiting out its backoff."
     )
     attempts: int
@@ -308,7 +326,7 @@ class ItemResponse(BaseModel):
         response = cls.model_construct(
             id=view.id,
             queue=view.queue,
-            status=view.status.value,
+            status=view.status,
             attempts=view.attempts,
             max_attempts=view.max_attempts,
             errors=[ErrorEntry.model_construct(at=e.at, error=e.error) for e in view.errors],
@@ -325,7 +343,7 @@ class ItemResponse(BaseModel):
         return with_payload(response, view.payload_json)
 
 
-class BackoffBody(Body):
+class BackoffRequest(Body):
     """Retry delay after failed attempt n: min(cap_seconds, base_seconds * factor^(n-1)), less a random
     part of up to `jitter` of it."""
 
@@ -335,7 +353,7 @@ class BackoffBody(Body):
     jitter: Annotated[float, Number] = Field(DEFAULTS.backoff.jitter, ge=0, le=1)
 
 
-class QueueSettingsBody(Body):
+class QueueSettingsRequest(Body):
     """A queue's delivery settings. PUT replaces them all: an omitted field takes its default."""
 
     max_attempts: Annotated[int, Number] = Field(
@@ -347,7 +365,7 @@ class QueueSettingsBody(Body):
     lease_seconds: Annotated[int, Number] = Field(
         DEFAULTS.lease_seconds, ge=1, le=43200, description="Lease of a pop that gives none."
     )
-    backoff: BackoffBody = Field(default_factory=BackoffBody)
+    backoff: BackoffRequest = Field(default_factory=BackoffRequest)
     retention_seconds: Annotated[int, Number] = Field(
         DEFAULTS.retention_seconds, ge=0, le=31536000, description="History is kept this long."
     )
@@ -361,24 +379,45 @@ class QueueSettingsBody(Body):
         DEFAULTS.history_payload, description="Copy payloads into history records."
     )
 
-    def to_domain(self) -> QueueSettings:
+    def to_domain(self) -> domain.QueueSettings:
         b = self.backoff
-        return QueueSettings(
+        return domain.QueueSettings(
             max_attempts=self.max_attempts,
             lease_seconds=self.lease_seconds,
-            backoff=Backoff(b.base_seconds, b.factor, b.cap_seconds, b.jitter),
+            backoff=domain.Backoff(b.base_seconds, b.factor, b.cap_seconds, b.jitter),
             retention_seconds=self.retention_seconds,
             dedup_window_seconds=self.dedup_window_seconds,
             history_payload=self.history_payload,
         )
 
+
+class Backoff(BaseModel):
+    """Retry delay after failed attempt n: min(cap_seconds, base_seconds * factor^(n-1)), less a random
+    part of up to `jitter` of it."""
+
+    base_seconds: float
+    factor: float
+    cap_seconds: float
+    jitter: float
+
+
+class QueueSettings(BaseModel):
+    """A queue's delivery settings, as they are (see PUT /queues/{name} for their meaning)."""
+
+    max_attempts: int
+    lease_seconds: int
+    backoff: Backoff
+    retention_seconds: int
+    dedup_window_seconds: int
+    history_payload: bool
+
     @classmethod
-    def of(cls, settings: QueueSettings) -> QueueSettingsBody:
+    def of(cls, settings: domain.QueueSettings) -> QueueSettings:
         b = settings.backoff
         return cls(
             max_attempts=settings.max_attempts,
             lease_seconds=settings.lease_seconds,
-            backoff=BackoffBody(
+            backoff=Backoff(
                 base_seconds=b.base_seconds, factor=b.factor, cap_seconds=b.cap_seconds, jitter=b.jitter
             ),
             retention_seconds=settings.retention_seconds,
@@ -392,7 +431,7 @@ class HistoryCounts(BaseModel):
     dead: int
 
 
-class QueueResponse(BaseModel):
+class Queue(BaseModel):
     name: str
     ready: int = Field(description="Poppable now.")
     leased: int
@@ -401,10 +440,10 @@ class QueueResponse(BaseModel):
     dead: int
     oldest_ready_age_seconds: float | None
     history: HistoryCounts = Field(description="Finished items still within the retention period.")
-    settings: QueueSettingsBody
+    settings: QueueSettings
 
     @classmethod
-    def of(cls, stats: QueueStats) -> QueueResponse:
+    def of(cls, stats: QueueStats) -> Queue:
         return cls(
             name=stats.name,
             ready=stats.ready,
@@ -414,16 +453,16 @@ class QueueResponse(BaseModel):
             dead=stats.dead,
             oldest_ready_age_seconds=stats.oldest_ready_age_seconds,
             history=HistoryCounts(completed=stats.completed_in_history, dead=stats.dead_in_history),
-            settings=QueueSettingsBody.of(stats.settings),
+            settings=QueueSettings.of(stats.settings),
         )
 
 
-class QueuesResponse(BaseModel):
-    queues: list[QueueResponse]
+class QueueList(BaseModel):
+    queues: list[Queue]
 
 
-class DeadPage(BaseModel):
-    items: list[ItemResponse] = Field(description="Most recently dead first.")
+class DeadItemPage(BaseModel):
+    items: list[Item] = Field(description="Most recently dead first.")
     next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last.")
 
 
@@ -451,7 +490,7 @@ class PurgeResponse(BaseModel):
 class HistoryEntry(BaseModel):
     id: UUID
     queue: str
-    outcome: Literal["completed", "dead"]
+    outcome: Outcome
     attempts: int
     created_at: datetime
     first_popped_at: datetime | None
@@ -459,14 +498,14 @@ class HistoryEntry(BaseModel):
     group: str | None
     dedup_key: str | None
     last_error: str | None
-    payload: Any = Field(None, description="Only when the queue keeps payloads in history.")
+    payload: Any = Field(description="null unless the queue keeps payloads in history.")
 
     @classmethod
     def json_of(cls, record: HistoryRecord) -> str:
         entry = cls.model_construct(
             id=record.id,
             queue=record.queue,
-            outcome=record.outcome.value,
+            outcome=record.outcome,
             attempts=record.attempts,
             created_at=record.created_at,
             first_popped_at=record.first_popped_at,
@@ -474,6 +513,7 @@ class HistoryEntry(BaseModel):
             group=record.group,
             dedup_key=record.dedup_key,
             last_error=record.last_error,
+            payload=None,  # spliced in as text
         )
         return with_payload(entry, record.payload_json)
 
@@ -483,7 +523,7 @@ class HistoryPage(BaseModel):
     next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last.")
 
 
-class StatusResponse(BaseModel):
+class HealthStatus(BaseModel):
     status: str
 
 
@@ -492,10 +532,38 @@ class FieldError(BaseModel):
     msg: str
 
 
+class ErrorCode(StrEnum):
+    """Every code the error envelope may carry: one per class of the domain's error tree (its name),
+    and those of errors the HTTP layer answers itself. Stable: clients switch on them."""
+
+    # The domain's (simplequeue.domain.errors); a base class's code when it is raised itself.
+    NOT_FOUND = "NotFound"
+    ITEM_NOT_FOUND = "ItemNotFound"
+    QUEUE_NOT_FOUND = "QueueNotFound"
+    CONFLICT = "Conflict"
+    ITEM_EXISTS = "ItemExists"
+    LEASE_MISMATCH = "LeaseMismatch"
+    LEASE_EXPIRED = "LeaseExpired"
+    ITEM_DEAD = "ItemDead"
+    INVALID_PAYLOAD = "InvalidPayload"
+    INVALID_CURSOR = "InvalidCursor"
+    PAYLOAD_TOO_LARGE = "PayloadTooLarge"
+    DATABASE_UNAVAILABLE = "DatabaseUnavailable"
+    SCHEMA_NOT_READY = "SchemaNotReady"
+    STORE_ERROR = "StoreError"
+    # The HTTP layer's (NotFound and PayloadTooLarge above are answered by it too).
+    MALFORMED_JSON = "MalformedJSON"
+    UNSUPPORTED_MEDIA_TYPE = "UnsupportedMediaType"
+    VALIDATION_ERROR = "ValidationError"
+    METHOD_NOT_ALLOWED = "MethodNotAllowed"
+    REQUEST_TIMEOUT = "RequestTimeout"
+    INTERNAL_ERROR = "InternalError"
+
+
 class ErrorBody(BaseModel):
     """The one error envelope. `error` is a stable code that clients can switch on."""
 
-    error: str = Field(examples=["LeaseMismatch"])
+    error: ErrorCode
     detail: str
     fields: list[FieldError] | None = Field(
         None, description="Which inputs were invalid (ValidationError only)."
