@@ -1,0 +1,94 @@
+"""A Python SDK for simplequeue: an async client over httpx and a worker loop.
+
+It speaks HTTP only and imports nothing of the server (an import-linter contract holds it)::
+
+    from simplequeue.client import AsyncClient, run_worker
+
+    async with AsyncClient("http://127.0.0.1:8000") as sq:
+        await sq.push({"to": "ada@example.com"}, queue="mail")
+
+    def send(item):  # or an async def
+        ...
+
+    run_worker("http://127.0.0.1:8000", "mail", send, concurrency=8)
+"""
+
+from simplequeue.client.core import NO_RETRY, AsyncClient, RetryPolicy
+from simplequeue.client.errors import (
+    Conflict,
+    DatabaseUnavailable,
+    InternalError,
+    InvalidCursor,
+    InvalidPayload,
+    ItemDead,
+    ItemExists,
+    ItemNotFound,
+    LeaseExpired,
+    LeaseMismatch,
+    MalformedJSON,
+    MethodNotAllowed,
+    NotFound,
+    PayloadTooLarge,
+    QueueNotFound,
+    RequestTimeout,
+    SchemaNotReady,
+    SimplequeueError,
+    StoreError,
+    Unavailable,
+    UnsupportedMediaType,
+    ValidationError,
+)
+from simplequeue.client.models import (
+    BatchPushResult,
+    CompleteResult,
+    DeadPage,
+    ErrorEntry,
+    HistoryEntry,
+    HistoryPage,
+    Item,
+    ItemInfo,
+    PushResult,
+    QueueStats,
+)
+from simplequeue.client.worker import Worker, run_worker, short_traceback
+
+__all__ = [
+    "NO_RETRY",
+    "AsyncClient",
+    "BatchPushResult",
+    "CompleteResult",
+    "Conflict",
+    "DatabaseUnavailable",
+    "DeadPage",
+    "ErrorEntry",
+    "HistoryEntry",
+    "HistoryPage",
+    "InternalError",
+    "InvalidCursor",
+    "InvalidPayload",
+    "Item",
+    "ItemDead",
+    "ItemExists",
+    "ItemInfo",
+    "ItemNotFound",
+    "LeaseExpired",
+    "LeaseMismatch",
+    "MalformedJSON",
+    "MethodNotAllowed",
+    "NotFound",
+    "PayloadTooLarge",
+    "PushResult",
+    "QueueNotFound",
+    "QueueStats",
+    "RequestTimeout",
+    "RetryPolicy",
+    "SchemaNotReady",
+    "SimplequeueError",
+    "StoreError",
+    "Unavailable",
+    "UnsupportedMediaType",
+    "ValidationError",
+    "Worker",
+    "run_worker",
+    "short_traceback",
+]

@@ -1,0 +1,441 @@
+"""The async client: one method per operation of the API, over httpx, with bounded retries.
+
+Retries (RetryPolicy) cover what cannot change anything twice:
+
+- a 503 (DatabaseUnavailable, SchemaNotReady: the service answered without doing the work), on
+  every operation, after Retry-After when the answer gives one;
+- a request that never reached the service (connection refused, connect or pool timeout), on every
+  operation;
+- any other transport failure (reset, read timeout: the request may have been served), only on the
+  operations whose repetition is harmless: reads, pop (an item leased by a lost answer comes back
+  when its lease runs out), extend (it sets the lease's end again), and pushes. A single push
+  always carries an id (the caller's, or one the client makes), and so does every item of a batch:
+  a retried push that finds its id already stored (409 ItemExists) means the earlier attempt
+  committed, and counts as success. Complete and fail are not repeated after such a failure: the
+  caller sees Unavailable and the lease decides (the item comes back once it runs out).
+
+Delays grow exponentially with jitter, are bounded in number (`attempts`) and in total time
+(`total_seconds`); when they run out, the last error is raised (Unavailable for no answer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import random
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import Enum
+from types import TracebackType
+from typing import Any, Self
+
+import httpx
+
+from simplequeue.client.errors import ItemExists, SimplequeueError, Unavailable, error_for
+from simplequeue.client.models import (
+    BatchPushResult,
+    CompleteResult,
+    DeadPage,
+    HistoryEntry,
+    HistoryPage,
+    Item,
+    ItemInfo,
+    PushResult,
+    QueueStats,
+)
+
+log = logging.getLogger("simplequeue.client")
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    attempts: int = 5
+    """Tries in all, the first included (1: never retry)."""
+    base_seconds: float = 0.2
+    cap_seconds: float = 5.0
+    total_seconds: float = 30.0
+    """No retry starts later than this after the first try."""
+    jitter: float = 0.5
+    """Up to this share of a computed delay is taken off at random (and up to a fifth of it is
+    added to a Retry-After), so that many clients do not retry in step."""
+
+    def delay(self, retry: int, retry_after: float | None) -> float:
+        """The pause before retry number `retry` (1 for the first)."""
+        if retry_after is not None:
+            return float(retry_after * (1 + random.uniform(0, self.jitter / 5)))
+        computed = min(self.cap_seconds, self.base_seconds * 2 ** (retry - 1))
+        return float(computed * (1 - random.uniform(0, self.jitter)))
+
+
+NO_RETRY = RetryPolicy(attempts=1)
+
+
+class _Retry(Enum):
+    """Which failures an operation may be repeated after (besides a 503)."""
+
+    UNSENT = "unsent"  # only requests that never reached the service
+    ANY = "any"  # any transport failure: repeating it is harmless
+
+
+_UNSENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+def _id(value: Item | str | uuid.UUID) -> str:
+    return value.id if isinstance(value, Item) else str(value)
+
+
+def _drop_none(body: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in body.items() if v is not None}
+
+
+def _iso(value: datetime | str | None) -> str | None:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+class AsyncClient:
+    """A client of one simplequeue service.
+
+    `transport` is injectable (httpx.ASGITransport for an app in-process, httpx.MockTransport in
+    tests); `timeout` bounds each request (a pop's long-poll is added to it); `retry` bounds the
+    retries; `sleep` is what waits between them.
+    """
+
+    def __init__(
+        self,
+        base_url: str = "http://127.0.0.1:8000",
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        timeout: float = 10.0,
+        retry: RetryPolicy = RetryPolicy(),
+        headers: Mapping[str, str] | None = None,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        self.timeout = timeout
+        self.retry = retry
+        self._sleep = sleep
+        self._http = httpx.AsyncClient(
+            base_url=base_url, transport=transport, timeout=timeout, headers=headers
+        )
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    # --- the transport and its retries -------------------------------------------------------
+
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        retry: _Retry,
+        json: Any = None,
+        params: Mapping[str, str | int] | None = None,
+        request_timeout: float | None = None,
+    ) -> tuple[httpx.Response, int]:
+        """The first answer that is not a 503 (or the last one), and how many tries it took.
+        Raises Unavailable when no try got an answer."""
+        policy = self.retry
+        started = time.monotonic()
+        tries = 0
+        while True:
+            tries += 1
+            retry_after: float | None = None
+            try:
+                response = await self._http.request(
+                    method,
+                    path,
+                    json=json,
+                    params=params,
+                    timeout=self.timeout if request_timeout is None else request_timeout,
+                )
+            except httpx.TransportError as exc:
+                repeatable = retry is _Retry.ANY or isinstance(exc, _UNSENT)
+                failure: SimplequeueError = Unavailable(
+                    f"{method} {path}: {type(exc).__name__}: {exc}".rstrip(": "), code="Unavailable"
+                )
+                if not repeatable:
+                    raise failure from exc
+                cause: BaseException | None = exc
+            else:
+                if response.status_code != 503:
+                    return response, tries
+                retry_after = _retry_after(response)
+                failure = self._error(response, retry_after)
+                cause = None
+            delay = policy.delay(tries, retry_after)
+            if tries >= policy.attempts or time.monotonic() - started + delay > policy.total_seconds:
+                raise failure from cause
+            log.info("%s %s: %s; retry %d in %.2fs", method, path, failure.code, tries, delay)
+            await self._sleep(delay)
+
+    @staticmethod
+    def _error(response: httpx.Response, retry_after: float | None = None) -> SimplequeueError:
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        return error_for(response.status_code, body, retry_after=retry_after, reason=response.reason_phrase)
+
+    async def _json(
+        self,
+        method: str,
+        path: str,
+        *,
+        retry: _Retry,
+        json: Any = None,
+        params: Mapping[str, str | int] | None = None,
+        request_timeout: float | None = None,
+    ) -> Any:
+        response, _ = await self._call(
+            method, path, retry=retry, json=json, params=params, request_timeout=request_timeout
+        )
+        if response.is_error:
+            raise self._error(response)
+        return None if response.status_code == 204 else response.json()
+
+    # --- producing ---------------------------------------------------------------------------
+
+    async def push(
+        self,
+        payload: Any,
+        *,
+        queue: str = "default",
+        id: str | uuid.UUID | None = None,
+        priority: int | None = None,
+        delay_seconds: float | None = None,
+        not_before: datetime | str | None = None,
+        created_at: datetime | str | None = None,
+        group: str | None = None,
+        dedup_key: str | None = None,
+    ) -> PushResult:
+        """Push one item. It always carries an id (a new UUID unless given), so that a retry after a
+        lost answer cannot insert it twice."""
+        item_id = str(id or uuid.uuid4())
+        body = _drop_none(
+            {
+                "queue": queue,
+                "payload": payload,
+                "id": item_id,
+                "priority": priority,
+                "delay_seconds": delay_seconds,
+                "not_before": _iso(not_before),
+                "created_at": _iso(created_at),
+                "group": group,
+                "dedup_key": dedup_key,
+            }
+        )
+        if payload is None:
+            body["payload"] = None
+        response, tries = await self._call("POST", "/push", retry=_Retry.ANY, json=body)
+        if response.is_error:
+            error = self._error(response)
+            if tries > 1 and isinstance(error, ItemExists):
+                return PushResult(id=item_id, queue=queue, created=True, created_at=None)
+            raise error
+        result = PushResult.of(response.json())
+        if tries > 1 and not result.created and result.id == item_id:
+            # Our own earlier attempt committed, and its dedup_key matched itself.
+            result = PushResult(result.id, result.queue, True, result.created_at)
+        return result
+
+    async def push_batch(
+        self, items: Sequence[Mapping[str, Any]], *, queue: str = "default"
+    ) -> BatchPushResult:
+        """Push 1..1000 items in one transaction. Each item is a mapping of the fields a single push
+        takes (`payload` required; `id`, `priority`, `delay_seconds`, `not_before`, `created_at`,
+        `group`, `dedup_key`). Items without an id get one, so a retry is idempotent: all or nothing,
+        a retry that finds the ids stored (409 ItemExists) means the earlier attempt committed."""
+        entries: list[dict[str, Any]] = []
+        for item in items:
+            entry = {k: _iso(v) if isinstance(v, datetime) else v for k, v in item.items()}
+            if "payload" not in entry:
+                raise ValueError("each item of a batch needs a payload")
+            entry["id"] = str(entry.get("id") or uuid.uuid4())
+            entries.append(entry)
+        ids: list[str] = [e["id"] for e in entries]
+        body = {"queue": queue, "items": entries}
+        response, tries = await self._call("POST", "/push/batch", retry=_Retry.ANY, json=body)
+        if response.is_error:
+            error = self._error(response)
+            if tries > 1 and isinstance(error, ItemExists):
+                return BatchPushResult(ids=ids, created=[True] * len(ids))
+            raise error
+        answer = response.json()
+        return BatchPushResult(ids=answer["ids"], created=answer["created"])
+
+    # --- consuming ---------------------------------------------------------------------------
+
+    async def pop(
+        self,
+        queue: str = "default",
+        *,
+        max_items: int = 1,
+        wait_seconds: float = 0,
+        lease_seconds: int | None = None,
+    ) -> list[Item]:
+        """Lease up to max_items (1..100), long-polling up to wait_seconds (0..20) when none is ready."""
+        body = _drop_none(
+            {
+                "queue": queue,
+                "max_items": max_items,
+                "wait_seconds": wait_seconds,
+                "lease_seconds": lease_seconds,
+            }
+        )
+        answer = await self._json(
+            "POST", "/pop", retry=_Retry.ANY, json=body, request_timeout=self.timeout + wait_seconds
+        )
+        return [Item.of(i) for i in answer["items"]]
+
+    async def complete(
+        self, item: Item | str | uuid.UUID, lease_token: str | uuid.UUID | None = None
+    ) -> None:
+        """Finish an item (it is deleted; a history record stays). Given an Item, its lease token is
+        used. ItemNotFound, LeaseMismatch (someone else holds it now) or ItemDead otherwise."""
+        token = item.lease_token if isinstance(item, Item) and lease_token is None else lease_token
+        params = {"lease_token": str(token)} if token is not None else None
+        await self._json("DELETE", f"/items/{_id(item)}", retry=_Retry.UNSENT, params=params)
+
+    async def complete_many(
+        self, items: Iterable[Item | tuple[str | uuid.UUID, str | uuid.UUID | None]]
+    ) -> list[CompleteResult]:
+        """Finish 1..1000 items at once; each gets its own result (completed, not_found,
+        lease_mismatch, dead)."""
+        refs = []
+        for entry in items:
+            if isinstance(entry, Item):
+                refs.append({"id": entry.id, "lease_token": entry.lease_token})
+            else:
+                refs.append(_drop_none({"id": str(entry[0]), "lease_token": entry[1] and str(entry[1])}))
+        answer = await self._json("POST", "/items/complete", retry=_Retry.UNSENT, json={"items": refs})
+        return [CompleteResult(r["id"], r["result"]) for r in answer["results"]]
+
+    async def fail(
+        self,
+        item: Item | str | uuid.UUID,
+        error: str,
+        *,
+        lease_token: str | uuid.UUID | None = None,
+        retry: bool = True,
+        retry_after_seconds: float | None = None,
+    ) -> ItemInfo:
+        """Record an error: the item is retried after the queue's backoff (or retry_after_seconds),
+        or dead when retry is False or this was its last attempt."""
+        token = item.lease_token if isinstance(item, Item) and lease_token is None else lease_token
+        body = _drop_none(
+            {
+                "error": error,
+                "lease_token": token and str(token),
+                "retry": retry,
+                "retry_after_seconds": retry_after_seconds,
+            }
+        )
+        return ItemInfo.of(
+            await self._json("POST", f"/items/{_id(item)}/fail", retry=_Retry.UNSENT, json=body)
+        )
+
+    async def extend(
+        self, item: Item | str | uuid.UUID, lease_seconds: int, *, lease_token: str | uuid.UUID | None = None
+    ) -> ItemInfo:
+        """Heartbeat: the live lease now ends lease_seconds from now. LeaseMismatch, LeaseExpired or
+        ItemDead when the lease is no longer this worker's."""
+        token = item.lease_token if isinstance(item, Item) and lease_token is None else lease_token
+        if token is None:
+            raise ValueError("extend needs a lease token")
+        body = {"lease_token": str(token), "lease_seconds": lease_seconds}
+        return ItemInfo.of(
+            await self._json("POST", f"/items/{_id(item)}/extend", retry=_Retry.ANY, json=body)
+        )
+
+    # --- looking and administering -----------------------------------------------------------
+
+    async def get_item(self, item: Item | str | uuid.UUID) -> ItemInfo:
+        return ItemInfo.of(await self._json("GET", f"/items/{_id(item)}", retry=_Retry.ANY))
+
+    async def stats(self, queue: str = "default") -> QueueStats:
+        """One queue's counts and settings; QueueNotFound if it never existed."""
+        return QueueStats.of(await self._json("GET", f"/queues/{queue}", retry=_Retry.ANY))
+
+    async def queues(self) -> list[QueueStats]:
+        answer = await self._json("GET", "/queues", retry=_Retry.ANY)
+        return [QueueStats.of(q) for q in answer["queues"]]
+
+    async def put_queue(self, queue: str, **settings: Any) -> QueueStats:
+        """Set a queue's settings (PUT replaces them all: an omitted one takes its default)."""
+        return QueueStats.of(await self._json("PUT", f"/queues/{queue}", retry=_Retry.ANY, json=settings))
+
+    async def dead(self, queue: str = "default", *, limit: int = 100, cursor: str | None = None) -> DeadPage:
+        params: dict[str, str | int] = {"limit": limit} | ({"cursor": cursor} if cursor else {})
+        answer = await self._json("GET", f"/queues/{queue}/dead", retry=_Retry.ANY, params=params)
+        return DeadPage([ItemInfo.of(i) for i in answer["items"]], answer["next_cursor"])
+
+    async def history(
+        self,
+        queue: str = "default",
+        *,
+        outcome: str | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+    ) -> HistoryPage:
+        """Finished items (outcome completed or dead), newest first, kept for the queue's retention."""
+        params: dict[str, str | int] = {"limit": limit}
+        for name, value in (
+            ("outcome", outcome),
+            ("since", _iso(since)),
+            ("until", _iso(until)),
+            ("cursor", cursor),
+        ):
+            if value is not None:
+                params[name] = value
+        answer = await self._json("GET", f"/queues/{queue}/history", retry=_Retry.ANY, params=params)
+        return HistoryPage([HistoryEntry.of(i) for i in answer["items"]], answer["next_cursor"])
+
+    async def redrive(
+        self,
+        queue: str = "default",
+        *,
+        ids: Iterable[str | uuid.UUID] | None = None,
+        rate_per_second: float | None = None,
+    ) -> int:
+        body = _drop_none(
+            {"ids": None if ids is None else [str(i) for i in ids], "rate_per_second": rate_per_second}
+        )
+        answer = await self._json("POST", f"/queues/{queue}/redrive", retry=_Retry.UNSENT, json=body)
+        return int(answer["redriven"])
+
+    async def purge_dead(self, queue: str = "default") -> int:
+        answer = await self._json("DELETE", f"/queues/{queue}/dead", retry=_Retry.ANY)
+        return int(answer["purged"])

@@ -1,0 +1,200 @@
+"""The client's own values: plain dataclasses read from the service's JSON (no server types)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+def _time(value: Any) -> datetime | None:
+    return datetime.fromisoformat(value) if isinstance(value, str) else None
+
+
+def _req_time(value: Any) -> datetime:
+    parsed = _time(value)
+    if parsed is None:
+        raise ValueError(f"expected an ISO-8601 time, got {value!r}")
+    return parsed
+
+
+@dataclass(frozen=True, slots=True)
+class PushResult:
+    id: str
+    queue: str
+    created: bool
+    """False: the dedup_key matched an existing item (id is the original's); nothing was inserted."""
+    created_at: datetime | None
+    """None only when a retried push found its own id already stored (the first attempt had committed)."""
+
+    @classmethod
+    def of(cls, body: dict[str, Any]) -> PushResult:
+        return cls(
+            id=body["id"], queue=body["queue"], created=body["created"], created_at=_time(body["created_at"])
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class BatchPushResult:
+    ids: list[str]
+    created: list[bool]
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """A leased item, as pop hands it out. Complete, fail or extend it with its lease_token."""
+
+    id: str
+    queue: str
+    payload: Any = field(repr=False)  # never in logs or reprs
+    attempts: int
+    lease_token: str
+    lease_expires_at: datetime
+    created_at: datetime
+    priority: int
+    group: str | None
+
+    @classmethod
+    def of(cls, body: dict[str, Any]) -> Item:
+        return cls(
+            id=body["id"],
+            queue=body["queue"],
+            payload=body["payload"],
+            attempts=body["attempts"],
+            lease_token=body["lease_token"],
+            lease_expires_at=_req_time(body["lease_expires_at"]),
+            created_at=_req_time(body["created_at"]),
+            priority=body["priority"],
+            group=body.get("group"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorEntry:
+    at: datetime
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class ItemInfo:
+    """An item as GET /items/{id} (and fail, extend, the dead-letter list) describe it."""
+
+    id: str
+    queue: str
+    payload: Any = field(repr=False)
+    status: str
+    """ready, delayed, retrying, leased or dead."""
+    attempts: int
+    max_attempts: int
+    errors: list[ErrorEntry]
+    created_at: datetime
+    lease_expires_at: datetime | None
+    visible_at: datetime | None
+    priority: int
+    group: str | None
+    dedup_key: str | None
+    first_popped_at: datetime | None
+    died_at: datetime | None
+
+    @classmethod
+    def of(cls, body: dict[str, Any]) -> ItemInfo:
+        return cls(
+            id=body["id"],
+            queue=body["queue"],
+            payload=body["payload"],
+            status=body["status"],
+            attempts=body["attempts"],
+            max_attempts=body["max_attempts"],
+            errors=[ErrorEntry(_req_time(e["at"]), e["error"]) for e in body["errors"]],
+            created_at=_req_time(body["created_at"]),
+            lease_expires_at=_time(body.get("lease_expires_at")),
+            visible_at=_time(body.get("visible_at")),
+            priority=body["priority"],
+            group=body.get("group"),
+            dedup_key=body.get("dedup_key"),
+            first_popped_at=_time(body.get("first_popped_at")),
+            died_at=_time(body.get("died_at")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CompleteResult:
+    id: str
+    result: str
+    """completed, not_found, lease_mismatch or dead."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStats:
+    name: str
+    ready: int
+    leased: int
+    delayed: int
+    retrying: int
+    dead: int
+    oldest_ready_age_seconds: float | None
+    completed_in_history: int
+    dead_in_history: int
+    settings: dict[str, Any]
+    """max_attempts, lease_seconds, backoff, retention_seconds, dedup_window_seconds, history_payload."""
+
+    @classmethod
+    def of(cls, body: dict[str, Any]) -> QueueStats:
+        return cls(
+            name=body["name"],
+            ready=body["ready"],
+            leased=body["leased"],
+            delayed=body["delayed"],
+            retrying=body["retrying"],
+            dead=body["dead"],
+            oldest_ready_age_seconds=body.get("oldest_ready_age_seconds"),
+            completed_in_history=body["history"]["completed"],
+            dead_in_history=body["history"]["dead"],
+            settings=body["settings"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class DeadPage:
+    items: list[ItemInfo]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    """A finished item: completed or dead."""
+
+    id: str
+    queue: str
+    outcome: str
+    attempts: int
+    created_at: datetime
+    first_popped_at: datetime | None
+    finished_at: datetime
+    group: str | None
+    dedup_key: str | None
+    last_error: str | None
+    payload: Any = field(repr=False)
+    """None unless the queue keeps payloads in history."""
+
+    @classmethod
+    def of(cls, body: dict[str, Any]) -> HistoryEntry:
+        return cls(
+            id=body["id"],
+            queue=body["queue"],
+            outcome=body["outcome"],
+            attempts=body["attempts"],
+            created_at=_req_time(body["created_at"]),
+            first_popped_at=_time(body.get("first_popped_at")),
+            finished_at=_req_time(body["finished_at"]),
+            group=body.get("group"),
+            dedup_key=body.get("dedup_key"),
+            last_error=body.get("last_error"),
+            payload=body.get("payload"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryPage:
+    items: list[HistoryEntry]
+    next_cursor: str | None

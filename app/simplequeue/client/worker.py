@@ -1,0 +1,239 @@
+"""The worker loop: pop in batches, run a handler per item with bounded concurrency, keep each
+lease alive while its handler runs, then complete the item or fail it with a short traceback.
+
+Sync handlers run in a thread (asyncio.to_thread); async ones on the loop. `stop()` (or SIGTERM /
+SIGINT, with handle_signals) stops popping; the handlers in flight finish and their items are
+completed or failed before `run()` returns. Logs name items by id, never their payloads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import signal
+import traceback
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from simplequeue.client.core import AsyncClient
+from simplequeue.client.errors import (
+    Conflict,
+    ItemNotFound,
+    SimplequeueError,
+    Unavailable,
+)
+from simplequeue.client.models import Item
+
+log = logging.getLogger("simplequeue.client.worker")
+
+Handler = Callable[[Item], Awaitable[Any]] | Callable[[Item], Any]
+
+MAX_TRACEBACK_CHARS = 4000
+TRACEBACK_FRAMES = 5
+
+
+def short_traceback(
+    exc: BaseException, *, frames: int = TRACEBACK_FRAMES, limit: int = MAX_TRACEBACK_CHARS
+) -> str:
+    """The exception with its last few frames, cut to `limit` characters from the front (the
+    exception's own line, at the end, is kept)."""
+    text = "".join(traceback.format_exception(exc, limit=-frames)).replace("\x00", "\\0").strip()
+    if len(text) > limit:
+        text = "…" + text[-(limit - 1) :]
+    return text or type(exc).__name__
+
+
+def _is_async(handler: Handler) -> bool:
+    return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
+        getattr(handler, "__call__", None)  # noqa: B004 (an object with an async __call__)
+    )
+
+
+class Worker:
+    """Runs `handler(item)` for the items of one queue.
+
+    - concurrency: handlers running at once, at most; a pop never asks for more items than there
+      are free slots (and at most batch_size, default: concurrency, at most 100).
+    - lease_seconds: the lease each pop asks for; while a handler runs, the lease is extended by
+      as much every extend_every seconds (default: half of it).
+    - wait_seconds: the long-poll of each pop.
+    - A handler that returns completes its item; one that raises fails it, with the exception's
+      short traceback as the error (retried per the queue's backoff, dead on its last attempt).
+    - If an extension is refused (LeaseMismatch, LeaseExpired, ItemDead, ItemNotFound), the lease is
+      lost: the handler still finishes, and its completion is tried once, refused with 409 if
+      someone else holds the item now. Both are logged.
+    """
+
+    def __init__(
+        self,
+        client: AsyncClient,
+        queue: str,
+        handler: Handler,
+        *,
+        concurrency: int = 8,
+        batch_size: int | None = None,
+        lease_seconds: int = 30,
+        extend_every: float | None = None,
+        wait_seconds: float = 20,
+        idle_pause_seconds: float = 1.0,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.client = client
+        self.queue = queue
+        self.handler = handler
+        self.concurrency = concurrency
+        self.batch_size = max(1, min(100, batch_size or concurrency))
+        self.lease_seconds = lease_seconds
+        self.extend_every = extend_every if extend_every is not None else lease_seconds / 2
+        self.wait_seconds = wait_seconds
+        self.idle_pause_seconds = idle_pause_seconds
+        self._async = _is_async(handler)
+        self._stopping = asyncio.Event()
+        self._changed = asyncio.Event()
+        self._running: set[asyncio.Task[None]] = set()
+
+    def stop(self) -> None:
+        """Stop popping; run() returns once the handlers in flight have finished."""
+        self._stopping.set()
+        self._changed.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    async def run(self, *, handle_signals: bool = False) -> None:
+        """Pop and handle until stop() (or SIGTERM/SIGINT, with handle_signals)."""
+        loop = asyncio.get_running_loop()
+        installed: list[tuple[signal.Signals, Any]] = []
+        if handle_signals:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                installed.append((sig, signal.getsignal(sig)))
+                loop.add_signal_handler(sig, self._on_signal, sig)
+        try:
+            await self._loop()
+        finally:
+            if self._running:
+                await asyncio.gather(*self._running, return_exceptions=True)
+            for sig, previous in installed:
+                loop.remove_signal_handler(sig)
+                signal.signal(sig, previous)
+
+    def _on_signal(self, sig: signal.Signals) -> None:
+        log.info("%s: stopping; %d handlers in flight will finish", sig.name, len(self._running))
+        self.stop()
+
+    async def _loop(self) -> None:
+        while not self.stopping:
+            free = self.concurrency - len(self._running)
+            if free <= 0:
+                self._changed.clear()
+                await self._changed.wait()
+                continue
+            items = await self._pop(min(free, self.batch_size))
+            for item in items:
+                task = asyncio.create_task(self._handle(item), name=f"simplequeue item {item.id}")
+                self._running.add(task)
+                task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._running.discard(task)
+        self._changed.set()
+
+    async def _pop(self, max_items: int) -> list[Item]:
+        """One pop, abandoned when stop() comes first (a waiting long-poll that its client leaves
+        leases nothing; an answer lost in that instant comes back when its lease runs out)."""
+        pop = asyncio.create_task(
+            self.client.pop(
+                self.queue,
+                max_items=max_items,
+                wait_seconds=self.wait_seconds,
+                lease_seconds=self.lease_seconds,
+            )
+        )
+        stopping = asyncio.create_task(self._stopping.wait())
+        try:
+            await asyncio.wait({pop, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopping.cancel()
+        if not pop.done():
+            pop.cancel()
+            with contextlib.suppress(asyncio.CancelledError, SimplequeueError):
+                await pop
+            return []
+        try:
+            return pop.result()
+        except Unavailable as exc:
+            log.warning("pop from %s: %s; pausing %.1fs", self.queue, exc.code, self.idle_pause_seconds)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), self.idle_pause_seconds)
+            return []
+
+    async def _handle(self, item: Item) -> None:
+        done = asyncio.Event()
+        lost: list[SimplequeueError] = []
+        keeper = asyncio.create_task(self._keep_lease(item, done, lost))
+        failure: BaseException | None = None
+        try:
+            if self._async:
+                await self.handler(item)
+            else:
+                await asyncio.to_thread(self.handler, item)
+        except Exception as exc:
+            failure = exc
+        finally:
+            done.set()
+            await keeper
+        try:
+            if failure is None:
+                await self.client.complete(item)
+            else:
+                log.warning("item %s (attempt %d) failed: %s", item.id, item.attempts, type(failure).__name__)
+                await self.client.fail(item, short_traceback(failure))
+        except (Conflict, ItemNotFound) as exc:
+            action = "completion" if failure is None else "failure"
+            log.warning(
+                "item %s: %s refused (%s)%s; its lease is no longer ours, the result is discarded",
+                item.id,
+                action,
+                exc.code,
+                f" after the lease was lost ({lost[0].code})" if lost else "",
+            )
+        except SimplequeueError as exc:
+            log.warning("item %s: %s; the item comes back when its lease runs out", item.id, exc)
+
+    async def _keep_lease(self, item: Item, done: asyncio.Event, lost: list[SimplequeueError]) -> None:
+        """Extend the lease every extend_every seconds until `done`. A refusal ends it (the lease
+        is someone else's, or gone); a transient failure is tried again at the next beat."""
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(done.wait(), self.extend_every)
+                return
+            try:
+                await self.client.extend(item, self.lease_seconds)
+            except (Conflict, ItemNotFound) as exc:
+                log.warning("item %s: lease extension refused (%s); the lease is lost", item.id, exc.code)
+                lost.append(exc)
+                return
+            except SimplequeueError as exc:
+                log.warning("item %s: lease extension failed (%s); trying again", item.id, exc.code)
+
+
+def run_worker(
+    base_url: str,
+    queue: str,
+    handler: Handler,
+    *,
+    client_options: dict[str, Any] | None = None,
+    **worker_options: Any,
+) -> None:
+    """Run a Worker until SIGTERM or SIGINT, from synchronous code (asyncio.run). The handler may be
+    sync (run in a thread) or async."""
+
+    async def main() -> None:
+        async with AsyncClient(base_url, **(client_options or {})) as client:
+            await Worker(client, queue, handler, **worker_options).run(handle_signals=True)
+
+    asyncio.run(main())

@@ -1,0 +1,253 @@
+"""The SDK's worker loop against the real app in-process (real time: leases run out for real)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import httpx
+import pytest
+from asgi_lifespan import LifespanManager
+from simplequeue.client import AsyncClient, Item, Worker
+from simplequeue.main import create_app
+from simplequeue.settings import Settings
+
+
+class Recording(httpx.AsyncBaseTransport):
+    """The app's transport, noting each pop's size and each extension's answer."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self.inner = inner
+        self.pops: list[tuple[int, int]] = []  # (max_items asked, items got)
+        self.extends: list[int] = []  # statuses
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self.inner.handle_async_request(request)
+        if request.url.path == "/pop":
+            body = await response.aread()
+            asked = json.loads(request.content)["max_items"]
+            self.pops.append((asked, len(json.loads(body)["items"])))
+        elif request.url.path.endswith("/extend"):
+            self.extends.append(response.status_code)
+        return response
+
+
+@pytest.fixture
+async def app_transport(tmp_path: Path) -> AsyncIterator[Recording]:
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'worker.db'}", sweep=False)
+    async with LifespanManager(create_app(settings)) as manager:
+        yield Recording(httpx.ASGITransport(app=manager.app))
+
+
+@pytest.fixture
+async def sq(app_transport: Recording) -> AsyncIterator[AsyncClient]:
+    async with AsyncClient("http://sq", transport=app_transport) as client:
+        yield client
+
+
+async def until(condition: Callable[[], Awaitable[bool]] | Callable[[], bool]) -> None:
+    """Wait for a condition; the test's own timeout bounds it, not a duration asserted here."""
+    async with asyncio.timeout(30):
+        while True:
+            result = condition()
+            if result if isinstance(result, bool) else await result:
+                return
+            await asyncio.sleep(0.01)
+
+
+async def settled(sq: AsyncClient, queue: str, finished: int) -> bool:
+    stats = await sq.stats(queue)
+    return stats.completed_in_history + stats.dead == finished and stats.leased == 0
+
+
+async def test_concurrency_is_bounded_and_pops_come_in_batches(
+    sq: AsyncClient, app_transport: Recording, queue: str
+) -> None:
+    await sq.push_batch([{"payload": n} for n in range(10)], queue=queue)
+    active = 0
+    most = 0
+    gate = asyncio.Event()
+
+    async def handle(item: Item) -> None:
+        nonlocal active, most
+        active += 1
+        most = max(most, active)
+        await gate.wait()
+        active -= 1
+
+    worker = Worker(sq, queue, handle, concurrency=3, wait_seconds=0.2)
+    running = asyncio.create_task(worker.run())
+    await until(lambda: active == 3)
+    assert (await sq.stats(queue)).leased == 3  # never popped more than it had room for
+    gate.set()
+    await until(lambda: settled(sq, queue, 10))
+    worker.stop()
+    await running
+    assert most == 3
+    assert app_transport.pops[0] == (3, 3)  # one pop for the three free slots
+    assert all(asked <= 3 for asked, _ in app_transport.pops)
+    assert (await sq.stats(queue)).completed_in_history == 10
+
+
+async def test_the_lease_is_extended_while_the_handler_runs(
+    sq: AsyncClient, app_transport: Recording, queue: str
+) -> None:
+    pushed = await sq.push({"slow": True}, queue=queue)
+
+    async def handle(item: Item) -> None:
+        # Run past the 2-second lease: ten extensions every 0.3 s take longer than the lease.
+        await until(lambda: len(app_transport.extends) >= 10)
+        assert await sq.pop(queue) == []  # nobody else can have it
+        assert (await sq.get_item(item.id)).status == "leased"
+
+    worker = Worker(sq, queue, handle, lease_seconds=2, extend_every=0.3, wait_seconds=0.2)
+    running = asyncio.create_task(worker.run())
+    await until(lambda: settled(sq, queue, 1))
+    worker.stop()
+    await running
+    assert set(app_transport.extends) == {200}
+    stats = await sq.stats(queue)
+    assert stats.completed_in_history == 1
+    assert stats.ready == 0
+    history = await sq.history(queue, outcome="completed")
+    assert [(h.id, h.attempts) for h in history.items] == [(pushed.id, 1)]  # one attempt only
+
+
+async def test_a_handler_exception_fails_the_item_with_a_short_traceback(sq: AsyncClient, queue: str) -> None:
+    await sq.put_queue(queue, max_attempts=1)
+    pushed = await sq.push({"to": "secret@example.com"}, queue=queue)
+
+    async def handle(item: Item) -> None:
+        raise ValueError("smtp 451 " + "x" * 10_000)
+
+    worker = Worker(sq, queue, handle, wait_seconds=0.2)
+    running = asyncio.create_task(worker.run())
+    await until(lambda: settled(sq, queue, 1))
+    worker.stop()
+    await running
+    info = await sq.get_item(pushed.id)
+    assert info.status == "dead"
+    [error] = info.errors
+    assert error.error.startswith("…")
+    assert len(error.error) <= 4000
+    assert error.error.endswith("x")
+    assert "ValueError: smtp 451" not in error.error[:100]
+
+
+async def test_the_traceback_names_the_frames_and_the_exception(sq: AsyncClient, queue: str) -> None:
+    await sq.put_queue(queue, max_attempts=1)
+    pushed = await sq.push(1, queue=queue)
+
+    def deep_inside(n: int) -> None:
+        raise KeyError(f"missing {n}")
+
+    def handle(item: Item) -> None:
+        deep_inside(item.payload)
+
+    worker = Worker(sq, queue, handle, wait_seconds=0.2)
+    running = asyncio.create_task(worker.run())
+    await until(lambda: settled(sq, queue, 1))
+    worker.stop()
+    await running
+    [error] = (await sq.get_item(pushed.id)).errors
+    assert "Traceback" in error.error
+    assert "deep_inside" in error.error
+    assert error.error.endswith("KeyError: 'missing 1'")
+
+
+async def test_stop_lets_the_handlers_in_flight_finish_and_pops_no_more(sq: AsyncClient, queue: str) -> None:
+    await sq.push_batch([{"payload": n} for n in range(5)], queue=queue)
+    started: list[int] = []
+    finished: list[int] = []
+    gate = asyncio.Event()
+
+    async def handle(item: Item) -> None:
+        started.append(item.payload)
+        await gate.wait()
+        finished.append(item.payload)
+
+    worker = Worker(sq, queue, handle, concurrency=2, wait_seconds=5)
+    running = asyncio.create_task(worker.run())
+    await until(lambda: len(started) == 2)
+    worker.stop()
+    await asyncio.sleep(0.05)
+    assert not running.done()  # waiting for its handlers
+    gate.set()
+    await running
+    assert sorted(finished) == sorted(started)
+    assert len(started) == 2
+    stats = await sq.stats(queue)
+    assert (stats.completed_in_history, stats.leased, stats.ready) == (2, 0, 3)
+
+
+async def test_sync_handlers_run_in_a_thread(sq: AsyncClient, queue: str) -> None:
+    await sq.push_batch([{"payload": n} for n in range(4)], queue=queue)
+    threads: set[int] = set()
+    lock = threading.Lock()
+
+    def handle(item: Item) -> None:
+        with lock:
+            threads.add(threading.get_ident())
+
+    worker = Worker(sq, queue, handle, concurrency=2, wait_seconds=0.2)
+    running = asyncio.create_task(worker.run())
+    await until(lambda: settled(sq, queue, 4))
+    worker.stop()
+    await running
+    assert threads
+    assert threading.get_ident() not in threads
+
+
+async def test_sigterm_stops_the_worker_after_its_handlers(sq: AsyncClient, queue: str) -> None:
+    await sq.push_batch([{"payload": n} for n in range(3)], queue=queue)
+    before = signal.getsignal(signal.SIGTERM)
+    started: list[int] = []
+    gate = asyncio.Event()
+
+    async def handle(item: Item) -> None:
+        started.append(item.payload)
+        await gate.wait()
+
+    worker = Worker(sq, queue, handle, concurrency=1, wait_seconds=5)
+    running = asyncio.create_task(worker.run(handle_signals=True))
+    await until(lambda: len(started) == 1)
+    os.kill(os.getpid(), signal.SIGTERM)
+    await until(lambda: worker.stopping)
+    gate.set()
+    await running
+    assert signal.getsignal(signal.SIGTERM) == before
+    stats = await sq.stats(queue)
+    assert (stats.completed_in_history, stats.leased, stats.ready) == (1, 0, 2)
+
+
+async def test_a_lost_lease_is_logged_and_its_result_discarded(
+    sq: AsyncClient, app_transport: Recording, queue: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    await sq.push({"secret": "s3cr3t"}, queue=queue)
+    taken: list[Item] = []
+
+    async def handle(item: Item) -> None:
+        # Someone else gets the item meanwhile: fail it under our token, pop it again.
+        await sq.fail(item, "handed over", retry_after_seconds=0)
+        taken.extend(await sq.pop(queue, lease_seconds=600))
+        await until(lambda: 409 in app_transport.extends)
+
+    worker = Worker(sq, queue, handle, concurrency=1, lease_seconds=5, extend_every=0.05, wait_seconds=0.2)
+    caplog.set_level(logging.WARNING, logger="simplequeue.client")
+    running = asyncio.create_task(worker.run())
+    await until(lambda: bool(taken) and any("discarded" in r.message for r in caplog.records))
+    worker.stop()
+    await running
+    messages = " ".join(r.message for r in caplog.records)
+    assert "lease extension refused (LeaseMismatch)" in messages
+    assert "completion refused (LeaseMismatch) after the lease was lost" in messages
+    assert "s3cr3t" not in caplog.text  # logs name items by id, never their payloads
+    info = await sq.get_item(taken[0].id)
+    assert info.status == "leased"
+    assert info.attempts == 2
