@@ -7,16 +7,22 @@ import json
 import logging
 import os
 import signal
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from uuid import uuid4
 
 import httpx
 import pytest
 from asgi_lifespan import LifespanManager
-from simplequeue.client import AsyncClient, Item, Worker
+from simplequeue.client import AsyncClient, Item, RetryPolicy, ValidationError, Worker
 from simplequeue.main import create_app
 from simplequeue.settings import Settings
+
+from tests.test_e2e import serving
 
 
 class Recording(httpx.AsyncBaseTransport):
@@ -29,7 +35,7 @@ class Recording(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         response = await self.inner.handle_async_request(request)
-        if request.url.path == "/pop":
+        if request.url.path == "/pop" and response.status_code == 200:
             body = await response.aread()
             asked = json.loads(request.content)["max_items"]
             self.pops.append((asked, len(json.loads(body)["items"])))
@@ -251,3 +257,87 @@ async def test_a_lost_lease_is_logged_and_its_result_discarded(
     info = await sq.get_item(taken[0].id)
     assert info.status == "leased"
     assert info.attempts == 2
+
+
+async def test_a_pop_that_fails_for_a_while_pauses_and_pops_again() -> None:
+    item = {
+        "id": str(uuid4()),
+        "queue": "q",
+        "payload": 1,
+        "created_at": "2026-11-23T00:00:00Z",
+        "attempts": 1,
+        "lease_token": str(uuid4()),
+        "lease_expires_at": "2026-11-23T00:00:30Z",
+        "priority": 0,
+        "group": None,
+    }
+    pops = [
+        httpx.Response(503, json={"error": "DatabaseUnavailable", "detail": "down"}),
+        httpx.Response(500, json={"error": "StoreError", "detail": "refused"}),
+        httpx.Response(200, json={"items": [item]}),
+    ]
+    completed = asyncio.Event()
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.method == "DELETE":
+            completed.set()
+            return httpx.Response(204)
+        return pops.pop(0) if pops else httpx.Response(200, json={"items": []})
+
+    handled: list[int] = []
+    async with AsyncClient(
+        "http://sq", transport=httpx.MockTransport(answer), retry=RetryPolicy(attempts=1)
+    ) as client:
+        worker = Worker(client, "q", lambda i: handled.append(i.payload), idle_pause_seconds=0)
+        running = asyncio.create_task(worker.run())
+        await completed.wait()
+        worker.stop()
+        await running
+    assert handled == [1]
+
+
+async def test_a_mistaken_pop_ends_run(sq: AsyncClient) -> None:
+    worker = Worker(sq, "not a queue name!", lambda i: None)
+    with pytest.raises(ValidationError):
+        await worker.run()
+
+
+HANDLER_SCRIPT = """
+import pathlib, sys
+from simplequeue.client import run_worker
+
+out = pathlib.Path(sys.argv[2])
+
+def handle(item):
+    with out.open("a") as f:
+        f.write(f"{item.payload}\\n")
+
+run_worker(sys.argv[1], "sync", handle, concurrency=2, wait_seconds=1)
+"""
+
+
+@pytest.mark.e2e
+def test_run_worker_drains_a_real_serve_and_stops_on_sigterm(tmp_path: Path) -> None:
+    script = tmp_path / "worker.py"
+    script.write_text(HANDLER_SCRIPT)
+    out = tmp_path / "handled.txt"
+    with (
+        serving(f"sqlite:///{tmp_path / 'sync.db'}") as base,
+        httpx.Client(base_url=base, timeout=10) as http,
+    ):
+        for n in range(5):
+            assert http.post("/push", json={"queue": "sync", "payload": n}).status_code == 201
+        process = subprocess.Popen([sys.executable, str(script), base, str(out)])
+        try:
+            deadline = time.monotonic() + 30
+            while http.get("/queues/sync").json()["history"]["completed"] < 5:
+                assert process.poll() is None, "the worker exited early"
+                assert time.monotonic() < deadline, "the worker did not drain the queue"
+                time.sleep(0.05)
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=30) == 0
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    assert sorted(out.read_text().split()) == ["0", "1", "2", "3", "4"]

@@ -278,7 +278,11 @@ class AsyncClient:
         a retry that finds the ids stored (409 ItemExists) means the earlier attempt committed."""
         entries: list[dict[str, Any]] = []
         for item in items:
-            entry = {k: _iso(v) if isinstance(v, datetime) else v for k, v in item.items()}
+            entry = {
+                k: _iso(v) if isinstance(v, datetime) else v
+                for k, v in item.items()
+                if v is not None or k == "payload"
+            }
             if "payload" not in entry:
                 raise ValueError("each item of a batch needs a payload")
             entry["id"] = str(entry.get("id") or uuid.uuid4())

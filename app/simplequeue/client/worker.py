@@ -20,8 +20,10 @@ from typing import Any
 from simplequeue.client.core import AsyncClient
 from simplequeue.client.errors import (
     Conflict,
+    InternalError,
     ItemNotFound,
     SimplequeueError,
+    StoreError,
     Unavailable,
 )
 from simplequeue.client.models import Item
@@ -165,7 +167,9 @@ class Worker:
             return []
         try:
             return pop.result()
-        except Unavailable as exc:
+        except (Unavailable, InternalError, StoreError) as exc:
+            # What may pass: pause, and pop again. Anything else (a bad queue name, a lease_seconds
+            # out of range) is the caller's mistake and ends run().
             log.warning("pop from %s: %s; pausing %.1fs", self.queue, exc.code, self.idle_pause_seconds)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stopping.wait(), self.idle_pause_seconds)
