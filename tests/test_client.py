@@ -345,3 +345,22 @@ def test_against_a_real_serve(tmp_path: Path) -> None:
 
     with serving(f"sqlite:///{tmp_path / 'sdk.db'}") as base:
         asyncio.run(scenario(base))
+
+
+@pytest.mark.e2e
+def test_the_blocking_client_is_the_async_one_on_a_loop_of_its_own(tmp_path: Path) -> None:
+    script = Script(unavailable("0"), popped(1))
+    with sdk.Client("http://sq", transport=httpx.MockTransport(script), sleep=script.sleep) as client:
+        [item] = client.pop("q", wait_seconds=1)
+    assert item.payload == {"secret": 1}
+    assert len(script.requests) == 2
+
+    with serving(f"sqlite:///{tmp_path / 'sync.db'}") as base, sdk.Client(base) as client:
+        pushed = client.push({"n": 1}, queue="blocking")
+        [item] = client.pop("blocking", lease_seconds=30)
+        assert item.id == pushed.id
+        assert client.extend(item, 60).status == "leased"
+        client.complete(item)
+        with pytest.raises(sdk.ItemNotFound):
+            client.complete(item)
+        assert client.stats("blocking").completed_in_history == 1

@@ -50,12 +50,14 @@ from simplequeue.client.models import (
     PushResult,
     QueueStats,
 )
+from simplequeue.client.sync import Client
 from simplequeue.client.worker import Worker, run_worker, short_traceback
 
 __all__ = [
     "NO_RETRY",
     "AsyncClient",
     "BatchPushResult",
+    "Client",
     "CompleteResult",
     "Conflict",
     "DatabaseUnavailable",

@@ -395,7 +395,7 @@ class AsyncClient:
         answer = await self._json("GET", "/queues", retry=_Retry.ANY)
         return [QueueStats.of(q) for q in answer["queues"]]
 
-    async def put_queue(self, queue: str, **settings: Any) -> QueueStats:
+    async def put_queue(self, queue: str, /, **settings: Any) -> QueueStats:
         """Set a queue's settings (PUT replaces them all: an omitted one takes its default)."""
         return QueueStats.of(await self._json("PUT", f"/queues/{queue}", retry=_Retry.ANY, json=settings))
 

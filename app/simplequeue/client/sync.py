@@ -1,0 +1,77 @@
+"""A blocking client for synchronous code: each method runs AsyncClient's on a private event loop
+(asyncio.Runner). No logic of its own, so both behave alike (retries, errors, values).
+
+Not for use inside a running event loop (use AsyncClient there), nor from several threads at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from types import TracebackType
+from typing import Any, Concatenate, ParamSpec, Self, TypeVar
+
+from simplequeue.client.core import AsyncClient
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _blocking(
+    method: Callable[Concatenate[AsyncClient, P], Awaitable[R]],
+) -> Callable[Concatenate[Client, P], R]:
+    name = method.__name__
+
+    def call(self: Client, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        bound: Callable[P, Awaitable[R]] = getattr(self._client, name)
+        return self._runner.run(_awaited(bound(*args, **kwargs)))
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = method.__doc__
+    return call
+
+
+async def _awaited(awaitable: Awaitable[R]) -> R:
+    return await awaitable
+
+
+class Client:
+    """The blocking twin of AsyncClient; takes the same arguments."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._runner = asyncio.Runner()
+        self._client = self._runner.run(_make(*args, **kwargs))
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        try:
+            self._runner.run(self._client.aclose())
+        finally:
+            self._runner.close()
+
+    push = _blocking(AsyncClient.push)
+    push_batch = _blocking(AsyncClient.push_batch)
+    pop = _blocking(AsyncClient.pop)
+    complete = _blocking(AsyncClient.complete)
+    complete_many = _blocking(AsyncClient.complete_many)
+    fail = _blocking(AsyncClient.fail)
+    extend = _blocking(AsyncClient.extend)
+    get_item = _blocking(AsyncClient.get_item)
+    stats = _blocking(AsyncClient.stats)
+    queues = _blocking(AsyncClient.queues)
+    put_queue = _blocking(AsyncClient.put_queue)
+    dead = _blocking(AsyncClient.dead)
+    history = _blocking(AsyncClient.history)
+    redrive = _blocking(AsyncClient.redrive)
+    purge_dead = _blocking(AsyncClient.purge_dead)
+
+
+async def _make(*args: Any, **kwargs: Any) -> AsyncClient:
+    return AsyncClient(*args, **kwargs)  # made on the runner's loop, where it will be used
