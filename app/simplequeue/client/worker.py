@@ -158,6 +158,9 @@ class Worker:
         stopping = asyncio.create_task(self._stopping.wait())
         try:
             await asyncio.wait({pop, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            pop.cancel()  # run() itself is being cancelled: leave no pop behind
+            raise
         finally:
             stopping.cancel()
         if not pop.done():
