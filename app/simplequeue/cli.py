@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from simplequeue import cli_client
 from simplequeue.main import store_for
 from simplequeue.settings import Settings
 from simplequeue.store.factory import dialect_of
@@ -113,6 +114,10 @@ def openapi(output: Path | None) -> None:
     else:
         output.write_text(text, encoding="utf-8")
 
+
+main.add_command(cli_client.push)
+main.add_command(cli_client.pop)
+main.add_command(cli_client.stats)
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,147 @@
+"""The `simplequeue` commands that talk to a running service over HTTP: push, pop, stats.
+
+They use the SDK (simplequeue.client) and nothing of the server. Every failure is one line on
+stderr naming the problem and a non-zero exit: 1 for an error answer or bad input, 2 for usage
+(click's own), 3 for `pop` when nothing came within --wait, 4 when the service cannot be reached.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from collections.abc import Iterator
+from datetime import datetime
+from typing import IO, Any
+
+import click
+
+from simplequeue.client import Client, RetryPolicy, SimplequeueError, Unavailable
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+BATCH = 500  # JSON lines per push/batch request
+NOTHING_POPPED = 3
+UNREACHABLE = 4
+# A person at a terminal should hear within seconds that the URL does not answer.
+CLI_RETRY = RetryPolicy(attempts=3, total_seconds=3.0)
+
+url_option = click.option(
+    "--url",
+    envvar="SIMPLEQUEUE_URL",
+    default=DEFAULT_URL,
+    show_default=True,
+    help="The service (or SIMPLEQUEUE_URL).",
+)
+queue_option = click.option("--queue", "-q", default="default", show_default=True, help="The queue's name.")
+
+
+class Failed(click.ClickException):
+    """One line on stderr, no traceback."""
+
+
+class Unreachable(Failed):
+    exit_code = UNREACHABLE
+
+
+def client_for(url: str) -> Client:
+    return Client(url, retry=CLI_RETRY, timeout=30.0)
+
+
+def answered(url: str, error: SimplequeueError) -> Failed:
+    if isinstance(error, Unavailable) and error.status is None:
+        return Unreachable(f"{url} does not answer: {error.detail}")
+    return Failed(f"{error.code}: {error.detail}")
+
+
+def as_json(value: Any) -> str:
+    return json.dumps(value, default=_plain, ensure_ascii=False, separators=(",", ":"))
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return str(value)
+
+
+def parse_json(text: str, where: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise Failed(f"{where} is not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from exc
+
+
+def json_lines(stream: IO[str]) -> Iterator[tuple[int, Any]]:
+    for number, line in enumerate(stream, start=1):
+        if line.strip():
+            yield number, parse_json(line, f"stdin line {number}")
+
+
+@click.command()
+@url_option
+@queue_option
+@click.argument("payload")
+def push(url: str, queue: str, payload: str) -> None:
+    """Push PAYLOAD (JSON) and print the result with its id; PAYLOAD `-` pushes JSON lines from
+    stdin in batches, shows progress on a terminal, and prints how many were pushed."""
+    try:
+        with client_for(url) as sq:
+            if payload != "-":
+                click.echo(as_json(sq.push(parse_json(payload, "PAYLOAD"), queue=queue)))
+                return
+            click.echo(as_json({"queue": queue, "pushed": _push_lines(sq, queue, sys.stdin)}))
+    except SimplequeueError as error:
+        raise answered(url, error) from None
+
+
+def _push_lines(sq: Client, queue: str, stream: IO[str]) -> int:
+    show = sys.stderr.isatty()
+    pushed, batch = 0, []
+    for _, payload in json_lines(stream):
+        batch.append({"payload": payload})
+        if len(batch) == BATCH:
+            pushed += len(sq.push_batch(batch, queue=queue).ids)
+            batch = []
+            if show:
+                click.echo(f"\rpushed {pushed:,}", err=True, nl=False)
+    if batch:
+        pushed += len(sq.push_batch(batch, queue=queue).ids)
+    if show:
+        click.echo(f"\rpushed {pushed:,}", err=True)
+    return pushed
+
+
+@click.command()
+@url_option
+@queue_option
+@click.option("--wait", type=click.FloatRange(0, 20), default=0, show_default=True, help="Long-poll seconds.")
+@click.option(
+    "--lease", type=click.IntRange(1, 43200), default=None, help="Lease seconds (default: the queue's)."
+)
+@click.option("--max", "max_items", type=click.IntRange(1, 100), default=1, show_default=True)
+def pop(url: str, queue: str, wait: float, lease: int | None, max_items: int) -> None:
+    """Lease items and print each as one JSON line (id, lease_token, payload, ...). Exit status 3
+    when nothing came within --wait."""
+    try:
+        with client_for(url) as sq:
+            items = sq.pop(queue, max_items=max_items, wait_seconds=wait, lease_seconds=lease)
+    except SimplequeueError as error:
+        raise answered(url, error) from None
+    for item in items:
+        click.echo(as_json(item))
+    if not items:
+        sys.exit(NOTHING_POPPED)
+
+
+@click.command()
+@url_option
+@click.option("--queue", "-q", default=None, help="One queue (default: every queue).")
+def stats(url: str, queue: str | None) -> None:
+    """Print queue counts and settings as JSON."""
+    try:
+        with client_for(url) as sq:
+            found: Any = sq.stats(queue) if queue is not None else sq.queues()
+    except SimplequeueError as error:
+        raise answered(url, error) from None
+    click.echo(as_json(found))

@@ -1,0 +1,90 @@
+"""`simplequeue push | pop | stats` as a person runs them: the console script against a real serve."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.test_e2e import free_port, serving, simplequeue_command
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with serving(f"sqlite:///{tmp_path_factory.mktemp('cli') / 'cli.db'}") as base:
+        yield base
+
+
+def run(url: str, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*simplequeue_command(), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"SIMPLEQUEUE_URL": url, "PATH": "/usr/bin:/bin"},
+    )
+
+
+def test_push_pop_and_stats_print_json(url: str) -> None:
+    pushed = run(url, "push", "--queue", "cli-a", '{"to": "ada@example.com"}')
+    assert pushed.returncode == 0, pushed.stderr
+    result = json.loads(pushed.stdout)
+    assert (result["queue"], result["created"]) == ("cli-a", True)
+
+    popped = run(url, "pop", "--queue", "cli-a", "--lease", "60")
+    assert popped.returncode == 0, popped.stderr
+    [line] = popped.stdout.splitlines()
+    item = json.loads(line)
+    assert (item["id"], item["payload"]) == (result["id"], {"to": "ada@example.com"})
+    assert item["lease_token"]
+
+    stats = json.loads(run(url, "stats", "--queue", "cli-a").stdout)
+    assert (stats["name"], stats["leased"], stats["ready"]) == ("cli-a", 1, 0)
+    every = json.loads(run(url, "stats").stdout)
+    assert "cli-a" in [q["name"] for q in every]
+
+
+def test_push_dash_reads_json_lines_in_batches(url: str) -> None:
+    lines = "\n".join(json.dumps({"n": n}) for n in range(1200)) + "\n\n"
+    pushed = run(url, "push", "--queue", "cli-b", "-", stdin=lines)
+    assert pushed.returncode == 0, pushed.stderr
+    assert json.loads(pushed.stdout) == {"queue": "cli-b", "pushed": 1200}
+    popped = run(url, "pop", "--queue", "cli-b", "--max", "100")
+    assert [json.loads(line)["payload"]["n"] for line in popped.stdout.splitlines()] == list(range(100))
+
+
+def test_pop_with_nothing_prints_nothing_and_exits_3(url: str) -> None:
+    popped = run(url, "pop", "--queue", "cli-empty", "--wait", "0.2")
+    assert (popped.returncode, popped.stdout) == (3, "")
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "says"),
+    [
+        (["push", "{not json"], "", "PAYLOAD is not JSON"),
+        (["push", "-"], '{"ok": 1}\n{broken\n', "stdin line 2 is not JSON"),
+        (["push", "--queue", "has space", "1"], "", "ValidationError"),
+        (["stats", "--queue", "never-pushed-to"], "", "QueueNotFound"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_1(url: str, args: list[str], stdin: str, says: str) -> None:
+    done = run(url, *args, stdin=stdin)
+    assert done.returncode == 1, done
+    [line] = done.stderr.strip().splitlines()
+    assert says in line
+    assert "Traceback" not in done.stderr
+
+
+def test_an_unreachable_url_is_one_line_naming_it_and_exit_4(tmp_path: Path) -> None:
+    nowhere = f"http://127.0.0.1:{free_port()}"
+    done = run(nowhere, "pop", "--queue", "q")
+    assert done.returncode == 4, done
+    [line] = done.stderr.strip().splitlines()
+    assert nowhere in line
+    assert "Traceback" not in done.stderr
