@@ -482,3 +482,10 @@ def test_a_body_trickled_in_is_cut_off_with_408_and_nothing_is_pushed(
 
     host, port = slow_limits_server
     assert httpx.get(f"http://{host}:{port}/queues/slow").status_code == 404  # nothing went in
+
+
+async def test_a_path_nothing_serves_is_404_naming_it(lite: Client) -> None:
+    body = assert_error(await lite.get("/nowhere"), 404, "NotFound")
+    assert body["detail"] == "nothing is served at /nowhere"
+    body = assert_error(await lite.get("/items/not-a-uuid"), 404, "NotFound")
+    assert "UUID" in body["detail"]

@@ -12,9 +12,7 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -26,6 +24,8 @@ from typing import Any
 
 import httpx
 import pytest
+
+from tests.test_e2e import free_port, simplequeue_command
 
 REQUIRED = os.environ.get("CI", "").lower() == "true" or os.environ.get("SIMPLEQUEUE_REQUIRE_FAULTS") == "1"
 
@@ -125,18 +125,6 @@ def sizes(variant: str) -> Sizes:
 
 
 # -- processes -----------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def simplequeue_command() -> list[str]:
-    script = shutil.which("simplequeue", path=str(Path(sys.executable).parent))
-    return [script] if script else [sys.executable, "-m", "app.cli"]
 
 
 def tail(path: Path, lines: int = 30) -> str:

@@ -147,7 +147,9 @@ def on_http_error(routes: Sequence[BaseRoute]) -> ExceptionHandler:
             return envelope(400, "MalformedJSON", detail)
         headers, detail = exc.headers, str(exc.detail)
         if exc.status_code == 404:
-            detail = f"nothing is served at {request.url.path} (item ids are UUIDs)"
+            path = request.url.path
+            hint = " (item ids are UUIDs)" if path.startswith("/items/") else ""
+            detail = f"nothing is served at {path}{hint}"
         if exc.status_code == 405:
             headers = {"Allow": ", ".join(allowed_methods(routes, request.url.path))}
         code = HTTPStatus(exc.status_code).phrase.replace(" ", "").replace("-", "")

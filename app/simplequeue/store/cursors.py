@@ -4,16 +4,25 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Sequence
 from datetime import datetime
 
 from simplequeue.domain import InvalidCursor
-from simplequeue.store.rows import as_utc
+from simplequeue.store.rows import Row, as_utc
 
 
 def encode_cursor(moment: datetime | str, seq: int) -> str:
     """Where a newest-first page ended: (time, seq) of its last row, opaque to clients."""
     raw = f"{as_utc(moment).isoformat()}|{seq}".encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def next_cursor(page: Sequence[Row], limit: int, at: str) -> str | None:
+    """The cursor after a full page (its last row's `at` time and seq); None after a short one,
+    which was the last."""
+    if len(page) < limit or not page:
+        return None
+    return encode_cursor(page[-1][at], page[-1]["seq"])
 
 
 def decode_cursor(cursor: str | None) -> tuple[datetime, int] | tuple[None, None]:

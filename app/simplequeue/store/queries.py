@@ -27,11 +27,15 @@ class Query:
     sql: str  # in the driver's placeholder style
     params: tuple[str, ...]  # the parameter each placeholder takes, in order (named: each name once)
     style: Style
+    names: frozenset[str] = frozenset()  # set(params), made once: bind runs on every statement
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "names", frozenset(self.params))
 
     def bind(self, **values: Any) -> Any:
         """What the driver takes for these values: a dict (named), else a tuple in placeholder order."""
-        if values.keys() != set(self.params):
-            missing, extra = set(self.params) - values.keys(), values.keys() - set(self.params)
+        if values.keys() != self.names:
+            missing, extra = self.names - values.keys(), values.keys() - self.names
             raise TypeError(f"query {self.name}: missing {sorted(missing)}, unexpected {sorted(extra)}")
         if self.style == "named":
             return values

@@ -47,7 +47,7 @@ from simplequeue.domain.rules import (
     why_refused,
 )
 from simplequeue.store import rows
-from simplequeue.store.cursors import decode_cursor, encode_cursor
+from simplequeue.store.cursors import decode_cursor, next_cursor
 from simplequeue.store.migrations import latest_version
 from simplequeue.store.mssql import params
 from simplequeue.store.mssql.errors import translated_errors
@@ -311,10 +311,9 @@ class MssqlStore:
         }
         async with self._transaction() as conn:
             page = await fetch(conn, "list_dead", **values)
-        last = page[-1] if len(page) == limit else None
         return Page(
             [rows.item_view(row, row["now"]) for row in page],
-            encode_cursor(last["died_at"], last["seq"]) if last else None,
+            next_cursor(page, limit, "died_at"),
         )
 
     async def redrive(self, queue: str, ids: Sequence[UUID] | None, rate_per_second: float | None) -> int:
@@ -357,10 +356,9 @@ class MssqlStore:
         }
         async with self._transaction() as conn:
             page = await fetch(conn, "list_history", **values)
-        last = page[-1] if len(page) == limit else None
         return Page(
             [rows.history_record(row) for row in page],
-            encode_cursor(last["finished_at"], last["seq"]) if last else None,
+            next_cursor(page, limit, "finished_at"),
         )
 
     async def reap_expired(self, limit: int) -> int:

@@ -43,7 +43,7 @@ from simplequeue.domain.rules import (
     why_refused,
 )
 from simplequeue.store import rows
-from simplequeue.store.cursors import decode_cursor, encode_cursor
+from simplequeue.store.cursors import decode_cursor, next_cursor
 from simplequeue.store.migrations import latest_version, load_migrations
 from simplequeue.store.postgres.errors import UNAVAILABLE, translated_errors
 from simplequeue.store.postgres.listen import Listener
@@ -363,10 +363,9 @@ class PostgresStore:
                 after_seq=after_seq,
                 now=self._now(),
             )
-        last = page[-1] if len(page) == limit else None
         return Page(
             [rows.item_view(r, r["now"]) for r in page],
-            encode_cursor(last["died_at"], last["seq"]) if last else None,
+            next_cursor(page, limit, "died_at"),
         )
 
     async def redrive(self, queue: str, ids: Sequence[UUID] | None, rate_per_second: float | None) -> int:
@@ -411,10 +410,9 @@ class PostgresStore:
                 after_seq=after_seq,
                 limit=limit,
             )
-        last = page[-1] if len(page) == limit else None
         return Page(
             [rows.history_record(r) for r in page],
-            encode_cursor(last["finished_at"], last["seq"]) if last else None,
+            next_cursor(page, limit, "finished_at"),
         )
 
     async def reap_expired(self, limit: int) -> int:

@@ -48,7 +48,7 @@ from simplequeue.domain.rules import (
     why_refused,
 )
 from simplequeue.store import rows
-from simplequeue.store.cursors import decode_cursor, encode_cursor
+from simplequeue.store.cursors import decode_cursor, next_cursor
 from simplequeue.store.migrations import latest_version, load_migrations, split_statements
 from simplequeue.store.sqlite.errors import translated_errors
 from simplequeue.store.sqlite.params import add_seconds, insert_params, to_text
@@ -345,8 +345,7 @@ class SqliteStore:
         async with self._read() as conn:
             page = await fetch(conn, "list_dead", **params)
         items = [rows.item_view(row, now) for row in page]
-        last = page[-1] if len(page) == limit else None
-        return Page(items, encode_cursor(last["died_at"], last["seq"]) if last else None)
+        return Page(items, next_cursor(page, limit, "died_at"))
 
     async def redrive(self, queue: str, ids: Sequence[UUID] | None, rate_per_second: float | None) -> int:
         now = self._clock()
@@ -399,10 +398,9 @@ class SqliteStore:
         }
         async with self._read() as conn:
             page = await fetch(conn, "list_history", **params)
-        last = page[-1] if len(page) == limit else None
         return Page(
             [rows.history_record(row) for row in page],
-            encode_cursor(last["finished_at"], last["seq"]) if last else None,
+            next_cursor(page, limit, "finished_at"),
         )
 
     async def reap_expired(self, limit: int) -> int:
