@@ -18,7 +18,7 @@ from uuid import uuid4
 import httpx
 import pytest
 from asgi_lifespan import LifespanManager
-from simplequeue.client import AsyncClient, Item, RetryPolicy, ValidationError, Worker
+from simplequeue.client import AsyncClient, Item, ItemFailed, RetryPolicy, ValidationError, Worker
 from simplequeue.main import create_app
 from simplequeue.settings import Settings
 
@@ -165,6 +165,51 @@ async def test_the_traceback_names_the_frames_and_the_exception(sq: AsyncClient,
     assert "Traceback" in error.error
     assert "deep_inside" in error.error
     assert error.error.endswith("KeyError: 'missing 1'")
+
+
+async def test_item_failed_fails_with_its_message_alone(sq: AsyncClient, queue: str) -> None:
+    await sq.put_queue(queue, max_attempts=1)
+    pushed = await sq.push(1, queue=queue)
+
+    def handle(item: Item) -> None:
+        raise ItemFailed("upstream said 451: try later")
+
+    await Worker(sq, queue, handle, wait_seconds=0.2, exit_when_empty=True).run()
+    [error] = (await sq.get_item(pushed.id)).errors
+    assert error.error == "upstream said 451: try later"
+
+
+async def test_exit_when_empty_drains_then_returns(sq: AsyncClient, queue: str) -> None:
+    await sq.push_batch([{"payload": n} for n in range(7)], queue=queue)
+    handled: list[int] = []
+
+    async def handle(item: Item) -> None:
+        await asyncio.sleep(0.01)
+        handled.append(item.payload)
+
+    await Worker(sq, queue, handle, concurrency=3, wait_seconds=0.1, exit_when_empty=True).run()
+    assert sorted(handled) == list(range(7))
+    assert await settled(sq, queue, 7)
+
+
+async def test_exit_when_empty_waits_out_a_passing_outage() -> None:
+    # A 503 is no answer, not an empty queue: the worker pauses and pops again.
+    answers = [
+        httpx.Response(503, json={"error": "DatabaseUnavailable", "detail": "down"}),
+        httpx.Response(200, json={"items": []}),
+    ]
+    asked = 0
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        nonlocal asked
+        asked += 1
+        return answers[asked - 1]
+
+    async with AsyncClient(
+        "http://sq", transport=httpx.MockTransport(answer), retry=RetryPolicy(attempts=1)
+    ) as client:
+        await Worker(client, "q", lambda i: None, idle_pause_seconds=0, exit_when_empty=True).run()
+    assert asked == 2
 
 
 async def test_stop_lets_the_handlers_in_flight_finish_and_pops_no_more(sq: AsyncClient, queue: str) -> None:

@@ -1,4 +1,4 @@
-"""The `simplequeue` command: serve, migrate, purge, openapi."""
+"""The `simplequeue` command: serve, migrate, purge, openapi; push, pop, stats and work over HTTP."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from simplequeue import cli_client
+from simplequeue import cli_client, cli_work
 from simplequeue.main import store_for
 from simplequeue.settings import Settings
 from simplequeue.store.factory import dialect_of
@@ -118,6 +118,7 @@ def openapi(output: Path | None) -> None:
 main.add_command(cli_client.push)
 main.add_command(cli_client.pop)
 main.add_command(cli_client.stats)
+main.add_command(cli_work.work)
 
 if __name__ == "__main__":
     main()

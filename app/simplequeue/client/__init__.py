@@ -51,7 +51,7 @@ from simplequeue.client.models import (
     QueueStats,
 )
 from simplequeue.client.sync import Client
-from simplequeue.client.worker import Worker, run_worker, short_traceback
+from simplequeue.client.worker import ItemFailed, Worker, run_worker, short_traceback
 
 __all__ = [
     "NO_RETRY",
@@ -71,6 +71,7 @@ __all__ = [
     "Item",
     "ItemDead",
     "ItemExists",
+    "ItemFailed",
     "ItemInfo",
     "ItemNotFound",
     "LeaseExpired",

@@ -47,6 +47,27 @@ def short_traceback(
     return text or type(exc).__name__
 
 
+class ItemFailed(Exception):
+    """Raise from a handler to fail its item with this message as the error, instead of a
+    traceback (e.g. a command's exit status and the tail of its stderr)."""
+
+
+def error_text(exc: BaseException) -> str:
+    """What a failed item's error says: an ItemFailed's message, else a short traceback."""
+    if isinstance(exc, ItemFailed) and str(exc):
+        text = str(exc).replace("\x00", "\\0").strip()
+        return text if len(text) <= MAX_TRACEBACK_CHARS else "…" + text[-(MAX_TRACEBACK_CHARS - 1) :]
+    return short_traceback(exc)
+
+
+def _reason(exc: BaseException) -> str:
+    """For the log line: an ItemFailed's first line (its author wrote it to be read), else only
+    the exception's type (its text may quote a payload)."""
+    if isinstance(exc, ItemFailed) and str(exc).strip():
+        return str(exc).strip().splitlines()[0][:200]
+    return type(exc).__name__
+
+
 def _is_async(handler: Handler) -> bool:
     return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
         getattr(handler, "__call__", None)  # noqa: B004 (an object with an async __call__)
@@ -62,7 +83,10 @@ class Worker:
       as much every extend_every seconds (default: half of it).
     - wait_seconds: the long-poll of each pop.
     - A handler that returns completes its item; one that raises fails it, with the exception's
-      short traceback as the error (retried per the queue's backoff, dead on its last attempt).
+      short traceback as the error (an ItemFailed's message alone), retried per the queue's
+      backoff, dead on its last attempt.
+    - exit_when_empty: run() returns once a pop answers with nothing while no handler runs (a
+      drain, for batch jobs and tests); otherwise it runs until stop().
     - If an extension is refused (LeaseMismatch, LeaseExpired, ItemDead, ItemNotFound), the lease is
       lost: the handler still finishes, and its completion is tried once, refused with 409 if
       someone else holds the item now. Both are logged.
@@ -80,6 +104,7 @@ class Worker:
         extend_every: float | None = None,
         wait_seconds: float = 20,
         idle_pause_seconds: float = 1.0,
+        exit_when_empty: bool = False,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -92,6 +117,7 @@ class Worker:
         self.extend_every = extend_every if extend_every is not None else lease_seconds / 2
         self.wait_seconds = wait_seconds
         self.idle_pause_seconds = idle_pause_seconds
+        self.exit_when_empty = exit_when_empty
         self._async = _is_async(handler)
         self._stopping = asyncio.Event()
         self._changed = asyncio.Event()
@@ -135,6 +161,11 @@ class Worker:
                 await self._changed.wait()
                 continue
             items = await self._pop(min(free, self.batch_size))
+            if items is None:
+                continue
+            if not items and self.exit_when_empty and not self._running:
+                log.info("%s: nothing to pop and nothing running; done", self.queue)
+                self.stop()
             for item in items:
                 task = asyncio.create_task(self._handle(item), name=f"simplequeue item {item.id}")
                 self._running.add(task)
@@ -144,9 +175,10 @@ class Worker:
         self._running.discard(task)
         self._changed.set()
 
-    async def _pop(self, max_items: int) -> list[Item]:
+    async def _pop(self, max_items: int) -> list[Item] | None:
         """One pop, abandoned when stop() comes first (a waiting long-poll that its client leaves
-        leases nothing; an answer lost in that instant comes back when its lease runs out)."""
+        leases nothing; an answer lost in that instant comes back when its lease runs out). None:
+        no answer (stopped, or a passing failure)."""
         pop = asyncio.create_task(
             self.client.pop(
                 self.queue,
@@ -167,7 +199,7 @@ class Worker:
             pop.cancel()
             with contextlib.suppress(asyncio.CancelledError, SimplequeueError):
                 await pop
-            return []
+            return None
         try:
             return pop.result()
         except (Unavailable, InternalError, StoreError) as exc:
@@ -176,7 +208,7 @@ class Worker:
             log.warning("pop from %s: %s; pausing %.1fs", self.queue, exc.code, self.idle_pause_seconds)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stopping.wait(), self.idle_pause_seconds)
-            return []
+            return None
 
     async def _handle(self, item: Item) -> None:
         done = asyncio.Event()
@@ -197,8 +229,8 @@ class Worker:
             if failure is None:
                 await self.client.complete(item)
             else:
-                log.warning("item %s (attempt %d) failed: %s", item.id, item.attempts, type(failure).__name__)
-                await self.client.fail(item, short_traceback(failure))
+                log.warning("item %s (attempt %d) failed: %s", item.id, item.attempts, _reason(failure))
+                await self.client.fail(item, error_text(failure))
         except (Conflict, ItemNotFound) as exc:
             action = "completion" if failure is None else "failure"
             log.warning(

@@ -1,0 +1,210 @@
+"""`simplequeue work`: run a command per item, like xargs over a queue.
+
+The payload's JSON goes to the command's stdin; its stdout and stderr pass through. Exit status 0
+completes the item; anything else fails it with the exit status and the tail of stderr as the
+error (retried per the queue's backoff). Leases are extended while a command runs. The first
+SIGTERM or SIGINT stops popping and lets running commands finish; a second one terminates them
+(their items fail). Commands run in their own session, so a terminal's Ctrl-C reaches only us.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import shutil
+import signal
+import sys
+from collections.abc import Sequence
+
+import click
+
+from simplequeue.cli_client import CLI_RETRY, Failed, answered, queue_option, url_option
+from simplequeue.client import AsyncClient, Item, ItemFailed, QueueNotFound, SimplequeueError, Worker
+from simplequeue.client.worker import MAX_TRACEBACK_CHARS
+
+STDERR_TAIL_BYTES = 4 * MAX_TRACEBACK_CHARS  # enough for MAX_TRACEBACK_CHARS characters of UTF-8
+CHUNK = 64 * 1024
+
+
+def say(message: str) -> None:
+    click.echo(f"simplequeue work: {message}", err=True)
+
+
+class Commands:
+    """Runs the command for each item and keeps count; knows the running ones, to stop them."""
+
+    def __init__(self, argv: Sequence[str]) -> None:
+        self.argv = list(argv)
+        self.running: set[asyncio.subprocess.Process] = set()
+        self.succeeded = 0
+        self.failed = 0
+
+    async def __call__(self, item: Item) -> None:
+        env = {
+            **os.environ,
+            "SIMPLEQUEUE_ITEM_ID": item.id,
+            "SIMPLEQUEUE_QUEUE": item.queue,
+            "SIMPLEQUEUE_ATTEMPT": str(item.attempts),
+        }
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *self.argv,
+                stdin=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=env,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            self.failed += 1
+            raise ItemFailed(f"cannot run {self.argv[0]}: {exc.strerror or exc}") from exc
+        self.running.add(process)
+        try:
+            payload = json.dumps(item.payload, ensure_ascii=False).encode() + b"\n"
+            _, tail = await asyncio.gather(_feed(process, payload), _relay_stderr(process))
+            status = await process.wait()
+        finally:
+            self.running.discard(process)
+        if status == 0:
+            self.succeeded += 1
+            return
+        self.failed += 1
+        raise ItemFailed(_failure(status, tail))
+
+    def terminate(self) -> None:
+        for process in self.running:
+            if process.returncode is None:
+                with contextlib.suppress(ProcessLookupError):  # it ended in between
+                    os.killpg(process.pid, signal.SIGTERM)
+
+
+async def _feed(process: asyncio.subprocess.Process, payload: bytes) -> None:
+    assert process.stdin is not None
+    try:
+        process.stdin.write(payload)
+        await process.stdin.drain()
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the command does not read its stdin: its business
+    finally:
+        process.stdin.close()
+
+
+async def _relay_stderr(process: asyncio.subprocess.Process) -> bytes:
+    """Pass the command's stderr through as it comes, and keep its tail for the item's error."""
+    assert process.stderr is not None
+    tail = bytearray()
+    while chunk := await process.stderr.read(CHUNK):
+        sys.stderr.buffer.write(chunk)
+        sys.stderr.buffer.flush()
+        tail += chunk
+        del tail[:-STDERR_TAIL_BYTES]
+    return bytes(tail)
+
+
+def _failure(status: int, tail: bytes) -> str:
+    said = "killed by " + signal.Signals(-status).name if status < 0 else f"exit status {status}"
+    text = tail.decode("utf-8", errors="replace").strip()
+    if not text:
+        return f"{said} (nothing on stderr)"
+    room = MAX_TRACEBACK_CHARS - len(said) - 2  # the status stays; the stderr's start gives way
+    return f"{said}: {text if len(text) <= room else '…' + text[-(room - 1) :]}"
+
+
+@click.command(context_settings={"allow_interspersed_args": False})
+@url_option
+@queue_option
+@click.option(
+    "--concurrency", "-c", type=click.IntRange(1, 256), default=1, show_default=True, help="Commands at once."
+)
+@click.option(
+    "--exit-when-empty", is_flag=True, help="Stop once the queue has nothing ready and nothing runs."
+)
+@click.option(
+    "--lease",
+    type=click.IntRange(1, 43200),
+    default=60,
+    show_default=True,
+    help="Lease seconds, extended while the command runs.",
+)
+@click.option(
+    "--wait",
+    type=click.FloatRange(0, 20),
+    default=None,
+    help="Long-poll seconds per pop (default 20; 1 with --exit-when-empty).",
+)
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def work(
+    url: str,
+    queue: str,
+    concurrency: int,
+    exit_when_empty: bool,
+    lease: int,
+    wait: float | None,
+    command: tuple[str, ...],
+) -> None:
+    """Run COMMAND for each item of the queue, its payload JSON on stdin: exit 0 completes the
+    item, anything else fails it with the tail of stderr. SIGTERM/SIGINT: stop popping, let the
+    running commands finish, exit 0 (a second signal terminates them).
+
+    Example: simplequeue work --queue mail -c 4 -- ./send-mail.sh
+    """
+    if shutil.which(command[0]) is None:
+        raise Failed(f"command not found: {command[0]}")
+    logging.basicConfig(level=logging.WARNING, format="simplequeue work: %(message)s", stream=sys.stderr)
+    commands = Commands(command)
+    try:
+        asyncio.run(_work(url, queue, commands, concurrency, exit_when_empty, lease, wait))
+    except SimplequeueError as error:
+        raise answered(url, error) from None
+    say(f"{commands.succeeded} succeeded, {commands.failed} failed")
+
+
+async def _work(
+    url: str,
+    queue: str,
+    commands: Commands,
+    concurrency: int,
+    exit_when_empty: bool,
+    lease: int,
+    wait: float | None,
+) -> None:
+    # A quick first call, so that a wrong URL or queue name is one line within seconds; after
+    # that, an outage only pauses the loop (the worker's client keeps retrying).
+    async with AsyncClient(url, retry=CLI_RETRY) as probe:
+        with contextlib.suppress(QueueNotFound):  # nothing pushed to it yet: wait for the first
+            await probe.stats(queue)
+    async with AsyncClient(url, timeout=30.0) as client:
+        worker = Worker(
+            client,
+            queue,
+            commands,
+            concurrency=concurrency,
+            lease_seconds=lease,
+            wait_seconds=(1.0 if exit_when_empty else 20.0) if wait is None else wait,
+            exit_when_empty=exit_when_empty,
+        )
+        signals = 0
+
+        def on_signal(sig: signal.Signals) -> None:
+            nonlocal signals
+            signals += 1
+            if signals == 1:
+                worker.stop()
+                say(
+                    f"{sig.name}: no more pops; waiting for {len(commands.running)} running "
+                    f"command(s) ({sig.name} again stops them)"
+                )
+            else:
+                say(f"{sig.name}: terminating {len(commands.running)} running command(s)")
+                commands.terminate()
+
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, on_signal, sig)
+        try:
+            await worker.run()
+        finally:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(sig)
