@@ -15,8 +15,11 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    GetJsonSchemaHandler,
     StrictBool,
 )
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from simplequeue import domain
 from simplequeue.domain import (
@@ -558,6 +561,16 @@ class ErrorCode(StrEnum):
     METHOD_NOT_ALLOWED = "MethodNotAllowed"
     REQUEST_TIMEOUT = "RequestTimeout"
     INTERNAL_ERROR = "InternalError"
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        # Generators that read x-enum-varnames (openapi-python-client) name the members as we do
+        # (ErrorCode.ITEM_NOT_FOUND), rather than upper-casing the values (ITEMNOTFOUND).
+        schema = handler.resolve_ref_schema(handler(core_schema))
+        schema["x-enum-varnames"] = [code.name for code in cls]
+        return schema
 
 
 class ErrorBody(BaseModel):
