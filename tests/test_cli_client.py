@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import http.server
 import json
 import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -88,3 +91,64 @@ def test_an_unreachable_url_is_one_line_naming_it_and_exit_4(tmp_path: Path) -> 
     [line] = done.stderr.strip().splitlines()
     assert nowhere in line
     assert "Traceback" not in done.stderr
+
+
+class Recorder(http.server.BaseHTTPRequestHandler):
+    """Answers any GET with an empty queue list, noting each request's Authorization header."""
+
+    seen: ClassVar[list[str | None]] = []
+    body: ClassVar[bytes] = b'{"queues": []}'
+
+    def do_GET(self) -> None:
+        Recorder.seen.append(self.headers.get("Authorization"))
+        body = Recorder.body
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass  # quiet
+
+
+def test_simplequeue_api_key_goes_as_a_bearer_token_and_nowhere_else() -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        with_key = subprocess.run(
+            [*simplequeue_command(), "stats"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={"SIMPLEQUEUE_URL": base, "SIMPLEQUEUE_API_KEY": "k-secret-42", "PATH": "/usr/bin:/bin"},
+        )
+        without = run(base, "stats")
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    assert (with_key.returncode, with_key.stdout.strip()) == (0, "[]"), with_key.stderr
+    assert without.returncode == 0, without.stderr
+    assert Recorder.seen == ["Bearer k-secret-42", None]
+    assert "k-secret-42" not in with_key.stderr + with_key.stdout
+
+
+def test_a_url_that_is_not_simplequeue_is_one_line() -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)  # [] is not a queue list
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    Recorder.body = b"[]"
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        done = run(base, "stats")
+    finally:
+        Recorder.body = b'{"queues": []}'
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    assert done.returncode == 1
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith(f"Error: {base} does not answer as simplequeue does")

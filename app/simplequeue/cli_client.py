@@ -3,12 +3,15 @@
 They use the SDK (simplequeue.client) and nothing of the server. Every failure is one line on
 stderr naming the problem and a non-zero exit: 1 for an error answer or bad input, 2 for usage
 (click's own), 3 for `pop` when nothing came within --wait, 4 when the service cannot be reached.
+SIMPLEQUEUE_API_KEY, when set, is sent as a Bearer token.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import os
 import sys
 from collections.abc import Iterator
 from datetime import datetime
@@ -43,14 +46,27 @@ class Unreachable(Failed):
     exit_code = UNREACHABLE
 
 
+def api_key() -> str | None:
+    """SIMPLEQUEUE_API_KEY, sent as a Bearer token. Only from the environment: an option would put
+    the key in the process list and the shell's history."""
+    return os.environ.get("SIMPLEQUEUE_API_KEY") or None
+
+
 def client_for(url: str) -> Client:
-    return Client(url, retry=CLI_RETRY, timeout=30.0)
+    return Client(url, retry=CLI_RETRY, timeout=30.0, api_key=api_key())
 
 
-def answered(url: str, error: SimplequeueError) -> Failed:
-    if isinstance(error, Unavailable) and error.status is None:
-        return Unreachable(f"{url} does not answer: {error.detail}")
-    return Failed(f"{error.code}: {error.detail}")
+@contextlib.contextmanager
+def talking_to(url: str) -> Iterator[None]:
+    """The service's refusals and an unreachable or foreign URL, as one line each."""
+    try:
+        yield
+    except SimplequeueError as error:
+        if isinstance(error, Unavailable) and error.status is None:
+            raise Unreachable(f"{url} does not answer: {error.detail}") from None
+        raise Failed(f"{error.code}: {error.detail}") from None
+    except (KeyError, TypeError, ValueError) as exc:  # a 200 whose body is not the API's
+        raise Failed(f"{url} does not answer as simplequeue does ({type(exc).__name__}: {exc})") from None
 
 
 def as_json(value: Any) -> str:
@@ -85,14 +101,11 @@ def json_lines(stream: IO[str]) -> Iterator[tuple[int, Any]]:
 def push(url: str, queue: str, payload: str) -> None:
     """Push PAYLOAD (JSON) and print the result with its id; PAYLOAD `-` pushes JSON lines from
     stdin in batches, shows progress on a terminal, and prints how many were pushed."""
-    try:
-        with client_for(url) as sq:
-            if payload != "-":
-                click.echo(as_json(sq.push(parse_json(payload, "PAYLOAD"), queue=queue)))
-                return
-            click.echo(as_json({"queue": queue, "pushed": _push_lines(sq, queue, sys.stdin)}))
-    except SimplequeueError as error:
-        raise answered(url, error) from None
+    with talking_to(url), client_for(url) as sq:
+        if payload != "-":
+            click.echo(as_json(sq.push(parse_json(payload, "PAYLOAD"), queue=queue)))
+            return
+        click.echo(as_json({"queue": queue, "pushed": _push_lines(sq, queue, sys.stdin)}))
 
 
 def _push_lines(sq: Client, queue: str, stream: IO[str]) -> int:
@@ -123,11 +136,8 @@ def _push_lines(sq: Client, queue: str, stream: IO[str]) -> int:
 def pop(url: str, queue: str, wait: float, lease: int | None, max_items: int) -> None:
     """Lease items and print each as one JSON line (id, lease_token, payload, ...). Exit status 3
     when nothing came within --wait."""
-    try:
-        with client_for(url) as sq:
-            items = sq.pop(queue, max_items=max_items, wait_seconds=wait, lease_seconds=lease)
-    except SimplequeueError as error:
-        raise answered(url, error) from None
+    with talking_to(url), client_for(url) as sq:
+        items = sq.pop(queue, max_items=max_items, wait_seconds=wait, lease_seconds=lease)
     for item in items:
         click.echo(as_json(item))
     if not items:
@@ -139,9 +149,6 @@ def pop(url: str, queue: str, wait: float, lease: int | None, max_items: int) ->
 @click.option("--queue", "-q", default=None, help="One queue (default: every queue).")
 def stats(url: str, queue: str | None) -> None:
     """Print queue counts and settings as JSON."""
-    try:
-        with client_for(url) as sq:
-            found: Any = sq.stats(queue) if queue is not None else sq.queues()
-    except SimplequeueError as error:
-        raise answered(url, error) from None
+    with talking_to(url), client_for(url) as sq:
+        found: Any = sq.stats(queue) if queue is not None else sq.queues()
     click.echo(as_json(found))

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 
 import click
 
-from simplequeue.cli_client import CLI_RETRY, Failed, answered, queue_option, url_option
-from simplequeue.client import AsyncClient, Item, ItemFailed, QueueNotFound, SimplequeueError, Worker
+from simplequeue.cli_client import CLI_RETRY, Failed, api_key, queue_option, talking_to, url_option
+from simplequeue.client import AsyncClient, Item, ItemFailed, QueueNotFound, Worker
 from simplequeue.client.worker import MAX_TRACEBACK_CHARS
 
 STDERR_TAIL_BYTES = 4 * MAX_TRACEBACK_CHARS  # enough for MAX_TRACEBACK_CHARS characters of UTF-8
@@ -154,10 +154,8 @@ def work(
         raise Failed(f"command not found: {command[0]}")
     logging.basicConfig(level=logging.WARNING, format="simplequeue work: %(message)s", stream=sys.stderr)
     commands = Commands(command)
-    try:
+    with talking_to(url):
         asyncio.run(_work(url, queue, commands, concurrency, exit_when_empty, lease, wait))
-    except SimplequeueError as error:
-        raise answered(url, error) from None
     say(f"{commands.succeeded} succeeded, {commands.failed} failed")
 
 
@@ -172,10 +170,10 @@ async def _work(
 ) -> None:
     # A quick first call, so that a wrong URL or queue name is one line within seconds; after
     # that, an outage only pauses the loop (the worker's client keeps retrying).
-    async with AsyncClient(url, retry=CLI_RETRY) as probe:
+    async with AsyncClient(url, retry=CLI_RETRY, api_key=api_key()) as probe:
         with contextlib.suppress(QueueNotFound):  # nothing pushed to it yet: wait for the first
             await probe.stats(queue)
-    async with AsyncClient(url, timeout=30.0) as client:
+    async with AsyncClient(url, timeout=30.0, api_key=api_key()) as client:
         worker = Worker(
             client,
             queue,

@@ -120,7 +120,8 @@ class AsyncClient:
 
     `transport` is injectable (httpx.ASGITransport for an app in-process, httpx.MockTransport in
     tests); `timeout` bounds each request (a pop's long-poll is added to it); `retry` bounds the
-    retries; `sleep` is what waits between them.
+    retries; `sleep` is what waits between them; `api_key` goes as a Bearer token in the
+    Authorization header (and nowhere else: not in logs, not in errors).
     """
 
     def __init__(
@@ -131,14 +132,16 @@ class AsyncClient:
         timeout: float = 10.0,
         retry: RetryPolicy = RetryPolicy(),
         headers: Mapping[str, str] | None = None,
+        api_key: str | None = None,
         sleep: Sleep = asyncio.sleep,
     ) -> None:
         self.timeout = timeout
         self.retry = retry
         self._sleep = sleep
-        self._http = httpx.AsyncClient(
-            base_url=base_url, transport=transport, timeout=timeout, headers=headers
-        )
+        sent = dict(headers or {})
+        if api_key:
+            sent["Authorization"] = f"Bearer {api_key}"
+        self._http = httpx.AsyncClient(base_url=base_url, transport=transport, timeout=timeout, headers=sent)
 
     async def __aenter__(self) -> Self:
         return self
