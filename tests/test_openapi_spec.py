@@ -105,8 +105,20 @@ def test_the_committed_spec_is_valid_openapi_3_1() -> None:
     validate(committed)  # raises on the first violation
 
 
-def test_the_root_says_where_it_is_served_and_that_no_credentials_are_needed() -> None:
-    assert SPEC["security"] == []  # no authentication: said, not left out
+def test_the_root_says_where_it_is_served_and_how_callers_authenticate() -> None:
+    # A Bearer key, or nothing (a service without keys): at the root, so generated clients may
+    # call either way; the health checks need nothing, whatever the service's keys.
+    assert SPEC["security"] == [{"apiKey": []}, {}]
+    assert SPEC["components"]["securitySchemes"]["apiKey"]["scheme"] == "bearer"
+    assert SPEC["paths"]["/healthz"]["get"]["security"] == []
+    assert SPEC["paths"]["/readyz"]["get"]["security"] == []
+    others = [
+        op
+        for path, ops in SPEC["paths"].items()
+        if path not in ("/healthz", "/readyz")
+        for op in ops.values()
+    ]
+    assert all("security" not in op and {"401", "403"} <= set(op["responses"]) for op in others)
     assert SPEC["servers"] == [{"url": "http://127.0.0.1:8000", "description": "simplequeue serve's default"}]
     assert SPEC["info"]["license"]["identifier"] == "MIT"
 

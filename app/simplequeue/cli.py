@@ -3,17 +3,46 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
+import re
 import sys
 from pathlib import Path
 
 import click
+from pydantic import ValidationError
+from pydantic_settings import SettingsError
 
 from simplequeue import cli_client, cli_work
 from simplequeue.main import store_for
 from simplequeue.settings import Settings
 from simplequeue.store.factory import dialect_of
 from simplequeue.store.migrations import load_migrations
+
+
+def load_settings() -> Settings:
+    """Settings from SIMPLEQUEUE_*; a mistake in them is one line naming the variable."""
+    try:
+        return Settings()
+    except ValidationError as exc:
+        first = exc.errors(include_url=False, include_input=False, include_context=False)[0]
+        where = [str(part) for part in first["loc"]]
+        name = f"SIMPLEQUEUE_{where[0].upper()}" if where else "SIMPLEQUEUE_* settings"
+        inner = f" {'.'.join(where[1:])}" if len(where) > 1 else ""
+        raise click.ClickException(f"configuration: {name}{inner}: {first['msg']}") from None
+    except SettingsError as exc:  # a complex value (SIMPLEQUEUE_API_KEYS) that is not JSON
+        field = re.search(r'field "(\w+)"', str(exc))
+        name = f"SIMPLEQUEUE_{field.group(1).upper()}" if field else "SIMPLEQUEUE_* settings"
+        raise click.ClickException(f"configuration: {name}: not valid JSON") from None
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 @click.group()
@@ -38,13 +67,19 @@ def serve(host: str | None, port: int | None, workers: int) -> None:
 
     from simplequeue.api.server import HeaderDeadlineProtocol
 
-    settings = Settings()
+    settings = load_settings()
+    bind = host or settings.host
+    if not is_loopback(bind) and not settings.api_keys and not settings.allow_anonymous:
+        raise click.ClickException(
+            f"refusing to serve on {bind} without API keys: set SIMPLEQUEUE_API_KEYS "
+            "(or SIMPLEQUEUE_ALLOW_ANONYMOUS=true to let anyone who reaches it do anything)"
+        )
     if workers > 1 and settings.migrate_on_start:
         _migrate(settings)  # once, before the workers race to it
     uvicorn.run(
         "simplequeue.main:app_from_env",
         factory=True,
-        host=host or settings.host,
+        host=bind,
         port=settings.port if port is None else port,
         workers=workers,
         log_level=settings.log_level,
@@ -57,7 +92,7 @@ def serve(host: str | None, port: int | None, workers: int) -> None:
 @click.option("--print", "print_only", is_flag=True, help="Print the DDL for a DBA instead of applying it.")
 def migrate(print_only: bool) -> None:
     """Apply pending schema migrations (safe to re-run)."""
-    settings = Settings()
+    settings = load_settings()
     if print_only:
         for migration in load_migrations(dialect_of(settings.database_url)):
             click.echo(f"-- migration {migration.version:04d}_{migration.name}\n{migration.sql}")
@@ -89,7 +124,7 @@ def purge(max_rows: int) -> None:
     from simplequeue.service.upkeep import reap
 
     async def run() -> tuple[int, int]:
-        store = store_for(Settings())
+        store = store_for(load_settings())
         await store.open()
         try:
             return await reap(store, max_rows=max_rows), await purge_rows(store, max_rows=max_rows)
@@ -108,7 +143,7 @@ def openapi(output: Path | None) -> None:
     """Print the OpenAPI spec that generated clients are built from."""
     from simplequeue.main import create_app
 
-    text = json.dumps(create_app(Settings()).openapi(), indent=2, sort_keys=True) + "\n"
+    text = json.dumps(create_app(load_settings()).openapi(), indent=2, sort_keys=True) + "\n"
     if output is None:
         sys.stdout.write(text)
     else:

@@ -9,6 +9,7 @@ from fastapi import FastAPI
 
 from simplequeue import __version__
 from simplequeue.api.app import build_api
+from simplequeue.api.auth import ApiKey, Grant, Keyring, Role
 from simplequeue.domain import Clock, system_clock
 from simplequeue.service.queues import Limits, QueueService, Upkeep
 from simplequeue.settings import Settings
@@ -24,6 +25,20 @@ def store_for(settings: Settings, clock: Clock | None = None) -> Store:
         pool_size=settings.pool_size,
         timeout_seconds=settings.db_timeout_seconds,
         clock=clock,
+    )
+
+
+def keyring_for(settings: Settings) -> Keyring:
+    return Keyring(
+        ApiKey(
+            k.key.get_secret_value(),
+            Grant(
+                name=k.name or f"{k.role} key #{n}",
+                role=Role(k.role),
+                queues=tuple(k.queues) if k.queues is not None else None,
+            ),
+        )
+        for n, k in enumerate(settings.api_keys, start=1)
     )
 
 
@@ -60,6 +75,7 @@ def create_app(
         lifespan=lifespan,
         max_body_bytes=settings.max_request_bytes,
         body_timeout_seconds=settings.body_timeout_seconds,
+        keyring=keyring_for(settings),
     )
 
 

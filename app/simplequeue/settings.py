@@ -2,8 +2,46 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+MIN_KEY_LENGTH = 16
+
+
+class ApiKeySetting(BaseModel):
+    """One entry of SIMPLEQUEUE_API_KEYS."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: SecretStr
+    role: Literal["producer", "consumer", "admin"]
+    queues: list[str] | None = Field(
+        default=None, min_length=1, description="Glob patterns of the queues it may use (default: all)."
+    )
+    name: str | None = Field(default=None, description="How logs name the key (default: role and position).")
+
+    @field_validator("key")
+    @classmethod
+    def _long_enough(cls, key: SecretStr) -> SecretStr:
+        if len(key.get_secret_value()) < MIN_KEY_LENGTH:
+            raise ValueError(f"an API key must be at least {MIN_KEY_LENGTH} characters long")
+        return key
+
+
+_KEYS = TypeAdapter(list[ApiKeySetting])
 
 
 class Settings(BaseSettings):
@@ -57,3 +95,39 @@ class Settings(BaseSettings):
     sweep: bool = Field(default=True, description="Run the sweep in this process.")
     log_level: str = "info"
     access_log: bool = True
+    api_keys: list[ApiKeySetting] = Field(
+        default_factory=list,
+        description='JSON: [{"key": "...", "role": "producer|consumer|admin", "queues": ["jobs.*"]}]. '
+        "With none, every caller may do everything (and serve keeps to loopback).",
+    )
+    api_keys_file: Path | None = Field(
+        default=None, description="A file holding more keys, as the same JSON list."
+    )
+    allow_anonymous: bool = Field(
+        default=False, description="Serve on a non-loopback address without API keys anyway."
+    )
+
+    @model_validator(mode="after")
+    def _keys_from_file(self) -> Settings:
+        if self.api_keys_file is not None:
+            try:
+                text = self.api_keys_file.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise ValueError(f"api_keys_file {self.api_keys_file}: {exc.strerror}") from None
+            try:
+                self.api_keys = [*self.api_keys, *_KEYS.validate_python(json.loads(text))]
+            except ValidationError as exc:
+                raise ValueError(f"api_keys_file {self.api_keys_file}: {describe(exc)}") from None
+            except ValueError as exc:  # not JSON
+                raise ValueError(f"api_keys_file {self.api_keys_file}: not JSON ({exc})") from None
+        seen = [k.key.get_secret_value() for k in self.api_keys]
+        if len(set(seen)) != len(seen):
+            raise ValueError("api_keys: the same key is given twice")
+        return self
+
+
+def describe(exc: ValidationError, prefix: str = "") -> str:
+    """The first problem, as `where: what`, without the input (it may be a key)."""
+    first = exc.errors(include_url=False, include_input=False, include_context=False)[0]
+    where = ".".join(str(part) for part in first["loc"])
+    return f"{prefix}{where}: {first['msg']}" if where else f"{prefix}{first['msg']}"

@@ -8,6 +8,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from simplequeue.api.auth import Authentication, Keyring
 from simplequeue.api.errors import install_error_handlers
 from simplequeue.api.guard import RequestGuard
 from simplequeue.api.routes import router
@@ -21,23 +22,43 @@ TAGS = [
 ]
 
 
-def declare_no_auth(app: FastAPI) -> None:
-    """The spec says at its root that no operation needs credentials (`security: []`): the service
-    has no authentication; whoever can reach it can use it."""
+def declare_security(app: FastAPI) -> None:
+    """The spec's root says: a Bearer API key, or nothing when the service runs without keys
+    (`{}`). Health checks say they need nothing. At the root rather than per operation, so a
+    generated client may call with or without a key."""
     generate = app.openapi
 
     def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
         spec = generate()
-        spec.setdefault("security", [])
+        spec.setdefault("components", {}).setdefault("securitySchemes", {})["apiKey"] = {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "An API key from SIMPLEQUEUE_API_KEYS, as `Authorization: Bearer <key>`. "
+            "Required on every operation but the health checks when the service has keys; its role "
+            "(producer, consumer, admin) and queue patterns decide what it may do (else 403).",
+        }
+        spec["security"] = [{"apiKey": []}, {}]
+        for path in ("/healthz", "/readyz"):
+            for operation in spec["paths"].get(path, {}).values():
+                operation["security"] = []
         return spec
 
     app.openapi = openapi  # type: ignore[method-assign]
 
 
 def build_api(
-    *, title: str, version: str, lifespan: Lifespan, max_body_bytes: int, body_timeout_seconds: float
+    *,
+    title: str,
+    version: str,
+    lifespan: Lifespan,
+    max_body_bytes: int,
+    body_timeout_seconds: float,
+    keyring: Keyring | None = None,
 ) -> FastAPI:
-    """The lifespan must set `app.state.service` to the QueueService that the routes call."""
+    """The lifespan must set `app.state.service` to the QueueService that the routes call. Without
+    a keyring (or with an empty one) every caller may do everything."""
     app = FastAPI(
         title=title,
         version=version,
@@ -48,8 +69,10 @@ def build_api(
         openapi_tags=TAGS,
     )
     app.include_router(router)
-    declare_no_auth(app)
+    declare_security(app)
     install_error_handlers(app, router.routes)
+    # Added first, so it runs inside the guard: a 401 carries the request's id too.
+    app.add_middleware(Authentication, keyring=keyring or Keyring())
     app.add_middleware(RequestGuard, max_body_bytes=max_body_bytes, body_timeout_seconds=body_timeout_seconds)
     return app
 

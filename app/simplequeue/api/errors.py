@@ -61,6 +61,8 @@ nearest ancestor's). Its code is the class's name."""
 
 HTTP_CODES: dict[int, tuple[str, ...]] = {
     400: ("MalformedJSON",),
+    401: ("Unauthorized",),
+    403: ("Forbidden",),
     404: ("NotFound",),
     405: ("MethodNotAllowed",),
     408: ("RequestTimeout",),
@@ -70,6 +72,17 @@ HTTP_CODES: dict[int, tuple[str, ...]] = {
     500: ("InternalError",),
 }
 """The codes the HTTP layer answers itself (here, in simplequeue.api.guard and .server), by status."""
+
+
+class Unauthenticated(Exception):
+    """No API key, or one the service does not know: 401 (simplequeue.api.auth)."""
+
+
+class Forbidden(Exception):
+    """A known key that may not do this: 403. The message names the role or the queue."""
+
+
+BEARER_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="simplequeue"'}
 
 
 def status_of(error: QueueError | type[QueueError]) -> int:
@@ -168,7 +181,17 @@ def allowed_methods(routes: Sequence[BaseRoute], path: str) -> list[str]:
     return sorted(methods)
 
 
+async def on_unauthenticated(request: Request, exc: Exception) -> JSONResponse:
+    return envelope(401, "Unauthorized", f"{exc}: send Authorization: Bearer <key>", headers=BEARER_CHALLENGE)
+
+
+async def on_forbidden(request: Request, exc: Exception) -> JSONResponse:
+    return envelope(403, "Forbidden", str(exc))
+
+
 def install_error_handlers(app: FastAPI, routes: Sequence[BaseRoute]) -> None:
     app.add_exception_handler(QueueError, on_queue_error)
+    app.add_exception_handler(Unauthenticated, on_unauthenticated)
+    app.add_exception_handler(Forbidden, on_forbidden)
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(StarletteHTTPException, on_http_error([*app.routes, *routes]))

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Annotated, Any
 from uuid import UUID
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response, status
 from pydantic import BaseModel
 
-from simplequeue.api.errors import codes_of
+from simplequeue.api.auth import Action, Caller
+from simplequeue.api.errors import Forbidden, codes_of
 from simplequeue.api.schemas import (
     QUEUE_NAME_PATTERN,
     TIME_TEXT,
@@ -43,6 +45,7 @@ from simplequeue.domain import (
     Completion,
     Failure,
     HistoryFilter,
+    ItemNotFound,
     Outcome,
 )
 from simplequeue.service.queues import QueueService
@@ -93,6 +96,8 @@ def _also(code: int, model: type[BaseModel], description: str) -> dict[int | str
 
 _WHY: dict[int, str] = {
     400: "The body is not valid JSON.",
+    401: "The service has API keys, and none (or an unknown one) was sent.",
+    403: "The API key's role or queues do not allow this.",
     404: "No such item or queue.",
     408: "The request's headers or body did not arrive in time; the connection is closed.",
     409: "Conflicts with the item's current state.",
@@ -104,13 +109,36 @@ _WHY: dict[int, str] = {
 }
 
 
-def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+def _errors(*codes: int, public: bool = False) -> dict[int | str, dict[str, Any]]:
     """The error answers an operation may give, with the codes each may carry. Any request may meet
-    the header and body deadlines (408) or an unexpected failure (500)."""
+    the header and body deadlines (408) or an unexpected failure (500); any but the public ones may
+    lack a key (401) or the key its rights (403)."""
+    always = {408, 500} if public else {401, 403, 408, 500}
     return {
         code: {"model": ErrorBody, "description": f"{_WHY[code]} Codes: {', '.join(codes_of(code))}."}
-        for code in sorted({*codes, 408, 500})
+        for code in sorted({*codes, *always})
     }
+
+
+def _token_needed(who: Caller, lease_token: UUID | None) -> None:
+    """Finishing an item takes its lease token (the proof of having popped it); admins may finish
+    any item by its id."""
+    if lease_token is None and not who.is_admin:
+        raise Forbidden("only an admin key may finish an item without its lease_token")
+
+
+async def _own_queues(who: Caller, sq: QueueService, ids: Iterable[UUID]) -> None:
+    """A key limited to some queues may touch only their items. The ids say nothing of their
+    queue, so this costs a read per item, for such keys only; an unknown id is left to the call
+    (which answers it as not found)."""
+    if who.queues is None:
+        return
+    for item_id in dict.fromkeys(ids):
+        try:
+            view = await sq.get_item(item_id)
+        except ItemNotFound:
+            continue
+        who.require(Action.CONSUME, view.queue)
 
 
 router = APIRouter()
@@ -125,9 +153,10 @@ router = APIRouter()
     responses=_also(200, PushResponse, "The dedup_key matched an existing item: nothing was inserted.")
     | _errors(400, 409, 413, 415, 422, 503),
 )
-async def push(body: PushRequest, sq: ServiceDep) -> Response:
+async def push(body: PushRequest, sq: ServiceDep, who: Caller) -> Response:
     """Add an item to a queue (created on first push). 201 means it is committed; 200 means its
     dedup_key matched an existing item, whose id is returned, and nothing was inserted."""
+    who.require(Action.PUSH, body.queue)
     pushed = await sq.push(body.queue, body.draft())
     return serialized(
         PushResponse.model_construct(
@@ -146,10 +175,11 @@ async def push(body: PushRequest, sq: ServiceDep) -> Response:
     responses=_also(200, PushBatchResponse, "Every item was a duplicate: nothing was inserted.")
     | _errors(400, 409, 413, 415, 422, 503),
 )
-async def push_batch(body: PushBatchRequest, sq: ServiceDep) -> Response:
+async def push_batch(body: PushBatchRequest, sq: ServiceDep, who: Caller) -> Response:
     """Add 1..1000 items to one queue in one transaction: all of them, or (409, 413, 422) none.
     Items whose dedup_key matches an existing item (or an earlier item of the batch) are not
     inserted and answer with the original's id; 200 when that is all of them."""
+    who.require(Action.PUSH, body.queue)
     results = await sq.push_batch(body.queue, [entry.draft() for entry in body.items])
     return serialized(
         PushBatchResponse.model_construct(ids=[r.id for r in results], created=[r.created for r in results]),
@@ -164,9 +194,10 @@ async def push_batch(body: PushBatchRequest, sq: ServiceDep) -> Response:
     response_model=PopResponse,
     responses=_errors(400, 413, 415, 422, 503),
 )
-async def pop(body: PopRequest, sq: ServiceDep, request: Request) -> Response:
+async def pop(body: PopRequest, sq: ServiceDep, who: Caller, request: Request) -> Response:
     """Lease up to `max_items` items (highest priority first, then oldest), waiting up to
     `wait_seconds` for one to arrive. Of an ordered group only the head is handed out."""
+    who.require(Action.CONSUME, body.queue)
     items = await sq.pop(
         body.queue,
         max_items=body.max_items,
@@ -184,8 +215,14 @@ async def pop(body: PopRequest, sq: ServiceDep, request: Request) -> Response:
     tags=["items"],
     responses=_errors(404, 409, 422, 503),
 )
-async def complete_item(item_id: ItemId, sq: ServiceDep, lease_token: LeaseTokenQuery = None) -> Response:
-    """Finish an item: it is deleted, and recorded in the queue's history."""
+async def complete_item(
+    item_id: ItemId, sq: ServiceDep, who: Caller, lease_token: LeaseTokenQuery = None
+) -> Response:
+    """Finish an item: it is deleted, and recorded in the queue's history. Without the lease token
+    (admin keys only, when the service has keys) whatever holds the item loses it."""
+    who.require(Action.CONSUME)
+    _token_needed(who, lease_token)
+    await _own_queues(who, sq, [item_id])
     await sq.complete(item_id, lease_token)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
@@ -197,8 +234,12 @@ async def complete_item(item_id: ItemId, sq: ServiceDep, lease_token: LeaseToken
     response_model=CompleteBatchResponse,
     responses=_errors(400, 413, 415, 422, 503),
 )
-async def complete_items(body: CompleteBatchRequest, sq: ServiceDep) -> Response:
+async def complete_items(body: CompleteBatchRequest, sq: ServiceDep, who: Caller) -> Response:
     """Finish 1..1000 items at once; each gets its own result, as DELETE /items/{id} would give."""
+    who.require(Action.CONSUME)
+    for ref in body.items:
+        _token_needed(who, ref.lease_token)
+    await _own_queues(who, sq, [ref.id for ref in body.items])
     outcomes = await sq.complete_many([Completion(i.id, i.lease_token) for i in body.items])
     results = [
         CompleteResult.model_construct(id=i.id, result=o) for i, o in zip(body.items, outcomes, strict=True)
@@ -213,9 +254,12 @@ async def complete_items(body: CompleteBatchRequest, sq: ServiceDep) -> Response
     response_model=Item,
     responses=_errors(400, 404, 409, 413, 415, 422, 503),
 )
-async def fail_item(item_id: ItemId, body: FailRequest, sq: ServiceDep) -> Response:
+async def fail_item(item_id: ItemId, body: FailRequest, sq: ServiceDep, who: Caller) -> Response:
     """Record an error. The item is retried after `retry_after_seconds` or the queue's backoff,
     unless `retry` is false or this was its last attempt: then it is dead."""
+    who.require(Action.CONSUME)
+    _token_needed(who, body.lease_token)
+    await _own_queues(who, sq, [item_id])
     failure = Failure(body.error, body.lease_token, body.retry, body.retry_after_seconds)
     view = await sq.fail(item_id, failure)
     return json_text(Item.json_of(view))
@@ -228,9 +272,11 @@ async def fail_item(item_id: ItemId, body: FailRequest, sq: ServiceDep) -> Respo
     response_model=Item,
     responses=_errors(400, 404, 409, 413, 415, 422, 503),
 )
-async def extend_lease(item_id: ItemId, body: ExtendRequest, sq: ServiceDep) -> Response:
+async def extend_lease(item_id: ItemId, body: ExtendRequest, sq: ServiceDep, who: Caller) -> Response:
     """Keep working on an item: its live lease now ends `lease_seconds` from now (a heartbeat).
     409 when the token is stale, or the lease has already expired."""
+    who.require(Action.CONSUME)
+    await _own_queues(who, sq, [item_id])
     return json_text(Item.json_of(await sq.extend(item_id, body.lease_token, body.lease_seconds)))
 
 
@@ -241,20 +287,25 @@ async def extend_lease(item_id: ItemId, body: ExtendRequest, sq: ServiceDep) -> 
     response_model=Item,
     responses=_errors(404, 422, 503),
 )
-async def get_item(item_id: ItemId, sq: ServiceDep) -> Response:
+async def get_item(item_id: ItemId, sq: ServiceDep, who: Caller) -> Response:
     """Look at an item without changing it."""
-    return json_text(Item.json_of(await sq.get_item(item_id)))
+    who.require(Action.CONSUME)
+    view = await sq.get_item(item_id)
+    who.require(Action.CONSUME, view.queue)
+    return json_text(Item.json_of(view))
 
 
 @router.get("/queues", operation_id="listQueues", tags=["queues"], responses=_errors(503))
-async def list_queues(sq: ServiceDep) -> QueueList:
-    """Every queue with its counts."""
-    return QueueList(queues=[Queue.of(q) for q in await sq.list_queues()])
+async def list_queues(sq: ServiceDep, who: Caller) -> QueueList:
+    """Every queue with its counts (those the API key covers)."""
+    who.require(Action.READ_STATS)
+    return QueueList(queues=[Queue.of(q) for q in await sq.list_queues() if who.covers(q.name)])
 
 
 @router.get("/queues/{name}", operation_id="getQueue", tags=["queues"], responses=_errors(404, 422, 503))
-async def get_queue(name: QueuePath, sq: ServiceDep) -> Queue:
+async def get_queue(name: QueuePath, sq: ServiceDep, who: Caller) -> Queue:
     """One queue's settings and counts."""
+    who.require(Action.READ_STATS, name)
     return Queue.of(await sq.get_queue(name))
 
 
@@ -264,9 +315,12 @@ async def get_queue(name: QueuePath, sq: ServiceDep) -> Queue:
     tags=["queues"],
     responses=_also(201, Queue, "The queue was created.") | _errors(400, 413, 415, 422, 503),
 )
-async def put_queue(name: QueuePath, body: QueueSettingsRequest, sq: ServiceDep, response: Response) -> Queue:
+async def put_queue(
+    name: QueuePath, body: QueueSettingsRequest, sq: ServiceDep, who: Caller, response: Response
+) -> Queue:
     """Create a queue with these settings, or replace its settings (omitted fields take their
     defaults). They apply from the next pop, fail or finish on."""
+    who.require(Action.ADMINISTER, name)
     created, stats = await sq.put_queue(name, body.to_domain())
     if created:
         response.status_code = status.HTTP_201_CREATED
@@ -281,9 +335,10 @@ async def put_queue(name: QueuePath, body: QueueSettingsRequest, sq: ServiceDep,
     responses=_errors(422, 503),
 )
 async def list_dead(
-    name: QueuePath, sq: ServiceDep, limit: PageLimit = 100, cursor: Cursor = None
+    name: QueuePath, sq: ServiceDep, who: Caller, limit: PageLimit = 100, cursor: Cursor = None
 ) -> Response:
     """Dead items with their errors, most recently dead first."""
+    who.require(Action.ADMINISTER, name)
     page = await sq.list_dead(name, limit, cursor)
     return json_text(page_json([Item.json_of(v) for v in page.items], page.next_cursor))
 
@@ -294,15 +349,17 @@ async def list_dead(
     tags=["queues"],
     responses=_errors(400, 413, 415, 422, 503),
 )
-async def redrive(name: QueuePath, body: RedriveRequest, sq: ServiceDep) -> RedriveResponse:
+async def redrive(name: QueuePath, body: RedriveRequest, sq: ServiceDep, who: Caller) -> RedriveResponse:
     """Make dead items ready again (all, or those of `ids`; other ids are ignored), with their
     attempts reset and their errors kept."""
+    who.require(Action.ADMINISTER, name)
     return RedriveResponse(redriven=await sq.redrive(name, body.ids, body.rate_per_second))
 
 
 @router.delete("/queues/{name}/dead", operation_id="purgeDead", tags=["queues"], responses=_errors(422, 503))
-async def purge_dead(name: QueuePath, sq: ServiceDep) -> PurgeResponse:
+async def purge_dead(name: QueuePath, sq: ServiceDep, who: Caller) -> PurgeResponse:
     """Delete the queue's dead items. Their history records stay."""
+    who.require(Action.ADMINISTER, name)
     return PurgeResponse(purged=await sq.purge_dead(name))
 
 
@@ -316,6 +373,7 @@ async def purge_dead(name: QueuePath, sq: ServiceDep) -> PurgeResponse:
 async def list_history(
     name: QueuePath,
     sq: ServiceDep,
+    who: Caller,
     outcome: Annotated[Outcome | None, Query(description="Only completed, or only dead.")] = None,
     since: Annotated[
         UtcDatetime | None,
@@ -330,17 +388,18 @@ async def list_history(
 ) -> Response:
     """Finished items (completed or dead), most recently finished first, kept for the queue's
     retention_seconds."""
+    who.require(Action.ADMINISTER, name)
     page = await sq.list_history(name, HistoryFilter(outcome, since, until), limit, cursor)
     return json_text(page_json([HistoryEntry.json_of(r) for r in page.items], page.next_cursor))
 
 
-@router.get("/healthz", operation_id="healthz", tags=["health"], responses=_errors())
+@router.get("/healthz", operation_id="healthz", tags=["health"], responses=_errors(public=True))
 async def healthz() -> HealthStatus:
     """The process is alive."""
     return HealthStatus(status="ok")
 
 
-@router.get("/readyz", operation_id="readyz", tags=["health"], responses=_errors(503))
+@router.get("/readyz", operation_id="readyz", tags=["health"], responses=_errors(503, public=True))
 async def readyz(sq: ServiceDep) -> HealthStatus:
     """The database answers and its schema is up to date."""
     await sq.check_ready()

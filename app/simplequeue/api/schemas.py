@@ -556,6 +556,8 @@ class ErrorCode(StrEnum):
     STORE_ERROR = "StoreError"
     # The HTTP layer's (NotFound and PayloadTooLarge above are answered by it too).
     MALFORMED_JSON = "MalformedJSON"
+    UNAUTHORIZED = "Unauthorized"
+    FORBIDDEN = "Forbidden"
     UNSUPPORTED_MEDIA_TYPE = "UnsupportedMediaType"
     VALIDATION_ERROR = "ValidationError"
     METHOD_NOT_ALLOWED = "MethodNotAllowed"

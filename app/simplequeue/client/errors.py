@@ -72,6 +72,14 @@ class MalformedJSON(SimplequeueError):
     pass
 
 
+class Unauthorized(SimplequeueError):
+    """401: no API key was sent, or the service does not know it."""
+
+
+class Forbidden(SimplequeueError):
+    """403: the API key's role or queues do not allow this."""
+
+
 class MethodNotAllowed(SimplequeueError):
     pass
 
@@ -133,6 +141,8 @@ ERRORS: dict[str, type[SimplequeueError]] = {
         LeaseExpired,
         ItemDead,
         MalformedJSON,
+        Unauthorized,
+        Forbidden,
         MethodNotAllowed,
         RequestTimeout,
         PayloadTooLarge,
@@ -172,4 +182,6 @@ def error_for(
 
 
 def _family(status: int) -> type[SimplequeueError]:
-    return {404: NotFound, 409: Conflict, 503: Unavailable}.get(status, SimplequeueError)
+    return {401: Unauthorized, 403: Forbidden, 404: NotFound, 409: Conflict, 503: Unavailable}.get(
+        status, SimplequeueError
+    )
