@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
 from simplequeue import cli_client, cli_work
+from simplequeue.logs import logging_config
 from simplequeue.main import store_for
 from simplequeue.settings import Settings
 from simplequeue.store.factory import dialect_of
@@ -83,7 +84,8 @@ def serve(host: str | None, port: int | None, workers: int) -> None:
         port=settings.port if port is None else port,
         workers=workers,
         log_level=settings.log_level,
-        access_log=settings.access_log,
+        log_config=logging_config(settings.log_format, settings.log_level),
+        access_log=False,  # ours, simplequeue.access, has the request id and no query string
         http=HeaderDeadlineProtocol,
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -14,8 +15,10 @@ from simplequeue.domain import Clock, system_clock
 from simplequeue.service.queues import Limits, QueueService, Upkeep
 from simplequeue.settings import Settings
 from simplequeue.shutdown import on_stop_signal
-from simplequeue.store.factory import create_store
+from simplequeue.store.factory import create_store, dialect_of
 from simplequeue.store.protocol import Store
+
+log = logging.getLogger("simplequeue")
 
 
 def store_for(settings: Settings, clock: Clock | None = None) -> Store:
@@ -63,6 +66,12 @@ def create_app(
         )
         try:
             await service.start(migrate=settings.migrate_on_start)
+            log.info(
+                "simplequeue %s serving a %s database; %s",
+                __version__,
+                dialect_of(settings.database_url),
+                f"{len(settings.api_keys)} API keys" if settings.api_keys else "no API keys: anyone may call",
+            )
             app.state.service = service
             with on_stop_signal(service.stop_waiting):
                 yield
@@ -76,6 +85,7 @@ def create_app(
         max_body_bytes=settings.max_request_bytes,
         body_timeout_seconds=settings.body_timeout_seconds,
         keyring=keyring_for(settings),
+        access_log=settings.access_log,
     )
 
 

@@ -93,8 +93,11 @@ class Settings(BaseSettings):
         default=60.0, gt=0, description="How often the sweep deletes history past its retention."
     )
     sweep: bool = Field(default=True, description="Run the sweep in this process.")
-    log_level: str = "info"
-    access_log: bool = True
+    log_level: Literal["critical", "error", "warning", "info", "debug"] = "info"
+    log_format: Literal["text", "json"] = Field(
+        default="text", description="text for a terminal; json: one object per line, for a log pipeline."
+    )
+    access_log: bool = Field(default=True, description="A line per request (simplequeue.access).")
     api_keys: list[ApiKeySetting] = Field(
         default_factory=list,
         description='JSON: [{"key": "...", "role": "producer|consumer|admin", "queues": ["jobs.*"]}]. '
@@ -106,6 +109,11 @@ class Settings(BaseSettings):
     allow_anonymous: bool = Field(
         default=False, description="Serve on a non-loopback address without API keys anyway."
     )
+
+    @field_validator("log_level", "log_format", mode="before")
+    @classmethod
+    def _lower(cls, value: object) -> object:
+        return value.lower() if isinstance(value, str) else value
 
     @model_validator(mode="after")
     def _keys_from_file(self) -> Settings:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from fastapi import FastAPI
 
+from simplequeue.api.access import AccessLog, Observer
 from simplequeue.api.auth import Authentication, Keyring
 from simplequeue.api.errors import install_error_handlers
 from simplequeue.api.guard import RequestGuard
@@ -56,6 +57,8 @@ def build_api(
     max_body_bytes: int,
     body_timeout_seconds: float,
     keyring: Keyring | None = None,
+    access_log: bool = True,
+    observers: Sequence[Observer] = (),
 ) -> FastAPI:
     """The lifespan must set `app.state.service` to the QueueService that the routes call. Without
     a keyring (or with an empty one) every caller may do everything."""
@@ -74,6 +77,7 @@ def build_api(
     # Added first, so it runs inside the guard: a 401 carries the request's id too.
     app.add_middleware(Authentication, keyring=keyring or Keyring())
     app.add_middleware(RequestGuard, max_body_bytes=max_body_bytes, body_timeout_seconds=body_timeout_seconds)
+    app.add_middleware(AccessLog, routes=router.routes, enabled=access_log, observers=observers)
     return app
 
 
