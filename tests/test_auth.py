@@ -50,6 +50,7 @@ list_dead       401 401 403 403 200 403 403 403 403 200 403
 redrive         401 401 403 403 200 403 403 403 403 200 403
 purge_dead      401 401 403 403 200 403 403 403 403 200 403
 history         401 401 403 403 200 403 403 403 403 200 403
+metrics         401 401 403 403 200 403 403 403 403 403 403
 healthz         200 200 200 200 200 200 200 200 200 200 200
 readyz          200 200 200 200 200 200 200 200 200 200 200
 """
@@ -89,6 +90,7 @@ CALLS: dict[str, Call] = {
     "redrive": lambda c, i, h: c.post(f"/queues/{i.queue}/redrive", json={}, headers=h),
     "purge_dead": lambda c, i, h: c.delete(f"/queues/{i.queue}/dead", headers=h),
     "history": lambda c, i, h: c.get(f"/queues/{i.queue}/history", headers=h),
+    "metrics": lambda c, i, h: c.get("/metrics", headers=h),
     "healthz": lambda c, i, h: c.get("/healthz", headers=h),
     "readyz": lambda c, i, h: c.get("/readyz", headers=h),
 }

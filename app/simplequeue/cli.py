@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import json
+import os
 import re
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -63,11 +67,6 @@ def main() -> None:
 )
 def serve(host: str | None, port: int | None, workers: int) -> None:
     """Serve the HTTP API."""
-
-    import uvicorn
-
-    from simplequeue.api.server import HeaderDeadlineProtocol
-
     settings = load_settings()
     bind = host or settings.host
     if not is_loopback(bind) and not settings.api_keys and not settings.allow_anonymous:
@@ -77,6 +76,30 @@ def serve(host: str | None, port: int | None, workers: int) -> None:
         )
     if workers > 1 and settings.migrate_on_start:
         _migrate(settings)  # once, before the workers race to it
+    with _metrics_shared(workers):
+        _run(bind, port, workers, settings)
+
+
+@contextlib.contextmanager
+def _metrics_shared(workers: int) -> Iterator[None]:
+    """Several workers keep their metrics in files of one directory, summed at each scrape
+    (prometheus-client's multiprocess mode): a fresh one per serve, unless given."""
+    if workers == 1 or os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="simplequeue-metrics-") as directory:
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = directory
+        try:
+            yield
+        finally:
+            del os.environ["PROMETHEUS_MULTIPROC_DIR"]
+
+
+def _run(bind: str, port: int | None, workers: int, settings: Settings) -> None:
+    import uvicorn
+
+    from simplequeue.api.server import HeaderDeadlineProtocol
+
     uvicorn.run(
         "simplequeue.main:app_from_env",
         factory=True,

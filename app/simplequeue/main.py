@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from simplequeue import __version__
 from simplequeue.api.app import build_api
 from simplequeue.api.auth import ApiKey, Grant, Keyring, Role
+from simplequeue.api.metrics import Metrics
 from simplequeue.domain import Clock, system_clock
 from simplequeue.service.queues import Limits, QueueService, Upkeep
 from simplequeue.settings import Settings
@@ -52,6 +53,7 @@ def create_app(
     where the store supports it) so that tests can control time. `store` replaces the one the
     settings name (the lifespan still opens and closes it)."""
     settings = settings or Settings()
+    metrics = Metrics()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -63,6 +65,7 @@ def create_app(
             upkeep=Upkeep(settings.reap_interval_seconds, settings.purge_interval_seconds)
             if settings.sweep
             else None,
+            events=metrics,
         )
         try:
             await service.start(migrate=settings.migrate_on_start)
@@ -73,6 +76,7 @@ def create_app(
                 f"{len(settings.api_keys)} API keys" if settings.api_keys else "no API keys: anyone may call",
             )
             app.state.service = service
+            app.state.metrics = metrics
             with on_stop_signal(service.stop_waiting):
                 yield
         finally:
@@ -86,6 +90,7 @@ def create_app(
         body_timeout_seconds=settings.body_timeout_seconds,
         keyring=keyring_for(settings),
         access_log=settings.access_log,
+        observers=[metrics.observe],
     )
 
 

@@ -8,10 +8,12 @@ from typing import Annotated, Any
 from uuid import UUID
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response, status
+from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel
 
 from simplequeue.api.auth import Action, Caller
 from simplequeue.api.errors import Forbidden, codes_of
+from simplequeue.api.metrics import Metrics
 from simplequeue.api.schemas import (
     QUEUE_NAME_PATTERN,
     TIME_TEXT,
@@ -391,6 +393,18 @@ async def list_history(
     who.require(Action.ADMINISTER, name)
     page = await sq.list_history(name, HistoryFilter(outcome, since, until), limit, cursor)
     return json_text(page_json([HistoryEntry.json_of(r) for r in page.items], page.next_cursor))
+
+
+@router.get("/metrics", include_in_schema=False)
+async def metrics(sq: ServiceDep, who: Caller, request: Request) -> Response:
+    """Prometheus' text format (admin keys only, when the service has keys)."""
+    who.require(Action.ADMINISTER)
+    if who.queues is not None:
+        raise Forbidden("metrics cover every queue: they need an admin key for all queues")
+    found: Metrics = request.app.state.metrics
+    if found.stale():
+        found.queues_read(await sq.list_queues())
+    return Response(found.exposition(), media_type=CONTENT_TYPE_LATEST)
 
 
 @router.get("/healthz", operation_id="healthz", tags=["health"], responses=_errors(public=True))

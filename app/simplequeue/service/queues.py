@@ -34,6 +34,7 @@ from simplequeue.domain import (
     encode_payload,
 )
 from simplequeue.domain.rules import repeat_rounds
+from simplequeue.service.events import Events, NoEvents
 from simplequeue.service.pushing import PushCoalescer
 from simplequeue.service.upkeep import sweep_forever
 from simplequeue.service.waiting import Waiting, never_gone
@@ -64,8 +65,10 @@ class QueueService:
         limits: Limits = Limits(),
         recheck_seconds: float = 1.0,
         upkeep: Upkeep | None = None,
+        events: Events | None = None,
     ) -> None:
         self._store = store
+        self._events: Events = events or NoEvents()
         self._clock = clock
         self._limits = limits
         self._upkeep = upkeep
@@ -116,6 +119,7 @@ class QueueService:
         pushed = await self._pusher.push(self._new_item(queue, draft, self._clock(), "payload"))
         if pushed.created:
             self._waiting.notify(queue, 1)
+            self._events.pushed(queue, 1)
         return pushed
 
     async def push_batch(self, queue: str, drafts: Sequence[Draft]) -> list[Pushed]:
@@ -125,6 +129,7 @@ class QueueService:
         results = [r for r in await self._store.push_batch(items, skip_existing=False) if r is not None]
         if created := sum(r.created for r in results):
             self._waiting.notify(queue, created)
+            self._events.pushed(queue, created)
         return results
 
     def _new_item(self, queue: str, draft: Draft, now: datetime, where: str) -> NewItem:
@@ -154,9 +159,12 @@ class QueueService:
     ) -> list[LeasedItem]:
         """Lease up to max_items, waiting up to wait_seconds for one; nothing once `gone` says
         the caller hung up while it waited."""
-        return await self._waiting.pop(
+        items = await self._waiting.pop(
             queue, max_items=max_items, wait_seconds=wait_seconds, lease_seconds=lease_seconds, gone=gone
         )
+        if items:
+            self._events.popped(queue, len(items))
+        return items
 
     async def extend(self, item_id: UUID, lease_token: UUID, lease_seconds: int) -> ItemView:
         return await self._store.extend(item_id, lease_token, lease_seconds)
@@ -178,6 +186,9 @@ class QueueService:
         view = await self._store.fail(item_id, failure)
         if view.status == ItemStatus.READY:
             self._waiting.notify(view.queue, 1)
+        self._events.failed(view.queue, 1)
+        if view.status == ItemStatus.DEAD:
+            self._events.dead(view.queue, 1)
         return view
 
     # --- reading --------------------------------------------------------------------------------

@@ -1,0 +1,134 @@
+"""Prometheus metrics at /metrics (prometheus-client), right with `serve --workers N`.
+
+- Counters of items pushed, popped, completed, failed and dead, by queue: this process's, summed
+  over the workers by prometheus-client's multiprocess mode when PROMETHEUS_MULTIPROC_DIR is set
+  (`serve` sets it for several workers).
+- Gauges of each queue's items by state and its oldest ready item's age, read from the database at
+  scrape time (every worker reads the same tables, so they are not per process), cached briefly
+  so that several scrapers cost one read.
+- HTTP requests and their durations by route template (never a raw path: ids would make endless
+  series), method and status.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
+
+from simplequeue.api.access import Served
+from simplequeue.domain import QueueStats
+
+STATES = ("ready", "leased", "delayed", "retrying", "dead")
+DURATION_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25)
+
+
+def multiprocess() -> bool:
+    return bool(os.environ.get("PROMETHEUS_MULTIPROC_DIR"))
+
+
+class Metrics:
+    """One per app. Implements simplequeue.service.events.Events, and observes every request."""
+
+    def __init__(self, *, cache_seconds: float = 2.0) -> None:
+        # In multiprocess mode values live in files shared by the workers, and a scrape collects
+        # them all; the metrics themselves then belong to no registry of this process.
+        self._own = CollectorRegistry()
+        registry = None if multiprocess() else self._own
+        self._items = {
+            event: Counter(
+                f"simplequeue_items_{event}_total",
+                f"Items {event}, by queue.",
+                ["queue"],
+                registry=registry,
+            )
+            for event in ("pushed", "popped", "completed", "failed", "dead")
+        }
+        self._requests = Counter(
+            "simplequeue_http_requests_total",
+            "HTTP requests answered, by route template, method and status.",
+            ["route", "method", "status"],
+            registry=registry,
+        )
+        self._durations = Histogram(
+            "simplequeue_http_request_duration_seconds",
+            "Time to answer an HTTP request, by route template, method and status.",
+            ["route", "method", "status"],
+            buckets=DURATION_BUCKETS,
+            registry=registry,
+        )
+        self.cache_seconds = cache_seconds
+        self._queues: list[QueueStats] = []
+        self._read_at = -float("inf")
+
+    # Events ----------------------------------------------------------------------------------
+
+    def pushed(self, queue: str, count: int) -> None:
+        self._items["pushed"].labels(queue).inc(count)
+
+    def popped(self, queue: str, count: int) -> None:
+        self._items["popped"].labels(queue).inc(count)
+
+    def completed(self, queue: str, count: int) -> None:
+        self._items["completed"].labels(queue).inc(count)
+
+    def failed(self, queue: str, count: int) -> None:
+        self._items["failed"].labels(queue).inc(count)
+
+    def dead(self, queue: str, count: int) -> None:
+        self._items["dead"].labels(queue).inc(count)
+
+    # Requests --------------------------------------------------------------------------------
+
+    def observe(self, served: Served) -> None:
+        labels = (served.route, served.method, str(served.status))
+        self._requests.labels(*labels).inc()
+        self._durations.labels(*labels).observe(served.seconds)
+
+    # Scrapes ---------------------------------------------------------------------------------
+
+    def stale(self) -> bool:
+        return time.monotonic() - self._read_at > self.cache_seconds
+
+    def queues_read(self, queues: list[QueueStats]) -> None:
+        self._queues = queues
+        self._read_at = time.monotonic()
+
+    def exposition(self) -> bytes:
+        """Everything, in Prometheus' text format."""
+        counted = CollectorRegistry()
+        if multiprocess():
+            MultiProcessCollector(counted)  # type: ignore[no-untyped-call]
+        else:
+            counted = self._own
+        read = CollectorRegistry()
+        read.register(_QueueGauges(self._queues))
+        return generate_latest(counted) + generate_latest(read)
+
+
+class _QueueGauges(Collector):
+    def __init__(self, queues: list[QueueStats]) -> None:
+        self.queues = queues
+
+    def collect(self) -> Iterator[Metric]:
+        items = GaugeMetricFamily(
+            "simplequeue_queue_items",
+            "Items in each queue, by state (read at scrape time).",
+            labels=["queue", "state"],
+        )
+        oldest = GaugeMetricFamily(
+            "simplequeue_queue_oldest_ready_age_seconds",
+            "How long the oldest ready item of each queue has waited (0 when none is ready).",
+            labels=["queue"],
+        )
+        for q in self.queues:
+            for state in STATES:
+                items.add_metric([q.name, state], getattr(q, state))
+            oldest.add_metric([q.name], q.oldest_ready_age_seconds or 0.0)
+        yield items
+        yield oldest

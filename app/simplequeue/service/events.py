@@ -1,0 +1,37 @@
+"""What happened to items, told to whoever counts (simplequeue.api.metrics): the service knows
+when items are pushed, popped, failed or die, and by which queue, and nothing of Prometheus."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class Events(Protocol):
+    def pushed(self, queue: str, count: int) -> None: ...
+
+    def popped(self, queue: str, count: int) -> None: ...
+
+    def completed(self, queue: str, count: int) -> None: ...
+
+    def failed(self, queue: str, count: int) -> None: ...
+
+    def dead(self, queue: str, count: int) -> None: ...
+
+
+class NoEvents:
+    """Nobody counts."""
+
+    def pushed(self, queue: str, count: int) -> None:
+        pass
+
+    def popped(self, queue: str, count: int) -> None:
+        pass
+
+    def completed(self, queue: str, count: int) -> None:
+        pass
+
+    def failed(self, queue: str, count: int) -> None:
+        pass
+
+    def dead(self, queue: str, count: int) -> None:
+        pass

@@ -1,0 +1,106 @@
+"""/metrics as Prometheus scrapes it: item counters by queue, queue gauges read from the database,
+HTTP series by route template; and the same totals whichever of several workers answers."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.http import Client
+from tests.test_e2e import free_port, simplequeue_command
+
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+def samples(text: str) -> Samples:
+    found: Samples = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            found[(s.name, frozenset(s.labels.items()))] = s.value
+    return found
+
+
+def value(found: Samples, name: str, **labels: str) -> float:
+    return found.get((name, frozenset(labels.items())), 0.0)
+
+
+async def test_items_queues_and_requests_are_counted(client: Client, queue: str) -> None:
+    await client.put(f"/queues/{queue}", json={"max_attempts": 1})
+    for n in range(2):
+        pushed = await client.post("/push", json={"queue": queue, "payload": n, "dedup_key": f"k{n}"})
+        assert pushed.status_code == 201
+    await client.post("/push", json={"queue": queue, "payload": "again", "dedup_key": "k1"})  # a duplicate
+    await client.post("/push/batch", json={"queue": queue, "items": [{"payload": 1}, {"payload": 2}]})
+    popped = (await client.post("/pop", json={"queue": queue, "max_items": 2})).json()["items"]
+    first, second = popped
+    await client.delete(f"/items/{first['id']}", params={"lease_token": first["lease_token"]})
+    await client.post(
+        f"/items/{second['id']}/fail", json={"error": "boom", "lease_token": second["lease_token"]}
+    )
+    await client.get("/items/00000000-0000-0000-0000-000000000000")
+
+    scraped = await client.get("/metrics")
+    assert scraped.status_code == 200
+    assert scraped.headers["content-type"].startswith("text/plain")
+    found = samples(scraped.text)
+    assert value(found, "simplequeue_items_pushed_total", queue=queue) == 4  # the duplicates not
+    assert value(found, "simplequeue_items_popped_total", queue=queue) == 2
+    assert value(found, "simplequeue_items_failed_total", queue=queue) == 1
+    assert value(found, "simplequeue_items_dead_total", queue=queue) == 1  # max_attempts 1
+    assert value(found, "simplequeue_queue_items", queue=queue, state="ready") == 2
+    assert value(found, "simplequeue_queue_items", queue=queue, state="leased") == 0
+    assert value(found, "simplequeue_queue_items", queue=queue, state="dead") == 1
+    assert value(found, "simplequeue_queue_oldest_ready_age_seconds", queue=queue) >= 0
+    route = {"route": "/items/{item_id}", "method": "DELETE", "status": "204"}
+    assert value(found, "simplequeue_http_requests_total", **route) == 1
+    assert value(found, "simplequeue_http_request_duration_seconds_count", **route) == 1
+    missing = {"route": "/items/{item_id}", "method": "GET", "status": "404"}
+    assert value(found, "simplequeue_http_requests_total", **missing) == 1
+    assert first["id"] not in scraped.text  # ids never become labels
+
+
+def test_several_workers_count_together(tmp_path: Path) -> None:
+    port = free_port()
+    env = {
+        **os.environ,
+        "SIMPLEQUEUE_DATABASE_URL": f"sqlite:///{tmp_path}/m.db",
+        "SIMPLEQUEUE_LOG_LEVEL": "warning",
+    }
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    process = subprocess.Popen(
+        [*simplequeue_command(), "serve", "--port", str(port), "--workers", "2"], env=env
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(base, process)
+        for n in range(40):  # a connection each, so that both workers take some
+            with httpx.Client(base_url=base, timeout=10) as http:
+                assert http.post("/push", json={"queue": "multi", "payload": n}).status_code == 201
+        totals = set()
+        for _ in range(6):
+            with httpx.Client(base_url=base, timeout=10) as http:
+                totals.add(
+                    value(samples(http.get("/metrics").text), "simplequeue_items_pushed_total", queue="multi")
+                )
+        assert totals == {40.0}
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def wait_ready(base: str, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        assert process.poll() is None, "serve exited"
+        try:
+            if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert time.monotonic() < deadline, "serve did not become ready"
+        time.sleep(0.1)
