@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
 from simplequeue import cli_client, cli_work
+from simplequeue.domain import QueueError
 from simplequeue.logs import logging_config
 from simplequeue.main import store_for
 from simplequeue.settings import Settings
@@ -75,7 +76,10 @@ def serve(host: str | None, port: int | None, workers: int) -> None:
             "(or SIMPLEQUEUE_ALLOW_ANONYMOUS=true to let anyone who reaches it do anything)"
         )
     if workers > 1 and settings.migrate_on_start:
-        _migrate(settings)  # once, before the workers race to it
+        try:
+            _migrate(settings)  # once, before the workers race to it
+        except click.ClickException as exc:  # each worker tries again until the database answers
+            click.echo(f"simplequeue serve: {exc.message}; the workers will keep trying", err=True)
     with _metrics_shared(workers):
         _run(bind, port, workers, settings)
 
@@ -135,7 +139,10 @@ def _migrate(settings: Settings) -> list[int]:
         finally:
             await store.close()
 
-    return asyncio.run(run())
+    try:
+        return asyncio.run(run())
+    except QueueError as exc:
+        raise click.ClickException(f"cannot migrate: {exc.code}: {exc.detail}") from None
 
 
 @main.command()

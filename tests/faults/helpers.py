@@ -161,7 +161,8 @@ class Service:
             **self.extra_env,
         }
 
-    def start(self, ready_timeout: float = 60) -> Service:
+    def start(self, ready_timeout: float | None = 60) -> Service:
+        """Start serving; wait until ready (None: only until it answers /healthz)."""
         assert self.process is None or self.process.poll() is not None, "already running"
         self.starts += 1
         with self.log_path.open("ab") as log:
@@ -176,17 +177,20 @@ class Service:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        self.wait_ready(ready_timeout)
+        if ready_timeout is None:
+            self.wait_ready(60, path="/healthz")
+        else:
+            self.wait_ready(ready_timeout)
         return self
 
-    def wait_ready(self, timeout: float) -> None:
+    def wait_ready(self, timeout: float, path: str = "/readyz") -> None:
         assert self.process is not None
         deadline = time.monotonic() + timeout
         while True:
             if self.process.poll() is not None:
                 raise AssertionError(f"{self.name} exited early ({self.process.returncode}):\n{self.logs()}")
             try:
-                if httpx.get(f"{self.base}/readyz", timeout=2).status_code == 200:
+                if httpx.get(f"{self.base}{path}", timeout=2).status_code == 200:
                     return
             except httpx.TransportError:
                 pass

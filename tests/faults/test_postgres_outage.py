@@ -306,3 +306,24 @@ def test_postgres_frozen_answers_503_within_the_timeout_and_recovers(
     variant: str, private_postgres: PrivatePostgres, services: ServiceFactory, report: Reporter
 ) -> None:
     run_outages("frozen", variant, private_postgres, services, report)
+
+
+@pytest.mark.faults
+def test_a_service_started_while_postgres_is_down_becomes_ready_when_it_is_up(
+    private_postgres: PrivatePostgres, services: ServiceFactory
+) -> None:
+    private_postgres.stop()
+    service = services(private_postgres.url, start=False).start(ready_timeout=None)  # alive, not ready
+    with httpx.Client(base_url=service.base, timeout=CLIENT_TIMEOUT) as http:
+        for answer in (http.get("/readyz"), http.post("/push", json={"payload": 1})):
+            assert answer.status_code == 503, answer.text
+            assert answer.json()["error"] == "DatabaseUnavailable"
+            assert answer.headers["Retry-After"] == "1"
+            assert not driver_text_in(answer.text, (f":{private_postgres.port}", str(private_postgres.root)))
+    private_postgres.start()
+    service.wait_ready(60)
+    with httpx.Client(base_url=service.base, timeout=CLIENT_TIMEOUT) as http:
+        assert http.post("/push", json={"payload": 1}).status_code == 201
+    assert service.process is not None
+    assert service.process.poll() is None
+    assert service.starts == 1  # migrated and ready in the process that started first

@@ -57,6 +57,7 @@ async def get_service(request: Request) -> QueueService:
     # One dependency, and `async def`: FastAPI runs a plain `def` dependency in a thread pool, and
     # resolves each dependency separately; under load both showed as top costs of a push.
     service: QueueService = request.app.state.service
+    service.require_ready()  # 503 until the database has been reached (see QueueService.start)
     return service
 
 

@@ -19,6 +19,7 @@ from simplequeue.domain import (
     Clock,
     CompleteOutcome,
     Completion,
+    DatabaseUnavailable,
     Draft,
     Failure,
     HistoryFilter,
@@ -31,6 +32,7 @@ from simplequeue.domain import (
     Pushed,
     QueueSettings,
     QueueStats,
+    SchemaNotReady,
     encode_payload,
 )
 from simplequeue.domain.rules import repeat_rounds
@@ -41,6 +43,11 @@ from simplequeue.service.waiting import Waiting, never_gone
 from simplequeue.store.protocol import Store
 
 log = logging.getLogger("simplequeue.service")
+
+# A database that is not there at start is tried again after 0.5 s, then twice as long each time,
+# up to every 10 s: soon ready after a database that starts with the service, and quiet otherwise.
+START_RETRY_FIRST_SECONDS = 0.5
+START_RETRY_MAX_SECONDS = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,17 +82,35 @@ class QueueService:
         self._waiting = Waiting(store, recheck_seconds=recheck_seconds)
         self._pusher = PushCoalescer(store)
         self._sweeper: asyncio.Task[None] | None = None
+        self._starting: asyncio.Task[None] | None = None
+        self._opened = False
+        self._listening = False
+        self._ready = False
 
     # --- life cycle ------------------------------------------------------------------------------
 
     async def start(self, *, migrate: bool) -> None:
         """Open the store (migrating it if asked), listen for other processes' pushes where the
-        engine can say so, and start the sweep."""
-        await self._store.open()
+        engine can say so, and start the sweep. A database that does not answer yet (down, not
+        created, not migrated) does not stop the start: until it does, and this has been done in
+        the background, every call raises DatabaseUnavailable (readiness says 503)."""
+        try:
+            await self._get_ready(migrate)
+        except (DatabaseUnavailable, SchemaNotReady) as exc:
+            log.warning(
+                "the database is not ready (%s: %s); trying again in the background", exc.code, exc.detail
+            )
+            self._starting = asyncio.create_task(self._keep_trying(migrate), name="simplequeue-start")
+
+    async def _get_ready(self, migrate: bool) -> None:
+        if not self._opened:
+            await self._store.open()
+            self._opened = True
         if migrate:
             await self._store.migrate()
-        if self._store.notifications is not None:
+        if self._store.notifications is not None and not self._listening:
             await self._store.notifications.start(self._waiting.notify)
+            self._listening = True
         if self._upkeep is not None:
             self._sweeper = asyncio.create_task(
                 sweep_forever(
@@ -95,6 +120,29 @@ class QueueService:
                 ),
                 name="simplequeue-sweep",
             )
+        self._ready = True
+
+    async def _keep_trying(self, migrate: bool) -> None:
+        delay = START_RETRY_FIRST_SECONDS
+        while True:
+            await asyncio.sleep(delay)
+            try:
+                await self._get_ready(migrate)
+            except (DatabaseUnavailable, SchemaNotReady) as exc:
+                log.info("the database is still not ready (%s); next try in %.0fs", exc.code, delay)
+                delay = min(delay * 2, START_RETRY_MAX_SECONDS)
+                continue
+            log.info("the database is ready; serving")
+            return
+
+    @property
+    def ready(self) -> bool:
+        """Started: the store is open (and migrated, when asked)."""
+        return self._ready
+
+    def require_ready(self) -> None:
+        if not self._ready:
+            raise DatabaseUnavailable("the service has not reached its database yet")
 
     def stop_waiting(self) -> None:
         """Answer every waiting pop now, with nothing: the service is stopping. Safe to call
@@ -103,6 +151,10 @@ class QueueService:
 
     async def stop(self) -> None:
         self.stop_waiting()
+        if self._starting is not None:
+            self._starting.cancel()
+            with suppress(asyncio.CancelledError):
+                await self._starting
         if self._sweeper is not None:
             self._sweeper.cancel()
             with suppress(asyncio.CancelledError):
@@ -110,6 +162,7 @@ class QueueService:
         await self._store.close()
 
     async def check_ready(self) -> None:
+        self.require_ready()
         await self._store.check_ready()
 
     # --- producers ------------------------------------------------------------------------------

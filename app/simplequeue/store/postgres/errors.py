@@ -19,6 +19,9 @@ UNAVAILABLE = (
     asyncpg.TooManyConnectionsError,
     asyncpg.InterfaceError,
     asyncpg.AdminShutdownError,
+    # The database named in the URL does not exist (yet): a deployment that creates it after
+    # starting the service gets 503s until it does, not a crash or a 500.
+    asyncpg.InvalidCatalogNameError,
 )
 
 
