@@ -1,9 +1,14 @@
-# simplequeue serving against SQL Server through Microsoft ODBC Driver 18.
+# simplequeue, with Microsoft ODBC Driver 18 for SQL Server; SQLite in /data by default.
 #   docker build -t simplequeue .
-#   docker run -p 8000:8000 -e SIMPLEQUEUE_DATABASE_URL='mssql+odbc://user:pw@db:1433/queue?driver=ODBC+Driver+18+for+SQL+Server&TrustServerCertificate=yes' simplequeue
-# (Not built in this project's CI: no Docker engine runs there.)
+#   docker run -p 127.0.0.1:8000:8000 -v sq-data:/data -e SIMPLEQUEUE_API_KEYS='[{"key": "…", "role": "admin"}]' simplequeue
+# It listens on 0.0.0.0 inside the container, so it needs SIMPLEQUEUE_API_KEYS (or
+# SIMPLEQUEUE_ALLOW_ANONYMOUS=true). compose.yaml runs it against SQL Server 2022.
+# Not built in this project's CI (no Docker engine there); hadolint lints it in ./scripts/test.
 FROM python:3.11-slim-bookworm
 
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+
+# hadolint ignore=DL3008
 RUN apt-get update \
  && apt-get install -y --no-install-recommends curl gnupg ca-certificates unixodbc \
  && curl -fsSL https://packages.microsoft.com/keys/microsoft.asc | gpg --dearmor -o /usr/share/keyrings/microsoft-prod.gpg \
@@ -16,10 +21,22 @@ WORKDIR /srv/simplequeue
 COPY pyproject.toml README.md ./
 COPY app ./app
 COPY migrations ./migrations
-RUN pip install --no-cache-dir '.[mssql]' && useradd --system --no-create-home simplequeue
+# /data belongs to uid 10001 and group 0, so that the image's user, or an arbitrary uid in group 0
+# (OpenShift), can write the SQLite database there. (DL3013: this installs the checkout itself;
+# its dependencies' lower bounds are in pyproject.toml.)
+# hadolint ignore=DL3013
+RUN pip install --no-cache-dir '.[mssql]' \
+ && mkdir -p /data && chown 10001:0 /data && chmod 0770 /data
 
-USER simplequeue
-ENV SIMPLEQUEUE_HOST=0.0.0.0 SIMPLEQUEUE_PORT=8000
+USER 10001:0
+ENV SIMPLEQUEUE_HOST=0.0.0.0 \
+    SIMPLEQUEUE_PORT=8000 \
+    SIMPLEQUEUE_WORKERS=1 \
+    SIMPLEQUEUE_DATABASE_URL=sqlite:////data/simplequeue.db \
+    SIMPLEQUEUE_LOG_FORMAT=json
+VOLUME ["/data"]
 EXPOSE 8000
-HEALTHCHECK --interval=10s --timeout=3s CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=2)"
+# Ready, not merely alive: the database answers and is migrated. The start period covers a
+# database that comes up with the container (the service waits for it; see README, Outages).
+HEALTHCHECK --start-period=60s --interval=10s --timeout=5s --retries=3 CMD ["simplequeue", "probe", "--ready"]
 CMD ["simplequeue", "serve"]

@@ -64,11 +64,15 @@ def main() -> None:
 @click.option("--host", default=None, help="Bind address (default SIMPLEQUEUE_HOST or 127.0.0.1).")
 @click.option("--port", type=int, default=None, help="Port (default SIMPLEQUEUE_PORT or 8000).")
 @click.option(
-    "--workers", type=int, default=1, show_default=True, help="Worker processes sharing one database."
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=None,
+    help="Worker processes sharing one database (default SIMPLEQUEUE_WORKERS or 1).",
 )
-def serve(host: str | None, port: int | None, workers: int) -> None:
+def serve(host: str | None, port: int | None, workers: int | None) -> None:
     """Serve the HTTP API."""
     settings = load_settings()
+    workers = workers or settings.workers
     bind = host or settings.host
     if not is_loopback(bind) and not settings.api_keys and not settings.allow_anonymous:
         raise click.ClickException(
@@ -115,6 +119,25 @@ def _run(bind: str, port: int | None, workers: int, settings: Settings) -> None:
         access_log=False,  # ours, simplequeue.access, has the request id and no query string
         http=HeaderDeadlineProtocol,
     )
+
+
+@main.command()
+@click.option("--ready", is_flag=True, help="Check readiness (database reached and migrated), not only life.")
+@click.option("--timeout", type=float, default=3.0, show_default=True, help="Seconds to wait for the answer.")
+def probe(ready: bool, timeout: float) -> None:
+    """Ask the service on this machine (SIMPLEQUEUE_PORT) whether it is alive, or ready: exit 0 if
+    so, 1 with one line if not (for a container's HEALTHCHECK)."""
+    import httpx
+
+    settings = load_settings()
+    url = f"http://127.0.0.1:{settings.port}/{'readyz' if ready else 'healthz'}"
+    try:
+        answer = httpx.get(url, timeout=timeout)
+    except httpx.HTTPError as exc:
+        raise click.ClickException(f"{url}: {type(exc).__name__}") from None
+    if answer.status_code != 200:
+        raise click.ClickException(f"{url}: {answer.status_code} {answer.text[:200]}")
+    click.echo(answer.text)
 
 
 @main.command()

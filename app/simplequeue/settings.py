@@ -53,6 +53,7 @@ class Settings(BaseSettings):
     )
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=0, le=65535)
+    workers: int = Field(default=1, ge=1, le=64, description="serve's worker processes (--workers).")
     migrate_on_start: bool = True
     max_payload_bytes: int = Field(
         default=256 * 1024, ge=1, description="Largest payload accepted, as UTF-8 JSON."
