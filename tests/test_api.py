@@ -97,6 +97,7 @@ async def test_push_pop_fail_complete_and_inspect(client: Client, queue: str, cl
             "dedup_window_seconds": 3600,
             "history_payload": False,
         },
+        "paused": False,
     }
     listed = (await client.get("/queues")).json()["queues"]
     assert stats in listed
@@ -458,6 +459,10 @@ def test_operation_ids_are_stable() -> None:
         "getItem",
         "listQueues",
         "getQueue",
+        "pauseQueue",
+        "resumeQueue",
+        "peekItems",
+        "deleteQueue",
         "healthz",
         "readyz",
         "extendLease",

@@ -50,6 +50,10 @@ list_dead       401 401 403 403 200 403 403 403 403 200 403
 redrive         401 401 403 403 200 403 403 403 403 200 403
 purge_dead      401 401 403 403 200 403 403 403 403 200 403
 history         401 401 403 403 200 403 403 403 403 200 403
+pause           401 401 403 403 200 403 403 403 403 200 403
+resume          401 401 403 403 200 403 403 403 403 200 403
+peek            401 401 403 403 200 403 403 403 403 200 403
+delete_queue    401 401 403 403 200 403 403 403 403 200 403
 metrics         401 401 403 403 200 403 403 403 403 403 403
 healthz         200 200 200 200 200 200 200 200 200 200 200
 readyz          200 200 200 200 200 200 200 200 200 200 200
@@ -90,6 +94,10 @@ CALLS: dict[str, Call] = {
     "redrive": lambda c, i, h: c.post(f"/queues/{i.queue}/redrive", json={}, headers=h),
     "purge_dead": lambda c, i, h: c.delete(f"/queues/{i.queue}/dead", headers=h),
     "history": lambda c, i, h: c.get(f"/queues/{i.queue}/history", headers=h),
+    "pause": lambda c, i, h: c.post(f"/queues/{i.queue}/pause", headers=h),
+    "resume": lambda c, i, h: c.post(f"/queues/{i.queue}/resume", headers=h),
+    "peek": lambda c, i, h: c.get(f"/queues/{i.queue}/items", params={"state": "leased"}, headers=h),
+    "delete_queue": lambda c, i, h: c.delete(f"/queues/{i.queue}", params={"force": "true"}, headers=h),
     "metrics": lambda c, i, h: c.get("/metrics", headers=h),
     "healthz": lambda c, i, h: c.get("/healthz", headers=h),
     "readyz": lambda c, i, h: c.get("/readyz", headers=h),
@@ -118,6 +126,7 @@ async def keyed(settings: Settings, clock: FakeClock) -> AsyncIterator[Client]:
 
 
 async def fresh_item(client: Client, queue: str) -> Leased:
+    await client.post(f"/queues/{queue}/resume", headers=ADMIN)  # an earlier cell may have paused it
     pushed = await client.post("/push", json={"queue": queue, "payload": {"n": 1}}, headers=ADMIN)
     assert pushed.status_code == 201, pushed.text
     while True:  # earlier cells may have left items in the queue: pop until ours comes

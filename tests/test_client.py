@@ -364,3 +364,18 @@ def test_the_blocking_client_is_the_async_one_on_a_loop_of_its_own(tmp_path: Pat
         with pytest.raises(sdk.ItemNotFound):
             client.complete(item)
         assert client.stats("blocking").completed_in_history == 1
+
+
+async def test_queue_administration_through_the_sdk(sq: sdk.AsyncClient, queue: str) -> None:
+    await sq.push({"n": 1}, queue=queue)
+    assert (await sq.pause(queue)).paused
+    assert await sq.pop(queue) == []
+    assert [i.payload for i in (await sq.peek(queue, "ready")).items] == [{"n": 1}]
+    assert not (await sq.resume(queue)).paused
+    [item] = await sq.pop(queue, lease_seconds=60)
+    with pytest.raises(sdk.QueueInUse):
+        await sq.delete_queue(queue)
+    assert await sq.delete_queue(queue, force=True) == {"queue": queue, "items": 1, "history": 0}
+    with pytest.raises(sdk.QueueNotFound):
+        await sq.stats(queue)
+    assert item.queue == queue

@@ -38,6 +38,7 @@ from simplequeue.domain import (
     CompleteOutcome,
     Completion,
     DatabaseUnavailable,
+    DeletedQueue,
     Failure,
     HistoryFilter,
     InvalidCursor,
@@ -51,6 +52,7 @@ from simplequeue.domain import (
     Outcome,
     Pushed,
     QueueError,
+    QueueInUse,
     QueueNotFound,
     QueueSettings,
     SchemaNotReady,
@@ -73,7 +75,7 @@ NOW_TEXT = "2026-03-01T12:00:00.123456"
 # The clock line of a batch, as the server sees it with the fake clock bound.
 CLOCK = f"@now DATETIME2(7) = COALESCE(CAST(NULLIF(N'{NOW_TEXT}', N'') AS DATETIME2(7)), SYSUTCDATETIME());"
 URL = "mssql+odbc://sa:secret@db.example:1433/queue?TrustServerCertificate=yes"
-MIGRATION, DELIVERY = load_migrations("mssql")[:2]  # v1, and v2: delivery semantics
+MIGRATION, DELIVERY, ADMIN = load_migrations("mssql")[:3]  # v1; v2: delivery semantics; v3: pause
 SQLITE_DELIVERY = load_migrations("sqlite")[1]
 
 
@@ -119,7 +121,7 @@ def test_every_migration_statement_parses_as_tsql(statement: str) -> None:
 
 def test_the_migration_splits_into_its_six_guarded_creates() -> None:
     assert len(migration_statements()) == 6
-    for migration in (MIGRATION, DELIVERY):
+    for migration in (MIGRATION, DELIVERY, ADMIN):
         assert all(
             ";" not in line.rstrip()[:-1] for line in migration.sql.splitlines() if not line.startswith("--")
         )
@@ -170,6 +172,8 @@ def test_the_batches_that_write_are_the_ones_expected() -> None:
         "purge_dead",
         "purge_history",
         "put_queue",
+        "set_paused",
+        "delete_queue",
     }
 
 
@@ -246,6 +250,10 @@ PARAMETERS = {
     ),
     "next_visible_at": ("now", "queues"),
     "queue_stats": ("now", "queue"),
+    "queue_exists": ("queue",),
+    "set_paused": ("queue", "paused"),
+    "peek": ("now", "queue", "state", "after_at", "after_seq", "limit"),
+    "delete_queue": ("now", "queue", "force"),
     "lock_migrations": ("timeout_ms",),
     "unlock_migrations": (),
     "create_version_table": (),
@@ -302,7 +310,7 @@ def index_hint(table: exp.Table) -> str:
 
 def pop_update() -> exp.Update:
     trees = parse(Q["pop"].sql)
-    assert [type(tree) for tree in trees] == [exp.Set, exp.Set, *[exp.Declare] * 4, exp.Update]
+    assert [type(tree) for tree in trees] == [exp.Set, exp.Set, *[exp.Declare] * 5, exp.Update]
     update = trees[-1]
     assert isinstance(update, exp.Update)
     return update
@@ -1290,6 +1298,7 @@ def test_queue_stats_rows_carry_every_column_queue_stats_reads() -> None:
     assert [col.alias_or_name for col in select.expressions] == [
         "name",
         *rows.settings_params(QueueSettings()),
+        "paused",
         "ready",
         "leased",
         "delayed",
@@ -2291,6 +2300,7 @@ async def test_get_item_of_an_unknown_id_is_not_found(fake: tuple[MssqlStore, Fa
 STATS_COLUMNS = [
     "name",
     *rows.settings_params(QueueSettings()),
+    "paused",
     "ready",
     "leased",
     "delayed",
@@ -2305,7 +2315,7 @@ STATS_COLUMNS = [
 
 def stats_row(name: str, oldest: datetime | None) -> tuple[Any, ...]:
     settings = (5, 30, 1.0, 2.0, 3600.0, 0.1, 604800, 3600, False)
-    return (name, *settings, 2, 1, 3, None, 4, oldest, 7, 8, NOW.replace(tzinfo=None))
+    return (name, *settings, False, 2, 1, 3, None, 4, oldest, 7, 8, NOW.replace(tzinfo=None))
 
 
 async def test_list_queues_asks_for_every_queue(fake: tuple[MssqlStore, FakeConnection]) -> None:
@@ -2539,7 +2549,7 @@ async def test_migrate_from_zero_applies_both_schemas_under_the_lock(
     conn.reply("compatibility_level", result(compatibility_level=130))
     conn.reply("applied_versions", Result(["version"], []))
 
-    assert await store.migrate() == [1, 2]
+    assert await store.migrate() == [1, 2, 3]
 
     assert conn.names == [
         LIFT,
@@ -2551,11 +2561,17 @@ async def test_migrate_from_zero_applies_both_schemas_under_the_lock(
         "record_version",
         *migration_statements(DELIVERY),
         "record_version",
+        *migration_statements(ADMIN),
+        "record_version",
         "unlock_migrations",
         BOUND,
     ]
-    assert conn.all_params("record_version") == [(1, "init", NOW_TEXT), (2, "delivery", NOW_TEXT)]
-    [v1, _] = [e.inlined for e in conn.executed if e.name == "record_version"]
+    assert conn.all_params("record_version") == [
+        (1, "init", NOW_TEXT),
+        (2, "delivery", NOW_TEXT),
+        (3, "admin", NOW_TEXT),
+    ]
+    [v1, *_] = [e.inlined for e in conn.executed if e.name == "record_version"]
     assert f"VALUES (1, N'init', COALESCE(CAST(NULLIF(N'{NOW_TEXT}', N'')" in v1
     assert "@LockOwner = N'Session', @LockTimeout = 300000;" in conn.inlined("lock_migrations")
     assert conn.commits == 2, "the migration, then after the lock is released"
@@ -2566,7 +2582,7 @@ async def test_migrate_again_applies_nothing(fake: tuple[MssqlStore, FakeConnect
     store, conn = fake
     conn.reply("lock_migrations", result(result=1))  # granted after waiting for another replica
     conn.reply("compatibility_level", result(compatibility_level=160))
-    conn.reply("applied_versions", Result(["version"], [(1,), (2,)]))
+    conn.reply("applied_versions", Result(["version"], [(1,), (2,), (3,)]))
 
     assert await store.migrate() == []
 
@@ -2629,12 +2645,12 @@ async def test_check_ready_wants_the_latest_version(fake: tuple[MssqlStore, Fake
         Result(["version"], []),
         Result(["version"], [(1,)]),
         Result(["version"], [(1,), (2,)]),
+        Result(["version"], [(1,), (2,), (3,)]),
     )
 
-    with pytest.raises(SchemaNotReady):
-        await store.check_ready()
-    with pytest.raises(SchemaNotReady):
-        await store.check_ready()
+    for _ in range(3):
+        with pytest.raises(SchemaNotReady):
+            await store.check_ready()
     await store.check_ready()
 
 
@@ -2679,7 +2695,11 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     conn.reply("purge_history", result(history=0, keys=0))
     conn.reply("lock_migrations", result(result=0))
     conn.reply("compatibility_level", result(compatibility_level=130))
-    conn.reply("applied_versions", Result(["version"], []), Result(["version"], [(1,), (2,)]))
+    conn.reply("applied_versions", Result(["version"], []), Result(["version"], [(1,), (2,), (3,)]))
+    conn.reply("queue_exists", result(found=1))
+    conn.reply("set_paused", result(changed=1))
+    conn.reply("peek", dead_rows())
+    conn.reply("delete_queue", result(found=1, leased=0, deleted=1, items=2, history=3))
 
     await store.push_batch([keyed], skip_existing=False)
     await store.pop("orders", 1, None)
@@ -2698,8 +2718,12 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     await store.list_history("orders", HistoryFilter(), 10, None)
     await store.reap_expired(10)
     await store.purge_history(10)
-    assert await store.migrate() == [1, 2]
+    assert await store.migrate() == [1, 2, 3]
     await store.check_ready()
+    assert await store.queue_exists("orders")
+    await store.set_paused("orders", True)
+    await store.peek("orders", ItemStatus.LEASED, 10, None)
+    assert await store.delete_queue("orders", force=False) == DeletedQueue(items=2, history=3)
 
     named = [e for e in conn.executed if e.name in Q]
     assert {e.name for e in named} == set(Q), "a query no store method sends"
@@ -2991,3 +3015,47 @@ def test_importing_the_store_loads_no_odbc_module() -> None:
         check=True,
     )
     assert done.stdout.strip() == "[]"
+
+
+# --- queue administration -------------------------------------------------------------------------
+
+
+def test_a_paused_queue_hands_out_nothing() -> None:
+    assert pop_declares()["paused"] == "COALESCE((SELECT paused FROM dbo.sq_queues WHERE name = @queue), 0)"
+    assert "@paused = 0" in claim_select().args["where"].sql("tsql")
+
+
+def test_delete_queue_locks_the_queue_row_before_it_counts_leases_and_deletes() -> None:
+    trees = statements("delete_queue")
+    [lock] = [t for t in trees if isinstance(t, exp.Select) and "UPDLOCK" in t.sql("tsql")]
+    table = lock.find(exp.Table)
+    assert (table.name, hints(table)) == ("sq_queues", ["HOLDLOCK", "UPDLOCK"])
+    text = Q["delete_queue"].sql
+    assert text.index("UPDLOCK") < text.index("status = 'leased'") < text.index("DELETE FROM dbo.sq_items")
+    for table_name in ("sq_items", "sq_history", "sq_dedup", "sq_queues"):
+        assert f"DELETE FROM dbo.{table_name} WHERE" in text
+
+
+@pytest.mark.parametrize(
+    ("row", "raised"),
+    [
+        ({"found": 0, "leased": 0, "deleted": 0, "items": 0, "history": 0}, QueueNotFound),
+        ({"found": 1, "leased": 2, "deleted": 0, "items": 0, "history": 0}, QueueInUse),
+    ],
+)
+async def test_delete_queue_says_why_it_deleted_nothing(
+    fake: tuple[MssqlStore, FakeConnection], row: dict[str, int], raised: type[QueueError]
+) -> None:
+    store, conn = fake
+    conn.reply("delete_queue", result(**row))
+    with pytest.raises(raised):
+        await store.delete_queue("orders", force=False)
+    assert conn.params("delete_queue") == (NOW_TEXT, "orders", 0)
+
+
+async def test_set_paused_of_an_unknown_queue_is_not_found(fake: tuple[MssqlStore, FakeConnection]) -> None:
+    store, conn = fake
+    conn.reply("set_paused", result(changed=0))
+    with pytest.raises(QueueNotFound):
+        await store.set_paused("nowhere", True)
+    assert conn.params("set_paused") == ("nowhere", 1)

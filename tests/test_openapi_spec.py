@@ -88,7 +88,7 @@ def test_every_operation_with_a_body_may_answer_413() -> None:
         for method, op in item.items()
         if method in BODY_METHODS
     }
-    assert len(with_body) == 8
+    assert len(with_body) == 10
     assert [op for op, responses in with_body.items() if "413" not in responses] == []
 
 
@@ -184,7 +184,14 @@ def test_the_error_code_is_an_enum_of_every_code_the_service_answers() -> None:
     http = {code for codes in HTTP_CODES.values() for code in codes}
     assert set(SCHEMAS["ErrorCode"]["enum"]) == {c.value for c in ErrorCode} == domain | http
     assert {"MalformedJSON", "UnsupportedMediaType", "ValidationError", "RequestTimeout"} <= http
-    assert codes_of(409) == ["Conflict", "ItemExists", "LeaseMismatch", "LeaseExpired", "ItemDead"]
+    assert codes_of(409) == [
+        "Conflict",
+        "ItemExists",
+        "LeaseMismatch",
+        "LeaseExpired",
+        "ItemDead",
+        "QueueInUse",
+    ]
 
 
 def test_generated_names_read_well() -> None:

@@ -128,8 +128,14 @@ def cursor_of(text: str) -> str:
     ],
 )
 async def test_cursors_the_service_did_not_hand_out_are_422(client: Client, queue: str, cursor: str) -> None:
-    for path in (f"/queues/{queue}/history", f"/queues/{queue}/dead"):
-        response = await client.get(path, params={"cursor": cursor})
+    await client.put(f"/queues/{queue}", json={})  # an unknown queue would be 404 first
+    pages = {
+        f"/queues/{queue}/history": {},
+        f"/queues/{queue}/dead": {},
+        f"/queues/{queue}/items": {"state": "ready"},
+    }
+    for path, more in pages.items():
+        response = await client.get(path, params={"cursor": cursor, **more})
         body = assert_error(response, 422, "InvalidCursor")
         assert not any(word in body["detail"] for word in DRIVER_WORDS)
 
@@ -269,7 +275,7 @@ async def test_405_names_every_method_served_at_the_path(lite: Client) -> None:
         ("OPTIONS", item, "DELETE, GET"),
         ("PUT", item, "DELETE, GET"),
         ("GET", "/items/complete", "POST"),  # not an item id: the batch route's path
-        ("DELETE", "/queues/q", "GET, PUT"),
+        ("PATCH", "/queues/q", "DELETE, GET, PUT"),
         ("PATCH", "/push", "POST"),
     ]:
         response = await lite.request(method, path)

@@ -137,7 +137,8 @@ async def on_validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     errors = exc.errors()
     content_type = request.headers.get("content-type", "")
-    if request.method in ("POST", "PUT", "PATCH") and "json" not in content_type:
+    about_body = any(e.get("loc", ("",))[0] == "body" for e in errors)
+    if request.method in ("POST", "PUT", "PATCH") and "json" not in content_type and about_body:
         return envelope(
             415, "UnsupportedMediaType", "send the body as JSON with Content-Type: application/json"
         )

@@ -21,6 +21,7 @@ from simplequeue.api.schemas import (
     CompleteBatchResponse,
     CompleteResult,
     DeadItemPage,
+    DeletedQueueResponse,
     ErrorBody,
     ExtendRequest,
     FailRequest,
@@ -28,6 +29,8 @@ from simplequeue.api.schemas import (
     HistoryEntry,
     HistoryPage,
     Item,
+    ItemPage,
+    PeekState,
     PoppedItem,
     PopRequest,
     PopResponse,
@@ -48,6 +51,7 @@ from simplequeue.domain import (
     Failure,
     HistoryFilter,
     ItemNotFound,
+    ItemStatus,
     Outcome,
 )
 from simplequeue.service.queues import QueueService
@@ -335,7 +339,7 @@ async def put_queue(
     operation_id="listDead",
     tags=["queues"],
     response_model=DeadItemPage,
-    responses=_errors(422, 503),
+    responses=_errors(404, 422, 503),
 )
 async def list_dead(
     name: QueuePath, sq: ServiceDep, who: Caller, limit: PageLimit = 100, cursor: Cursor = None
@@ -350,7 +354,7 @@ async def list_dead(
     "/queues/{name}/redrive",
     operation_id="redrive",
     tags=["queues"],
-    responses=_errors(400, 413, 415, 422, 503),
+    responses=_errors(400, 404, 413, 415, 422, 503),
 )
 async def redrive(name: QueuePath, body: RedriveRequest, sq: ServiceDep, who: Caller) -> RedriveResponse:
     """Make dead items ready again (all, or those of `ids`; other ids are ignored), with their
@@ -359,7 +363,9 @@ async def redrive(name: QueuePath, body: RedriveRequest, sq: ServiceDep, who: Ca
     return RedriveResponse(redriven=await sq.redrive(name, body.ids, body.rate_per_second))
 
 
-@router.delete("/queues/{name}/dead", operation_id="purgeDead", tags=["queues"], responses=_errors(422, 503))
+@router.delete(
+    "/queues/{name}/dead", operation_id="purgeDead", tags=["queues"], responses=_errors(404, 422, 503)
+)
 async def purge_dead(name: QueuePath, sq: ServiceDep, who: Caller) -> PurgeResponse:
     """Delete the queue's dead items. Their history records stay."""
     who.require(Action.ADMINISTER, name)
@@ -371,7 +377,7 @@ async def purge_dead(name: QueuePath, sq: ServiceDep, who: Caller) -> PurgeRespo
     operation_id="listHistory",
     tags=["queues"],
     response_model=HistoryPage,
-    responses=_errors(422, 503),
+    responses=_errors(404, 422, 503),
 )
 async def list_history(
     name: QueuePath,
@@ -394,6 +400,69 @@ async def list_history(
     who.require(Action.ADMINISTER, name)
     page = await sq.list_history(name, HistoryFilter(outcome, since, until), limit, cursor)
     return json_text(page_json([HistoryEntry.json_of(r) for r in page.items], page.next_cursor))
+
+
+@router.post(
+    "/queues/{name}/pause", operation_id="pauseQueue", tags=["queues"], responses=_errors(404, 413, 422, 503)
+)
+async def pause_queue(name: QueuePath, sq: ServiceDep, who: Caller) -> Queue:
+    """Stop handing out the queue's items (pushes are still taken); long-polls wait on."""
+    who.require(Action.ADMINISTER, name)
+    return Queue.of(await sq.pause(name))
+
+
+@router.post(
+    "/queues/{name}/resume",
+    operation_id="resumeQueue",
+    tags=["queues"],
+    responses=_errors(404, 413, 422, 503),
+)
+async def resume_queue(name: QueuePath, sq: ServiceDep, who: Caller) -> Queue:
+    """Hand out the queue's items again."""
+    who.require(Action.ADMINISTER, name)
+    return Queue.of(await sq.resume(name))
+
+
+@router.get(
+    "/queues/{name}/items",
+    operation_id="peekItems",
+    tags=["queues"],
+    response_model=ItemPage,
+    responses=_errors(404, 422, 503),
+)
+async def peek_items(
+    name: QueuePath,
+    sq: ServiceDep,
+    who: Caller,
+    state: Annotated[PeekState, Query(description="Which live items: as the queue's counts name them.")],
+    limit: PageLimit = 100,
+    cursor: Cursor = None,
+) -> Response:
+    """Look at a queue's live items in one state, oldest created first, without leasing them."""
+    who.require(Action.ADMINISTER, name)
+    page = await sq.peek(name, ItemStatus(state.value), limit, cursor)
+    return json_text(page_json([Item.json_of(v) for v in page.items], page.next_cursor))
+
+
+@router.delete(
+    "/queues/{name}",
+    operation_id="deleteQueue",
+    tags=["queues"],
+    responses=_errors(404, 409, 422, 503),
+)
+async def delete_queue(
+    name: QueuePath,
+    sq: ServiceDep,
+    who: Caller,
+    force: Annotated[
+        bool, Query(description="Delete it even while items are leased (their workers' results are refused).")
+    ] = False,
+) -> DeletedQueueResponse:
+    """Delete a queue with its items (of every state), history and dedup keys, in one transaction.
+    409 QueueInUse while items are leased, unless `force`."""
+    who.require(Action.ADMINISTER, name)
+    deleted = await sq.delete_queue(name, force)
+    return DeletedQueueResponse(queue=name, items=deleted.items, history=deleted.history)
 
 
 @router.get("/metrics", include_in_schema=False)

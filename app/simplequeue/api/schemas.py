@@ -444,6 +444,7 @@ class Queue(BaseModel):
     oldest_ready_age_seconds: float | None
     history: HistoryCounts = Field(description="Finished items still within the retention period.")
     settings: QueueSettings
+    paused: bool = Field(description="A paused queue takes pushes and hands out nothing.")
 
     @classmethod
     def of(cls, stats: QueueStats) -> Queue:
@@ -457,6 +458,7 @@ class Queue(BaseModel):
             oldest_ready_age_seconds=stats.oldest_ready_age_seconds,
             history=HistoryCounts(completed=stats.completed_in_history, dead=stats.dead_in_history),
             settings=QueueSettings.of(stats.settings),
+            paused=stats.paused,
         )
 
 
@@ -467,6 +469,24 @@ class QueueList(BaseModel):
 class DeadItemPage(BaseModel):
     items: list[Item] = Field(description="Most recently dead first.")
     next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last.")
+
+
+class ItemPage(BaseModel):
+    items: list[Item] = Field(description="Oldest created first.")
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last.")
+
+
+class PeekState(StrEnum):
+    READY = "ready"
+    DELAYED = "delayed"
+    RETRYING = "retrying"
+    LEASED = "leased"
+
+
+class DeletedQueueResponse(BaseModel):
+    queue: str
+    items: int = Field(description="Items deleted with it (of every state).")
+    history: int = Field(description="History records deleted with it.")
 
 
 class RedriveRequest(Body):
@@ -555,6 +575,7 @@ class ErrorCode(StrEnum):
     SCHEMA_NOT_READY = "SchemaNotReady"
     STORE_ERROR = "StoreError"
     # The HTTP layer's (NotFound and PayloadTooLarge above are answered by it too).
+    QUEUE_IN_USE = "QueueInUse"
     MALFORMED_JSON = "MalformedJSON"
     UNAUTHORIZED = "Unauthorized"
     FORBIDDEN = "Forbidden"

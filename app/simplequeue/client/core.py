@@ -446,3 +446,30 @@ class AsyncClient:
     async def purge_dead(self, queue: str = "default") -> int:
         answer = await self._json("DELETE", f"/queues/{queue}/dead", retry=_Retry.ANY)
         return int(answer["purged"])
+
+    async def pause(self, queue: str) -> QueueStats:
+        """Hand out nothing from the queue (pushes are still taken) until resume()."""
+        return QueueStats.of(await self._json("POST", f"/queues/{queue}/pause", retry=_Retry.ANY))
+
+    async def resume(self, queue: str) -> QueueStats:
+        return QueueStats.of(await self._json("POST", f"/queues/{queue}/resume", retry=_Retry.ANY))
+
+    async def peek(
+        self, queue: str, state: str = "ready", *, limit: int = 100, cursor: str | None = None
+    ) -> DeadPage:
+        """Live items in one state (ready, delayed, retrying, leased), oldest first, leasing nothing."""
+        params: dict[str, str | int] = {"state": state, "limit": limit}
+        if cursor:
+            params["cursor"] = cursor
+        answer = await self._json("GET", f"/queues/{queue}/items", retry=_Retry.ANY, params=params)
+        return DeadPage([ItemInfo.of(i) for i in answer["items"]], answer["next_cursor"])
+
+    async def delete_queue(self, queue: str, *, force: bool = False) -> dict[str, Any]:
+        """Delete the queue with its items, history and dedup keys; QueueInUse while items are
+        leased, unless force."""
+        params: dict[str, str | int] = {"force": "true"} if force else {}
+        # Not repeated once sent: a repeat of a delete that went through would answer 404.
+        answer: dict[str, Any] = await self._json(
+            "DELETE", f"/queues/{queue}", retry=_Retry.UNSENT, params=params
+        )
+        return answer

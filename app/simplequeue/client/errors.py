@@ -100,6 +100,10 @@ class ValidationError(SimplequeueError):
     """422 with `fields` naming what was wrong."""
 
 
+class QueueInUse(Conflict):
+    """409: the queue has leased items; delete it with force=True."""
+
+
 class InvalidPayload(SimplequeueError):
     pass
 
@@ -140,6 +144,7 @@ ERRORS: dict[str, type[SimplequeueError]] = {
         LeaseMismatch,
         LeaseExpired,
         ItemDead,
+        QueueInUse,
         MalformedJSON,
         Unauthorized,
         Forbidden,

@@ -137,6 +137,7 @@ class QueueStats:
     dead_in_history: int
     settings: dict[str, Any]
     """max_attempts, lease_seconds, backoff, retention_seconds, dedup_window_seconds, history_payload."""
+    paused: bool = False
 
     @classmethod
     def of(cls, body: dict[str, Any]) -> QueueStats:
@@ -151,6 +152,7 @@ class QueueStats:
             completed_in_history=body["history"]["completed"],
             dead_in_history=body["history"]["dead"],
             settings=body["settings"],
+            paused=bool(body.get("paused", False)),
         )
 
 

@@ -71,6 +71,10 @@ class Client:
     history = _blocking(AsyncClient.history)
     redrive = _blocking(AsyncClient.redrive)
     purge_dead = _blocking(AsyncClient.purge_dead)
+    pause = _blocking(AsyncClient.pause)
+    resume = _blocking(AsyncClient.resume)
+    peek = _blocking(AsyncClient.peek)
+    delete_queue = _blocking(AsyncClient.delete_queue)
 
 
 async def _make(*args: Any, **kwargs: Any) -> AsyncClient:

@@ -13,6 +13,7 @@ from simplequeue.domain.errors import (
     NotFound,
     PayloadTooLarge,
     QueueError,
+    QueueInUse,
     QueueNotFound,
     SchemaNotReady,
     StoreError,
@@ -37,7 +38,7 @@ from simplequeue.domain.items import (
     effective_status,
 )
 from simplequeue.domain.payloads import MAX_PAYLOAD_DEPTH, encode_payload
-from simplequeue.domain.queues import Backoff, QueueSettings, QueueStats
+from simplequeue.domain.queues import Backoff, DeletedQueue, QueueSettings, QueueStats
 from simplequeue.domain.time import Clock, system_clock
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "Completion",
     "Conflict",
     "DatabaseUnavailable",
+    "DeletedQueue",
     "Draft",
     "ErrorRecord",
     "Failure",
@@ -72,6 +74,7 @@ __all__ = [
     "PayloadTooLarge",
     "Pushed",
     "QueueError",
+    "QueueInUse",
     "QueueNotFound",
     "QueueSettings",
     "QueueStats",

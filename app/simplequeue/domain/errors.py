@@ -69,6 +69,10 @@ class ItemDead(Conflict):
     """The item is dead; it can no longer be failed or retried."""
 
 
+class QueueInUse(Conflict):
+    """The queue has leased items; delete it with force=true to take them from their workers."""
+
+
 class InvalidPayload(QueueError):
     """The payload cannot be stored as JSON."""
 

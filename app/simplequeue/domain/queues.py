@@ -38,3 +38,12 @@ class QueueStats:
     oldest_ready_age_seconds: float | None
     completed_in_history: int
     dead_in_history: int
+    paused: bool = False  # accepts pushes, hands out nothing
+
+
+@dataclass(frozen=True, slots=True)
+class DeletedQueue:
+    """What deleting a queue removed."""
+
+    items: int
+    history: int

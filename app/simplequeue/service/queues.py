@@ -20,6 +20,7 @@ from simplequeue.domain import (
     CompleteOutcome,
     Completion,
     DatabaseUnavailable,
+    DeletedQueue,
     Draft,
     Failure,
     HistoryFilter,
@@ -30,6 +31,7 @@ from simplequeue.domain import (
     NewItem,
     Page,
     Pushed,
+    QueueNotFound,
     QueueSettings,
     QueueStats,
     SchemaNotReady,
@@ -256,12 +258,23 @@ class QueueService:
         return await self._store.get_queue(name)
 
     async def list_dead(self, queue: str, limit: int, cursor: str | None) -> Page[ItemView]:
+        await self._known(queue)
         return await self._store.list_dead(queue, limit, cursor)
 
     async def list_history(
         self, queue: str, where: HistoryFilter, limit: int, cursor: str | None
     ) -> Page[HistoryRecord]:
+        await self._known(queue)
         return await self._store.list_history(queue, where, limit, cursor)
+
+    async def peek(self, queue: str, state: ItemStatus, limit: int, cursor: str | None) -> Page[ItemView]:
+        await self._known(queue)
+        return await self._store.peek(queue, state, limit, cursor)
+
+    async def _known(self, queue: str) -> None:
+        """Every call that names a queue answers an unknown one alike: QueueNotFound."""
+        if not await self._store.queue_exists(queue):
+            raise QueueNotFound()
 
     # --- administration -------------------------------------------------------------------------
 
@@ -271,10 +284,26 @@ class QueueService:
         return created, await self._store.get_queue(name)
 
     async def redrive(self, queue: str, ids: Sequence[UUID] | None, rate_per_second: float | None) -> int:
+        await self._known(queue)
         count = await self._store.redrive(queue, ids, rate_per_second)
         if count:
             self._waiting.notify(queue, count)
         return count
 
     async def purge_dead(self, queue: str) -> int:
+        await self._known(queue)
         return await self._store.purge_dead(queue)
+
+    async def pause(self, queue: str) -> QueueStats:
+        await self._store.set_paused(queue, True)
+        return await self._store.get_queue(queue)
+
+    async def resume(self, queue: str) -> QueueStats:
+        await self._store.set_paused(queue, False)
+        stats = await self._store.get_queue(queue)
+        if stats.ready:
+            self._waiting.notify(queue, stats.ready)  # long-polls waiting on it here
+        return stats
+
+    async def delete_queue(self, queue: str, force: bool) -> DeletedQueue:
+        return await self._store.delete_queue(queue, force)

@@ -16,9 +16,11 @@ from uuid import UUID
 from simplequeue.domain import (
     CompleteOutcome,
     Completion,
+    DeletedQueue,
     Failure,
     HistoryFilter,
     HistoryRecord,
+    ItemStatus,
     ItemView,
     LeasedItem,
     NewItem,
@@ -117,6 +119,12 @@ class Inspection(Protocol):
     async def get_queue(self, name: str) -> QueueStats:
         """Raises QueueNotFound for a queue that was never configured or pushed to."""
 
+    async def queue_exists(self, name: str) -> bool: ...
+
+    async def peek(self, queue: str, state: ItemStatus, limit: int, cursor: str | None) -> Page[ItemView]:
+        """Live items in one state (ready, delayed, retrying or leased) as they are at this moment,
+        oldest created first, leasing nothing. Raises InvalidCursor."""
+
     async def list_dead(self, queue: str, limit: int, cursor: str | None) -> Page[ItemView]:
         """Dead items, most recently dead first. Raises InvalidCursor."""
 
@@ -138,6 +146,13 @@ class Administration(Protocol):
 
     async def purge_dead(self, queue: str) -> int:
         """Delete the queue's dead items (in bounded batches); return how many."""
+
+    async def set_paused(self, queue: str, paused: bool) -> None:
+        """A paused queue takes pushes and hands out nothing. Raises QueueNotFound."""
+
+    async def delete_queue(self, queue: str, force: bool) -> DeletedQueue:
+        """Delete the queue, its items, history and dedup keys in one transaction. Raises
+        QueueNotFound, and QueueInUse while it has leased items unless `force`."""
 
 
 class Sweeping(Protocol):

@@ -147,6 +147,7 @@ def queue_stats(row: Row) -> QueueStats:
         oldest_ready_age_seconds=age,
         completed_in_history=int(row["completed_in_history"] or 0),
         dead_in_history=int(row["dead_in_history"] or 0),
+        paused=bool(row["paused"]),
     )
 
 

@@ -201,11 +201,12 @@ DECLARE @max_attempts INT = (SELECT max_attempts FROM dbo.sq_queues WHERE name =
 DECLARE @lease_seconds INT = COALESCE(
     CAST(NULLIF(:lease_seconds, N'') AS INT), (SELECT lease_seconds FROM dbo.sq_queues WHERE name = @queue)
 );
+DECLARE @paused BIT = COALESCE((SELECT paused FROM dbo.sq_queues WHERE name = @queue), 0);
 WITH claimable AS (
     SELECT TOP (CAST(:max_items AS INT)) x.seq, x.id, x.queue, x.payload, x.created_at, x.status, x.attempts,
            x.lease_token, x.visible_at, x.first_popped_at, x.priority, x.group_key
     FROM dbo.sq_items AS x WITH (INDEX(sq_items_pop), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
-    WHERE x.queue = @queue AND x.status IN ('ready', 'leased') AND x.visible_at <= @now
+    WHERE x.queue = @queue AND x.status IN ('ready', 'leased') AND x.visible_at <= @now AND @paused = 0
       AND (x.status = 'ready' OR x.attempts < @max_attempts)
       AND (x.group_key IS NULL OR NOT EXISTS (
           SELECT 1
@@ -634,6 +635,67 @@ CROSS APPLY (
 ) AS n;
 
 
+-- name: queue_exists
+SET NOCOUNT ON;
+DECLARE @queue NVARCHAR(4000) = :queue;
+SELECT CASE WHEN EXISTS (SELECT 1 FROM dbo.sq_queues WHERE name = @queue) THEN 1 ELSE 0 END AS found;
+
+-- name: set_paused
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @queue NVARCHAR(4000) = :queue;
+UPDATE dbo.sq_queues SET paused = CAST(:paused AS BIT) WHERE name = @queue;
+SELECT @@ROWCOUNT AS changed;
+
+-- name: peek
+-- Live items in one state at @now (as queue_stats counts them), oldest created first, after the
+-- cursor's (created_at, seq) if one is given.
+SET NOCOUNT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @queue NVARCHAR(4000) = :queue;
+DECLARE @state NVARCHAR(16) = :state;
+DECLARE @after_at DATETIME2(7) = CAST(NULLIF(:after_at, N'') AS DATETIME2(7));
+DECLARE @after_seq BIGINT = CAST(NULLIF(:after_seq, N'') AS BIGINT);
+SELECT TOP (CAST(:limit AS INT)) i.seq, i.id, i.queue, i.payload, i.status, i.attempts, i.errors, i.created_at,
+       i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at,
+       q.max_attempts, @now AS now
+FROM dbo.sq_items AS i
+JOIN dbo.sq_queues AS q ON q.name = i.queue
+WHERE i.queue = @queue AND i.status IN ('ready', 'leased')
+  AND ((@state = N'ready' AND i.visible_at <= @now AND (i.status = 'ready' OR i.attempts < q.max_attempts))
+    OR (@state = N'leased' AND i.status = 'leased' AND i.visible_at > @now)
+    OR (@state = N'delayed' AND i.status = 'ready' AND i.visible_at > @now AND i.attempts = 0)
+    OR (@state = N'retrying' AND i.status = 'ready' AND i.visible_at > @now AND i.attempts > 0))
+  AND (@after_at IS NULL OR i.created_at > @after_at OR (i.created_at = @after_at AND i.seq > @after_seq))
+ORDER BY i.created_at, i.seq;
+
+-- name: delete_queue
+-- The queue row is locked first (UPDLOCK, HOLDLOCK) so that no push registers it meanwhile; live
+-- leases decide, unless forced; then its items, history, dedup keys and row go, in one transaction.
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @queue NVARCHAR(4000) = :queue;
+DECLARE @force BIT = CAST(:force AS BIT);
+DECLARE @found INT = 0;
+DECLARE @leased INT = 0;
+DECLARE @items INT = 0;
+DECLARE @history INT = 0;
+DECLARE @deleted INT = 0;
+SELECT @found = COUNT(*) FROM dbo.sq_queues WITH (UPDLOCK, HOLDLOCK) WHERE name = @queue;
+SELECT @leased = COUNT(*) FROM dbo.sq_items WHERE queue = @queue AND status = 'leased' AND visible_at > @now;
+IF @found = 1 AND (@force = 1 OR @leased = 0)
+BEGIN
+    DELETE FROM dbo.sq_items WHERE queue = @queue;
+    SET @items = @@ROWCOUNT;
+    DELETE FROM dbo.sq_history WHERE queue = @queue;
+    SET @history = @@ROWCOUNT;
+    DELETE FROM dbo.sq_dedup WHERE queue = @queue;
+    DELETE FROM dbo.sq_queues WHERE name = @queue;
+    SET @deleted = 1;
+END;
+SELECT @found AS found, @leased AS leased, @deleted AS deleted, @items AS items, @history AS history;
+
 -- name: queue_stats
 -- '' for the queue filter lists every queue. Per queue: its settings; the live counts read the
 -- filtered pop index's rows, the dead count sq_items_dead, the history counts sq_history_outcome;
@@ -645,6 +707,7 @@ DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SY
 DECLARE @queue NVARCHAR(4000) = NULLIF(:queue, N'');
 SELECT q.name AS name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backoff_factor,
        q.backoff_cap_seconds, q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds, q.history_payload,
+       q.paused,
        live.ready, live.leased, live.delayed, live.retrying, dead.dead + COALESCE(live.expired_dead, 0) AS dead,
        live.oldest_ready, hist.completed_in_history, hist.dead_in_history, @now AS now
 FROM dbo.sq_queues AS q

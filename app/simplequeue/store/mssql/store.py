@@ -22,6 +22,7 @@ from simplequeue.domain import (
     Clock,
     CompleteOutcome,
     Completion,
+    DeletedQueue,
     Failure,
     HistoryFilter,
     HistoryRecord,
@@ -33,6 +34,7 @@ from simplequeue.domain import (
     NewItem,
     Page,
     Pushed,
+    QueueInUse,
     QueueNotFound,
     QueueSettings,
     QueueStats,
@@ -299,6 +301,40 @@ class MssqlStore:
         async with self._transaction() as conn:
             [row] = await fetch(conn, "put_queue", **values)
         return bool(row["created"])
+
+    async def queue_exists(self, name: str) -> bool:
+        async with self._transaction() as conn:
+            [row] = await fetch(conn, "queue_exists", queue=name)
+        return bool(row["found"])
+
+    async def peek(self, queue: str, state: ItemStatus, limit: int, cursor: str | None) -> Page[ItemView]:
+        after_at, after_seq = decode_cursor(cursor)
+        values: dict[str, Param] = {
+            "now": self._now(),
+            "queue": queue,
+            "state": state.value,
+            "after_at": params.optional_time(after_at),
+            "after_seq": params.optional(after_seq),
+            "limit": limit,
+        }
+        async with self._transaction() as conn:
+            page = await fetch(conn, "peek", **values)
+        return Page([rows.item_view(row, row["now"]) for row in page], next_cursor(page, limit, "created_at"))
+
+    async def set_paused(self, queue: str, paused: bool) -> None:
+        async with self._transaction() as conn:
+            [row] = await fetch(conn, "set_paused", queue=queue, paused=int(paused))
+        if not row["changed"]:
+            raise QueueNotFound()
+
+    async def delete_queue(self, queue: str, force: bool) -> DeletedQueue:
+        async with self._transaction() as conn:
+            [row] = await fetch(conn, "delete_queue", now=self._now(), queue=queue, force=int(force))
+        if not row["found"]:
+            raise QueueNotFound()
+        if not row["deleted"]:
+            raise QueueInUse()
+        return DeletedQueue(items=int(row["items"]), history=int(row["history"]))
 
     async def list_dead(self, queue: str, limit: int, cursor: str | None) -> Page[ItemView]:
         after_at, after_seq = decode_cursor(cursor)

@@ -67,6 +67,7 @@ SET status = 'leased',
 WHERE seq = ANY (ARRAY(
     SELECT x.seq FROM sq_items AS x
     WHERE x.queue = :queue AND x.status IN ('ready', 'leased') AND x.visible_at <= COALESCE(:now::timestamptz, now())
+      AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
       AND (x.status = 'ready' OR x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue))
       AND (x.group_key IS NULL OR NOT EXISTS (
           SELECT 1 FROM sq_items AS e
@@ -296,12 +297,59 @@ SET max_attempts = excluded.max_attempts, lease_seconds = excluded.lease_seconds
     history_payload = excluded.history_payload
 RETURNING xmax = 0 AS created
 
+-- name: queue_exists
+SELECT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue)
+
+-- name: set_paused
+UPDATE sq_queues SET paused = :paused WHERE name = :queue
+
+-- name: peek
+-- Live items in one state at :now (as queue_stats counts them), oldest created first.
+SELECT i.seq, i.id, i.queue, i.payload::text AS payload, i.status, i.attempts, i.errors::text AS errors,
+       i.created_at, i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.first_popped_at,
+       i.died_at, q.max_attempts, c.now
+FROM (SELECT COALESCE(:now::timestamptz, now()) AS now) AS c
+CROSS JOIN sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
+WHERE i.queue = :queue AND i.status IN ('ready', 'leased')
+  AND CASE :state::text
+        WHEN 'ready' THEN i.visible_at <= c.now AND (i.status = 'ready' OR i.attempts < q.max_attempts)
+        WHEN 'leased' THEN i.status = 'leased' AND i.visible_at > c.now
+        WHEN 'delayed' THEN i.status = 'ready' AND i.visible_at > c.now AND i.attempts = 0
+        WHEN 'retrying' THEN i.status = 'ready' AND i.visible_at > c.now AND i.attempts > 0
+      END
+  AND (:after_at::timestamptz IS NULL OR (i.created_at, i.seq) > (:after_at, :after_seq))
+ORDER BY i.created_at, i.seq
+LIMIT :limit
+
+-- name: delete_queue
+-- One statement, so one snapshot: the queue row is locked first (FOR UPDATE), so pushes that
+-- would register it again wait; live leases decide, unless forced; then everything goes.
+WITH q AS (
+    SELECT name FROM sq_queues WHERE name = :queue FOR UPDATE
+), busy AS (
+    SELECT count(*) AS leased FROM sq_items AS i, q
+    WHERE i.queue = q.name AND i.status = 'leased' AND i.visible_at > COALESCE(:now::timestamptz, now())
+), allowed AS (
+    SELECT q.name FROM q, busy WHERE :force OR busy.leased = 0
+), items AS (
+    DELETE FROM sq_items AS i USING allowed WHERE i.queue = allowed.name RETURNING 1
+), history AS (
+    DELETE FROM sq_history AS h USING allowed WHERE h.queue = allowed.name RETURNING 1
+), dedup AS (
+    DELETE FROM sq_dedup AS d USING allowed WHERE d.queue = allowed.name RETURNING 1
+), gone AS (
+    DELETE FROM sq_queues AS g USING allowed WHERE g.name = allowed.name RETURNING 1
+)
+SELECT (SELECT count(*) FROM q) AS found, (SELECT leased FROM busy) AS leased,
+       (SELECT count(*) FROM gone) AS deleted, (SELECT count(*) FROM items) AS items,
+       (SELECT count(*) FROM history) AS history, (SELECT count(*) FROM dedup) AS dedup_keys
+
 -- name: queue_stats
 -- Per queue: the live counts read sq_items_pop's rows, the dead count sq_items_dead, history
 -- counts sq_history_outcome; none walks the others, so a million dead or finished items do not
 -- slow the live figures down. An expired lease on its last attempt counts as dead already.
 SELECT q.name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backoff_factor, q.backoff_cap_seconds,
-       q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds, q.history_payload,
+       q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds, q.history_payload, q.paused,
        live.ready, live.leased, live.delayed, live.retrying, dead.dead + live.expired_dead AS dead,
        live.oldest_ready, hist.completed_in_history, hist.dead_in_history, c.now
 FROM (SELECT COALESCE(:now::timestamptz, now()) AS now) AS c

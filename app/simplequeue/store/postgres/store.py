@@ -17,6 +17,7 @@ from simplequeue.domain import (
     Clock,
     CompleteOutcome,
     Completion,
+    DeletedQueue,
     Failure,
     HistoryFilter,
     HistoryRecord,
@@ -28,6 +29,7 @@ from simplequeue.domain import (
     NewItem,
     Page,
     Pushed,
+    QueueInUse,
     QueueNotFound,
     QueueSettings,
     QueueStats,
@@ -350,6 +352,39 @@ class PostgresStore:
                 conn, "put_queue", queue=name, now=self._now(), **rows.settings_params(settings)
             )
         return created
+
+    async def queue_exists(self, name: str) -> bool:
+        async with self._conn() as conn:
+            return bool(await fetch_value(conn, "queue_exists", queue=name))
+
+    async def peek(self, queue: str, state: ItemStatus, limit: int, cursor: str | None) -> Page[ItemView]:
+        after_at, after_seq = decode_cursor(cursor)
+        async with self._conn() as conn:
+            page = await fetch(
+                conn,
+                "peek",
+                queue=queue,
+                state=state.value,
+                limit=limit,
+                after_at=after_at,
+                after_seq=after_seq,
+                now=self._now(),
+            )
+        return Page([rows.item_view(r, r["now"]) for r in page], next_cursor(page, limit, "created_at"))
+
+    async def set_paused(self, queue: str, paused: bool) -> None:
+        async with self._conn() as conn:
+            if not await execute(conn, "set_paused", queue=queue, paused=paused):
+                raise QueueNotFound()
+
+    async def delete_queue(self, queue: str, force: bool) -> DeletedQueue:
+        async with self._conn() as conn:
+            row = await fetch_one(conn, "delete_queue", queue=queue, force=force, now=self._now())
+        if not row["found"]:
+            raise QueueNotFound()
+        if not row["deleted"]:
+            raise QueueInUse()
+        return DeletedQueue(items=row["items"], history=row["history"])
 
     async def list_dead(self, queue: str, limit: int, cursor: str | None) -> Page[ItemView]:
         after_at, after_seq = decode_cursor(cursor)

@@ -44,6 +44,7 @@ SET status = 'leased',
 WHERE seq IN (
     SELECT x.seq FROM sq_items AS x INDEXED BY sq_items_pop
     WHERE x.queue = :queue AND x.status IN ('ready', 'leased') AND x.visible_at <= :now
+      AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
       AND (x.status = 'ready' OR x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue))
       AND (x.group_key IS NULL OR NOT EXISTS (
           SELECT 1 FROM sq_items AS e INDEXED BY sq_items_group
@@ -220,13 +221,49 @@ SET max_attempts = excluded.max_attempts, lease_seconds = excluded.lease_seconds
     retention_seconds = excluded.retention_seconds, dedup_window_seconds = excluded.dedup_window_seconds,
     history_payload = excluded.history_payload
 
+-- name: set_paused
+UPDATE sq_queues SET paused = :paused WHERE name = :queue
+
+-- name: peek
+-- Live items in one state at :now (as queue_stats counts them), oldest created first.
+SELECT i.seq, i.id, i.queue, i.payload, i.status, i.attempts, i.errors, i.created_at, i.visible_at, i.lease_token,
+       i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at, q.max_attempts
+FROM sq_items AS i INDEXED BY sq_items_pop JOIN sq_queues AS q ON q.name = i.queue
+WHERE i.queue = :queue AND i.status IN ('ready', 'leased')
+  AND CASE :state
+        WHEN 'ready' THEN i.visible_at <= :now AND (i.status = 'ready' OR i.attempts < q.max_attempts)
+        WHEN 'leased' THEN i.status = 'leased' AND i.visible_at > :now
+        WHEN 'delayed' THEN i.status = 'ready' AND i.visible_at > :now AND i.attempts = 0
+        WHEN 'retrying' THEN i.status = 'ready' AND i.visible_at > :now AND i.attempts > 0
+      END
+  AND (:after_at IS NULL OR (i.created_at, i.seq) > (:after_at, :after_seq))
+ORDER BY i.created_at, i.seq
+LIMIT :limit
+
+-- name: live_leases
+SELECT COUNT(*) AS leased FROM sq_items AS i INDEXED BY sq_items_pop
+JOIN sq_queues AS q ON q.name = i.queue
+WHERE i.queue = :queue AND i.status IN ('ready', 'leased') AND i.status = 'leased' AND i.visible_at > :now
+
+-- name: delete_queue_items
+DELETE FROM sq_items WHERE queue = :queue
+
+-- name: delete_queue_history
+DELETE FROM sq_history WHERE queue = :queue
+
+-- name: delete_queue_dedup
+DELETE FROM sq_dedup WHERE queue = :queue
+
+-- name: delete_queue
+DELETE FROM sq_queues WHERE name = :queue
+
 -- name: queue_stats
 -- Per queue: the live counts read sq_items_pop's rows, the dead count sq_items_dead, history
 -- counts sq_history_outcome; none walks the others, so a million dead or finished items do not
 -- slow the live figures down. An expired lease on its last attempt counts as dead already.
 SELECT q.name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backoff_factor,
        q.backoff_cap_seconds, q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds,
-       q.history_payload,
+       q.history_payload, q.paused,
        (SELECT COUNT(*) FROM sq_items AS i INDEXED BY sq_items_pop
         WHERE i.queue = q.name AND i.status IN ('ready', 'leased') AND i.visible_at <= :now
           AND (i.status = 'ready' OR i.attempts < q.max_attempts)) AS ready,

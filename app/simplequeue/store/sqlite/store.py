@@ -20,6 +20,7 @@ from simplequeue.domain import (
     Clock,
     CompleteOutcome,
     Completion,
+    DeletedQueue,
     Failure,
     HistoryFilter,
     HistoryRecord,
@@ -32,6 +33,7 @@ from simplequeue.domain import (
     Outcome,
     Page,
     Pushed,
+    QueueInUse,
     QueueNotFound,
     QueueSettings,
     QueueStats,
@@ -332,6 +334,43 @@ class SqliteStore:
             existed = await fetch_one(conn, "queue_exists", queue=name)
             await execute(conn, "put_queue", **params)
         return existed is None
+
+    async def queue_exists(self, name: str) -> bool:
+        async with self._read() as conn:
+            return await fetch_one(conn, "queue_exists", queue=name) is not None
+
+    async def peek(self, queue: str, state: ItemStatus, limit: int, cursor: str | None) -> Page[ItemView]:
+        after_at, after_seq = decode_cursor(cursor)
+        now = self._clock()
+        params = {
+            "queue": queue,
+            "state": state.value,
+            "now": to_text(now),
+            "limit": limit,
+            "after_at": to_text(after_at) if after_at else None,
+            "after_seq": after_seq,
+        }
+        async with self._read() as conn:
+            page = await fetch(conn, "peek", **params)
+        return Page([rows.item_view(row, now) for row in page], next_cursor(page, limit, "created_at"))
+
+    async def set_paused(self, queue: str, paused: bool) -> None:
+        async with self._write() as conn:
+            if not await execute(conn, "set_paused", queue=queue, paused=paused):
+                raise QueueNotFound()
+
+    async def delete_queue(self, queue: str, force: bool) -> DeletedQueue:
+        async with self._write() as conn:
+            if await fetch_one(conn, "queue_exists", queue=queue) is None:
+                raise QueueNotFound()
+            leased = await fetch_one(conn, "live_leases", queue=queue, now=to_text(self._clock()))
+            if leased["leased"] and not force:
+                raise QueueInUse()
+            items = await execute(conn, "delete_queue_items", queue=queue)
+            history = await execute(conn, "delete_queue_history", queue=queue)
+            await execute(conn, "delete_queue_dedup", queue=queue)
+            await execute(conn, "delete_queue", queue=queue)
+        return DeletedQueue(items=items, history=history)
 
     async def list_dead(self, queue: str, limit: int, cursor: str | None) -> Page[ItemView]:
         after_at, after_seq = decode_cursor(cursor)
