@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
 
 from simplequeue.api.access import AccessLog, Observer
 from simplequeue.api.auth import Authentication, Keyring
@@ -15,6 +17,7 @@ from simplequeue.api.guard import RequestGuard
 from simplequeue.api.routes import router
 
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
+UI = Path(__file__).parent / "ui"
 
 TAGS = [
     {"name": "items", "description": "Push, pop, complete, fail and look at items."},
@@ -72,6 +75,9 @@ def build_api(
         openapi_tags=TAGS,
     )
     app.include_router(router)
+    # The dashboard: static files of the package, calling the API above from the browser (the
+    # data needs an admin key when the service has keys; the files themselves hold none).
+    app.mount("/ui", StaticFiles(directory=UI, html=True), name="ui")
     declare_security(app)
     install_error_handlers(app, router.routes)
     # Added first, so it runs inside the guard: a 401 carries the request's id too.

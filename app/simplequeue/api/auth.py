@@ -28,6 +28,11 @@ OPEN_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json", "/docs", "/docs/
 also in the repository): everything else needs a key once keys exist."""
 
 
+def is_open(path: str) -> bool:
+    """The open paths, and the dashboard's static files (its data comes from the API, with a key)."""
+    return path in OPEN_PATHS or path == "/ui" or path.startswith("/ui/")
+
+
 class Role(StrEnum):
     PRODUCER = "producer"
     CONSUMER = "consumer"
@@ -120,7 +125,7 @@ class Authentication:
         if self.keyring.enabled:
             presented = _bearer(scope)
             grant = self.keyring.grant_for(presented) if presented else None
-            if grant is None and scope["path"] not in OPEN_PATHS:
+            if grant is None and not is_open(scope["path"]):
                 why = "unknown API key" if presented else "an API key is required"
                 response = envelope(
                     401, "Unauthorized", f"{why}: send Authorization: Bearer <key>", headers=BEARER_CHALLENGE
