@@ -50,6 +50,7 @@ async def test_items_queues_and_requests_are_counted(client: Client, queue: str)
     found = samples(scraped.text)
     assert value(found, "simplequeue_items_pushed_total", queue=queue) == 4  # the duplicates not
     assert value(found, "simplequeue_items_popped_total", queue=queue) == 2
+    assert value(found, "simplequeue_items_completed_total", queue=queue) == 1
     assert value(found, "simplequeue_items_failed_total", queue=queue) == 1
     assert value(found, "simplequeue_items_dead_total", queue=queue) == 1  # max_attempts 1
     assert value(found, "simplequeue_queue_items", queue=queue, state="ready") == 2

@@ -1029,7 +1029,7 @@ def test_complete_batch_writes_history_and_starts_dedup_windows_in_the_same_batc
         "expires_at = DATEADD(SECOND, q.dedup_window_seconds, @now)"
     ]
     assert "k.item_id = d.id" in windows.sql("tsql")
-    assert done.sql("tsql") == "SELECT id FROM @done"
+    assert done.sql("tsql") == "SELECT id, queue FROM @done"
 
 
 def test_complete_batch_then_reads_the_requested_items_still_there_with_their_status_and_lease() -> None:
@@ -1166,7 +1166,7 @@ def test_reap_expired_kills_expired_last_attempts_skipping_locked_rows_and_write
     assert isinstance(history, exp.Insert)
     values = history_values(history)
     assert (values["outcome"], values["finished_at"], values["last_error"]) == ("'dead'", "@now", "@error")
-    assert count.sql("tsql") == "SELECT COUNT(*) AS killed FROM @killed"
+    assert count.sql("tsql") == "SELECT queue, COUNT(*) AS killed FROM @killed GROUP BY queue"
 
 
 def test_list_dead_pages_newest_dead_first_from_the_cursor() -> None:
@@ -1520,6 +1520,11 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> tuple[MssqlStore, FakeConnection]:
 def ids(*item_ids: UUID) -> Result:
     """OUTPUT id rows as pyodbc gives UNIQUEIDENTIFIER: uppercase text."""
     return Result(["id"], [(str(item_id).upper(),) for item_id in item_ids])
+
+
+def completed_ids(*item_ids: UUID, queue: str = "orders") -> Result:
+    """complete_batch's first result set: the ids completed, with their queue."""
+    return Result(["id", "queue"], [(str(item_id).upper(), queue) for item_id in item_ids])
 
 
 def pushed(conn: FakeConnection) -> list[dict[str, Any]]:
@@ -1976,7 +1981,7 @@ def completed(conn: FakeConnection) -> list[dict[str, Any]]:
 async def test_complete_is_the_batch_completion_of_one_item(fake: tuple[MssqlStore, FakeConnection]) -> None:
     store, conn = fake
     item_id, token = uuid4(), uuid4()
-    conn.reply("complete_batch", Results([ids(item_id), still_there()]))
+    conn.reply("complete_batch", Results([completed_ids(item_id), still_there()]))
 
     await store.complete(item_id, token)
 
@@ -1988,7 +1993,7 @@ async def test_complete_is_the_batch_completion_of_one_item(fake: tuple[MssqlSto
 async def test_complete_without_a_token_sends_a_null_token(fake: tuple[MssqlStore, FakeConnection]) -> None:
     store, conn = fake
     item_id = uuid4()
-    conn.reply("complete_batch", Results([ids(item_id), still_there()]))
+    conn.reply("complete_batch", Results([completed_ids(item_id), still_there()]))
 
     await store.complete(item_id, None)
 
@@ -2004,7 +2009,7 @@ async def test_a_refused_completion_says_why_from_the_item_still_there_and_rolls
     store, conn = fake
     item_id = uuid4()
     holder = uuid4() if status == "leased" else None
-    conn.reply("complete_batch", Results([ids(), still_there((item_id, status, holder))]))
+    conn.reply("complete_batch", Results([completed_ids(), still_there((item_id, status, holder))]))
 
     with pytest.raises(error):
         await store.complete(item_id, uuid4())
@@ -2015,7 +2020,7 @@ async def test_a_refused_completion_says_why_from_the_item_still_there_and_rolls
 
 async def test_complete_of_an_unknown_item_is_not_found(fake: tuple[MssqlStore, FakeConnection]) -> None:
     store, conn = fake
-    conn.reply("complete_batch", Results([ids(), still_there()]))
+    conn.reply("complete_batch", Results([completed_ids(), still_there()]))
     with pytest.raises(ItemNotFound):
         await store.complete(uuid4(), None)
 
@@ -2035,7 +2040,12 @@ async def test_complete_batch_maps_both_result_sets_to_outcomes_in_request_order
     ]
     conn.reply(
         "complete_batch",
-        Results([ids(done, untokened), still_there((mismatched, "leased", uuid4()), (dead, "dead", None))]),
+        Results(
+            [
+                completed_ids(done, untokened),
+                still_there((mismatched, "leased", uuid4()), (dead, "dead", None)),
+            ]
+        ),
     )
 
     outcomes = await store.complete_batch(requests)
@@ -2062,7 +2072,7 @@ async def test_complete_batch_that_deletes_nothing_still_reads_the_second_result
 ) -> None:
     store, conn = fake
     mismatched, missing = uuid4(), uuid4()
-    conn.reply("complete_batch", Results([ids(), still_there((mismatched, "ready", None))]))
+    conn.reply("complete_batch", Results([completed_ids(), still_there((mismatched, "ready", None))]))
 
     outcomes = await store.complete_batch([Completion(missing), Completion(mismatched, uuid4())])
 
@@ -2519,7 +2529,7 @@ async def test_reap_expired_binds_the_sweeps_error_and_says_how_many(
     fake: tuple[MssqlStore, FakeConnection],
 ) -> None:
     store, conn = fake
-    conn.reply("reap_expired", result(killed=3))
+    conn.reply("reap_expired", Result(["queue", "killed"], [("orders", 2), ("mail", 1)]))
 
     assert await store.reap_expired(100) == 3
 
@@ -2680,7 +2690,7 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     conn.reply("claim_dedup_keys", claim_rows((0, keyed.id, NOW, True)))
     conn.reply("push_batch", ids(keyed.id))
     conn.reply("extend", Results([result(seq=7), item_row(item_id, status="leased", lease_token=token)]))
-    conn.reply("complete_batch", *[Results([ids(item_id), still_there()])] * 2)
+    conn.reply("complete_batch", *[Results([completed_ids(item_id), still_there()])] * 2)
     conn.reply("fail", Results([result(status="dead"), item_row(item_id, status="dead")]))
     conn.reply("get_item", item_row(item_id, status="ready"))
     conn.reply("next_visible_at", Results([result(now=NOW.replace(tzinfo=None)), visible_rows()]))
@@ -2691,7 +2701,7 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     conn.reply("revive", result(revived=1))
     conn.reply("purge_dead", result(purged=0))
     conn.reply("list_history", history_rows())
-    conn.reply("reap_expired", result(killed=0))
+    conn.reply("reap_expired", Result(["queue", "killed"], []))
     conn.reply("purge_history", result(history=0, keys=0))
     conn.reply("lock_migrations", result(result=0))
     conn.reply("compatibility_level", result(compatibility_level=130))

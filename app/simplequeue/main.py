@@ -12,7 +12,7 @@ from simplequeue import __version__
 from simplequeue.api.app import build_api
 from simplequeue.api.auth import ApiKey, Grant, Keyring, Role
 from simplequeue.api.metrics import Metrics
-from simplequeue.domain import Clock, system_clock
+from simplequeue.domain import Clock, FinishedHook, ignore_finished, system_clock
 from simplequeue.service.queues import Limits, QueueService, Upkeep
 from simplequeue.settings import Settings
 from simplequeue.shutdown import on_stop_signal
@@ -22,13 +22,16 @@ from simplequeue.store.protocol import Store
 log = logging.getLogger("simplequeue")
 
 
-def store_for(settings: Settings, clock: Clock | None = None) -> Store:
+def store_for(
+    settings: Settings, clock: Clock | None = None, on_finished: FinishedHook = ignore_finished
+) -> Store:
     """The store the settings name (built, not opened)."""
     return create_store(
         settings.database_url,
         pool_size=settings.pool_size,
         timeout_seconds=settings.db_timeout_seconds,
         clock=clock,
+        on_finished=on_finished,
     )
 
 
@@ -58,7 +61,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         service = QueueService(
-            store or store_for(settings, clock),
+            store or store_for(settings, clock, on_finished=metrics.finished),
             clock or system_clock,
             limits=Limits(max_payload_bytes=settings.max_payload_bytes),
             recheck_seconds=settings.wait_recheck_seconds,

@@ -1,6 +1,7 @@
 """Prometheus metrics at /metrics (prometheus-client), right with `serve --workers N`.
 
-- Counters of items pushed, popped, completed, failed and dead, by queue: this process's, summed
+- Counters of items pushed, popped, completed, failed and dead (failed on their last attempt, or
+  whose lease ran out on it), by queue: this process's, summed
   over the workers by prometheus-client's multiprocess mode when PROMETHEUS_MULTIPROC_DIR is set
   (`serve` sets it for several workers).
 - Gauges of each queue's items by state and its oldest ready item's age, read from the database at
@@ -22,7 +23,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from simplequeue.api.access import Served
-from simplequeue.domain import QueueStats
+from simplequeue.domain import Outcome, QueueStats
 
 STATES = ("ready", "leased", "delayed", "retrying", "dead")
 DURATION_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25)
@@ -74,14 +75,16 @@ class Metrics:
     def popped(self, queue: str, count: int) -> None:
         self._items["popped"].labels(queue).inc(count)
 
-    def completed(self, queue: str, count: int) -> None:
-        self._items["completed"].labels(queue).inc(count)
-
     def failed(self, queue: str, count: int) -> None:
         self._items["failed"].labels(queue).inc(count)
 
     def dead(self, queue: str, count: int) -> None:
         self._items["dead"].labels(queue).inc(count)
+
+    def finished(self, queue: str, outcome: Outcome, count: int) -> None:
+        """The store's hook: completions, and leases that died in the sweep (a failure that kills
+        its item is counted by the service, as dead)."""
+        self._items["completed" if outcome is Outcome.COMPLETED else "dead"].labels(queue).inc(count)
 
     # Requests --------------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from simplequeue.domain.errors import (
     SchemaNotReady,
     StoreError,
 )
+from simplequeue.domain.finished import FinishedHook, ignore_finished, tell
 from simplequeue.domain.items import (
     LEASE_EXPIRED_ERROR,
     STORED_STATUSES,
@@ -55,6 +56,7 @@ __all__ = [
     "Draft",
     "ErrorRecord",
     "Failure",
+    "FinishedHook",
     "HistoryFilter",
     "HistoryRecord",
     "InvalidCursor",
@@ -82,5 +84,7 @@ __all__ = [
     "StoreError",
     "effective_status",
     "encode_payload",
+    "ignore_finished",
     "system_clock",
+    "tell",
 ]

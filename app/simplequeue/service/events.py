@@ -1,5 +1,7 @@
 """What happened to items, told to whoever counts (simplequeue.api.metrics): the service knows
-when items are pushed, popped, failed or die, and by which queue, and nothing of Prometheus."""
+when items are pushed, popped, failed or die failing, and by which queue, and nothing of
+Prometheus. Completions, and leases the sweep finds dead, are told by the store (FinishedHook),
+which alone knows their queues."""
 
 from __future__ import annotations
 
@@ -10,8 +12,6 @@ class Events(Protocol):
     def pushed(self, queue: str, count: int) -> None: ...
 
     def popped(self, queue: str, count: int) -> None: ...
-
-    def completed(self, queue: str, count: int) -> None: ...
 
     def failed(self, queue: str, count: int) -> None: ...
 
@@ -25,9 +25,6 @@ class NoEvents:
         pass
 
     def popped(self, queue: str, count: int) -> None:
-        pass
-
-    def completed(self, queue: str, count: int) -> None:
         pass
 
     def failed(self, queue: str, count: int) -> None:

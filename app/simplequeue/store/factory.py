@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from simplequeue.domain import Clock
+from simplequeue.domain import Clock, FinishedHook, ignore_finished
 from simplequeue.store.protocol import Store
 
 __all__ = ["Store", "UnsupportedDatabaseURL", "create_store", "dialect_of"]
@@ -34,23 +34,31 @@ def dialect_of(url: str) -> str:
 
 
 def create_store(
-    url: str, *, pool_size: int = 10, timeout_seconds: float = 5.0, clock: Clock | None = None
+    url: str,
+    *,
+    pool_size: int = 10,
+    timeout_seconds: float = 5.0,
+    clock: Clock | None = None,
+    on_finished: FinishedHook = ignore_finished,
 ) -> Store:
     """Build (but do not open) the store the URL names. Drivers are imported only when chosen,
-    so that SQLite and PostgreSQL deployments never need unixODBC."""
+    so that SQLite and PostgreSQL deployments never need unixODBC. `on_finished` hears of
+    completions and of leases the sweep made dead (metrics count them)."""
     dialect = dialect_of(url)
     timeout = timeout_seconds
     if dialect == "sqlite":
         from simplequeue.store.sqlite.store import SqliteStore
 
-        return SqliteStore(sqlite_path(url), timeout_seconds=timeout, clock=clock)
+        return SqliteStore(sqlite_path(url), timeout_seconds=timeout, clock=clock, on_finished=on_finished)
     if dialect == "postgresql":
         from simplequeue.store.postgres.store import PostgresStore
 
-        return PostgresStore(url, pool_size=pool_size, timeout_seconds=timeout, clock=clock)
+        return PostgresStore(
+            url, pool_size=pool_size, timeout_seconds=timeout, clock=clock, on_finished=on_finished
+        )
     from simplequeue.store.mssql.store import MssqlStore
 
-    return MssqlStore(url, pool_size=pool_size, timeout_seconds=timeout, clock=clock)
+    return MssqlStore(url, pool_size=pool_size, timeout_seconds=timeout, clock=clock, on_finished=on_finished)
 
 
 def sqlite_path(url: str) -> str:

@@ -295,7 +295,7 @@ SET expires_at = DATEADD(SECOND, q.dedup_window_seconds, @now)
 FROM dbo.sq_dedup AS k WITH (FORCESEEK)
 JOIN @done AS d ON k.queue = d.queue AND k.dedup_key = d.dedup_key AND k.item_id = d.id
 JOIN dbo.sq_queues AS q ON q.name = d.queue;
-SELECT id FROM @done;
+SELECT id, queue FROM @done;
 SELECT i.id,
        CASE WHEN i.status = 'leased' AND i.visible_at <= @now
                  AND i.attempts >= (SELECT q.max_attempts FROM dbo.sq_queues AS q WHERE q.name = i.queue)
@@ -420,7 +420,7 @@ SELECT k.id, k.queue, 'dead', k.attempts, k.created_at, k.first_popped_at, @now,
        @error, CASE WHEN q.history_payload = 1 THEN k.payload END
 FROM @killed AS k
 JOIN dbo.sq_queues AS q ON q.name = k.queue;
-SELECT COUNT(*) AS killed FROM @killed;
+SELECT queue, COUNT(*) AS killed FROM @killed GROUP BY queue;
 
 -- name: get_item
 SET NOCOUNT ON;

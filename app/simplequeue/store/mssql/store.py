@@ -24,6 +24,7 @@ from simplequeue.domain import (
     Completion,
     DeletedQueue,
     Failure,
+    FinishedHook,
     HistoryFilter,
     HistoryRecord,
     ItemExists,
@@ -32,6 +33,7 @@ from simplequeue.domain import (
     ItemView,
     LeasedItem,
     NewItem,
+    Outcome,
     Page,
     Pushed,
     QueueInUse,
@@ -39,6 +41,8 @@ from simplequeue.domain import (
     QueueSettings,
     QueueStats,
     SchemaNotReady,
+    ignore_finished,
+    tell,
 )
 from simplequeue.domain.rules import (
     complete_outcomes,
@@ -72,8 +76,10 @@ class MssqlStore:
         timeout_seconds: float = 5.0,
         clock: Clock | None = None,
         random: Callable[[], float] = random.random,
+        on_finished: FinishedHook = ignore_finished,
     ) -> None:
         self._dsn = odbc_connection_string(url)
+        self._on_finished = on_finished
         self._pool_size = pool_size
         self._timeout = timeout_seconds
         self._clock = clock
@@ -215,6 +221,7 @@ class MssqlStore:
             done, still_there = await fetch_sets(conn, "complete_batch", now=self._now(), items=items)
             if not done:
                 raise why_refused(rows.found(still_there[0] if still_there else None), lease_token)
+        tell(self._on_finished, Outcome.COMPLETED, [row["queue"] for row in done])
 
     async def complete_batch(self, items: Sequence[Completion]) -> list[CompleteOutcome]:
         """One batch: the items completed (with their history and dedup windows), then which of the
@@ -225,6 +232,7 @@ class MssqlStore:
             done, still_there = await fetch_sets(
                 conn, "complete_batch", now=self._now(), items=params.complete_json(items)
             )
+        tell(self._on_finished, Outcome.COMPLETED, [row["queue"] for row in done])
         return complete_outcomes(
             items,
             {rows.as_uuid(row["id"]) for row in done},
@@ -399,8 +407,12 @@ class MssqlStore:
 
     async def reap_expired(self, limit: int) -> int:
         async with self._transaction() as conn:
-            [row] = await fetch(conn, "reap_expired", now=self._now(), error=LEASE_EXPIRED_ERROR, limit=limit)
-        return int(row["killed"])
+            killed = await fetch(
+                conn, "reap_expired", now=self._now(), error=LEASE_EXPIRED_ERROR, limit=limit
+            )
+        for row in killed:
+            self._on_finished(row["queue"], Outcome.DEAD, int(row["killed"]))
+        return sum(int(row["killed"]) for row in killed)
 
     async def purge_history(self, limit: int) -> int:
         async with self._transaction() as conn:

@@ -122,7 +122,7 @@ WITH present AS (
     FROM done AS d JOIN sq_queues AS q ON q.name = d.queue
     WHERE k.queue = d.queue AND k.dedup_key = d.dedup_key AND k.item_id = d.id
 )
-SELECT present.id, present.status, present.lease_token, done.id IS NOT NULL AS completed
+SELECT present.id, present.status, present.lease_token, done.id IS NOT NULL AS completed, done.queue
 FROM present LEFT JOIN done ON done.id = present.id
 
 -- name: next_visible_at
@@ -194,7 +194,7 @@ WITH expired AS (
            d.group_key, d.dedup_key, :error::text, CASE WHEN q.history_payload THEN d.payload END
     FROM killed AS d JOIN sq_queues AS q ON q.name = d.queue
 )
-SELECT count(*) FROM killed
+SELECT queue, count(*) AS killed FROM killed GROUP BY queue
 
 -- name: get_item
 SELECT i.id, i.queue, i.payload::text AS payload, i.status, i.attempts, i.errors::text AS errors, i.created_at,

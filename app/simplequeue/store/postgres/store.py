@@ -19,6 +19,7 @@ from simplequeue.domain import (
     Completion,
     DeletedQueue,
     Failure,
+    FinishedHook,
     HistoryFilter,
     HistoryRecord,
     ItemExists,
@@ -27,6 +28,7 @@ from simplequeue.domain import (
     ItemView,
     LeasedItem,
     NewItem,
+    Outcome,
     Page,
     Pushed,
     QueueInUse,
@@ -34,6 +36,8 @@ from simplequeue.domain import (
     QueueSettings,
     QueueStats,
     SchemaNotReady,
+    ignore_finished,
+    tell,
 )
 from simplequeue.domain.rules import (
     complete_outcomes,
@@ -83,8 +87,10 @@ class PostgresStore:
         timeout_seconds: float = 5.0,
         clock: Clock | None = None,
         random: Callable[[], float] = random.random,
+        on_finished: FinishedHook = ignore_finished,
     ):
         self._url = url
+        self._on_finished = on_finished
         self._pool_size = pool_size
         self._timeout = timeout_seconds
         self._clock = clock
@@ -281,6 +287,7 @@ class PostgresStore:
             )
         if not (found and found[0]["completed"]):
             raise why_refused(rows.found(found[0] if found else None), lease_token)
+        tell(self._on_finished, Outcome.COMPLETED, [found[0]["queue"]])
 
     async def complete_batch(self, items: Sequence[Completion]) -> list[CompleteOutcome]:
         async with self._conn() as conn:
@@ -292,6 +299,7 @@ class PostgresStore:
                 now=self._now(),
             )
         completed = {r["id"] for r in found if r["completed"]}
+        tell(self._on_finished, Outcome.COMPLETED, [r["queue"] for r in found if r["completed"]])
         still_there = {r["id"] for r in found if not r["completed"]}
         dead = {r["id"] for r in found if r["status"] == ItemStatus.DEAD}
         return complete_outcomes(items, completed, still_there, dead)
@@ -452,10 +460,10 @@ class PostgresStore:
 
     async def reap_expired(self, limit: int) -> int:
         async with self._conn() as conn:
-            killed: int = await fetch_value(
-                conn, "reap", now=self._now(), limit=limit, error=LEASE_EXPIRED_ERROR
-            )
-        return killed
+            killed = await fetch(conn, "reap", now=self._now(), limit=limit, error=LEASE_EXPIRED_ERROR)
+        for row in killed:
+            self._on_finished(row["queue"], Outcome.DEAD, row["killed"])
+        return sum(row["killed"] for row in killed)
 
     async def purge_history(self, limit: int) -> int:
         async with self._conn() as conn:

@@ -22,6 +22,7 @@ from simplequeue.domain import (
     Completion,
     DeletedQueue,
     Failure,
+    FinishedHook,
     HistoryFilter,
     HistoryRecord,
     ItemExists,
@@ -38,7 +39,9 @@ from simplequeue.domain import (
     QueueSettings,
     QueueStats,
     SchemaNotReady,
+    ignore_finished,
     system_clock,
+    tell,
 )
 from simplequeue.domain.rules import (
     complete_outcomes,
@@ -71,8 +74,10 @@ class SqliteStore:
         readers: int = 2,
         clock: Clock | None = None,
         random: Callable[[], float] = random.random,
+        on_finished: FinishedHook = ignore_finished,
     ):
         self._path = path
+        self._on_finished = on_finished
         self._timeout = timeout_seconds
         self._reader_count = readers
         self._clock = clock or system_clock
@@ -260,6 +265,7 @@ class SqliteStore:
                 current = await fetch_one(conn, "get_item", id=str(item_id))
                 raise why_refused(rows.found(current, now), lease_token)
             await self._finish(conn, [row["seq"]], to_text(now))
+        tell(self._on_finished, Outcome.COMPLETED, [row["queue"]])
 
     async def complete_batch(self, items: Sequence[Completion]) -> list[CompleteOutcome]:
         requested = json.dumps(
@@ -271,6 +277,7 @@ class SqliteStore:
             await self._finish(conn, [row["seq"] for row in matched], now)
             completed = {rows.as_uuid(row["id"]) for row in matched}
             left = await fetch(conn, "item_states", ids=json.dumps([str(i.id) for i in items]), now=now)
+        tell(self._on_finished, Outcome.COMPLETED, [row["queue"] for row in matched])
         still_there = {rows.as_uuid(row["id"]) for row in left}
         dead = {rows.as_uuid(row["id"]) for row in left if row["status"] == ItemStatus.DEAD}
         return complete_outcomes(items, completed, still_there, dead)
@@ -445,11 +452,11 @@ class SqliteStore:
     async def reap_expired(self, limit: int) -> int:
         now = to_text(self._clock())
         async with self._write() as conn:
-            seqs = json.dumps(
-                [row["seq"] for row in await fetch(conn, "expired_last_attempts", now=now, limit=limit)]
-            )
+            expired = await fetch(conn, "expired_last_attempts", now=now, limit=limit)
+            seqs = json.dumps([row["seq"] for row in expired])
             killed = await execute(conn, "kill", seqs=seqs, now=now, error=LEASE_EXPIRED_ERROR)
             await execute(conn, "write_history", seqs=seqs, now=now, outcome=Outcome.DEAD)
+        tell(self._on_finished, Outcome.DEAD, [row["queue"] for row in expired])
         return killed
 
     async def purge_history(self, limit: int) -> int:
