@@ -1,0 +1,159 @@
+"""The Spark data source's batch write, on local[2] against a live service (SQLite and PostgreSQL):
+exactly once when tasks fail midway and are retried, optional columns, and bad input that fails
+before anything is pushed. One Spark session for the module."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import httpx
+import pytest
+
+from tests.test_e2e import serving
+
+pytestmark = pytest.mark.e2e
+pyspark = pytest.importorskip("pyspark", reason="pip install 'simplequeue[spark]'")
+
+from pyspark.sql import SparkSession  # noqa: E402
+from pyspark.sql.utils import AnalysisException  # noqa: E402
+from simplequeue.spark import register  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[SparkSession]:
+    if shutil.which("java") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI needs Java for the Spark tests")
+        pytest.skip("no java")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    session = (
+        SparkSession.builder.master("local[2, 3]")  # two cores, a task may fail twice
+        .appName("simplequeue-tests")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.session.timeZone", "America/New_York")  # not UTC, on purpose
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    register(session)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def service(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path_factory.mktemp('spark') / 'spark.db'}"
+    else:
+        url = request.getfixturevalue("postgres_url")
+    with serving(url) as base:
+        yield base
+
+
+def items_of(base: str, queue: str) -> list[dict[str, object]]:
+    found: list[dict[str, object]] = []
+    with httpx.Client(base_url=base, timeout=30) as http:
+        while True:
+            got = http.post("/pop", json={"queue": queue, "max_items": 100, "lease_seconds": 600}).json()[
+                "items"
+            ]
+            if not got:
+                return found
+            found += got
+
+
+def test_a_task_that_fails_midway_and_is_retried_pushes_nothing_twice(
+    spark: SparkSession, service: str
+) -> None:
+    queue = f"spark-retry-{os.getpid()}"
+    rows = spark.range(0, 2000, numPartitions=4).selectExpr("to_json(named_struct('n', id)) AS payload")
+    (
+        rows.write.format("simplequeue")
+        .option("url", service)
+        .option("queue", queue)
+        .option("batch_size", "100")
+        .option("_fail_after_batches", "2")  # every task's first attempt dies after 2 batches pushed
+        .mode("append")
+        .save()
+    )
+    numbers = sorted(i["payload"]["n"] for i in items_of(service, queue))  # type: ignore[index]
+    assert numbers == list(range(2000))
+
+
+def test_optional_columns_and_nulls(spark: SparkSession, service: str) -> None:
+    queue = f"spark-columns-{os.getpid()}"
+    other = f"{queue}-other"
+    created = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    frame = spark.createDataFrame(
+        [
+            ('{"k": 1}', "key-1", 5, None, "g1", created, queue),
+            ('{"k": 2}', "key-1", None, None, None, None, queue),  # same key: a duplicate
+            ('{"k": 3}', None, None, 3600.0, None, None, queue),  # delayed
+            ('{"k": 4}', None, None, None, None, None, other),
+        ],
+        "payload string, dedup_key string, priority int, delay_seconds double, `group` string, "
+        "created_at timestamp, queue string",
+    )
+    frame.write.format("simplequeue").option("url", service).mode("append").save()
+
+    popped = items_of(service, queue)
+    assert [i["payload"] for i in popped] == [{"k": 1}]
+    [first] = popped
+    assert (first["priority"], first["group"]) == (5, "g1")
+    assert first["created_at"] == "2026-01-02T03:04:05Z"  # the same instant, whatever the time zones
+    assert [i["payload"] for i in items_of(service, other)] == [{"k": 4}]
+    with httpx.Client(base_url=service) as http:
+        assert http.get(f"/queues/{queue}").json()["delayed"] == 1
+
+
+def test_a_struct_payload_becomes_a_json_value(spark: SparkSession, service: str) -> None:
+    queue = f"spark-struct-{os.getpid()}"
+    frame = spark.sql("SELECT named_struct('to', 'ada@example.com', 'tags', array('a', 'b')) AS payload")
+    frame.write.format("simplequeue").option("url", service).option("queue", queue).mode("append").save()
+    assert [i["payload"] for i in items_of(service, queue)] == [{"to": "ada@example.com", "tags": ["a", "b"]}]
+
+
+@pytest.mark.parametrize(
+    ("options", "sql", "says"),
+    [
+        ({"queue": "q"}, "SELECT '1' AS payload", 'option "url" is required'),
+        ({}, "SELECT '1' AS payload", 'option "queue" is required'),
+        ({"queue": "q"}, "SELECT '1' AS body", 'column "payload" is required'),
+        ({"queue": "q", "batch_size": "0"}, "SELECT '1' AS payload", 'option "batch_size" must be between'),
+    ],
+)
+def test_bad_options_fail_before_anything_is_pushed(
+    spark: SparkSession, service: str, options: dict[str, str], sql: str, says: str
+) -> None:
+    writer = spark.sql(sql).write.format("simplequeue").mode("append")
+    if not says.startswith('option "url"'):
+        writer = writer.option("url", service)
+    for name, value in options.items():
+        writer = writer.option(name, value)
+    with pytest.raises(Exception, match=says):
+        writer.save()
+
+
+def test_a_payload_that_is_not_json_names_its_partition_and_row(spark: SparkSession, service: str) -> None:
+    queue = f"spark-bad-{os.getpid()}"
+    frame = spark.createDataFrame([('{"ok": 1}',), ("{broken",)], "payload string").coalesce(1)
+    with pytest.raises(Exception, match=r"partition 0, row 1: payload is not JSON"):
+        frame.write.format("simplequeue").option("url", service).option("queue", queue).mode("append").save()
+
+
+def test_an_unreachable_url_fails_at_once_naming_it(spark: SparkSession) -> None:
+    with pytest.raises(Exception, match=r"simplequeue at http://127.0.0.1:9 does not answer"):
+        spark.sql("SELECT '1' AS payload").write.format("simplequeue").option(
+            "url", "http://127.0.0.1:9"
+        ).option("queue", "q").mode("append").save()
+
+
+def test_overwrite_is_refused(spark: SparkSession, service: str) -> None:
+    with pytest.raises((AnalysisException, Exception), match="append"):
+        spark.sql("SELECT '1' AS payload").write.format("simplequeue").option("url", service).option(
+            "queue", "q"
+        ).mode("overwrite").save()
