@@ -1,14 +1,15 @@
-"""The Spark data source's batch write, on local[2] against a live service (SQLite and PostgreSQL):
-exactly once when tasks fail midway and are retried, optional columns, and bad input that fails
-before anything is pushed. One Spark session for the module."""
+"""The Spark data source on local[2] against a live service (SQLite and PostgreSQL): the batch
+write (exactly once when tasks fail midway and are retried, optional columns, bad input that fails
+before anything is pushed) and the history read. One Spark session for the module."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
@@ -157,3 +158,49 @@ def test_overwrite_is_refused(spark: SparkSession, service: str) -> None:
         spark.sql("SELECT '1' AS payload").write.format("simplequeue").option("url", service).option(
             "queue", "q"
         ).mode("overwrite").save()
+
+
+def test_history_reads_back_what_finished_split_by_time(spark: SparkSession, service: str) -> None:
+    queue = f"spark-history-{os.getpid()}"
+    with httpx.Client(base_url=service, timeout=30) as http:
+        http.put(f"/queues/{queue}", json={"max_attempts": 1, "history_payload": True})
+        http.post("/push/batch", json={"queue": queue, "items": [{"payload": {"n": n}} for n in range(30)]})
+    finished = items_of(service, queue)
+    with httpx.Client(base_url=service, timeout=30) as http:
+        for item in finished[:20]:
+            http.delete(f"/items/{item['id']}", params={"lease_token": item["lease_token"]})
+        for item in finished[20:]:
+            http.post(f"/items/{item['id']}/fail", json={"error": "boom", "lease_token": item["lease_token"]})
+    since = (datetime.now(UTC) - timedelta(hours=1)).isoformat()
+    frame = (
+        spark.read.format("simplequeue")
+        .option("url", service)
+        .option("queue", queue)
+        .option("since", since)
+        .option("numPartitions", "3")
+        .load()
+    )
+    assert frame.columns[:9] == [
+        "id", "queue", "outcome", "attempts", "created_at", "first_popped_at", "finished_at",
+        "last_error", "payload",
+    ]  # fmt: skip
+    assert frame.rdd.getNumPartitions() == 3
+    rows = frame.collect()
+    assert len(rows) == 30
+    assert sorted(json.loads(r.payload)["n"] for r in rows) == list(range(30))
+    outcomes = {o: sum(1 for r in rows if r.outcome == o) for o in ("completed", "dead")}
+    assert outcomes == {"completed": 20, "dead": 10}
+    assert {r.last_error for r in rows if r.outcome == "dead"} == {"boom"}
+    # The same instants as the service's, though the session's time zone is not UTC.
+    with httpx.Client(base_url=service) as http:
+        newest = http.get(f"/queues/{queue}/history", params={"limit": 1}).json()["items"][0]
+    [row] = [r for r in rows if r.id == newest["id"]]
+    assert row.finished_at.astimezone(UTC) == datetime.fromisoformat(
+        newest["finished_at"].replace("Z", "+00:00")
+    )
+
+
+def test_a_read_with_a_bad_option_names_it(spark: SparkSession, service: str) -> None:
+    reader = spark.read.format("simplequeue").option("url", service).option("queue", "q")
+    with pytest.raises(Exception, match='option "numPartitions" must be a whole number'):
+        reader.option("numPartitions", "none").load().collect()
