@@ -17,7 +17,7 @@ import click
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
-from simplequeue import cli_client, cli_work
+from simplequeue import cli_client, cli_spark, cli_work
 from simplequeue.domain import QueueError
 from simplequeue.logs import logging_config
 from simplequeue.main import store_for
@@ -209,6 +209,7 @@ main.add_command(cli_client.push)
 main.add_command(cli_client.pop)
 main.add_command(cli_client.stats)
 main.add_command(cli_work.work)
+main.add_command(cli_spark.spark)
 
 if __name__ == "__main__":
     main()
