@@ -100,6 +100,10 @@ async def test_dead_letters_redrive_and_purge(sq: AsyncClient, queue: str) -> No
     page = await sq.dead(queue)
     assert [i.id for i in page.items] == [pushed.id]
     assert page.next_cursor is None
+    died = page.items[0].died_at
+    assert died is not None
+    assert [i.id for i in (await sq.dead(queue, since=died)).items] == [pushed.id]
+    assert (await sq.dead(queue, until=died)).items == []
     assert await sq.redrive(queue, ids=[pushed.id]) == 1
     [item] = await sq.pop(queue)
     await sq.fail(item, "no again", retry=False)

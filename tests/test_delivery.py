@@ -16,6 +16,7 @@ from simplequeue.domain import (
     Backoff,
     CompleteOutcome,
     Completion,
+    DeadFilter,
     Failure,
     HistoryFilter,
     InvalidCursor,
@@ -170,7 +171,7 @@ async def test_a_lease_that_expires_on_the_last_attempt_goes_dead_not_ready(
 
     assert await reap(store, max_rows=100) == 1
     assert await reap(store, max_rows=100) == 0
-    [dead] = (await store.list_dead(queue, 10, None)).items
+    [dead] = (await store.list_dead(queue, DeadFilter(), 10, None)).items
     assert (dead.id, dead.status, dead.died_at) == (item.id, ItemStatus.DEAD, clock.now)
     assert dead.errors[-1].error == LEASE_EXPIRED_ERROR
     [record] = (await store.list_history(queue, HistoryFilter(outcome=Outcome.DEAD), 10, None)).items
@@ -264,14 +265,28 @@ async def test_dead_letters_page_newest_first(store: Store, queue: str, clock: F
     ids = await kill(store, queue, 5, clock)
     seen, cursor = [], None
     for _ in range(3):
-        page = await store.list_dead(queue, 2, cursor)
+        page = await store.list_dead(queue, DeadFilter(), 2, cursor)
         seen += [(v.id, v.errors[-1].error) for v in page.items]
         cursor = page.next_cursor
         if cursor is None:
             break
     assert seen == [(ids[k], f"bad {k}") for k in reversed(range(5))]
     with pytest.raises(InvalidCursor):
-        await store.list_dead(queue, 2, "not-a-cursor")
+        await store.list_dead(queue, DeadFilter(), 2, "not-a-cursor")
+
+
+async def test_dead_letters_between_since_and_until(store: Store, queue: str, clock: FakeClock) -> None:
+    start = clock.now
+    ids = await kill(store, queue, 5, clock)  # died at start + 0, 1, 2, 3, 4 s
+    window = DeadFilter(since=start + timedelta(seconds=1), until=start + timedelta(seconds=3))
+    assert [v.id for v in (await store.list_dead(queue, window, 10, None)).items] == [ids[2], ids[1]]
+    later = DeadFilter(since=start + timedelta(seconds=3))
+    first = await store.list_dead(queue, later, 1, None)
+    rest = await store.list_dead(queue, later, 1, first.next_cursor)
+    assert [v.id for v in first.items + rest.items] == [ids[4], ids[3]]
+    assert (await store.list_dead(queue, later, 1, rest.next_cursor)).items == []
+    earlier = DeadFilter(until=start + timedelta(seconds=1))
+    assert [v.id for v in (await store.list_dead(queue, earlier, 10, None)).items] == [ids[0]]
 
 
 async def test_redrive_makes_dead_items_ready_with_attempts_reset(

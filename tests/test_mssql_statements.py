@@ -38,6 +38,7 @@ from simplequeue.domain import (
     CompleteOutcome,
     Completion,
     DatabaseUnavailable,
+    DeadFilter,
     DeletedQueue,
     Failure,
     HistoryFilter,
@@ -229,7 +230,7 @@ PARAMETERS = {
     "fail": ("now", "id", "lease_token", "retry", "retry_after", "draw", "error"),
     "reap_expired": ("now", "error", "limit"),
     "get_item": ("now", "id"),
-    "list_dead": ("now", "queue", "after_at", "after_seq", "limit"),
+    "list_dead": ("now", "queue", "since", "until", "after_at", "after_seq", "limit"),
     "pick_dead": ("queue", "ids", "limit"),
     "revive": ("now", "queue", "plan"),
     "purge_dead": ("now", "queue", "limit"),
@@ -1172,7 +1173,7 @@ def test_reap_expired_kills_expired_last_attempts_skipping_locked_rows_and_write
 def test_list_dead_pages_newest_dead_first_from_the_cursor() -> None:
     [select] = statements("list_dead")
     assert isinstance(select, exp.Select)
-    assert placeholders(Q["list_dead"].sql) == 5
+    assert placeholders(Q["list_dead"].sql) == 7
     assert select.args.get("limit") is not None
     assert "sq_items_dead" in index_hint(table_named(select, "sq_items"))
     assert [(o.this.sql("tsql"), bool(o.args.get("desc"))) for o in select.args["order"].expressions] == [
@@ -1180,7 +1181,8 @@ def test_list_dead_pages_newest_dead_first_from_the_cursor() -> None:
         ("i.seq", True),
     ]
     assert select.args["where"].this.sql("tsql") == (
-        "i.queue = @queue AND i.status = 'dead' AND (@after_at IS NULL OR i.died_at < @after_at "
+        "i.queue = @queue AND i.status = 'dead' AND (@since IS NULL OR i.died_at >= @since) "
+        "AND (@until IS NULL OR i.died_at < @until) AND (@after_at IS NULL OR i.died_at < @after_at "
         "OR (i.died_at = @after_at AND i.seq < @after_seq))"
     )
 
@@ -2395,16 +2397,16 @@ async def test_list_dead_pages_with_a_cursor_of_the_last_rows_died_at_and_seq(
     died = datetime(2026, 3, 1, 11, 0, 0, 654321)
     conn.reply("list_dead", dead_rows((12, newer, died), (9, older, died)), dead_rows((3, uuid4(), died)))
 
-    page = await store.list_dead("orders", 2, None)
+    page = await store.list_dead("orders", DeadFilter(), 2, None)
 
     assert [view.id for view in page.items] == [newer, older]
     assert all(view.status is ItemStatus.DEAD for view in page.items)
     assert page.next_cursor == encode_cursor(died, 9)
-    last = await store.list_dead("orders", 2, page.next_cursor)
+    last = await store.list_dead("orders", DeadFilter(), 2, page.next_cursor)
     assert last.next_cursor is None, "a short page is the last"
     first, second = conn.all_params("list_dead")
-    assert first == (NOW_TEXT, "orders", "", "", 2)
-    assert second == (NOW_TEXT, "orders", "2026-03-01T11:00:00.654321", "9", 2)
+    assert first == (NOW_TEXT, "orders", "", "", "", "", 2)
+    assert second == (NOW_TEXT, "orders", "", "", "2026-03-01T11:00:00.654321", "9", 2)
     assert "DECLARE @after_seq BIGINT = CAST(NULLIF(N'9', N'') AS BIGINT);" in conn.executed[1].inlined
 
 
@@ -2413,7 +2415,7 @@ async def test_a_cursor_that_is_not_ours_is_refused_before_asking(
 ) -> None:
     store, conn = fake
     with pytest.raises(InvalidCursor):
-        await store.list_dead("orders", 10, "not-a-cursor")
+        await store.list_dead("orders", DeadFilter(), 10, "not-a-cursor")
     with pytest.raises(InvalidCursor):
         await store.list_history("orders", HistoryFilter(), 10, "%%%")
     assert conn.executed == []
@@ -2722,7 +2724,7 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     await store.list_queues()
     await store.get_queue("orders")
     await store.put_queue("orders", QueueSettings())
-    await store.list_dead("orders", 10, None)
+    await store.list_dead("orders", DeadFilter(), 10, None)
     assert await store.redrive("orders", None, None) == 1
     await store.purge_dead("orders")
     await store.list_history("orders", HistoryFilter(), 10, None)

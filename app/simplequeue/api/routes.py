@@ -48,6 +48,7 @@ from simplequeue.api.schemas import (
 )
 from simplequeue.domain import (
     Completion,
+    DeadFilter,
     Failure,
     HistoryFilter,
     ItemNotFound,
@@ -342,11 +343,23 @@ async def put_queue(
     responses=_errors(404, 422, 503),
 )
 async def list_dead(
-    name: QueuePath, sq: ServiceDep, who: Caller, limit: PageLimit = 100, cursor: Cursor = None
+    name: QueuePath,
+    sq: ServiceDep,
+    who: Caller,
+    since: Annotated[
+        UtcDatetime | None,
+        Query(description=f"Died at or after this time ({TIME_TEXT})."),
+    ] = None,
+    until: Annotated[
+        UtcDatetime | None,
+        Query(description=f"Died before this time ({TIME_TEXT})."),
+    ] = None,
+    limit: PageLimit = 100,
+    cursor: Cursor = None,
 ) -> Response:
-    """Dead items with their errors, most recently dead first."""
+    """Dead items with their errors and payloads, most recently dead first."""
     who.require(Action.ADMINISTER, name)
-    page = await sq.list_dead(name, limit, cursor)
+    page = await sq.list_dead(name, DeadFilter(since, until), limit, cursor)
     return json_text(page_json([Item.json_of(v) for v in page.items], page.next_cursor))
 
 

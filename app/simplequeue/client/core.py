@@ -402,8 +402,20 @@ class AsyncClient:
         """Set a queue's settings (PUT replaces them all: an omitted one takes its default)."""
         return QueueStats.of(await self._json("PUT", f"/queues/{queue}", retry=_Retry.ANY, json=settings))
 
-    async def dead(self, queue: str = "default", *, limit: int = 100, cursor: str | None = None) -> DeadPage:
-        params: dict[str, str | int] = {"limit": limit} | ({"cursor": cursor} if cursor else {})
+    async def dead(
+        self,
+        queue: str = "default",
+        *,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+    ) -> DeadPage:
+        """Dead items (died_at in [since, until) when given), newest dead first, with payloads."""
+        params: dict[str, str | int] = {"limit": limit}
+        for name, value in (("since", _iso(since)), ("until", _iso(until)), ("cursor", cursor)):
+            if value is not None:
+                params[name] = value
         answer = await self._json("GET", f"/queues/{queue}/dead", retry=_Retry.ANY, params=params)
         return DeadPage([ItemInfo.of(i) for i in answer["items"]], answer["next_cursor"])
 

@@ -208,3 +208,9 @@ class HistoryFilter:
     outcome: Outcome | None = None
     since: datetime | None = None  # finished_at >= since
     until: datetime | None = None  # finished_at < until
+
+
+@dataclass(frozen=True, slots=True)
+class DeadFilter:
+    since: datetime | None = None  # died_at >= since
+    until: datetime | None = None  # died_at < until

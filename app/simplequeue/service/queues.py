@@ -20,6 +20,7 @@ from simplequeue.domain import (
     CompleteOutcome,
     Completion,
     DatabaseUnavailable,
+    DeadFilter,
     DeletedQueue,
     Draft,
     Failure,
@@ -257,9 +258,11 @@ class QueueService:
     async def get_queue(self, name: str) -> QueueStats:
         return await self._store.get_queue(name)
 
-    async def list_dead(self, queue: str, limit: int, cursor: str | None) -> Page[ItemView]:
+    async def list_dead(
+        self, queue: str, where: DeadFilter, limit: int, cursor: str | None
+    ) -> Page[ItemView]:
         await self._known(queue)
-        return await self._store.list_dead(queue, limit, cursor)
+        return await self._store.list_dead(queue, where, limit, cursor)
 
     async def list_history(
         self, queue: str, where: HistoryFilter, limit: int, cursor: str | None

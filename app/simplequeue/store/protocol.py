@@ -16,6 +16,7 @@ from uuid import UUID
 from simplequeue.domain import (
     CompleteOutcome,
     Completion,
+    DeadFilter,
     DeletedQueue,
     Failure,
     HistoryFilter,
@@ -125,8 +126,11 @@ class Inspection(Protocol):
         """Live items in one state (ready, delayed, retrying or leased) as they are at this moment,
         oldest created first, leasing nothing. Raises InvalidCursor."""
 
-    async def list_dead(self, queue: str, limit: int, cursor: str | None) -> Page[ItemView]:
-        """Dead items, most recently dead first. Raises InvalidCursor."""
+    async def list_dead(
+        self, queue: str, where: DeadFilter, limit: int, cursor: str | None
+    ) -> Page[ItemView]:
+        """Dead items, most recently dead first, those that died in the filter's range. Raises
+        InvalidCursor."""
 
     async def list_history(
         self, queue: str, where: HistoryFilter, limit: int, cursor: str | None

@@ -433,10 +433,13 @@ WHERE i.id = CAST(:id AS UNIQUEIDENTIFIER);
 
 -- name: list_dead
 -- A page of dead items, most recently dead first, after the cursor's (died_at, seq) if one is given:
--- a backward walk of the filtered sq_items_dead from the cursor, stopped after TOP rows.
+-- a backward walk of the filtered sq_items_dead from the cursor, stopped after TOP rows. since and
+-- until ('' for none) bound died_at, which leads the index after the queue, so they narrow the walk.
 SET NOCOUNT ON;
 DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
 DECLARE @queue NVARCHAR(4000) = :queue;
+DECLARE @since DATETIME2(7) = CAST(NULLIF(:since, N'') AS DATETIME2(7));
+DECLARE @until DATETIME2(7) = CAST(NULLIF(:until, N'') AS DATETIME2(7));
 DECLARE @after_at DATETIME2(7) = CAST(NULLIF(:after_at, N'') AS DATETIME2(7));
 DECLARE @after_seq BIGINT = CAST(NULLIF(:after_seq, N'') AS BIGINT);
 SELECT TOP (CAST(:limit AS INT)) i.seq, i.id, i.queue, i.payload, i.status, i.attempts, i.errors, i.created_at,
@@ -445,6 +448,8 @@ SELECT TOP (CAST(:limit AS INT)) i.seq, i.id, i.queue, i.payload, i.status, i.at
 FROM dbo.sq_items AS i WITH (INDEX(sq_items_dead))
 JOIN dbo.sq_queues AS q ON q.name = i.queue
 WHERE i.queue = @queue AND i.status = 'dead'
+  AND (@since IS NULL OR i.died_at >= @since)
+  AND (@until IS NULL OR i.died_at < @until)
   AND (@after_at IS NULL OR i.died_at < @after_at OR (i.died_at = @after_at AND i.seq < @after_seq))
 ORDER BY i.died_at DESC, i.seq DESC;
 

@@ -22,6 +22,7 @@ from simplequeue.domain import (
     Clock,
     CompleteOutcome,
     Completion,
+    DeadFilter,
     DeletedQueue,
     Failure,
     FinishedHook,
@@ -344,11 +345,15 @@ class MssqlStore:
             raise QueueInUse()
         return DeletedQueue(items=int(row["items"]), history=int(row["history"]))
 
-    async def list_dead(self, queue: str, limit: int, cursor: str | None) -> Page[ItemView]:
+    async def list_dead(
+        self, queue: str, where: DeadFilter, limit: int, cursor: str | None
+    ) -> Page[ItemView]:
         after_at, after_seq = decode_cursor(cursor)
         values: dict[str, Param] = {
             "now": self._now(),
             "queue": queue,
+            "since": params.optional_time(where.since),
+            "until": params.optional_time(where.until),
             "after_at": params.optional_time(after_at),
             "after_seq": params.optional(after_seq),
             "limit": limit,

@@ -208,7 +208,10 @@ SELECT i.seq, i.id, i.queue, i.payload::text AS payload, i.status, i.attempts, i
        i.created_at, i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.first_popped_at,
        i.died_at, q.max_attempts, COALESCE(:now::timestamptz, now()) AS now
 FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
-WHERE i.queue = :queue AND i.status = 'dead' AND (:after_at::timestamptz IS NULL OR (i.died_at, i.seq) < (:after_at, :after_seq))
+WHERE i.queue = :queue AND i.status = 'dead'
+  AND (:since::timestamptz IS NULL OR i.died_at >= :since)
+  AND (:until::timestamptz IS NULL OR i.died_at < :until)
+  AND (:after_at::timestamptz IS NULL OR (i.died_at, i.seq) < (:after_at, :after_seq))
 ORDER BY i.died_at DESC, i.seq DESC
 LIMIT :limit
 

@@ -17,6 +17,7 @@ from simplequeue.domain import (
     Clock,
     CompleteOutcome,
     Completion,
+    DeadFilter,
     DeletedQueue,
     Failure,
     FinishedHook,
@@ -394,13 +395,17 @@ class PostgresStore:
             raise QueueInUse()
         return DeletedQueue(items=row["items"], history=row["history"])
 
-    async def list_dead(self, queue: str, limit: int, cursor: str | None) -> Page[ItemView]:
+    async def list_dead(
+        self, queue: str, where: DeadFilter, limit: int, cursor: str | None
+    ) -> Page[ItemView]:
         after_at, after_seq = decode_cursor(cursor)
         async with self._conn() as conn:
             page = await fetch(
                 conn,
                 "list_dead",
                 queue=queue,
+                since=where.since,
+                until=where.until,
                 limit=limit,
                 after_at=after_at,
                 after_seq=after_seq,

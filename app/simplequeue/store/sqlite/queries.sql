@@ -153,6 +153,8 @@ SELECT i.seq, i.id, i.queue, i.payload, i.status, i.attempts, i.errors, i.create
        i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at, q.max_attempts
 FROM sq_items AS i INDEXED BY sq_items_dead JOIN sq_queues AS q ON q.name = i.queue
 WHERE i.queue = :queue AND i.status = 'dead'
+  AND (:since IS NULL OR i.died_at >= :since)
+  AND (:until IS NULL OR i.died_at < :until)
   AND (:after_at IS NULL OR (i.died_at, i.seq) < (:after_at, :after_seq))
 ORDER BY i.died_at DESC, i.seq DESC
 LIMIT :limit

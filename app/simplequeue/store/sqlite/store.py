@@ -20,6 +20,7 @@ from simplequeue.domain import (
     Clock,
     CompleteOutcome,
     Completion,
+    DeadFilter,
     DeletedQueue,
     Failure,
     FinishedHook,
@@ -379,11 +380,15 @@ class SqliteStore:
             await execute(conn, "delete_queue", queue=queue)
         return DeletedQueue(items=items, history=history)
 
-    async def list_dead(self, queue: str, limit: int, cursor: str | None) -> Page[ItemView]:
+    async def list_dead(
+        self, queue: str, where: DeadFilter, limit: int, cursor: str | None
+    ) -> Page[ItemView]:
         after_at, after_seq = decode_cursor(cursor)
         now = self._clock()
         params = {
             "queue": queue,
+            "since": to_text(where.since) if where.since else None,
+            "until": to_text(where.until) if where.until else None,
             "limit": limit,
             "after_at": to_text(after_at) if after_at else None,
             "after_seq": after_seq,
