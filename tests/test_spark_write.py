@@ -6,65 +6,18 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import sys
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
-
-from tests.test_e2e import serving
 
 pytestmark = pytest.mark.e2e
 pyspark = pytest.importorskip("pyspark", reason="pip install 'simplequeue[spark]'")
 
 from pyspark.sql import SparkSession  # noqa: E402
 from pyspark.sql.utils import AnalysisException  # noqa: E402
-from simplequeue.spark import register  # noqa: E402
 
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    if shutil.which("java") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI needs Java for the Spark tests")
-        pytest.skip("no java")
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = (
-        SparkSession.builder.master("local[2, 3]")  # two cores, a task may fail twice
-        .appName("simplequeue-tests")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.session.timeZone", "America/New_York")  # not UTC, on purpose
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    register(session)
-    yield session
-    session.stop()
-
-
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def service(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path_factory.mktemp('spark') / 'spark.db'}"
-    else:
-        url = request.getfixturevalue("postgres_url")
-    with serving(url) as base:
-        yield base
-
-
-def items_of(base: str, queue: str) -> list[dict[str, object]]:
-    found: list[dict[str, object]] = []
-    with httpx.Client(base_url=base, timeout=30) as http:
-        while True:
-            got = http.post("/pop", json={"queue": queue, "max_items": 100, "lease_seconds": 600}).json()[
-                "items"
-            ]
-            if not got:
-                return found
-            found += got
+from tests.sparking import items_of, service, spark  # noqa: E402, F401  (fixtures)
 
 
 def test_a_task_that_fails_midway_and_is_retried_pushes_nothing_twice(
@@ -204,3 +157,28 @@ def test_a_read_with_a_bad_option_names_it(spark: SparkSession, service: str) ->
     reader = spark.read.format("simplequeue").option("url", service).option("queue", "q")
     with pytest.raises(Exception, match='option "numPartitions" must be a whole number'):
         reader.option("numPartitions", "none").load().collect()
+
+
+def test_dead_letters_read_with_their_payloads_and_errors(spark: SparkSession, service: str) -> None:
+    queue = f"spark-dead-{os.getpid()}"
+    with httpx.Client(base_url=service, timeout=30) as http:
+        http.put(f"/queues/{queue}", json={"max_attempts": 1})  # history keeps no payloads here
+        http.post("/push/batch", json={"queue": queue, "items": [{"payload": {"n": n}} for n in range(12)]})
+        for item in items_of(service, queue):
+            http.post(
+                f"/items/{item['id']}/fail", json={"error": "bad address", "lease_token": item["lease_token"]}
+            )
+    reader = spark.read.format("simplequeue").option("url", service).option("queue", queue)
+    rows = reader.option("source", "dead").option("numPartitions", "2").load().collect()
+    assert sorted(json.loads(r.payload)["n"] for r in rows) == list(range(12))
+    assert {(r.outcome, r.last_error, r.attempts) for r in rows} == {("dead", "bad address", 1)}
+    assert all(r.finished_at is not None for r in rows)
+    later = datetime.now(UTC) + timedelta(hours=1)
+    window = {"source": "dead", "since": later.isoformat(), "until": (later + timedelta(hours=1)).isoformat()}
+    assert reader.options(**window).load().count() == 0
+
+
+def test_a_stream_source_asked_for_in_a_batch_read_is_refused(spark: SparkSession, service: str) -> None:
+    reader = spark.read.format("simplequeue").option("url", service).option("queue", "q")
+    with pytest.raises(Exception, match='option "source" must be "history" or "dead"'):
+        reader.option("source", "items").load().collect()

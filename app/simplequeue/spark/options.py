@@ -39,14 +39,14 @@ class WriteOptions:
         return cls(
             url=url,
             queue=queue,
-            batch_size=_positive(options, "batch_size", DEFAULT_BATCH_SIZE, most=1000),
-            batch_bytes=_positive(options, "batch_bytes", DEFAULT_BATCH_BYTES, most=64 * 1024 * 1024),
+            batch_size=positive(options, "batch_size", DEFAULT_BATCH_SIZE, most=1000),
+            batch_bytes=positive(options, "batch_bytes", DEFAULT_BATCH_BYTES, most=64 * 1024 * 1024),
             api_key=options.get("api_key") or None,
             fail_after_batches=int(fail_after) if fail_after else None,
         )
 
 
-def _positive(options: Mapping[str, str], name: str, default: int, most: int) -> int:
+def positive(options: Mapping[str, str], name: str, default: int, most: int) -> int:
     text = options.get(name)
     if text is None:
         return default

@@ -1,7 +1,11 @@
-"""Batch reads of a queue's history: `spark.read.format("simplequeue").option("source", "history")`.
+"""Batch reads of a queue's history (`.option("source", "history")`, the default) or of its dead
+letters (`.option("source", "dead")`).
 
-The time range [since, until) of finished_at is cut into numPartitions equal slices; each task
-pages through its slice over GET /queues/{name}/history, for one queue or for every queue.
+The time range [since, until) of finished_at (a dead letter's died_at) is cut into numPartitions
+equal slices; each task pages through its slice over GET /queues/{name}/history (or /dead), for
+one queue or for every queue. Both give the same columns: a dead letter's outcome is "dead", its
+last_error the error of its last attempt, and its payload always there (history keeps payloads only
+for queues whose history_payload is on).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ LONGEST_RETENTION = timedelta(days=366)
 @dataclass(frozen=True)
 class ReadOptions:
     url: str
+    source: str
     queues: tuple[str, ...]
     since: datetime
     until: datetime
@@ -42,8 +47,11 @@ class ReadOptions:
         if not url:
             raise OptionError('option "url" is required: .option("url", "http://host:8000")')
         source = options.get("source", "history")
-        if source != "history":
-            raise OptionError(f'option "source" may be "history" (reading {source!r} is to come)')
+        if source not in ("history", "dead"):
+            raise OptionError(
+                f'option "source" must be "history" or "dead" for a batch read (a stream reads '
+                f'"queue"), not {source!r}'
+            )
         until = _time(options, "until") or datetime.now(UTC)
         since = _time(options, "since") or until - LONGEST_RETENTION
         if since >= until:
@@ -54,9 +62,8 @@ class ReadOptions:
         if not text.isdigit() or not 1 <= int(text) <= 10_000:
             raise OptionError(f'option "numPartitions" must be a whole number from 1 to 10000, not {text!r}')
         queue = options.get("queue")
-        return cls(
-            url, (queue,) if queue else tuple(listed), since, until, int(text), options.get("api_key") or None
-        )
+        queues = (queue,) if queue else tuple(listed)
+        return cls(url, source, queues, since, until, int(text), options.get("api_key") or None)
 
 
 def _time(options: Mapping[str, str], name: str) -> datetime | None:
@@ -89,33 +96,62 @@ class HistoryReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[tuple[object, ...]]:
         assert isinstance(partition, Slice)
-        with Client(self.options.url, retry=READ_RETRY, timeout=60.0, api_key=self.options.api_key) as sq:
+        o = self.options
+        with Client(o.url, retry=READ_RETRY, timeout=60.0, api_key=o.api_key) as sq:
             for queue in partition.queues:
-                cursor: str | None = None
-                while True:
-                    try:
-                        page = sq.history(
-                            queue, since=partition.since, until=partition.until, limit=PAGE, cursor=cursor
-                        )
-                    except SimplequeueError as exc:
-                        raise RuntimeError(
-                            f"simplequeue at {self.options.url} refused the history of {queue}: "
-                            f"{exc.code}: {exc.detail}"
-                        ) from None
-                    for e in page.items:
-                        yield (
-                            e.id,
-                            e.queue,
-                            e.outcome,
-                            e.attempts,
-                            e.created_at,
-                            e.first_popped_at,
-                            e.finished_at,
-                            e.last_error,
-                            None if e.payload is None else json.dumps(e.payload),
-                            e.group,
-                            e.dedup_key,
-                        )
-                    if page.next_cursor is None:
-                        break
-                    cursor = page.next_cursor
+                try:
+                    yield from (dead_rows if o.source == "dead" else history_rows)(sq, queue, partition)
+                except SimplequeueError as exc:
+                    raise RuntimeError(
+                        f"simplequeue at {o.url} refused the {o.source} of {queue}: {exc.code}: {exc.detail}"
+                    ) from None
+
+
+def _json(payload: object) -> str | None:
+    return None if payload is None else json.dumps(payload)
+
+
+def history_rows(sq: Client, queue: str, part: Slice) -> Iterator[tuple[object, ...]]:
+    cursor: str | None = None
+    while True:
+        page = sq.history(queue, since=part.since, until=part.until, limit=PAGE, cursor=cursor)
+        for e in page.items:
+            yield (
+                e.id,
+                e.queue,
+                e.outcome,
+                e.attempts,
+                e.created_at,
+                e.first_popped_at,
+                e.finished_at,
+                e.last_error,
+                _json(e.payload),
+                e.group,
+                e.dedup_key,
+            )
+        if page.next_cursor is None:
+            return
+        cursor = page.next_cursor
+
+
+def dead_rows(sq: Client, queue: str, part: Slice) -> Iterator[tuple[object, ...]]:
+    cursor: str | None = None
+    while True:
+        page = sq.dead(queue, since=part.since, until=part.until, limit=PAGE, cursor=cursor)
+        for i in page.items:
+            yield (
+                i.id,
+                i.queue,
+                "dead",
+                i.attempts,
+                i.created_at,
+                i.first_popped_at,
+                i.died_at,
+                i.errors[-1].error if i.errors else None,
+                _json(i.payload),
+                i.group,
+                i.dedup_key,
+            )
+        if page.next_cursor is None:
+            return
+        cursor = page.next_cursor

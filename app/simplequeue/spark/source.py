@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter
+import uuid
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+)
 from pyspark.sql.types import StructType
 
 from simplequeue.client import Client
 from simplequeue.spark.options import OptionError, WriteOptions, check_reachable
 from simplequeue.spark.reading import HISTORY_SCHEMA, HistoryReader, ReadOptions
+from simplequeue.spark.streaming import (
+    STREAM_SCHEMA,
+    QueueStreamReader,
+    QueueStreamWriter,
+    StreamOptions,
+)
 from simplequeue.spark.writing import QueueWriter
 
 
@@ -17,7 +31,8 @@ class SimplequeueDataSource(DataSource):
         return "simplequeue"
 
     def schema(self) -> str:
-        return HISTORY_SCHEMA
+        # Spark asks before it says whether it reads a batch or a stream: `source` tells.
+        return STREAM_SCHEMA if self.options.get("source") == "queue" else HISTORY_SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
         url = (self.options.get("url") or "").rstrip("/")
@@ -32,12 +47,20 @@ class SimplequeueDataSource(DataSource):
         return HistoryReader(options)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        options = self._write_options(schema, overwrite)
-        return QueueWriter(options)
+        return QueueWriter(self._write_options(schema, overwrite, '.mode("append")'))
 
-    def _write_options(self, schema: StructType, overwrite: bool) -> WriteOptions:
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        options = self._write_options(schema, overwrite, '.outputMode("append")')
+        return QueueStreamWriter(options, fallback_id=uuid.uuid4().hex)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        options = StreamOptions.of(self.options)
+        check_reachable(options.url, options.api_key)
+        return QueueStreamReader(options)
+
+    def _write_options(self, schema: StructType, overwrite: bool, append: str) -> WriteOptions:
         if overwrite:
-            raise OptionError('a queue is only appended to: use .mode("append")')
+            raise OptionError(f"a queue is only appended to: use {append}")
         options = WriteOptions.of(self.options, schema.fieldNames())
         check_reachable(options.url, options.api_key)
         return options

@@ -1,0 +1,67 @@
+"""What the Spark test modules share: a local Spark session per module (local[2, 3]: two cores, a
+task may fail twice; a session time zone that is not UTC, on purpose) and a live service on SQLite
+and on PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from pyspark.sql import SparkSession
+from simplequeue.spark import register
+
+from tests.test_e2e import serving
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[SparkSession]:
+    if shutil.which("java") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI needs Java for the Spark tests")
+        pytest.skip("no java")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    session = (
+        SparkSession.builder.master("local[2, 3]")  # two cores, a task may fail twice
+        .appName("simplequeue-tests")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.session.timeZone", "America/New_York")  # not UTC, on purpose
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    register(session)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def service(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path_factory.mktemp('spark') / 'spark.db'}"
+    else:
+        url = request.getfixturevalue("postgres_url")
+    with serving(url) as base:
+        yield base
+
+
+def items_of(base: str, queue: str) -> list[dict[str, object]]:
+    found: list[dict[str, object]] = []
+    with httpx.Client(base_url=base, timeout=30) as http:
+        while True:
+            got = http.post("/pop", json={"queue": queue, "max_items": 100, "lease_seconds": 600}).json()[
+                "items"
+            ]
+            if not got:
+                return found
+            found += got
+
+
+def stats(base: str, queue: str) -> dict[str, Any]:
+    with httpx.Client(base_url=base, timeout=30) as http:
+        answer: dict[str, Any] = http.get(f"/queues/{queue}").json()
+        return answer
