@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -81,3 +82,69 @@ def test_bad_input_is_one_line(url: str, tmp_path: Path, args: list[str], says: 
     assert len(errors) == 1, done.stderr[-2000:]
     assert says in errors[0]
     assert "Traceback" not in done.stderr
+
+
+def finish(url: str, queue: str, count: int, errors: list[str], retried: int = 0) -> None:
+    """Push `count` items; fail `retried` of them once (retried at once), then complete all but
+    len(errors), which die with those errors."""
+    with httpx.Client(base_url=url, timeout=30) as http:
+        http.put(f"/queues/{queue}", json={"max_attempts": 3})
+        items = [{"payload": {"n": n}} for n in range(count)]
+        assert http.post("/push/batch", json={"queue": queue, "items": items}).status_code == 201
+        popped = http.post("/pop", json={"queue": queue, "max_items": 100}).json()["items"]
+        for item in popped[:retried]:
+            body = {"error": "flaky", "lease_token": item["lease_token"], "retry_after_seconds": 0}
+            http.post(f"/items/{item['id']}/fail", json=body)
+        popped = popped[retried:] + http.post("/pop", json={"queue": queue, "max_items": 100}).json()["items"]
+        for item, error in zip(popped, errors, strict=False):
+            body = {"error": error, "lease_token": item["lease_token"], "retry": False}
+            http.post(f"/items/{item['id']}/fail", json=body)
+        for item in popped[len(errors) :]:
+            http.delete(f"/items/{item['id']}", params={"lease_token": item["lease_token"]})
+
+
+def test_the_report_writes_charts_html_and_parquet_aggregates(url: str, tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    finish(url, "report-mail", 20, ["smtp timeout"] * 3 + ["<bad address>"] * 2, retried=4)
+    finish(url, "report-thumbs", 10, [])
+    done = subprocess.run(
+        [*simplequeue_command(), "spark", "report", "--url", url, "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    page = Path(done.stdout.strip().splitlines()[-1])
+    assert page == tmp_path / "out" / "report.html"
+    assert "report: drawing charts" in done.stderr  # progress, on stderr
+
+    text = page.read_text()
+    charts = re.findall(r"<img src='([^']+)'", text)
+    assert charts == [f"charts/{n}.png" for n in ("throughput", "latency", "attempts", "dead_ratio")]
+    for chart in charts:
+        assert (page.parent / chart).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "&lt;bad address&gt;" in text  # escaped
+    assert "<bad address>" not in text
+
+    summary = {r["queue"]: r for r in pq.read_table(page.parent / "summary.parquet").to_pylist()}
+    mail = summary["report-mail"]
+    assert (mail["finished"], mail["completed"], mail["dead"]) == (20, 15, 5)
+    assert mail["dead_ratio"] == pytest.approx(0.25)
+    assert mail["wait_p50_s"] >= 0
+    assert mail["processing_p99_s"] >= mail["processing_p50_s"]
+    assert (summary["report-thumbs"]["completed"], summary["report-thumbs"]["dead"]) == (10, 0)
+    errors = pq.read_table(page.parent / "top_errors.parquet").to_pylist()
+    assert [(e["queue"], e["rank"], e["error"], e["count"]) for e in errors] == [
+        ("report-mail", 1, "smtp timeout", 3),
+        ("report-mail", 2, "<bad address>", 2),
+    ]
+    attempts = {
+        (r["queue"], r["attempts"]): r["count"]
+        for r in pq.read_table(page.parent / "attempts.parquet").to_pylist()
+    }
+    assert attempts == {("report-mail", 1): 16, ("report-mail", 2): 4, ("report-thumbs", 1): 10}
+    throughput = pq.read_table(page.parent / "throughput.parquet").to_pylist()
+    assert sum(r["count"] for r in throughput) == 30
+    assert all(r["minute"].second == 0 and r["minute"].tzinfo is not None for r in throughput)
