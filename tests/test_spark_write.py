@@ -71,6 +71,21 @@ def test_a_struct_payload_becomes_a_json_value(spark: SparkSession, service: str
     assert [i["payload"] for i in items_of(service, queue)] == [{"to": "ada@example.com", "tags": ["a", "b"]}]
 
 
+def test_map_payloads_become_objects_nested_too(spark: SparkSession, service: str) -> None:
+    queue = f"spark-map-{os.getpid()}"
+    frame = spark.sql(
+        "SELECT map('a', 1, 'b', 2) AS payload UNION ALL SELECT map('c', 3) AS payload"
+    ).coalesce(1)
+    frame.write.format("simplequeue").option("url", service).option("queue", queue).mode("append").save()
+    assert sorted(map(str, (i["payload"] for i in items_of(service, queue)))) == [
+        "{'a': 1, 'b': 2}",
+        "{'c': 3}",
+    ]
+    nested = spark.sql("SELECT named_struct('m', map('k', array(map('x', 1)))) AS payload")
+    nested.write.format("simplequeue").option("url", service).option("queue", queue).mode("append").save()
+    assert [i["payload"] for i in items_of(service, queue)] == [{"m": {"k": [{"x": 1}]}}]
+
+
 @pytest.mark.parametrize(
     ("options", "sql", "says"),
     [

@@ -200,11 +200,12 @@ def draw_charts(out: Path, aggregates: Aggregates) -> list[tuple[str, str]]:
             axes.plot(mdates.date2num(xs), [points[x] for x in xs], marker="o", markersize=3, label=queue)
         axes.set_ylabel("items finished per minute")
         axes.set_xlabel("minute (UTC)")
-        axes.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M", tz=UTC))
+        locator = mdates.AutoDateLocator(tz=UTC, minticks=3, maxticks=8)
+        axes.xaxis.set_major_locator(locator)
+        axes.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator, tz=UTC))
         axes.grid(alpha=0.3)
         if queues:
             axes.legend(loc="upper left", fontsize="small")
-        figure.autofmt_xdate()
 
     def latency(figure: Figure) -> None:
         for index, name in enumerate(("wait", "processing")):
@@ -235,7 +236,8 @@ def draw_charts(out: Path, aggregates: Aggregates) -> list[tuple[str, str]]:
             [i + width * (len(queues) - 1) / 2 for i in range(len(counts))], [str(a) for a in counts]
         )
         axes.set_xlabel("attempts")
-        axes.set_ylabel("items")
+        axes.set_ylabel("items (log scale)")
+        axes.set_yscale("log")  # retries are a few percent of first attempts: both stay visible
         axes.grid(axis="y", alpha=0.3)
         if queues:
             axes.legend(fontsize="small")

@@ -24,11 +24,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
 from pyspark import TaskContext
-from pyspark.sql import Row
 from pyspark.sql.datasource import (
+    DataSourceStreamArrowWriter,
     DataSourceStreamReader,
-    DataSourceStreamWriter,
     InputPartition,
     WriterCommitMessage,
 )
@@ -36,7 +36,7 @@ from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows, SupportsTri
 
 from simplequeue.client import Client, Item, RetryPolicy, SimplequeueError
 from simplequeue.spark.options import OptionError, WriteOptions, positive
-from simplequeue.spark.writing import Pushed, push_rows
+from simplequeue.spark.writing import Pushed, push_rows, rows_of
 
 STREAM_SCHEMA = (
     "id string, queue string, payload string, attempts int, created_at timestamp, priority int, "
@@ -47,20 +47,21 @@ DEFAULT_MAX_ITEMS = 1000
 DEFAULT_LEASE_SECONDS = 300
 
 
-class QueueStreamWriter(DataSourceStreamWriter):
+class QueueStreamWriter(DataSourceStreamArrowWriter):
     """Pushes every micro-batch; the commit has nothing left to do, the rows are in the queue."""
 
     def __init__(self, options: WriteOptions, fallback_id: str) -> None:
         self.options = options
         self.fallback_id = fallback_id  # when Spark does not say which query this is (never seen)
 
-    def write(self, iterator: Iterator[Row]) -> Pushed:
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> Pushed:
         context = TaskContext.get()
         partition = context.partitionId() if context else 0
         attempt = context.attemptNumber() if context else 0
         query = (context and context.getLocalProperty("sql.streaming.queryId")) or self.fallback_id
         batch = (context and context.getLocalProperty("streaming.sql.batchId")) or "0"
-        return push_rows(self.options, f"stream:{query}:{batch}:{partition}", partition, attempt, iterator)
+        scope = f"stream:{query}:{batch}:{partition}"
+        return push_rows(self.options, scope, partition, attempt, rows_of(iterator))
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         pass

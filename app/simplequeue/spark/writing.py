@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import pyarrow as pa
 from pyspark import TaskContext
-from pyspark.sql import Row
-from pyspark.sql.datasource import DataSourceWriter, WriterCommitMessage
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from simplequeue.client import Client, RetryPolicy, SimplequeueError
 from simplequeue.spark.options import WriteOptions
@@ -44,9 +45,33 @@ class BadRow(ValueError):
     """A row the service would refuse: the message names the partition and the row."""
 
 
-def item_of(row: Row, where: str) -> dict[str, Any]:
+def plain(value: Any, kind: pa.DataType) -> Any:
+    """An Arrow value as JSON would have it: Arrow hands a map over as a list of (key, value)
+    pairs, which becomes an object here, in structs and lists too."""
+    if value is None:
+        return None
+    if pa.types.is_map(kind):
+        return {k: plain(v, kind.item_type) for k, v in value}
+    if pa.types.is_struct(kind):
+        return {field.name: plain(value[field.name], field.type) for field in kind}
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return [plain(v, kind.value_type) for v in value]
+    return value
+
+
+def rows_of(batches: Iterable[pa.RecordBatch]) -> Iterator[dict[str, Any]]:
+    """Each Arrow batch's rows as dicts, a batch at a time (never the whole partition)."""
+    for batch in batches:
+        payload_type = batch.schema.field("payload").type
+        nested = not (pa.types.is_string(payload_type) or pa.types.is_large_string(payload_type))
+        for row in batch.to_pylist():
+            if nested:
+                row["payload"] = plain(row["payload"], payload_type)
+            yield row
+
+
+def item_of(values: dict[str, Any], where: str) -> dict[str, Any]:
     """The push/batch item for one row. A null in an optional column means "not given"."""
-    values = row.asDict(recursive=True)
     payload = values["payload"]
     if isinstance(payload, str):
         try:
@@ -61,57 +86,74 @@ def item_of(row: Row, where: str) -> dict[str, Any]:
         if value is None:
             continue
         if isinstance(value, datetime):
-            # PySpark hands timestamps over as naive local times of the worker process:
-            # astimezone() reads them as such, so the instant is right whatever its time zone.
+            # Arrow's timestamps carry their zone; a naive one is a local time of this process,
+            # as astimezone() reads it. Either way the instant is right whatever the time zones.
             value = (value if value.tzinfo else value.astimezone()).astimezone(UTC).isoformat()
         item[name] = value
     return item
 
 
-class QueueWriter(DataSourceWriter):
+class QueueWriter(DataSourceArrowWriter):
     """Made on the driver (the write id is drawn there, once) and sent to every task."""
 
     def __init__(self, options: WriteOptions) -> None:
         self.options = options
         self.write_id = uuid.uuid4().hex
 
-    def write(self, iterator: Iterator[Row]) -> Pushed:
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> Pushed:
         context = TaskContext.get()
         partition = context.partitionId() if context else 0
         attempt = context.attemptNumber() if context else 0
-        return push_rows(self.options, f"{self.write_id}:{partition}", partition, attempt, iterator)
+        return push_rows(self.options, f"{self.write_id}:{partition}", partition, attempt, rows_of(iterator))
 
 
-def push_rows(options: WriteOptions, scope: str, partition: int, attempt: int, rows: Iterator[Row]) -> Pushed:
-    """Push as the rows come, batch_size rows or batch_bytes at most per request, per queue."""
+def push_rows(
+    options: WriteOptions, scope: str, partition: int, attempt: int, rows: Iterator[dict[str, Any]]
+) -> Pushed:
+    """Push as the rows come, batch_size rows or batch_bytes at most per request, per queue. One
+    request is in flight while the next batch is built; they go out in order."""
     pending: dict[str, list[dict[str, Any]]] = {}
     sizes: dict[str, int] = {}
     count = created = batches = 0
-    with Client(options.url, retry=TASK_RETRY, timeout=60.0, api_key=options.api_key) as sq:
+    in_flight: Future[int] | None = None
+    with (
+        Client(options.url, retry=TASK_RETRY, timeout=60.0, api_key=options.api_key) as sq,
+        ThreadPoolExecutor(max_workers=1, thread_name_prefix="simplequeue-push") as sender,
+    ):
 
-        def flush(queue: str) -> None:
-            nonlocal created, batches
-            items = pending.pop(queue, [])
-            sizes.pop(queue, None)
-            if not items:
-                return
+        def send(queue: str, items: list[dict[str, Any]]) -> int:
             try:
-                result = sq.push_batch(items, queue=queue)
+                return sum(sq.push_batch(items, queue=queue).created)
             except SimplequeueError as exc:
                 raise RuntimeError(
                     f"simplequeue at {options.url} refused a batch of partition {partition} "
                     f"(queue {queue}): {exc.code}: {exc.detail}"
                 ) from None
-            created += sum(result.created)
+
+        def settle() -> None:
+            nonlocal created, batches, in_flight
+            if in_flight is None:
+                return
+            created += in_flight.result()
+            in_flight = None
             batches += 1
             injected = options.fail_after_batches
             if injected is not None and attempt == 0 and batches >= injected:
                 raise InjectedFailure(f"injected failure in partition {partition} after {batches} batches")
 
-        for index, row in enumerate(rows):
-            item = item_of(row, f"partition {partition}, row {index}")
+        def flush(queue: str) -> None:
+            nonlocal in_flight
+            items = pending.pop(queue, [])
+            sizes.pop(queue, None)
+            if not items:
+                return
+            settle()
+            in_flight = sender.submit(send, queue, items)
+
+        for index, values in enumerate(rows):
+            item = item_of(values, f"partition {partition}, row {index}")
             item.setdefault("dedup_key", f"spark:{scope}:{index}")
-            queue = options.queue or row["queue"]
+            queue = options.queue or values.get("queue")
             if queue is None:
                 raise BadRow(f"partition {partition}, row {index}: queue is null")
             size = len(json.dumps(item, default=str))
@@ -124,4 +166,5 @@ def push_rows(options: WriteOptions, scope: str, partition: int, attempt: int, r
                 flush(queue)
         for queue in list(pending):
             flush(queue)
+        settle()
     return Pushed(partition, count, created)
