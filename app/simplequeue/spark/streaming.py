@@ -177,6 +177,11 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # Trigger.AvailableNow: the items ready when the query starts, at most; None: no bound.
         self._budget: int | None = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Tasks get a copy of the reader for read(): the leases (a thread, a lock, the popped
+        # items) stay in Spark's source process on the driver.
+        return {**self.__dict__, "_leases": None}
+
     @property
     def leases(self) -> Leases:
         if self._leases is None:
