@@ -19,6 +19,7 @@ import re
 import subprocess
 import sys
 import types
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -62,8 +63,8 @@ from simplequeue.domain import (
 from simplequeue.store import rows
 from simplequeue.store.cursors import encode_cursor
 from simplequeue.store.migrations import Migration, load_migrations, split_statements
-from simplequeue.store.mssql.errors import translated_errors
-from simplequeue.store.mssql.odbc import odbc_connection_string
+from simplequeue.store.mssql.errors import Deadlocked, translated_errors
+from simplequeue.store.mssql.odbc import NVARCHAR_MAX, odbc_connection_string
 from simplequeue.store.mssql.params import index_order
 from simplequeue.store.mssql.statements import Q, fetch
 from simplequeue.store.mssql.store import BATCH, MssqlStore
@@ -1330,13 +1331,14 @@ def next_visible_at_min() -> exp.Select:
 
 def test_next_visible_at_reads_the_clock_then_each_queues_earliest_live_item() -> None:
     trees = parse(Q["next_visible_at"].sql)
-    assert [type(tree) for tree in trees] == [exp.Set, exp.Declare, exp.Select, exp.Select]
+    assert [type(tree) for tree in trees] == [exp.Set, exp.Declare, exp.Declare, exp.Select, exp.Select]
     assert placeholders(Q["next_visible_at"].sql) == 2, "the clock and the queues, however many"
-    clock, per_queue = trees[2:]
+    clock, per_queue = trees[3:]
     assert clock.sql("tsql") == "SELECT @now AS now"
     assert [col.alias for col in per_queue.expressions] == ["queue", "next_visible_at"]
     openjson = per_queue.find(exp.OpenJSON)
-    assert isinstance(openjson.this, exp.Placeholder)
+    # Through an NVARCHAR(MAX) variable: OPENJSON takes no NTEXT (error 8116).
+    assert openjson.this.sql("tsql") == "@queues"
     [column] = openjson.expressions
     assert (column.name, column.args["kind"].sql("tsql"), column.args["path"].name) == (
         "queue",
@@ -1401,6 +1403,10 @@ class FakeCursor:
     def __init__(self, conn: FakeConnection) -> None:
         self._conn = conn
         self._sets: list[Result | None] = []
+        self._sizes: list[Any] | None = None
+
+    async def setinputsizes(self, sizes: list[Any]) -> None:
+        self._sizes = list(sizes)
 
     @property
     def description(self) -> Sequence[tuple[Any, ...]] | None:
@@ -1414,6 +1420,14 @@ class FakeCursor:
         markers = placeholders(sql)
         assert markers == len(params), f"{markers} markers, {len(params)} parameters: {params}"
         assert all(type(p) in (str, int) for p in params), f"bind str and int only: {params}"
+        # pyodbc binds a str longer than the driver's limit as NTEXT unless told NVARCHAR(MAX): that
+        # fails in OPENJSON (8116) and in comparisons (402). The store declares every str so.
+        declared = self._sizes or [None] * len(params)
+        assert len(declared) == len(params), f"{len(declared)} input sizes for {len(params)} parameters"
+        for param, size in zip(params, declared, strict=True):
+            assert not isinstance(param, str) or size == NVARCHAR_MAX, (
+                f"str not bound as NVARCHAR(MAX): {size}"
+            )
         name = QUERY_NAMES.get(sql, sql)
         self._conn.executed.append(Executed(name, sql, params))
         if name in self._conn.errors:
@@ -2107,7 +2121,8 @@ async def test_next_visible_at_binds_the_queues_as_one_json_array_and_returns_aw
     assert json.loads(queues_json) == ["idle", "busy", "Leased ✓"]
     batch = conn.inlined("next_visible_at")
     assert CLOCK in batch
-    assert 'FROM OPENJSON(N\'["idle","busy","Leased ✓"]\') WITH (queue NVARCHAR(4000) \'$\') AS q' in batch
+    assert 'DECLARE @queues NVARCHAR(MAX) = N\'["idle","busy","Leased ✓"]\';' in batch
+    assert "FROM OPENJSON(@queues) WITH (queue NVARCHAR(4000) '$') AS q" in batch
     assert conn.commits == 1
 
 
@@ -2813,7 +2828,7 @@ DUPLICATE = "Cannot insert duplicate key row in object 'dbo.sq_items' with uniqu
             "Error",
             "40001",
             SERVER + "Transaction was deadlocked ... chosen as the deadlock victim. (1205)",
-            DatabaseUnavailable,
+            Deadlocked,
         ),
         (
             "DataError",
@@ -2919,6 +2934,11 @@ async def test_open_creates_a_lazy_pool_that_never_autocommits(fake_aioodbc: dic
     assert kwargs["timeout"] == 2
     assert isinstance(kwargs["timeout"], int)
     assert fake_aioodbc["closed"]
+    # Blocking ODBC calls get a thread per pooled connection, not the loop's few default ones.
+    executor = kwargs["executor"]
+    assert isinstance(executor, ThreadPoolExecutor)
+    assert executor._max_workers == 7
+    assert executor._shutdown, "closed with the store"
     assert fake_aioodbc["wait_closed"]
 
 

@@ -12,11 +12,23 @@ from simplequeue.domain import DatabaseUnavailable, ItemExists, QueueError, Sche
 _ITEM_ID_INDEX = "sq_items_id_key"
 _DUPLICATE_KEY = {2601, 2627}
 _INVALID_OBJECT = 208
+_DEADLOCK_VICTIM = 1205
 # Azure SQL's "try again later" errors: the database is moving, busy or throttled, or not yet open;
 # and 1222, a lock not granted within the session's LOCK_TIMEOUT.
 _TRANSIENT = {1222, 4060, 10928, 10929, 40197, 40501, 40613, 49918, 49919, 49920}
 # 08: connection; HYT00/HYT01: login or query timeout; 28000: login refused; 40001: deadlock victim.
+# FreeTDS reports deadlocks and lock timeouts under other states (HY000, 01000): the native
+# numbers above decide for those.
 _UNAVAILABLE_STATES = ("08", "HYT", "28000", "40001")
+# pyodbc ends each diagnostic record with "(native error number) (ODBC function)" and joins
+# records with "; ". Only those numbers are SQL Server's: a "(12345)" inside the message text (a
+# duplicate key's value, a process id) is not, and must not be read as an error number.
+_NATIVE = re.compile(r"\((-?\d+)\)(?=\s*\(SQL\w*\)|\s*;|\s*$)")
+
+
+class Deadlocked(DatabaseUnavailable):
+    """SQL Server chose this transaction as a deadlock victim and rolled it back: the store runs
+    it again a few times before the caller hears of it (as DatabaseUnavailable)."""
 
 
 @asynccontextmanager
@@ -42,7 +54,9 @@ def _is_driver_error(exc: Exception) -> bool:
 
 def _domain_error(exc: Exception) -> QueueError:
     state, message = _diagnostics(exc)
-    codes = {int(code) for code in re.findall(r"\((\d+)\)", message)}
+    codes = native_errors(message)
+    if _DEADLOCK_VICTIM in codes:
+        return Deadlocked()
     if codes & _DUPLICATE_KEY and _ITEM_ID_INDEX in message:
         return ItemExists()
     if _INVALID_OBJECT in codes or state == "42S02":
@@ -52,6 +66,11 @@ def _domain_error(exc: Exception) -> QueueError:
     if operational or state.startswith(_UNAVAILABLE_STATES) or codes & _TRANSIENT:
         return DatabaseUnavailable()
     return StoreError()
+
+
+def native_errors(message: str) -> set[int]:
+    """SQL Server's error numbers in a pyodbc message, one per diagnostic record."""
+    return {int(code) for code in _NATIVE.findall(message)}
 
 
 def _diagnostics(exc: Exception) -> tuple[str, str]:

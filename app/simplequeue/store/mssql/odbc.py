@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import AsyncIterator, Sequence
+from concurrent.futures import Executor
 from contextlib import asynccontextmanager, suppress
 from functools import partial
 from typing import Any, Protocol
@@ -24,6 +25,13 @@ POOL_RECYCLE_SECONDS = 600
 # What the store binds: pyodbc types a str or an int without asking the server (see queries.sql).
 Param = str | int
 Row = dict[str, Any]
+# pyodbc.SQL_WVARCHAR (kept here so that importing this module needs no pyodbc). With size 0 a
+# str parameter is NVARCHAR(MAX) whatever its length: pyodbc would otherwise bind a str longer
+# than the driver's limit (2,000 characters with Driver 18, 4,000 with FreeTDS) as NTEXT, which
+# OPENJSON refuses (error 8116) and no comparison takes (error 402); and one type for every
+# length keeps one cached plan per statement instead of one per declared length.
+SQL_WVARCHAR = -9
+NVARCHAR_MAX = (SQL_WVARCHAR, 0, 0)
 
 
 class Cursor(Protocol):
@@ -31,6 +39,8 @@ class Cursor(Protocol):
 
     @property
     def description(self) -> Sequence[Sequence[Any]] | None: ...
+
+    async def setinputsizes(self, sizes: Sequence[tuple[int, int, int] | None]) -> None: ...
 
     async def execute(self, sql: str, *params: Param) -> Any: ...
 
@@ -111,9 +121,13 @@ def _odbc_value(value: str) -> str:
 # --- the pool ----------------------------------------------------------------------------------
 
 
-async def create_pool(dsn: str, *, size: int, timeout_seconds: float) -> Any:
+async def create_pool(dsn: str, *, size: int, timeout_seconds: float, executor: Executor) -> Any:
     """aioodbc's pool, imported only now. minsize=0: nothing connects here, so the service starts (and
-    answers 503) while SQL Server is down. timeout is pyodbc's login timeout, in whole seconds."""
+    answers 503) while SQL Server is down. timeout is pyodbc's login timeout, in whole seconds.
+
+    Every blocking ODBC call runs on `executor`, a thread per pooled connection: on the loop's
+    default executor (a few threads on a small machine) connections blocked on locks would starve
+    the rest, and the process would hang with the pool half idle."""
     try:
         import aioodbc
     except ImportError as exc:
@@ -128,6 +142,7 @@ async def create_pool(dsn: str, *, size: int, timeout_seconds: float) -> Any:
         autocommit=False,
         timeout=max(1, round(timeout_seconds)),
         pool_recycle=POOL_RECYCLE_SECONDS,
+        executor=executor,
         after_created=partial(bound_statements, timeout_seconds=timeout_seconds),
     )
 
@@ -155,13 +170,22 @@ def whole_seconds(seconds: float) -> int:
 
 
 async def run_batch_sets(conn: Connection, sql: str, *params: Param) -> list[list[Row]]:
-    """Run one batch and return every result set that has columns, in order, as lists of dicts."""
+    """Run one batch and return every result set that has columns, in order, as lists of dicts.
+    Every str parameter is bound as NVARCHAR(MAX) (see NVARCHAR_MAX)."""
     cursor = await conn.cursor()
     try:
+        if params:
+            await cursor.setinputsizes([NVARCHAR_MAX if isinstance(p, str) else None for p in params])
         await cursor.execute(sql, *params)
-        return await _result_sets(cursor)
-    finally:
-        await cursor.close()
+        sets = await _result_sets(cursor)
+    except BaseException:
+        # The statement's error is the one to tell: closing a cursor on a dead link (08S01) fails
+        # too, and would hide it behind an error of its own.
+        with suppress(Exception):
+            await cursor.close()
+        raise
+    await cursor.close()
+    return sets
 
 
 async def run_batch(conn: Connection, sql: str, *params: Param) -> list[Row]:
@@ -198,4 +222,11 @@ async def committed(conn: Connection) -> AsyncIterator[None]:
             with suppress(Exception):
                 await conn.close()
         raise
-    await conn.commit()
+    try:
+        await conn.commit()
+    except BaseException:
+        # A commit that failed leaves the connection in a state nobody knows (the link may be gone,
+        # the transaction may or may not be open): closed, the pool drops it instead of lending it.
+        with suppress(Exception):
+            await conn.close()
+        raise

@@ -630,9 +630,10 @@ IF NOT EXISTS (SELECT 1 FROM @updated)
 -- whose filter is this literal predicate. The clock comes first so that it is there for no queues.
 SET NOCOUNT ON;
 DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @queues NVARCHAR(MAX) = :queues;
 SELECT @now AS now;
 SELECT q.queue AS queue, n.next_visible_at AS next_visible_at
-FROM OPENJSON(:queues) WITH (queue NVARCHAR(4000) '$') AS q
+FROM OPENJSON(@queues) WITH (queue NVARCHAR(4000) '$') AS q
 CROSS APPLY (
     SELECT MIN(i.visible_at) AS next_visible_at
     FROM dbo.sq_items AS i

@@ -12,10 +12,13 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import AsyncIterator, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
 from uuid import UUID, uuid4
+
+from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_random
 
 from simplequeue.domain import (
     LEASE_EXPIRED_ERROR,
@@ -57,12 +60,23 @@ from simplequeue.store import rows
 from simplequeue.store.cursors import decode_cursor, next_cursor
 from simplequeue.store.migrations import latest_version
 from simplequeue.store.mssql import params
-from simplequeue.store.mssql.errors import translated_errors
+from simplequeue.store.mssql.errors import Deadlocked, translated_errors
 from simplequeue.store.mssql.migrate import apply_pending, migration_session
 from simplequeue.store.mssql.odbc import Connection, Param, committed, create_pool, odbc_connection_string
 from simplequeue.store.mssql.statements import fetch, fetch_sets
 
 BATCH = 1000  # rows per transaction in redrive and purge_dead, so that none holds its locks long
+
+# A deadlock victim's transaction was rolled back whole, so running the method again is safe: a
+# few times, after a short random pause that lets the winner finish. Then the caller hears
+# DatabaseUnavailable (503), which clients retry. Only for methods of one transaction: one of
+# several (redrive, purge_dead) would count its earlier, committed batches twice.
+retry_deadlocks = retry(
+    retry=retry_if_exception_type(Deadlocked),
+    stop=stop_after_attempt(4),
+    wait=wait_random(0.005, 0.05),
+    reraise=True,
+)
 
 
 class MssqlStore:
@@ -86,19 +100,27 @@ class MssqlStore:
         self._clock = clock
         self._random = random  # backoff jitter
         self._pool: Any = None
+        self._executor: ThreadPoolExecutor | None = None
 
     def _now(self) -> str:
         """'' lets the server's clock decide; a clock is injected only by tests."""
         return params.timestamp(self._clock()) if self._clock else ""
 
     async def open(self) -> None:
-        self._pool = await create_pool(self._dsn, size=self._pool_size, timeout_seconds=self._timeout)
+        # A thread per pooled connection (see create_pool), this store's own and shut down with it.
+        self._executor = ThreadPoolExecutor(self._pool_size, thread_name_prefix="simplequeue-odbc")
+        self._pool = await create_pool(
+            self._dsn, size=self._pool_size, timeout_seconds=self._timeout, executor=self._executor
+        )
 
     async def close(self) -> None:
         if self._pool is not None:
             self._pool.close()
             await self._pool.wait_closed()
             self._pool = None
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
 
     @asynccontextmanager
     async def _acquire(self) -> AsyncIterator[Connection]:
@@ -127,6 +149,7 @@ class MssqlStore:
         ):
             return await apply_pending(conn, self._now())
 
+    @retry_deadlocks
     async def check_ready(self) -> None:
         latest = latest_version(self.dialect)
         async with self._transaction() as conn:
@@ -134,6 +157,7 @@ class MssqlStore:
         if latest not in versions:
             raise SchemaNotReady()
 
+    @retry_deadlocks
     async def push_batch(self, items: Sequence[NewItem], *, skip_existing: bool) -> list[Pushed | None]:
         """One transaction: the call's dedup keys are claimed first (one batch, only if it has any),
         then the items to insert go in one batch and one round trip, whatever their number.
@@ -188,6 +212,7 @@ class MssqlStore:
             for row in found
         }
 
+    @retry_deadlocks
     async def pop(self, queue: str, max_items: int, lease_seconds: int | None) -> list[LeasedItem]:
         values: dict[str, Param] = {
             "now": self._now(),
@@ -200,6 +225,7 @@ class MssqlStore:
             found = await fetch(conn, "pop", **values)
         return in_pop_order([(row["seq"], rows.leased_item(row)) for row in found])
 
+    @retry_deadlocks
     async def extend(self, item_id: UUID, lease_token: UUID, lease_seconds: int) -> ItemView:
         """One batch: the compare-and-set, then the item as it is now."""
         values: dict[str, Param] = {
@@ -215,6 +241,7 @@ class MssqlStore:
             raise why_not_extended(rows.found(row, row["now"] if row else None), lease_token)
         return rows.item_view(row, row["now"])
 
+    @retry_deadlocks
     async def complete(self, item_id: UUID, lease_token: UUID | None) -> None:
         """complete_batch's batch for one item: its second result set says why a refusal happened."""
         items = params.complete_json([Completion(item_id, lease_token)])
@@ -224,6 +251,7 @@ class MssqlStore:
                 raise why_refused(rows.found(still_there[0] if still_there else None), lease_token)
         tell(self._on_finished, Outcome.COMPLETED, [row["queue"] for row in done])
 
+    @retry_deadlocks
     async def complete_batch(self, items: Sequence[Completion]) -> list[CompleteOutcome]:
         """One batch: the items completed (with their history and dedup windows), then which of the
         others are still there, and of those the dead."""
@@ -241,6 +269,7 @@ class MssqlStore:
             {rows.as_uuid(row["id"]) for row in still_there if row["status"] == ItemStatus.DEAD},
         )
 
+    @retry_deadlocks
     async def fail(self, item_id: UUID, failure: Failure) -> ItemView:
         """One batch: the compare-and-set (with the history record of a death), then the item as it is."""
         values: dict[str, Param] = {
@@ -259,6 +288,7 @@ class MssqlStore:
                 raise why_refused(rows.found(row, row["now"] if row else None), failure.lease_token)
         return rows.item_view(row, row["now"])
 
+    @retry_deadlocks
     async def get_item(self, item_id: UUID) -> ItemView:
         async with self._transaction() as conn:
             found = await fetch(conn, "get_item", now=self._now(), id=str(item_id))
@@ -266,6 +296,7 @@ class MssqlStore:
             raise ItemNotFound()
         return rows.item_view(found[0], found[0]["now"])
 
+    @retry_deadlocks
     async def next_visible_at(self, queues: Sequence[str]) -> tuple[dict[str, datetime], datetime]:
         async with self._transaction() as conn:
             [[clock], found] = await fetch_sets(
@@ -278,6 +309,7 @@ class MssqlStore:
         }
         return earliest, rows.as_utc(clock["now"])
 
+    @retry_deadlocks
     async def _stats(self, queue: str | None) -> list[QueueStats]:
         async with self._transaction() as conn:
             found = await fetch(conn, "queue_stats", now=self._now(), queue=params.optional(queue))
@@ -292,6 +324,7 @@ class MssqlStore:
             raise QueueNotFound()
         return found[0]
 
+    @retry_deadlocks
     async def put_queue(self, name: str, settings: QueueSettings) -> bool:
         given = rows.settings_params(settings)
         values: dict[str, Param] = {
@@ -311,11 +344,13 @@ class MssqlStore:
             [row] = await fetch(conn, "put_queue", **values)
         return bool(row["created"])
 
+    @retry_deadlocks
     async def queue_exists(self, name: str) -> bool:
         async with self._transaction() as conn:
             [row] = await fetch(conn, "queue_exists", queue=name)
         return bool(row["found"])
 
+    @retry_deadlocks
     async def peek(self, queue: str, state: ItemStatus, limit: int, cursor: str | None) -> Page[ItemView]:
         after_at, after_seq = decode_cursor(cursor)
         values: dict[str, Param] = {
@@ -330,12 +365,14 @@ class MssqlStore:
             page = await fetch(conn, "peek", **values)
         return Page([rows.item_view(row, row["now"]) for row in page], next_cursor(page, limit, "created_at"))
 
+    @retry_deadlocks
     async def set_paused(self, queue: str, paused: bool) -> None:
         async with self._transaction() as conn:
             [row] = await fetch(conn, "set_paused", queue=queue, paused=int(paused))
         if not row["changed"]:
             raise QueueNotFound()
 
+    @retry_deadlocks
     async def delete_queue(self, queue: str, force: bool) -> DeletedQueue:
         async with self._transaction() as conn:
             [row] = await fetch(conn, "delete_queue", now=self._now(), queue=queue, force=int(force))
@@ -345,6 +382,7 @@ class MssqlStore:
             raise QueueInUse()
         return DeletedQueue(items=int(row["items"]), history=int(row["history"]))
 
+    @retry_deadlocks
     async def list_dead(
         self, queue: str, where: DeadFilter, limit: int, cursor: str | None
     ) -> Page[ItemView]:
@@ -390,6 +428,7 @@ class MssqlStore:
             if done < BATCH:
                 return purged
 
+    @retry_deadlocks
     async def list_history(
         self, queue: str, where: HistoryFilter, limit: int, cursor: str | None
     ) -> Page[HistoryRecord]:
@@ -410,6 +449,7 @@ class MssqlStore:
             next_cursor(page, limit, "finished_at"),
         )
 
+    @retry_deadlocks
     async def reap_expired(self, limit: int) -> int:
         async with self._transaction() as conn:
             killed = await fetch(
@@ -419,6 +459,7 @@ class MssqlStore:
             self._on_finished(row["queue"], Outcome.DEAD, int(row["killed"]))
         return sum(int(row["killed"]) for row in killed)
 
+    @retry_deadlocks
     async def purge_history(self, limit: int) -> int:
         async with self._transaction() as conn:
             [row] = await fetch(conn, "purge_history", now=self._now(), limit=limit)

@@ -1,0 +1,239 @@
+"""The SQL Server dialect's failure paths, through the real pyodbc exception classes: FreeTDS's
+deadlock and lock-timeout reports, error numbers that only look like native codes, a deadlock
+victim run again, a link lost mid-statement, a commit that fails, and every str parameter bound
+as NVARCHAR(MAX) (long text would otherwise go as NTEXT, which OPENJSON and comparisons refuse).
+Needs pyodbc, hence unixODBC: scripts/test installs it, and CI requires it."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import uuid4
+
+import pytest
+
+pyodbc = pytest.importorskip("pyodbc", reason="pyodbc needs unixODBC (apt-get install unixodbc)")
+
+from simplequeue.domain import (  # noqa: E402
+    DatabaseUnavailable,
+    ItemExists,
+    QueueError,
+    StoreError,
+)
+from simplequeue.store.mssql import odbc  # noqa: E402
+from simplequeue.store.mssql.errors import Deadlocked, native_errors, translated_errors  # noqa: E402
+from simplequeue.store.mssql.statements import Q  # noqa: E402
+from simplequeue.store.mssql.store import MssqlStore  # noqa: E402
+
+from tests.test_mssql_statements import (  # noqa: E402
+    QUERY_NAMES,
+    URL,
+    FakeConnection,
+    FakeCursor,
+    Result,
+)
+
+FREETDS = "[FreeTDS][SQL Server]"
+MSODBC = "[Microsoft][ODBC Driver 18 for SQL Server][SQL Server]"
+
+
+def test_our_sql_wvarchar_is_pyodbcs() -> None:
+    assert odbc.SQL_WVARCHAR == pyodbc.SQL_WVARCHAR
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        # FreeTDS reports a deadlock victim and a lock timeout under HY000, not 40001 / HYT00.
+        (
+            pyodbc.Error(
+                "HY000",
+                FREETDS + "Transaction (Process ID 55) was deadlocked on lock "
+                "resources with another process and has been chosen as the deadlock victim. "
+                "Rerun the transaction. (1205) (SQLExecDirectW)",
+            ),
+            Deadlocked,
+        ),
+        (
+            pyodbc.Error("HY000", FREETDS + "Lock request time out period exceeded. (1222) (SQLExecDirectW)"),
+            DatabaseUnavailable,
+        ),
+        (
+            pyodbc.ProgrammingError(
+                "40001", MSODBC + "Transaction (Process ID 61) was deadlocked ... (1205) (SQLExecDirectW)"
+            ),
+            Deadlocked,
+        ),
+        # A number in parentheses inside the text is not an error number: (40613) here is a key's
+        # value, not Azure's "database not available".
+        (
+            pyodbc.IntegrityError(
+                "23000",
+                MSODBC + "Violation of PRIMARY KEY constraint 'pk_x'. Cannot "
+                "insert duplicate key in object 'dbo.x'. The duplicate key value is "
+                "(40613). (2627) (SQLExecDirectW)",
+            ),
+            StoreError,
+        ),
+        (
+            pyodbc.IntegrityError(
+                "23000",
+                MSODBC + "Cannot insert duplicate key row in object 'dbo.sq_items' "
+                "with unique index 'sq_items_id_key'. The duplicate key value is (1205). "
+                "(2601) (SQLExecDirectW); " + MSODBC + "The statement has been "
+                "terminated. (3621) (SQLExecDirectW)",
+            ),
+            ItemExists,
+        ),
+    ],
+    ids=["freetds-deadlock", "freetds-lock-timeout", "odbc18-deadlock", "number-in-text", "two-records"],
+)
+async def test_native_error_numbers_decide_whatever_the_sqlstate(error: Exception, expected: type) -> None:
+    with pytest.raises(QueueError) as raised:
+        async with translated_errors():
+            raise error
+    assert type(raised.value) is expected
+    assert raised.value.__cause__ is error
+
+
+def test_native_errors_are_the_numbers_before_the_odbc_function() -> None:
+    message = (
+        MSODBC
+        + "Value (7) is odd (8) (SQLExecDirectW); "
+        + MSODBC
+        + "The statement has been terminated. (3621) "
+        "(SQLExecDirectW)"
+    )
+    assert native_errors(message) == {8, 3621}
+
+
+# --- a stand-in connection that fails on cue -------------------------------------------------------
+
+
+@dataclass
+class Flaky(FakeConnection):
+    """Raises the listed errors, one per execute of the named query, then behaves."""
+
+    failures: dict[str, list[Exception]] = field(default_factory=dict)
+    close_fails: Exception | None = None
+    commit_fails: Exception | None = None
+
+    async def cursor(self) -> FakeCursor:
+        return FlakyCursor(self)
+
+    async def commit(self) -> None:
+        if self.commit_fails is not None:
+            raise self.commit_fails
+        await super().commit()
+
+    async def rollback(self) -> None:
+        await super().rollback()
+
+
+class FlakyCursor(FakeCursor):
+    def __init__(self, conn: Flaky) -> None:
+        super().__init__(conn)
+        self._flaky = conn
+
+    async def execute(self, sql: str, *params: Any) -> FakeCursor:
+        pending = self._flaky.failures.get(QUERY_NAMES.get(sql, sql))
+        if pending:
+            raise pending.pop(0)
+        return await super().execute(sql, *params)
+
+    async def close(self) -> None:
+        if self._flaky.close_fails is not None:
+            raise self._flaky.close_fails
+        await super().close()
+
+
+def flaky_store(monkeypatch: pytest.MonkeyPatch, conn: Flaky) -> MssqlStore:
+    from contextlib import asynccontextmanager
+
+    store = MssqlStore(URL)
+
+    @asynccontextmanager
+    async def acquire():  # type: ignore[no-untyped-def]
+        yield conn
+
+    monkeypatch.setattr(store, "_acquire", acquire)
+    return store
+
+
+def deadlock() -> Exception:
+    return pyodbc.Error(
+        "HY000", FREETDS + "Transaction (Process ID 55) was deadlocked ... (1205) (SQLExecDirectW)"
+    )
+
+
+def popped_row() -> Result:
+    return Result(["seq", "id"], [])
+
+
+async def test_a_deadlock_victim_is_run_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    conn = Flaky(failures={"pop": [deadlock(), deadlock()]})
+    store = flaky_store(monkeypatch, conn)
+    assert await store.pop("orders", 1, 30) == []
+    assert (conn.rollbacks, conn.commits, conn.names) == (2, 1, ["pop"])
+
+
+async def test_a_deadlock_victim_four_times_over_is_database_unavailable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    conn = Flaky(failures={"pop": [deadlock() for _ in range(4)]})
+    store = flaky_store(monkeypatch, conn)
+    with pytest.raises(DatabaseUnavailable):
+        await store.pop("orders", 1, 30)
+    assert (conn.rollbacks, conn.commits) == (4, 0)
+
+
+async def test_a_link_lost_mid_statement_is_told_not_the_failed_cursor_close(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    lost = pyodbc.OperationalError("08S01", MSODBC + "Communication link failure (10054) (SQLExecDirectW)")
+    conn = Flaky(
+        failures={"get_item": [lost]},
+        close_fails=pyodbc.ProgrammingError("HY000", "Attempt to use a closed cursor. (0) (SQLFreeStmt)"),
+    )
+    store = flaky_store(monkeypatch, conn)
+    with pytest.raises(DatabaseUnavailable) as raised:
+        await store.get_item(uuid4())
+    assert raised.value.__cause__ is lost
+
+
+async def test_a_failed_commit_closes_the_connection_so_the_pool_drops_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    conn = Flaky(
+        commit_fails=pyodbc.OperationalError("08S01", MSODBC + "Communication link failure (0) (SQLEndTran)")
+    )
+    store = flaky_store(monkeypatch, conn)
+    with pytest.raises(DatabaseUnavailable):
+        await store.pop("orders", 1, 30)
+    assert conn.closed
+
+
+# --- binding -------------------------------------------------------------------------------------
+
+
+async def test_every_str_parameter_is_bound_as_nvarchar_max_however_long() -> None:
+    conn = FakeConnection()
+    long_json = '["' + "q" * 5000 + '"]'  # past both drivers' limits (2,000 and 4,000 characters)
+    await odbc.run_batch(conn, Q["next_visible_at"].sql, "", long_json)
+    assert conn.names == ["next_visible_at"]
+
+
+def test_no_parameter_reaches_openjson_or_a_comparison_directly() -> None:
+    """Text parameters go through typed variables (DECLARE @x NVARCHAR(MAX) = :x, or a procedure's
+    @argument = :x) or CASTs to other types before OPENJSON or a comparison sees them."""
+    compared = re.compile(r"(=|<>|<|>|\bIN\b|\bLIKE\b)\s*\?|\?\s*(=|<>|<|>|\bIN\b|\bLIKE\b)")
+    offending = []
+    for name, query in Q.items():
+        for line in query.sql.splitlines():
+            code = re.sub(r"@\w+\s*=\s*\?", "", line.split("--", 1)[0])  # assignments
+            if "?" not in code or code.lstrip().upper().startswith("DECLARE "):
+                continue
+            if re.search(r"OPENJSON\(\s*\?", code) or compared.search(code):
+                offending.append((name, code.strip()))
+    assert offending == []
