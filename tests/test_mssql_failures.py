@@ -237,3 +237,63 @@ def test_no_parameter_reaches_openjson_or_a_comparison_directly() -> None:
             if re.search(r"OPENJSON\(\s*\?", code) or compared.search(code):
                 offending.append((name, code.strip()))
     assert offending == []
+
+
+# --- collations, deadlock priority ----------------------------------------------------------------
+
+
+def openjson_text_columns(sql: str) -> list[tuple[str, str, set[str]]]:
+    """Per OPENJSON: the statement it is in, its alias and its NVARCHAR columns (WITH clauses hold
+    parentheses of their own)."""
+    found = []
+    for match in re.finditer(r"OPENJSON\([^)]*\)\s*WITH\s*\(", sql, re.IGNORECASE):
+        depth, end = 1, match.end()
+        while depth:
+            depth += {"(": 1, ")": -1}.get(sql[end], 0)
+            end += 1
+        alias = re.match(r"\s*AS\s+(\w+)", sql[end:], re.IGNORECASE)
+        assert alias is not None
+        columns = set(re.findall(r"\[?(\w+)\]?\s+NVARCHAR", sql[match.end() : end - 1], re.IGNORECASE))
+        statement = sql[sql.rfind(";", 0, match.start()) + 1 : sql.find(";", end)]
+        found.append((statement, alias.group(1), columns))
+    return found
+
+
+def test_openjson_text_meets_table_columns_only_through_collate() -> None:
+    """OPENJSON's columns take the database's default collation; compared with a
+    Latin1_General_100_BIN2 column they fail with error 468 unless one side says COLLATE."""
+    offending = []
+    for name, query in Q.items():
+        for statement, alias, columns in openjson_text_columns(query.sql):
+            for column in columns:
+                ref = rf"\b{alias}\.\[?{column}\]?"
+                for m in re.finditer(rf"(=\s*{ref}(?!\]?\s+COLLATE))|({ref}\]?\s*=)", statement):
+                    offending.append((name, m.group(0)))
+    assert offending == []
+    assert "i.queue = q.queue COLLATE Latin1_General_100_BIN2" in Q["next_visible_at"].sql
+
+
+def test_the_sweep_yields_in_deadlocks_and_gives_the_priority_back() -> None:
+    lines = [line.strip() for line in Q["reap_expired"].sql.splitlines() if line.strip()]
+    assert "SET DEADLOCK_PRIORITY LOW;" in lines
+    assert lines[-1] == "SET DEADLOCK_PRIORITY NORMAL;"
+
+
+async def test_a_sweep_that_fails_midway_still_gives_the_priority_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    timeout = pyodbc.Error(
+        "HY000", FREETDS + "Lock request time out period exceeded. (1222) (SQLExecDirectW)"
+    )
+    conn = Flaky(failures={"reap_expired": [timeout]})
+    store = flaky_store(monkeypatch, conn)
+    with pytest.raises(DatabaseUnavailable):
+        await store.reap_expired(10)
+    assert conn.names == ["SET DEADLOCK_PRIORITY NORMAL"]
+
+
+def test_the_items_table_never_escalates_to_a_table_lock() -> None:
+    from simplequeue.store.migrations import load_migrations
+
+    [latest] = [m for m in load_migrations("mssql") if m.name == "lock_escalation"]
+    assert "ALTER TABLE dbo.sq_items SET (LOCK_ESCALATION = DISABLE);" in latest.sql

@@ -19,8 +19,8 @@ import re
 import subprocess
 import sys
 import types
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import AsyncIterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -77,7 +77,8 @@ NOW_TEXT = "2026-03-01T12:00:00.123456"
 # The clock line of a batch, as the server sees it with the fake clock bound.
 CLOCK = f"@now DATETIME2(7) = COALESCE(CAST(NULLIF(N'{NOW_TEXT}', N'') AS DATETIME2(7)), SYSUTCDATETIME());"
 URL = "mssql+odbc://sa:secret@db.example:1433/queue?TrustServerCertificate=yes"
-MIGRATION, DELIVERY, ADMIN = load_migrations("mssql")[:3]  # v1; v2: delivery semantics; v3: pause
+# v1; v2: delivery semantics; v3: pause; v4: no lock escalation on sq_items
+MIGRATION, DELIVERY, ADMIN, ESCALATION = load_migrations("mssql")[:4]
 SQLITE_DELIVERY = load_migrations("sqlite")[1]
 
 
@@ -2576,7 +2577,7 @@ async def test_migrate_from_zero_applies_both_schemas_under_the_lock(
     conn.reply("compatibility_level", result(compatibility_level=130))
     conn.reply("applied_versions", Result(["version"], []))
 
-    assert await store.migrate() == [1, 2, 3]
+    assert await store.migrate() == [1, 2, 3, 4]
 
     assert conn.names == [
         LIFT,
@@ -2590,6 +2591,8 @@ async def test_migrate_from_zero_applies_both_schemas_under_the_lock(
         "record_version",
         *migration_statements(ADMIN),
         "record_version",
+        *migration_statements(ESCALATION),
+        "record_version",
         "unlock_migrations",
         BOUND,
     ]
@@ -2597,6 +2600,7 @@ async def test_migrate_from_zero_applies_both_schemas_under_the_lock(
         (1, "init", NOW_TEXT),
         (2, "delivery", NOW_TEXT),
         (3, "admin", NOW_TEXT),
+        (4, "lock_escalation", NOW_TEXT),
     ]
     [v1, *_] = [e.inlined for e in conn.executed if e.name == "record_version"]
     assert f"VALUES (1, N'init', COALESCE(CAST(NULLIF(N'{NOW_TEXT}', N'')" in v1
@@ -2609,7 +2613,7 @@ async def test_migrate_again_applies_nothing(fake: tuple[MssqlStore, FakeConnect
     store, conn = fake
     conn.reply("lock_migrations", result(result=1))  # granted after waiting for another replica
     conn.reply("compatibility_level", result(compatibility_level=160))
-    conn.reply("applied_versions", Result(["version"], [(1,), (2,), (3,)]))
+    conn.reply("applied_versions", Result(["version"], [(1,), (2,), (3,), (4,)]))
 
     assert await store.migrate() == []
 
@@ -2673,9 +2677,10 @@ async def test_check_ready_wants_the_latest_version(fake: tuple[MssqlStore, Fake
         Result(["version"], [(1,)]),
         Result(["version"], [(1,), (2,)]),
         Result(["version"], [(1,), (2,), (3,)]),
+        Result(["version"], [(1,), (2,), (3,), (4,)]),
     )
 
-    for _ in range(3):
+    for _ in range(4):
         with pytest.raises(SchemaNotReady):
             await store.check_ready()
     await store.check_ready()
@@ -2722,7 +2727,7 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     conn.reply("purge_history", result(history=0, keys=0))
     conn.reply("lock_migrations", result(result=0))
     conn.reply("compatibility_level", result(compatibility_level=130))
-    conn.reply("applied_versions", Result(["version"], []), Result(["version"], [(1,), (2,), (3,)]))
+    conn.reply("applied_versions", Result(["version"], []), Result(["version"], [(1,), (2,), (3,), (4,)]))
     conn.reply("queue_exists", result(found=1))
     conn.reply("set_paused", result(changed=1))
     conn.reply("peek", dead_rows())
@@ -2745,7 +2750,7 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     await store.list_history("orders", HistoryFilter(), 10, None)
     await store.reap_expired(10)
     await store.purge_history(10)
-    assert await store.migrate() == [1, 2, 3]
+    assert await store.migrate() == [1, 2, 3, 4]
     await store.check_ready()
     assert await store.queue_exists("orders")
     await store.set_paused("orders", True)

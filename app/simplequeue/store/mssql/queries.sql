@@ -380,11 +380,15 @@ WHERE i.id = @id;
 -- The sweep: up to n leases that expired on their last attempt become dead, each with an error and a
 -- history record written in this batch. The filtered sq_items_leased holds only items in flight.
 -- READPAST leaves a row that another transaction holds (a pop, a completion racing the sweep) to the
--- next sweep; UPDLOCK and ROWLOCK as in pop.
+-- next sweep; UPDLOCK and ROWLOCK as in pop. DEADLOCK_PRIORITY LOW: in a deadlock with a request
+-- the sweep is the victim (it runs again next interval), not the worker's pop or completion. The
+-- priority is the session's, so the batch's last line puts it back for the pool's next borrower
+-- (and the store does, should the batch stop before it).
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
 DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
 SET @now = CAST(@now AS DATETIME2(6));
+SET DEADLOCK_PRIORITY LOW;
 DECLARE @error NVARCHAR(MAX) = :error;
 DECLARE @killed TABLE (
     id UNIQUEIDENTIFIER NOT NULL,
@@ -421,6 +425,7 @@ SELECT k.id, k.queue, 'dead', k.attempts, k.created_at, k.first_popped_at, @now,
 FROM @killed AS k
 JOIN dbo.sq_queues AS q ON q.name = k.queue;
 SELECT queue, COUNT(*) AS killed FROM @killed GROUP BY queue;
+SET DEADLOCK_PRIORITY NORMAL;
 
 -- name: get_item
 SET NOCOUNT ON;
@@ -628,6 +633,8 @@ IF NOT EXISTS (SELECT 1 FROM @updated)
 -- The long-poll watcher's probe for every queue it waits on: the clock, then one row per queue with
 -- the earliest visible_at of its live items (NULL: none). Each MIN is one seek on sq_items_visible,
 -- whose filter is this literal predicate. The clock comes first so that it is there for no queues.
+-- OPENJSON's columns take the database's default collation: COLLATE where one meets sq_items.queue
+-- (Latin1_General_100_BIN2), or a database with another default fails with error 468.
 SET NOCOUNT ON;
 DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
 DECLARE @queues NVARCHAR(MAX) = :queues;
@@ -637,7 +644,7 @@ FROM OPENJSON(@queues) WITH (queue NVARCHAR(4000) '$') AS q
 CROSS APPLY (
     SELECT MIN(i.visible_at) AS next_visible_at
     FROM dbo.sq_items AS i
-    WHERE i.queue = q.queue AND i.status IN ('ready', 'leased')
+    WHERE i.queue = q.queue COLLATE Latin1_General_100_BIN2 AND i.status IN ('ready', 'leased')
 ) AS n;
 
 

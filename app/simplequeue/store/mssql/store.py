@@ -13,7 +13,7 @@ import asyncio
 import random
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from datetime import datetime
 from typing import Any
 from uuid import UUID, uuid4
@@ -62,7 +62,14 @@ from simplequeue.store.migrations import latest_version
 from simplequeue.store.mssql import params
 from simplequeue.store.mssql.errors import Deadlocked, translated_errors
 from simplequeue.store.mssql.migrate import apply_pending, migration_session
-from simplequeue.store.mssql.odbc import Connection, Param, committed, create_pool, odbc_connection_string
+from simplequeue.store.mssql.odbc import (
+    Connection,
+    Param,
+    committed,
+    create_pool,
+    odbc_connection_string,
+    run_batch,
+)
 from simplequeue.store.mssql.statements import fetch, fetch_sets
 
 BATCH = 1000  # rows per transaction in redrive and purge_dead, so that none holds its locks long
@@ -452,9 +459,16 @@ class MssqlStore:
     @retry_deadlocks
     async def reap_expired(self, limit: int) -> int:
         async with self._transaction() as conn:
-            killed = await fetch(
-                conn, "reap_expired", now=self._now(), error=LEASE_EXPIRED_ERROR, limit=limit
-            )
+            try:
+                killed = await fetch(
+                    conn, "reap_expired", now=self._now(), error=LEASE_EXPIRED_ERROR, limit=limit
+                )
+            except BaseException:
+                # The batch stopped before its last line, which puts the session's deadlock
+                # priority back to NORMAL: do it here, or the pool lends out a LOW connection.
+                with suppress(Exception):
+                    await run_batch(conn, "SET DEADLOCK_PRIORITY NORMAL")
+                raise
         for row in killed:
             self._on_finished(row["queue"], Outcome.DEAD, int(row["killed"]))
         return sum(int(row["killed"]) for row in killed)
