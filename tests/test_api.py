@@ -219,6 +219,10 @@ async def test_long_poll_is_woken_by_a_batch_push(client: Client, queue: str) ->
         {"payload": 1, "dedup_key": 7},
         {"payload": 1, "dedup_key": ""},
         {"payload": 1, "dedup_key": "nul\u0000"},
+        # SQL Server's = ignores trailing spaces, and NVARCHAR(128) counts UTF-16 code units.
+        {"payload": 1, "dedup_key": "order-7 "},
+        {"payload": 1, "group": "g "},
+        {"payload": 1, "dedup_key": "\U0001f600" * 65},
         [1, 2],
         "just a string",
         None,
@@ -473,3 +477,13 @@ def test_operation_ids_are_stable() -> None:
         "listHistory",
     }
     assert ids == expected
+
+
+async def test_keys_are_held_to_what_every_engine_stores_alike(lite: Client) -> None:
+    spaced = await lite.post("/push", json={"payload": 1, "dedup_key": "order-7 "})
+    assert "must not end with a space" in json.dumps(assert_error(spaced, 422, "ValidationError"))
+    wide = await lite.post("/push", json={"payload": 1, "group": "\U0001f600" * 65})
+    assert "128 UTF-16 code units" in json.dumps(assert_error(wide, 422, "ValidationError"))
+    # 64 characters beyond U+FFFF are 128 code units, inner spaces are fine: both taken.
+    for key in ("\U0001f600" * 64, "order 7"):
+        assert (await lite.post("/push", json={"payload": 1, "dedup_key": key})).status_code == 201

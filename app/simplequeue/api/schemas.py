@@ -93,8 +93,27 @@ _NO_NUL = {"pattern": NO_NUL_PATTERN}
 ErrorText = Annotated[
     str, Field(min_length=1, max_length=16384, json_schema_extra=_NO_NUL), AfterValidator(_storable_text)
 ]
+KEY_PATTERN = r"^[^\u0000]*[^\u0000 ]$"
+"""What the spec says of a key (group, dedup_key): no NUL, and no space at its end. _key_text
+enforces it, and the length in UTF-16 code units, with plainer messages."""
+
+
+def _key_text(value: str) -> str:
+    # The same rules on every engine, set by the strictest: SQL Server's NVARCHAR(128) counts UTF-16
+    # code units (a character beyond U+FFFF takes two), and its = ignores trailing spaces, so "k"
+    # and "k " would be one key there and two elsewhere.
+    if value.endswith(" "):
+        raise ValueError("a key must not end with a space")
+    if len(value.encode("utf-16-le")) > 256:
+        raise ValueError("a key holds at most 128 UTF-16 code units (a character beyond U+FFFF counts two)")
+    return value
+
+
 Key = Annotated[
-    str, Field(min_length=1, max_length=128, json_schema_extra=_NO_NUL), AfterValidator(_storable_text)
+    str,
+    Field(min_length=1, max_length=128, json_schema_extra={"pattern": KEY_PATTERN}),
+    AfterValidator(_storable_text),
+    AfterValidator(_key_text),
 ]
 Int32 = Annotated[int, Field(ge=-(2**31), le=2**31 - 1), Number]
 
