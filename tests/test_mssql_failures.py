@@ -297,3 +297,15 @@ def test_the_items_table_never_escalates_to_a_table_lock() -> None:
 
     [latest] = [m for m in load_migrations("mssql") if m.name == "lock_escalation"]
     assert "ALTER TABLE dbo.sq_items SET (LOCK_ESCALATION = DISABLE);" in latest.sql
+
+
+def test_complete_batches_lock_their_items_in_the_id_indexs_order() -> None:
+    import json
+
+    from simplequeue.domain import Completion
+    from simplequeue.store.mssql.params import complete_json, index_order
+
+    items = [Completion(uuid4(), None) for _ in range(50)]
+    sent = [entry["id"] for entry in json.loads(complete_json(items))]
+    assert sent == [str(i.id) for i in sorted(items, key=lambda i: index_order(i.id))]
+    assert sorted(sent) == sorted(str(i.id) for i in items)

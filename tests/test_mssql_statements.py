@@ -2075,8 +2075,9 @@ async def test_complete_batch_maps_both_result_sets_to_outcomes_in_request_order
         CompleteOutcome.DEAD,
     ]
     assert conn.names == ["complete_batch"]
-    assert completed(conn) == [
-        {"id": str(c.id), "token": str(c.lease_token) if c.lease_token else None} for c in requests
+    assert completed(conn) == [  # sent in the id index's order, for the locks
+        {"id": str(c.id), "token": str(c.lease_token) if c.lease_token else None}
+        for c in sorted(requests, key=lambda c: index_order(c.id))
     ]
     batch = conn.inlined("complete_batch")
     assert 'DECLARE @items NVARCHAR(MAX) = N\'[{"id":' in batch

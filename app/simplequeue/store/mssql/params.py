@@ -101,9 +101,15 @@ def claims_json(items: Sequence[NewItem], leaders: list[int]) -> str:
 
 
 def complete_json(items: Sequence[Completion]) -> str:
-    """The batch as complete_batch's OPENJSON reads it; null where no token was given."""
+    """The batch as complete_batch's OPENJSON reads it; null where no token was given. In the id
+    index's order, as push_json: two batches that share items lock them in the same order and so
+    wait for each other instead of deadlocking."""
+    ordered = sorted(items, key=lambda item: index_order(item.id))
     return json_text(
-        [{"id": str(item.id), "token": str(item.lease_token) if item.lease_token else None} for item in items]
+        [
+            {"id": str(item.id), "token": str(item.lease_token) if item.lease_token else None}
+            for item in ordered
+        ]
     )
 
 
