@@ -90,7 +90,7 @@ def test_our_sql_wvarchar_is_pyodbcs() -> None:
     ids=["freetds-deadlock", "freetds-lock-timeout", "odbc18-deadlock", "number-in-text", "two-records"],
 )
 async def test_native_error_numbers_decide_whatever_the_sqlstate(error: Exception, expected: type) -> None:
-    with pytest.raises(QueueError) as raised:
+    with pytest.raises((QueueError, Deadlocked)) as raised:
         async with translated_errors():
             raise error
     assert type(raised.value) is expected
@@ -183,9 +183,23 @@ async def test_a_deadlock_victim_four_times_over_is_database_unavailable(
 ) -> None:
     conn = Flaky(failures={"pop": [deadlock() for _ in range(4)]})
     store = flaky_store(monkeypatch, conn)
-    with pytest.raises(DatabaseUnavailable):
+    with pytest.raises(DatabaseUnavailable) as raised:
         await store.pop("orders", 1, 30)
     assert (conn.rollbacks, conn.commits) == (4, 0)
+    # A domain error with a code clients know: Deadlocked never leaves the store.
+    assert type(raised.value) is DatabaseUnavailable
+    assert isinstance(raised.value.__cause__, Deadlocked)
+
+
+async def test_a_deadlock_in_a_redrive_is_database_unavailable_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    conn = Flaky(failures={"pick_dead": [deadlock()]})
+    store = flaky_store(monkeypatch, conn)
+    with pytest.raises(DatabaseUnavailable) as raised:
+        await store.redrive("orders", None, None)
+    assert type(raised.value) is DatabaseUnavailable
+    assert conn.rollbacks == 1
 
 
 async def test_a_link_lost_mid_statement_is_told_not_the_failed_cursor_close(

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
+from typing import Any, ParamSpec, TypeVar
+
+from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_random
 
 from simplequeue.domain import DatabaseUnavailable, ItemExists, QueueError, SchemaNotReady, StoreError
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 _ITEM_ID_INDEX = "sq_items_id_key"
 _DUPLICATE_KEY = {2601, 2627}
@@ -26,9 +33,45 @@ _UNAVAILABLE_STATES = ("08", "HYT", "28000", "40001")
 _NATIVE = re.compile(r"\((-?\d+)\)(?=\s*\(SQL\w*\)|\s*;|\s*$)")
 
 
-class Deadlocked(DatabaseUnavailable):
-    """SQL Server chose this transaction as a deadlock victim and rolled it back: the store runs
-    it again a few times before the caller hears of it (as DatabaseUnavailable)."""
+class Deadlocked(Exception):
+    """SQL Server chose this transaction as a deadlock victim and rolled it back. Not a domain
+    error: it never leaves the store, which runs the transaction again a few times and then
+    raises DatabaseUnavailable (see retry_deadlocks)."""
+
+
+def retry_deadlocks(method: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, Coroutine[Any, Any, T]]:
+    """For a store method of one transaction: rolled back whole, it is safe to run again; a few
+    times, after a short random pause that lets the winner finish. Then DatabaseUnavailable (503),
+    which clients retry."""
+    retrying = retry(
+        retry=retry_if_exception_type(Deadlocked),
+        stop=stop_after_attempt(4),
+        wait=wait_random(0.005, 0.05),
+        reraise=True,
+    )(method)
+
+    @functools.wraps(method)
+    async def run(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return await retrying(*args, **kwargs)
+        except Deadlocked as exc:
+            raise DatabaseUnavailable() from exc
+
+    return run
+
+
+def deadlock_unavailable(method: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, Coroutine[Any, Any, T]]:
+    """For a method of several transactions (redrive, purge_dead, migrate), which running again
+    would count or apply twice: a deadlock is DatabaseUnavailable at once; the caller may retry."""
+
+    @functools.wraps(method)
+    async def run(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return await method(*args, **kwargs)
+        except Deadlocked as exc:
+            raise DatabaseUnavailable() from exc
+
+    return run
 
 
 @asynccontextmanager
@@ -52,7 +95,7 @@ def _is_driver_error(exc: Exception) -> bool:
     return pyodbc is not None and isinstance(exc, pyodbc.Error)
 
 
-def _domain_error(exc: Exception) -> QueueError:
+def _domain_error(exc: Exception) -> QueueError | Deadlocked:
     state, message = _diagnostics(exc)
     codes = native_errors(message)
     if _DEADLOCK_VICTIM in codes:

@@ -18,8 +18,6 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID, uuid4
 
-from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_random
-
 from simplequeue.domain import (
     LEASE_EXPIRED_ERROR,
     Clock,
@@ -60,7 +58,7 @@ from simplequeue.store import rows
 from simplequeue.store.cursors import decode_cursor, next_cursor
 from simplequeue.store.migrations import latest_version
 from simplequeue.store.mssql import params
-from simplequeue.store.mssql.errors import Deadlocked, translated_errors
+from simplequeue.store.mssql.errors import deadlock_unavailable, retry_deadlocks, translated_errors
 from simplequeue.store.mssql.migrate import apply_pending, migration_session
 from simplequeue.store.mssql.odbc import (
     Connection,
@@ -73,17 +71,6 @@ from simplequeue.store.mssql.odbc import (
 from simplequeue.store.mssql.statements import fetch, fetch_sets
 
 BATCH = 1000  # rows per transaction in redrive and purge_dead, so that none holds its locks long
-
-# A deadlock victim's transaction was rolled back whole, so running the method again is safe: a
-# few times, after a short random pause that lets the winner finish. Then the caller hears
-# DatabaseUnavailable (503), which clients retry. Only for methods of one transaction: one of
-# several (redrive, purge_dead) would count its earlier, committed batches twice.
-retry_deadlocks = retry(
-    retry=retry_if_exception_type(Deadlocked),
-    stop=stop_after_attempt(4),
-    wait=wait_random(0.005, 0.05),
-    reraise=True,
-)
 
 
 class MssqlStore:
@@ -147,6 +134,7 @@ class MssqlStore:
         async with translated_errors(), self._acquire() as conn, committed(conn):
             yield conn
 
+    @deadlock_unavailable
     async def migrate(self) -> list[int]:
         async with (
             translated_errors(),
@@ -410,6 +398,7 @@ class MssqlStore:
             next_cursor(page, limit, "died_at"),
         )
 
+    @deadlock_unavailable
     async def redrive(self, queue: str, ids: Sequence[UUID] | None, rate_per_second: float | None) -> int:
         """In transactions of up to BATCH items, oldest dead first: pick them (locked), then revive."""
         wanted = params.json_text([str(i) for i in ids]) if ids is not None else ""
@@ -425,6 +414,7 @@ class MssqlStore:
             if len(seqs) < BATCH:
                 return revived
 
+    @deadlock_unavailable
     async def purge_dead(self, queue: str) -> int:
         purged = 0
         while True:
