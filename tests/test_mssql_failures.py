@@ -6,6 +6,7 @@ Needs pyodbc, hence unixODBC: scripts/test installs it, and CI requires it."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -323,3 +324,56 @@ def test_complete_batches_lock_their_items_in_the_id_indexs_order() -> None:
     sent = [entry["id"] for entry in json.loads(complete_json(items))]
     assert sent == [str(i.id) for i in sorted(items, key=lambda i: index_order(i.id))]
     assert sorted(sent) == sorted(str(i.id) for i in items)
+
+
+# --- cancellation ----------------------------------------------------------------------------------
+
+
+class SlowCursor(FakeCursor):
+    """A statement that runs until the driver is told to stop it (SQLCancel), like a lock wait."""
+
+    def __init__(self, conn: Slow) -> None:
+        super().__init__(conn)
+        self._slow = conn
+        self._impl = self  # where cancel_statement finds the pyodbc cursor
+
+    async def execute(self, sql: str, *params: Any) -> FakeCursor:
+        self._slow.events.append("execute")
+        self._slow.started.set()
+        await self._slow.stop.wait()
+        await asyncio.sleep(0.01)  # the thread lets go a moment after SQLCancel
+        self._slow.events.append("stopped")
+        raise pyodbc.OperationalError("HY008", MSODBC + "Operation canceled (0) (SQLExecDirectW)")
+
+    def cancel(self) -> None:
+        self._slow.events.append("cancel")
+        self._slow.stop.set()
+
+
+@dataclass
+class Slow(FakeConnection):
+    events: list[str] = field(default_factory=list)
+    started: asyncio.Event = field(default_factory=asyncio.Event)
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def cursor(self) -> FakeCursor:
+        return SlowCursor(self)
+
+    async def rollback(self) -> None:
+        self.events.append("rollback")
+        await super().rollback()
+
+
+async def test_a_cancelled_request_stops_its_statement_before_the_connection_is_reused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    conn = Slow()
+    store = flaky_store(monkeypatch, conn)  # type: ignore[arg-type]
+    request = asyncio.ensure_future(store.get_item(uuid4()))
+    await asyncio.wait_for(conn.started.wait(), 5)
+    request.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await request
+    # Told to stop, stopped, and only then rolled back (and handed back to the pool).
+    assert conn.events == ["execute", "cancel", "stopped", "rollback"]
+    assert conn.commits == 0

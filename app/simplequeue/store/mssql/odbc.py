@@ -8,6 +8,7 @@ and cursor are described by the protocols below, not by aioodbc's classes.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import AsyncIterator, Sequence
 from concurrent.futures import Executor
@@ -171,8 +172,33 @@ def whole_seconds(seconds: float) -> int:
 
 async def run_batch_sets(conn: Connection, sql: str, *params: Param) -> list[list[Row]]:
     """Run one batch and return every result set that has columns, in order, as lists of dicts.
-    Every str parameter is bound as NVARCHAR(MAX) (see NVARCHAR_MAX)."""
+    Every str parameter is bound as NVARCHAR(MAX) (see NVARCHAR_MAX).
+
+    Cancelled (a client went away, a shutdown), the batch does not just stop being awaited: it
+    runs on in its executor thread, on this connection. So the driver is asked to stop it
+    (SQLCancel, made to be called from another thread), and the caller waits for the thread to
+    let go of the connection before it rolls back and hands it back to the pool. The query timeout
+    bounds that wait."""
     cursor = await conn.cursor()
+    work = asyncio.ensure_future(_run(cursor, sql, params))
+    try:
+        return await asyncio.shield(work)
+    except asyncio.CancelledError:
+        cancel_statement(cursor)
+        with suppress(BaseException):
+            await asyncio.shield(work)  # its own error (HY008, cancelled) is of no interest now
+        raise
+
+
+def cancel_statement(cursor: Cursor) -> None:
+    """SQLCancel on the pyodbc cursor inside aioodbc's (a no-op for a cursor without one)."""
+    impl = getattr(cursor, "_impl", None)
+    if impl is not None:
+        with suppress(Exception):
+            impl.cancel()
+
+
+async def _run(cursor: Cursor, sql: str, params: Sequence[Param]) -> list[list[Row]]:
     try:
         if params:
             await cursor.setinputsizes([NVARCHAR_MAX if isinstance(p, str) else None for p in params])
