@@ -851,10 +851,16 @@ def test_claim_dedup_keys_locks_every_claimed_key_present_or_not_then_takes_new_
 
 
 def push_batch_statements() -> tuple[exp.Insert, exp.Insert, exp.Insert, exp.Insert, exp.Select, exp.IfBlock]:
-    trees = parse(Q["push_batch"].sql)
+    sql = Q["push_batch"].sql
+    # sqlglot reads every statement after a T-SQL IF as its body; T-SQL's IF governs one statement.
+    # So the IF (up to its semicolon) is parsed on its own, in its place.
+    start = sql.index("\nIF EXISTS")
+    end = sql.index(";\n", start) + 2
+    before, [register], after = parse(sql[:start]), parse(sql[start:end]), parse(sql[end:])
+    trees = [*before, register, *after]
     kinds = [type(tree) for tree in trees]
-    assert kinds == [exp.Set, exp.Set, *[exp.Declare] * 6, *[exp.Insert] * 4, exp.Select, exp.IfBlock]
-    grouped, lock_groups, lock_ids, insert, select, register = trees[8:]
+    assert kinds == [exp.Set, exp.Set, *[exp.Declare] * 6, exp.IfBlock, *[exp.Insert] * 4, exp.Select]
+    register, grouped, lock_groups, lock_ids, insert, select = trees[8:]
     assert isinstance(grouped, exp.Insert)
     assert isinstance(lock_groups, exp.Insert)
     assert isinstance(lock_ids, exp.Insert)
@@ -960,8 +966,11 @@ def test_push_batch_inserts_the_others_in_the_order_given_and_outputs_them() -> 
     assert select.sql("tsql") == "SELECT id FROM @inserted"
 
 
-def test_push_batch_registers_the_inserted_items_queues_once_under_a_lock() -> None:
+def test_push_batch_registers_its_queues_once_under_a_lock_before_locking_any_item() -> None:
     *_, register = push_batch_statements()
+    # Before any item lock: every writer takes a queue's row before its items.
+    sql = Q["push_batch"].sql
+    assert sql.index("\nIF EXISTS") < sql.index("INSERT INTO @grouped") < sql.index("INSERT INTO @taken")
     # An unlocked probe first, so that pushes to existing queues take no lock on sq_queues.
     assert isinstance(register.this, exp.Exists)
     assert {hints(t) == [] for t in register.this.find_all(exp.Table)} == {True}
@@ -969,6 +978,8 @@ def test_push_batch_registers_the_inserted_items_queues_once_under_a_lock() -> N
     assert isinstance(insert, exp.Insert)
     assert insert.this.this.name == "sq_queues"
     assert insert.expression.args.get("distinct") is not None
+    assert insert.expression.find(exp.OpenJSON).this.sql("tsql") == "@items"
+    assert "j.queue COLLATE Latin1_General_100_BIN2" in insert.expression.sql("tsql")
     locked = [t for t in insert.expression.find_all(exp.Table) if t.name == "sq_queues"]
     assert [hints(t) for t in locked] == [["HOLDLOCK", "UPDLOCK"]]
     assert "DECLARE @taken TABLE (id UNIQUEIDENTIFIER NOT NULL PRIMARY KEY)" in declared("push_batch")

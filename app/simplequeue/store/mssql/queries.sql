@@ -95,7 +95,7 @@ LEFT JOIN @took AS t ON t.queue = c.queue AND t.dedup_key = c.dedup_key;
 -- of 2100 parameters per request. The payload travels as a JSON string and is read back as
 -- NVARCHAR(MAX), so its text arrives exactly as sent. The store sends only the items to insert: those
 -- whose dedup key it took (claim_dedup_keys, earlier in the transaction) or that have none.
--- Ordered groups first: pushes into a queue's groups take turns on the queue's row (UPDLOCK,
+-- Ordered groups: pushes into a queue's groups take turns on the queue's row (UPDLOCK,
 -- HOLDLOCK, until commit; a key-range lock if the queue is new), and so does a redrive. So a group's
 -- seq order is its commit order: an item's IDENTITY seq is drawn before its row reaches
 -- sq_items_group, and without the turn a pop could find a later item of a group the head while an
@@ -117,11 +117,13 @@ LEFT JOIN @took AS t ON t.queue = c.queue AND t.dedup_key = c.dedup_key;
 -- MAX over VALUES is GREATEST for servers before 2022, and skips a NULL not_before.
 -- OUTPUT says which ids went in; the store refuses the whole batch (all or nothing) when that is
 -- fewer than it sent.
--- The queues of the inserted items are registered last, because T-SQL's IF governs one statement.
--- The unlocked probe keeps pushes to existing queues from serialising on their rows; UPDLOCK,
--- HOLDLOCK makes two pushers that both found a queue missing insert it once. @inserted.queue has the
--- column's binary collation, so that DISTINCT and the probe tell "Orders" from "orders". queue is
--- read wider than the column so that an overlong name fails instead of being truncated.
+-- The batch's queues are registered first, before any item is locked: every writer takes a queue's
+-- row before its items (delete_queue does), so taking them in the other order could deadlock. A
+-- batch that is refused rolls its new queues back with it. The unlocked probe keeps pushes to
+-- existing queues from serialising on their rows; UPDLOCK, HOLDLOCK makes two pushers that both
+-- found a queue missing insert it once. COLLATE gives OPENJSON's names the column's binary
+-- collation, so that DISTINCT and the probe tell "Orders" from "orders". queue is read wider than
+-- the column so that an overlong name fails instead of being truncated.
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
 DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
@@ -133,6 +135,17 @@ DECLARE @inserted TABLE (
     id UNIQUEIDENTIFIER NOT NULL,
     queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL
 );
+IF EXISTS (
+    SELECT 1 FROM OPENJSON(@items) WITH (queue NVARCHAR(4000)) AS j
+    WHERE NOT EXISTS (SELECT 1 FROM dbo.sq_queues AS q WHERE q.name = j.queue COLLATE Latin1_General_100_BIN2)
+)
+    INSERT INTO dbo.sq_queues (name, created_at)
+    SELECT DISTINCT j.queue COLLATE Latin1_General_100_BIN2, @now
+    FROM OPENJSON(@items) WITH (queue NVARCHAR(4000)) AS j
+    WHERE NOT EXISTS (
+        SELECT 1 FROM dbo.sq_queues AS q WITH (UPDLOCK, HOLDLOCK)
+        WHERE q.name = j.queue COLLATE Latin1_General_100_BIN2
+    );
 INSERT INTO @grouped (queue)
 SELECT DISTINCT j.queue COLLATE Latin1_General_100_BIN2
 FROM OPENJSON(@items) WITH (queue NVARCHAR(4000), group_key NVARCHAR(4000)) AS j
@@ -161,11 +174,6 @@ FROM OPENJSON(@items) WITH (
 WHERE NOT EXISTS (SELECT 1 FROM @taken AS t WHERE t.id = j.id)
 ORDER BY j.n;
 SELECT id FROM @inserted;
-IF EXISTS (SELECT 1 FROM @inserted AS i WHERE NOT EXISTS (SELECT 1 FROM dbo.sq_queues AS q WHERE q.name = i.queue))
-    INSERT INTO dbo.sq_queues (name, created_at)
-    SELECT DISTINCT i.queue, @now
-    FROM @inserted AS i
-    WHERE NOT EXISTS (SELECT 1 FROM dbo.sq_queues AS q WITH (UPDLOCK, HOLDLOCK) WHERE q.name = i.queue);
 
 -- name: pop
 -- An atomic test-and-set: the CTE picks the first poppable rows and the UPDATE leases exactly the
