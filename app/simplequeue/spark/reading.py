@@ -11,9 +11,10 @@ for queues whose history_payload is on).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
@@ -111,47 +112,46 @@ def _json(payload: object) -> str | None:
     return None if payload is None else json.dumps(payload)
 
 
-def history_rows(sq: Client, queue: str, part: Slice) -> Iterator[tuple[object, ...]]:
+def paged(fetch: Callable[[str | None], Any]) -> Iterator[Any]:
+    """Every item of a paged listing (a history or dead-letter page), the pages fetched in turn."""
     cursor: str | None = None
     while True:
-        page = sq.history(queue, since=part.since, until=part.until, limit=PAGE, cursor=cursor)
-        for e in page.items:
-            yield (
-                e.id,
-                e.queue,
-                e.outcome,
-                e.attempts,
-                e.created_at,
-                e.first_popped_at,
-                e.finished_at,
-                e.last_error,
-                _json(e.payload),
-                e.group,
-                e.dedup_key,
-            )
+        page = fetch(cursor)
+        yield from page.items
         if page.next_cursor is None:
             return
         cursor = page.next_cursor
+
+
+def history_rows(sq: Client, queue: str, part: Slice) -> Iterator[tuple[object, ...]]:
+    for e in paged(lambda c: sq.history(queue, since=part.since, until=part.until, limit=PAGE, cursor=c)):
+        yield (
+            e.id,
+            e.queue,
+            e.outcome,
+            e.attempts,
+            e.created_at,
+            e.first_popped_at,
+            e.finished_at,
+            e.last_error,
+            _json(e.payload),
+            e.group,
+            e.dedup_key,
+        )
 
 
 def dead_rows(sq: Client, queue: str, part: Slice) -> Iterator[tuple[object, ...]]:
-    cursor: str | None = None
-    while True:
-        page = sq.dead(queue, since=part.since, until=part.until, limit=PAGE, cursor=cursor)
-        for i in page.items:
-            yield (
-                i.id,
-                i.queue,
-                "dead",
-                i.attempts,
-                i.created_at,
-                i.first_popped_at,
-                i.died_at,
-                i.errors[-1].error if i.errors else None,
-                _json(i.payload),
-                i.group,
-                i.dedup_key,
-            )
-        if page.next_cursor is None:
-            return
-        cursor = page.next_cursor
+    for i in paged(lambda c: sq.dead(queue, since=part.since, until=part.until, limit=PAGE, cursor=c)):
+        yield (
+            i.id,
+            i.queue,
+            "dead",
+            i.attempts,
+            i.created_at,
+            i.first_popped_at,
+            i.died_at,
+            i.errors[-1].error if i.errors else None,
+            _json(i.payload),
+            i.group,
+            i.dedup_key,
+        )

@@ -39,39 +39,36 @@ class Deadlocked(Exception):
     raises DatabaseUnavailable (see retry_deadlocks)."""
 
 
-def retry_deadlocks(method: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, Coroutine[Any, Any, T]]:
-    """For a store method of one transaction: rolled back whole, it is safe to run again; a few
-    times, after a short random pause that lets the winner finish. Then DatabaseUnavailable (503),
-    which clients retry."""
-    retrying = retry(
-        retry=retry_if_exception_type(Deadlocked),
-        stop=stop_after_attempt(4),
-        wait=wait_random(0.005, 0.05),
-        reraise=True,
-    )(method)
+def on_deadlock(
+    attempts: int,
+) -> Callable[[Callable[P, Coroutine[Any, Any, T]]], Callable[P, Coroutine[Any, Any, T]]]:
+    """Run a store method up to `attempts` times while it is a deadlock victim, after a short
+    random pause that lets the winner finish; then DatabaseUnavailable (503), which clients retry.
+    Only a method of one transaction may run again (rolled back whole, it is safe to); one of
+    several (redrive, purge_dead, migrate) would count or apply its earlier batches twice."""
 
-    @functools.wraps(method)
-    async def run(*args: P.args, **kwargs: P.kwargs) -> T:
-        try:
-            return await retrying(*args, **kwargs)
-        except Deadlocked as exc:
-            raise DatabaseUnavailable() from exc
+    def decorate(method: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, Coroutine[Any, Any, T]]:
+        retrying = retry(
+            retry=retry_if_exception_type(Deadlocked),
+            stop=stop_after_attempt(attempts),
+            wait=wait_random(0.005, 0.05),
+            reraise=True,
+        )(method)
 
-    return run
+        @functools.wraps(method)
+        async def run(*args: P.args, **kwargs: P.kwargs) -> T:
+            try:
+                return await retrying(*args, **kwargs)
+            except Deadlocked as exc:
+                raise DatabaseUnavailable() from exc
+
+        return run
+
+    return decorate
 
 
-def deadlock_unavailable(method: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, Coroutine[Any, Any, T]]:
-    """For a method of several transactions (redrive, purge_dead, migrate), which running again
-    would count or apply twice: a deadlock is DatabaseUnavailable at once; the caller may retry."""
-
-    @functools.wraps(method)
-    async def run(*args: P.args, **kwargs: P.kwargs) -> T:
-        try:
-            return await method(*args, **kwargs)
-        except Deadlocked as exc:
-            raise DatabaseUnavailable() from exc
-
-    return run
+retry_deadlocks = on_deadlock(4)
+deadlock_unavailable = on_deadlock(1)
 
 
 @asynccontextmanager
