@@ -247,7 +247,9 @@ async def fill(base: str, queue: str, count: int) -> None:
             response.raise_for_status()
 
 
-async def pop_complete(engine: str, seconds: float) -> tuple[float, float]:
+async def pop_complete(engine: str, seconds: float) -> tuple[float, float, float]:
+    """Ours over HTTP; the raw driver running our own pop SQL and a DELETE; and the textbook
+    claim+delete, one statement and one commit per item."""
     async with database(engine) as url:
         with server(url, access_log="false") as base:
             await fill(base, "work", 60_000)
@@ -264,8 +266,65 @@ async def pop_complete(engine: str, seconds: float) -> tuple[float, float]:
 
                 ours = await counted_rate(seconds, 1, one, CONCURRENCY)
             await fill(base, "raw", 60_000)
+            await fill(base, "textbook", 60_000)
         raw = await raw_claim_delete(engine, url, seconds)
-    return ours, raw
+        textbook = await textbook_claim_delete(engine, url, seconds)
+    return ours, raw, textbook
+
+
+# The textbook queue loop: claim the first ready row, skipping those others hold, and delete it,
+# in one statement and one commit. It keeps no lease, no history and no attempts: the floor that
+# issue 15's targets are set against. It gets the plan ours gets: the store's session settings on
+# PostgreSQL (freshly filled, the table's statistics would have the planner sort a scan for every
+# claim), and on SQLite the pop index, whose partial predicate the status IN (...) term matches.
+TEXTBOOK_PG = """
+DELETE FROM sq_items WHERE id = (
+    SELECT id FROM sq_items
+    WHERE queue = $1 AND status = 'ready' AND visible_at <= now()
+    ORDER BY priority DESC, created_at, seq
+    FOR UPDATE SKIP LOCKED
+    LIMIT 1
+) RETURNING id, payload
+"""
+TEXTBOOK_LITE = """
+DELETE FROM sq_items WHERE seq = (
+    SELECT seq FROM sq_items INDEXED BY sq_items_pop
+    WHERE queue = ? AND status IN ('ready', 'leased') AND status = 'ready' AND visible_at <= ?
+    ORDER BY priority DESC, created_at, seq
+    LIMIT 1
+) RETURNING id, payload
+"""
+
+
+async def textbook_claim_delete(engine: str, url: str, seconds: float) -> float:
+    if engine == "postgresql":
+        pool = await asyncpg.create_pool(url, min_size=10, max_size=10, server_settings=PLANNER_SETTINGS)
+
+        async def one() -> int:
+            return 1 if await pool.fetchrow(TEXTBOOK_PG, "textbook") else 0
+
+        try:
+            return await counted_rate(seconds, 1, one, CONCURRENCY)
+        finally:
+            await pool.close()
+    import aiosqlite
+
+    conn = await aiosqlite.connect(url.removeprefix("sqlite:///"), isolation_level=None)
+    await conn.execute("PRAGMA synchronous = FULL")
+    lock = asyncio.Lock()
+
+    async def one_lite() -> int:
+        async with lock:  # SQLite has one writer: SKIP LOCKED has nothing to skip
+            await conn.execute("BEGIN IMMEDIATE")
+            async with conn.execute(TEXTBOOK_LITE, ("textbook", to_text(datetime.now(UTC)))) as cursor:
+                found = await cursor.fetchone()
+            await conn.execute("COMMIT")
+        return 1 if found else 0
+
+    try:
+        return await counted_rate(seconds, 1, one_lite, CONCURRENCY)
+    finally:
+        await conn.close()
 
 
 async def raw_claim_delete(engine: str, url: str, seconds: float) -> float:
