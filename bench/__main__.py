@@ -81,7 +81,8 @@ async def run(engines: list[str], quick: bool) -> tuple[list[Figure], dict[str, 
         )
         print(f"[{engine}] push {push:.0f}/s, no-op {noop:.0f}/s, raw inserts {inserts:.0f}/s", flush=True)
 
-        ours_pc, raw_pc, textbook_pc = await pop_complete(engine, window / 2)
+        ours_pc, raw_pc, textbook_pc, where = await pop_complete(engine, window / 2)
+        raw[f"profile {engine}"] = where
         figures.append(
             Figure(
                 "3. single pop + complete, 32 workers (items/s)",
@@ -205,7 +206,11 @@ def main() -> None:
     }
     stem.with_suffix(".json").write_text(json.dumps(record | {"samples": raw}, indent=2) + "\n")
     report.plot(figures, raw, stem.with_suffix(".png"))
-    print(f"\nsaved {stem}.json and {stem}.png")
+    profiles = [str(v) for k, v in raw.items() if k.startswith("profile ")]
+    profile_path = stem.with_name(stem.name + "-profile.md")
+    profile_path.write_text("# Where the server's time goes\n\n" + "\n".join(profiles))
+    print("\n" + "\n".join(profiles))
+    print(f"\nsaved {stem}.json, {stem}.png and {profile_path.name}")
     if args.update_readme:
         report.update_readme(Path(__file__).parent.parent / "README.md", table, stem)
 

@@ -22,6 +22,8 @@ POSTGRES_ADMIN_URL = os.environ.get(
     "SIMPLEQUEUE_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
 ROOT = Path(__file__).resolve().parent.parent
+PIDS: dict[str, int] = {}
+"""The process id of each running benchmark server, by its base URL (for the profiler)."""
 
 
 @asynccontextmanager
@@ -62,6 +64,7 @@ def server(database_url: str, **settings: str) -> Iterator[str]:
     command += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
     process = subprocess.Popen(command, env=env, cwd=ROOT)
     base = f"http://127.0.0.1:{port}"
+    PIDS[base] = process.pid
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -77,6 +80,7 @@ def server(database_url: str, **settings: str) -> Iterator[str]:
             time.sleep(0.1)
         yield base
     finally:
+        PIDS.pop(base, None)
         process.terminate()
         try:
             process.wait(timeout=20)

@@ -19,7 +19,8 @@ import httpx
 from simplequeue.main import store_for
 from simplequeue.settings import Settings
 
-from bench.infra import database, run_for, server
+from bench import profile
+from bench.infra import PIDS, database, run_for, server
 
 CONCURRENCY = 32
 
@@ -247,9 +248,10 @@ async def fill(base: str, queue: str, count: int) -> None:
             response.raise_for_status()
 
 
-async def pop_complete(engine: str, seconds: float) -> tuple[float, float, float]:
-    """Ours over HTTP; the raw driver running our own pop SQL and a DELETE; and the textbook
-    claim+delete, one statement and one commit per item."""
+async def pop_complete(engine: str, seconds: float) -> tuple[float, float, float, str]:
+    """Ours over HTTP; the raw driver running our own pop SQL and a DELETE; the textbook
+    claim+delete, one statement and one commit per item; and where the server's time goes under
+    ours (a second window, sampled by py-spy, so that sampling does not slow the counted one)."""
     async with database(engine) as url:
         with server(url, access_log="false") as base:
             await fill(base, "work", 60_000)
@@ -265,11 +267,15 @@ async def pop_complete(engine: str, seconds: float) -> tuple[float, float, float
                     return len(popped)
 
                 ours = await counted_rate(seconds, 1, one, CONCURRENCY)
+                sampling = asyncio.ensure_future(profile.record(PIDS[base], seconds))
+                await counted_rate(seconds, 1, one, CONCURRENCY)
+                stacks = await sampling
             await fill(base, "raw", 60_000)
             await fill(base, "textbook", 60_000)
         raw = await raw_claim_delete(engine, url, seconds)
         textbook = await textbook_claim_delete(engine, url, seconds)
-    return ours, raw, textbook
+    title = f"{engine}: single pop + complete over HTTP, {CONCURRENCY} workers"
+    return ours, raw, textbook, profile.summary(stacks, title)
 
 
 # The textbook queue loop: claim the first ready row, skipping those others hold, and delete it,
