@@ -120,3 +120,138 @@ async def test_sweep_and_completion_stay_on_their_indexes(schema: tuple[str, str
         schema, PLANNER_SETTINGS, "complete_batch", ids=[uuid.uuid4()], lease_tokens=[None], now=None
     )
     assert '"Node Type": "Seq Scan"' not in complete.replace('"Relation Name": "sq_queues"', ""), complete
+
+
+# Generic plans: pooled sessions plan each hot statement once (PLANNER_SETTINGS), without the
+# values, so these plans must find rows by index whatever the values turn out to be.
+
+
+def literal(value: object) -> str:
+    """A bound value written into EXECUTE's argument list (PREPARE inferred the types)."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list):
+        return "'{" + ",".join("NULL" if v is None else f'"{v}"' for v in value) + "}'"
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+async def generic_plan_of(schema: tuple[str, str], query: str, **values: object) -> str:
+    """The plan a pooled session reuses for the named query: prepared once, planned without values."""
+    url, name = schema
+    conn = await asyncpg.connect(url, server_settings={"search_path": name, **PLANNER_SETTINGS})
+    try:
+        assert PLANNER_SETTINGS["plan_cache_mode"] == "force_generic_plan"
+        await conn.execute(f"PREPARE hot AS {Q[query].sql}")
+        arguments = ", ".join(literal(v) for v in Q[query].bind(**values))
+        rows = await conn.fetch(f"EXPLAIN (FORMAT JSON) EXECUTE hot({arguments})")
+        return json.dumps(json.loads(rows[0][0]))
+    finally:
+        await conn.close()
+
+
+async def crowd(schema: tuple[str, str]) -> None:
+    """Thousands of queues, a hundred thousand items, finished records and dedup keys."""
+    url, name = schema
+    conn = await asyncpg.connect(url, server_settings={"search_path": name})
+    try:
+        await conn.execute(
+            "INSERT INTO sq_queues (name, created_at)"
+            " SELECT 'q' || n, now() FROM generate_series(1, 2000) AS n"
+        )
+        await conn.execute(
+            "INSERT INTO sq_items"
+            " (id, queue, payload, created_at, visible_at, status, lease_token, dedup_key)"
+            " SELECT gen_random_uuid(), 'q' || (n % 50), '1', now(), now() + interval '1 minute',"
+            "  CASE WHEN n % 3 = 0 THEN 'leased' ELSE 'ready' END,"
+            "  CASE WHEN n % 3 = 0 THEN gen_random_uuid() END, 'k' || n"
+            " FROM generate_series(1, 100000) AS n"
+        )
+        await conn.execute(
+            "INSERT INTO sq_history (id, queue, outcome, attempts, created_at, finished_at)"
+            " SELECT gen_random_uuid(), 'q' || (n % 50), 'completed', 1, now(), now()"
+            " FROM generate_series(1, 100000) AS n"
+        )
+        await conn.execute(
+            "INSERT INTO sq_dedup (queue, dedup_key, item_id, created_at)"
+            " SELECT 'q' || (n % 50), 'k' || n, gen_random_uuid(), now() FROM generate_series(1, 100000) AS n"
+        )
+    finally:
+        await conn.close()
+
+
+async def analyze(schema: tuple[str, str]) -> None:
+    url, name = schema
+    conn = await asyncpg.connect(url, server_settings={"search_path": name})
+    await conn.execute("ANALYZE")
+    await conn.close()
+
+
+HOT_STATEMENTS: dict[str, dict[str, object]] = {
+    "pop": {"queue": "q1", "now": None, "max_items": 1, "lease_token": uuid.uuid4(), "lease_seconds": None},
+    "complete_batch": {"ids": [uuid.uuid4()], "lease_tokens": [uuid.uuid4()], "now": None},
+    "fail": {
+        "id": uuid.uuid4(),
+        "lease_token": uuid.uuid4(),
+        "retry": True,
+        "retry_after": None,
+        "now": None,
+        "error": "x",
+        "draw": 0.5,
+    },
+    "extend": {"id": uuid.uuid4(), "lease_token": uuid.uuid4(), "lease_seconds": 30, "now": None},
+    "get_item": {"id": uuid.uuid4(), "now": None},
+    "next_visible_at": {"queues": ["q1"], "now": None},
+}
+
+
+@pytest.mark.parametrize("statistics", ["stale", "analysed"])
+async def test_generic_plans_of_the_hot_statements_use_indexes_at_scale(
+    schema: tuple[str, str], statistics: str
+) -> None:
+    await crowd(schema)
+    if statistics == "analysed":
+        await analyze(schema)
+    for query, values in HOT_STATEMENTS.items():
+        plan = await generic_plan_of(schema, query, **values)
+        assert '"Node Type": "Seq Scan"' not in plan, (query, plan)
+        assert '"Node Type": "Sort"' not in plan, (query, plan)
+        if query in ("fail", "extend", "get_item", "complete_batch"):
+            # one item, found by its id: not a walk over a queue's or every lease's rows
+            assert '"Index Name": "sq_items_id_key"' in plan, (query, plan)
+            assert '"Index Name": "sq_items_leased"' not in plan, (query, plan)
+    assert '"Index Name": "sq_items_pop"' in await generic_plan_of(schema, "pop", **HOT_STATEMENTS["pop"])
+
+
+async def test_pooled_sessions_reuse_hot_plans_and_plan_filtered_reads_for_their_values(
+    postgres_url: str,
+) -> None:
+    from simplequeue.domain import HistoryFilter
+    from simplequeue.store.postgres.store import PostgresStore
+
+    store = PostgresStore(postgres_url, pool_size=1)  # one session, so its statements are all here
+    await store.open()
+    try:
+        await store.migrate()
+        for _ in range(3):
+            await store.pop("plans", 1, None)
+            await store.list_history("plans", HistoryFilter(), 10, None)
+        async with store._conn() as conn:
+            counts = {
+                ("pop" if "SKIP LOCKED" in r["statement"] else "history"): (
+                    r["generic_plans"],
+                    r["custom_plans"],
+                )
+                for r in await conn.fetch(
+                    "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements"
+                    " WHERE (statement LIKE '%FOR UPDATE SKIP LOCKED%' OR statement LIKE '%FROM sq_history%')"
+                    " AND statement NOT LIKE '%pg_prepared_statements%'"
+                )
+            }
+    finally:
+        await store.close()
+    assert counts["pop"] == (3, 0), counts
+    assert counts["history"] == (0, 3), counts

@@ -81,8 +81,11 @@ RETURNING seq, id, queue, payload::text AS payload, created_at, attempts, lease_
           priority, group_key
 
 -- name: extend
+-- The row is found by its id alone: a generic plan may otherwise walk sq_items_leased, every
+-- live lease, looking for it.
 UPDATE sq_items SET visible_at = COALESCE(:now::timestamptz, now()) + :lease_seconds * interval '1 second'
-WHERE id = :id AND status = 'leased' AND lease_token = :lease_token AND visible_at > COALESCE(:now::timestamptz, now())
+WHERE seq = (SELECT seq FROM sq_items WHERE id = :id)
+  AND id = :id AND status = 'leased' AND lease_token = :lease_token AND visible_at > COALESCE(:now::timestamptz, now())
 
 -- name: complete_batch
 -- Items go, their history records are written and their dedup keys' windows start: one statement,
@@ -92,22 +95,23 @@ WHERE id = :id AND status = 'leased' AND lease_token = :lease_token AND visible_
 -- their rows up in sq_items_id_key rather than scan. A lease that expired on its last attempt is
 -- dead already (for every reader, whether or not the sweep has recorded it): `present` says so
 -- and `done` leaves it.
+-- The queue's max_attempts is a scalar subquery, read only for an expired lease: a join would be
+-- planned once for every case, and a generic plan may then scan sq_queues for every completion.
 WITH present AS (
     SELECT i.id,
            CASE WHEN i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now())
-                     AND i.attempts >= q.max_attempts
+                     AND i.attempts >= (SELECT q.max_attempts FROM sq_queues AS q WHERE q.name = i.queue)
                 THEN 'dead' ELSE i.status END AS status,
            i.lease_token
-    FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
+    FROM sq_items AS i
     WHERE i.id = ANY (:ids::uuid[])
 ), done AS (
     DELETE FROM sq_items AS i
-    USING unnest(:ids::uuid[], :lease_tokens::uuid[]) AS r(id, token), sq_queues AS q
+    USING unnest(:ids::uuid[], :lease_tokens::uuid[]) AS r(id, token)
     WHERE i.id = ANY (:ids::uuid[]) AND i.id = r.id AND i.status <> 'dead'
       AND (r.token IS NULL OR i.lease_token = r.token)
-      AND q.name = i.queue
       AND NOT (i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now())
-               AND i.attempts >= q.max_attempts)
+               AND i.attempts >= (SELECT q.max_attempts FROM sq_queues AS q WHERE q.name = i.queue))
     RETURNING i.id, i.queue, i.attempts, i.created_at, i.first_popped_at, i.group_key, i.dedup_key, i.errors,
               i.payload
 ), history AS (

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import asyncpg
@@ -13,17 +15,36 @@ Q = load_queries("simplequeue.store.postgres", "numbered")
 Connection = asyncpg.pool.PoolConnectionProxy
 
 
+# Pooled sessions reuse one generic plan per statement (store.PLANNER_SETTINGS). These reads
+# filter on optional values (`:since IS NULL OR ...`, a paging cursor, a state): only a plan made
+# for the values at hand turns those into index bounds, so each runs in a transaction that asks
+# for one. They serve people and dashboards, not the hot path, so the extra round trips are cheap.
+CUSTOM_PLANNED = frozenset({"list_dead", "pick_dead", "list_history", "peek", "queue_stats"})
+
+
+@asynccontextmanager
+async def _planned_for(conn: Connection, name: str) -> AsyncIterator[None]:
+    if name not in CUSTOM_PLANNED:
+        yield
+        return
+    async with conn.transaction():  # a savepoint inside the caller's transaction, if any
+        await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+        yield
+
+
 async def fetch(
     conn: Connection, name: str, /, *, deadline_seconds: float | None = None, **values: Any
 ) -> list[Any]:
     """The rows of the named query, with its parameters bound by name."""
     query = Q[name]
-    return list(await conn.fetch(query.sql, *query.bind(**values), timeout=deadline_seconds))
+    async with _planned_for(conn, name):
+        return list(await conn.fetch(query.sql, *query.bind(**values), timeout=deadline_seconds))
 
 
 async def fetch_one(conn: Connection, name: str, /, **values: Any) -> Any:
     query = Q[name]
-    return await conn.fetchrow(query.sql, *query.bind(**values))
+    async with _planned_for(conn, name):
+        return await conn.fetchrow(query.sql, *query.bind(**values))
 
 
 async def fetch_value(conn: Connection, name: str, /, **values: Any) -> Any:

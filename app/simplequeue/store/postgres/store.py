@@ -66,7 +66,12 @@ log = logging.getLogger("simplequeue.postgres")
 # Pricing sorts out for our own sessions leaves pop one cheap plan: walking sq_items_pop in order
 # (a bitmap scan loses the order, so it would need the sort too). A penalty, not a ban: statements
 # that cannot avoid a sort (ORDER BY over unnest) still sort.
-PLANNER_SETTINGS = {"enable_sort": "off"}
+# Generic plans: each pooled connection plans a statement once and reuses the plan. Left to
+# choose, PostgreSQL planned pop and complete afresh on every call, and planning cost more than
+# running them (complete: ~0.5 ms of ~1.1). tests/test_query_plans.py holds the generic plans of
+# the hot statements to their indexes at scale; the statements whose optional filters need a plan
+# made for their values opt out (statements.CUSTOM_PLANNED).
+PLANNER_SETTINGS = {"enable_sort": "off", "plan_cache_mode": "force_generic_plan"}
 
 
 async def _keep_session(conn: asyncpg.Connection) -> None:
