@@ -487,3 +487,53 @@ async def test_keys_are_held_to_what_every_engine_stores_alike(lite: Client) -> 
     # 64 characters beyond U+FFFF are 128 code units, inner spaces are fine: both taken.
     for key in ("\U0001f600" * 64, "order 7"):
         assert (await lite.post("/push", json={"payload": 1, "dedup_key": key})).status_code == 201
+
+
+async def test_pop_completes_the_items_it_is_given_first(client: Client, queue: str) -> None:
+    for n in range(3):
+        assert (await client.post("/push", json={"queue": queue, "payload": n})).status_code == 201
+    [first] = (await client.post("/pop", json={"queue": queue})).json()["items"]
+    unknown = "00000000-0000-4000-8000-000000000000"
+
+    answer = await client.post(
+        "/pop",
+        json={
+            "queue": queue,
+            "max_items": 5,
+            "complete": [
+                {"id": first["id"], "lease_token": first["lease_token"]},
+                {"id": unknown, "lease_token": first["lease_token"]},
+            ],
+        },
+    )
+
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["completed"] == [
+        {"id": first["id"], "result": "completed"},
+        {"id": unknown, "result": "not_found"},
+    ]
+    assert [i["payload"] for i in body["items"]] == [1, 2]
+    assert (await client.get(f"/items/{first['id']}")).status_code == 404
+    plain = (await client.post("/pop", json={"queue": queue})).json()
+    assert plain == {"items": [], "completed": []}
+
+
+@pytest.mark.parametrize(
+    "complete",
+    [
+        [{"id": "00000000-0000-4000-8000-000000000000"}],  # a lease token is required here
+        [{"id": "not-a-uuid", "lease_token": "00000000-0000-4000-8000-000000000000"}],
+        [
+            {
+                "id": "00000000-0000-4000-8000-000000000000",
+                "lease_token": "00000000-0000-4000-8000-000000000000",
+            }
+        ]
+        * 101,
+    ],
+)
+async def test_pop_refuses_bad_completions_and_changes_nothing(lite: Client, complete: list[Any]) -> None:
+    await lite.post("/push", json={"payload": 1})
+    assert_error(await lite.post("/pop", json={"complete": complete}), 422, "ValidationError")
+    assert (await lite.get("/queues/default")).json()["ready"] == 1

@@ -13,6 +13,7 @@ from simplequeue.domain import (
     CompleteOutcome,
     Completion,
     Failure,
+    HistoryFilter,
     ItemDead,
     ItemExists,
     ItemNotFound,
@@ -20,6 +21,7 @@ from simplequeue.domain import (
     LeasedItem,
     LeaseMismatch,
     NewItem,
+    Outcome,
     Pushed,
     QueueNotFound,
 )
@@ -365,6 +367,67 @@ async def test_complete_batch_reports_each_item(store: Store, queue: str, clock:
     for gone in (a.id, c.id, items[3].id):
         with pytest.raises(ItemNotFound):
             await store.get_item(gone)
+
+
+async def test_complete_and_pop_completes_first_then_pops(store: Store, queue: str, clock: FakeClock) -> None:
+    items = [new_item(queue, n, created_at=clock.now + timedelta(seconds=n)) for n in range(4)]
+    await store.push_batch(items, skip_existing=False)
+    a, b = await store.pop(queue, 2, 30)
+
+    outcomes, popped = await store.complete_and_pop(
+        [Completion(a.id, a.lease_token), Completion(b.id, uuid4()), Completion(uuid4(), uuid4())],
+        queue,
+        5,
+        30,
+    )
+
+    assert outcomes == [CompleteOutcome.COMPLETED, CompleteOutcome.LEASE_MISMATCH, CompleteOutcome.NOT_FOUND]
+    assert [p.payload for p in popped] == [2, 3]
+    assert len({p.lease_token for p in popped}) == 1
+    with pytest.raises(ItemNotFound):
+        await store.get_item(a.id)
+    assert (await store.get_item(b.id)).status == ItemStatus.LEASED  # refused: untouched
+    [record] = (await store.list_history(queue, HistoryFilter(), 10, None)).items
+    assert (record.id, record.outcome) == (a.id, Outcome.COMPLETED)
+
+
+async def test_complete_and_pop_with_nothing_ready_still_commits(store: Store, queue: str) -> None:
+    item = new_item(queue, "only")
+    await push(store, item)
+    leased = await pop_one(store, queue)
+    assert await store.complete_and_pop([Completion(item.id, leased.lease_token)], queue, 1, 30) == (
+        [CompleteOutcome.COMPLETED],
+        [],
+    )
+    with pytest.raises(ItemNotFound):
+        await store.get_item(item.id)
+
+
+async def test_complete_and_pop_never_hands_back_what_it_completes(
+    store: Store, queue: str, clock: FakeClock
+) -> None:
+    item = new_item(queue, "late")
+    await push(store, item)
+    leased = await pop_one(store, queue, lease_seconds=5)
+    clock.advance(6)  # expired, not on its last attempt: poppable again, and still completable
+
+    outcomes, popped = await store.complete_and_pop([Completion(item.id, leased.lease_token)], queue, 1, 30)
+
+    assert (outcomes, popped) == ([CompleteOutcome.COMPLETED], [])
+
+
+async def test_complete_and_pop_moves_an_ordered_group_on(store: Store, queue: str) -> None:
+    a1, a2, a3 = (new_item(queue, f"a{n}", group="a") for n in (1, 2, 3))
+    await store.push_batch([a1, a2, a3], skip_existing=False)
+    head = await pop_one(store, queue)
+
+    # A refused completion leaves the head in place: the group stays blocked.
+    outcomes, popped = await store.complete_and_pop([Completion(a1.id, uuid4())], queue, 5, 30)
+    assert (outcomes, popped) == ([CompleteOutcome.LEASE_MISMATCH], [])
+
+    outcomes, popped = await store.complete_and_pop([Completion(a1.id, head.lease_token)], queue, 5, 30)
+    assert outcomes == [CompleteOutcome.COMPLETED]
+    assert [p.payload for p in popped] == ["a2"]  # the next head, in the same call
 
 
 async def test_next_visible_at_tells_when_each_queue_has_work(

@@ -193,6 +193,15 @@ async def analyze(schema: tuple[str, str]) -> None:
 HOT_STATEMENTS: dict[str, dict[str, object]] = {
     "pop": {"queue": "q1", "now": None, "max_items": 1, "lease_token": uuid.uuid4(), "lease_seconds": None},
     "complete_batch": {"ids": [uuid.uuid4()], "lease_tokens": [uuid.uuid4()], "now": None},
+    "complete_and_pop": {
+        "ids": [uuid.uuid4()],
+        "lease_tokens": [uuid.uuid4()],
+        "queue": "q1",
+        "now": None,
+        "max_items": 1,
+        "lease_token": uuid.uuid4(),
+        "lease_seconds": None,
+    },
     "fail": {
         "id": uuid.uuid4(),
         "lease_token": uuid.uuid4(),
@@ -219,11 +228,12 @@ async def test_generic_plans_of_the_hot_statements_use_indexes_at_scale(
         plan = await generic_plan_of(schema, query, **values)
         assert '"Node Type": "Seq Scan"' not in plan, (query, plan)
         assert '"Node Type": "Sort"' not in plan, (query, plan)
-        if query in ("fail", "extend", "get_item", "complete_batch"):
+        if query in ("fail", "extend", "get_item", "complete_batch", "complete_and_pop"):
             # one item, found by its id: not a walk over a queue's or every lease's rows
             assert '"Index Name": "sq_items_id_key"' in plan, (query, plan)
             assert '"Index Name": "sq_items_leased"' not in plan, (query, plan)
-    assert '"Index Name": "sq_items_pop"' in await generic_plan_of(schema, "pop", **HOT_STATEMENTS["pop"])
+    for query in ("pop", "complete_and_pop"):
+        assert '"Index Name": "sq_items_pop"' in await generic_plan_of(schema, query, **HOT_STATEMENTS[query])
 
 
 async def test_pooled_sessions_reuse_hot_plans_and_plan_filtered_reads_for_their_values(

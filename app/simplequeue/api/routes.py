@@ -204,16 +204,24 @@ async def push_batch(body: PushBatchRequest, sq: ServiceDep, who: Caller) -> Res
 )
 async def pop(body: PopRequest, sq: ServiceDep, who: Caller, request: Request) -> Response:
     """Lease up to `max_items` items (highest priority first, then oldest), waiting up to
-    `wait_seconds` for one to arrive. Of an ordered group only the head is handed out."""
+    `wait_seconds` for one to arrive. Of an ordered group only the head is handed out. Items
+    listed in `complete` are completed first (see `completed` for each one's result)."""
     who.require(Action.CONSUME, body.queue)
-    items = await sq.pop(
+    await _own_queues(who, sq, [ref.id for ref in body.complete])
+    outcomes, items = await sq.complete_and_pop(
+        [Completion(ref.id, ref.lease_token) for ref in body.complete],
         body.queue,
         max_items=body.max_items,
         wait_seconds=body.wait_seconds,
         lease_seconds=body.lease_seconds,
         gone=request.is_disconnected,
     )
-    return json_text('{"items":[' + ",".join(PoppedItem.json_of(i) for i in items) + "]}")
+    completed = ",".join(
+        f'{{"id":"{ref.id}","result":"{outcome.value}"}}'
+        for ref, outcome in zip(body.complete, outcomes, strict=True)
+    )
+    popped = ",".join(PoppedItem.json_of(i) for i in items)
+    return json_text(f'{{"items":[{popped}],"completed":[{completed}]}}')
 
 
 @router.delete(

@@ -257,6 +257,11 @@ class PushResponse(BaseModel):
     created: bool = Field(description="False: the dedup_key matched an existing item; nothing was inserted.")
 
 
+class LeasedRef(Body):
+    id: UUID
+    lease_token: UUID = Field(description="The lease the item was popped with.")
+
+
 class PopRequest(Body):
     queue: QueueName = "default"
     max_items: Annotated[int, Number] = Field(1, ge=1, le=100)
@@ -265,6 +270,15 @@ class PopRequest(Body):
     )
     lease_seconds: Annotated[int, Field(ge=1, le=43200), Number] | None = Field(
         None, description="How long the worker holds each item (default: the queue's)."
+    )
+    complete: list[LeasedRef] = Field(
+        default_factory=list,
+        max_length=100,
+        description="Items this worker has finished: completed before the pop, as POST "
+        "/items/complete would complete them, and committed even when the pop then waits or finds "
+        "nothing. A worker that acknowledges its last items here makes one request per item instead "
+        "of two. Their results come back in `completed`. An item completed here is not popped in "
+        "the same call, and an ordered group whose head is completed here offers its next item.",
     )
 
 
@@ -297,6 +311,9 @@ class PoppedItem(BaseModel):
 
 class PopResponse(BaseModel):
     items: list[PoppedItem]
+    completed: list[CompleteResult] = Field(
+        description="One result per entry of the request's `complete`, in its order."
+    )
 
 
 class FailRequest(Body):

@@ -222,6 +222,42 @@ class QueueService:
             self._events.popped(queue, len(items))
         return items
 
+    async def complete_and_pop(
+        self,
+        completions: Sequence[Completion],
+        queue: str,
+        *,
+        max_items: int,
+        wait_seconds: float,
+        lease_seconds: int | None,
+        gone: Callable[[], Awaitable[bool]] = never_gone,
+    ) -> tuple[list[CompleteOutcome], list[LeasedItem]]:
+        """A worker's finished items, completed (one outcome each, in order, as complete_many
+        gives them), then a pop: one round trip and, on the first try, one transaction."""
+        if not completions:
+            outcomes: list[CompleteOutcome] = []
+            items = await self._waiting.pop(
+                queue, max_items=max_items, wait_seconds=wait_seconds, lease_seconds=lease_seconds, gone=gone
+            )
+        elif len({c.id for c in completions}) < len(completions):
+            # An id given twice is taken in rounds, as complete_many takes it.
+            outcomes = await self.complete_many(completions)
+            items = await self._waiting.pop(
+                queue, max_items=max_items, wait_seconds=wait_seconds, lease_seconds=lease_seconds, gone=gone
+            )
+        else:
+            outcomes, items = await self._waiting.complete_and_pop(
+                completions,
+                queue,
+                max_items=max_items,
+                wait_seconds=wait_seconds,
+                lease_seconds=lease_seconds,
+                gone=gone,
+            )
+        if items:
+            self._events.popped(queue, len(items))
+        return outcomes, items
+
     async def extend(self, item_id: UUID, lease_token: UUID, lease_seconds: int) -> ItemView:
         return await self._store.extend(item_id, lease_token, lease_seconds)
 

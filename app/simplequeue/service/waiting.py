@@ -20,10 +20,10 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
-from simplequeue.domain import LeasedItem, QueueError
+from simplequeue.domain import CompleteOutcome, Completion, LeasedItem, QueueError
 from simplequeue.store.protocol import Store
 
 log = logging.getLogger("simplequeue.waiting")
@@ -124,6 +124,30 @@ class Waiting:
                 waited = True
         finally:
             watch.users -= 1
+
+    async def complete_and_pop(
+        self,
+        completions: Sequence[Completion],
+        queue: str,
+        *,
+        max_items: int,
+        wait_seconds: float,
+        lease_seconds: int | None,
+        gone: Callable[[], Awaitable[bool]] = never_gone,
+    ) -> tuple[list[CompleteOutcome], list[LeasedItem]]:
+        """The completions are committed before any wait, with the first pop where the queue may
+        have something (one transaction), alone where it is known empty; then pop as pop() does."""
+        watch = self._watches.get(queue)
+        items: list[LeasedItem] = []
+        if watch is not None and watch.known_empty():
+            outcomes = await self._store.complete_batch(completions)
+        else:
+            outcomes, items = await self._store.complete_and_pop(completions, queue, max_items, lease_seconds)
+        if not items and wait_seconds > 0:
+            items = await self.pop(
+                queue, max_items=max_items, wait_seconds=wait_seconds, lease_seconds=lease_seconds, gone=gone
+            )
+        return outcomes, items
 
     def _watch(self, queue: str) -> QueueWatch:
         watch = self._watches.get(queue)

@@ -104,6 +104,14 @@ class Delivery(Protocol):
         """Complete each item whose token matches (or that has no token given), in one statement where
         the engine allows; the outcomes are in the order of `items`, whose ids are distinct."""
 
+    async def complete_and_pop(
+        self, completions: Sequence[Completion], queue: str, max_items: int, lease_seconds: int | None
+    ) -> tuple[list[CompleteOutcome], list[LeasedItem]]:
+        """complete_batch, then pop, in one transaction (one statement where the engine allows):
+        a worker's finished items and its next ones in one round trip. The completions' ids are
+        distinct; an item completed here is not popped here, and a group whose head was completed
+        here offers its next item."""
+
     async def fail(self, item_id: UUID, failure: Failure) -> ItemView:
         """Record an error. The item is ready again after the given delay or the queue's backoff,
         or dead when retry is false or this was its last attempt. Raises ItemNotFound,

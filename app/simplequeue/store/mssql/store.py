@@ -253,16 +253,44 @@ class MssqlStore:
         if not items:
             return []
         async with self._transaction() as conn:
-            done, still_there = await fetch_sets(
-                conn, "complete_batch", now=self._now(), items=params.complete_json(items)
-            )
-        tell(self._on_finished, Outcome.COMPLETED, [row["queue"] for row in done])
-        return complete_outcomes(
+            outcomes, queues = await self._complete(conn, items)
+        tell(self._on_finished, Outcome.COMPLETED, queues)
+        return outcomes
+
+    @retry_deadlocks
+    async def complete_and_pop(
+        self, completions: Sequence[Completion], queue: str, max_items: int, lease_seconds: int | None
+    ) -> tuple[list[CompleteOutcome], list[LeasedItem]]:
+        """complete_batch's batch, then pop's, in one transaction: the pop sees the completions (a
+        completed group head lets its next go), and an item completed here is gone, so it is not
+        popped again. A deadlock retries both."""
+        values: dict[str, Param] = {
+            "now": self._now(),
+            "queue": queue,
+            "lease_seconds": params.optional(lease_seconds),
+            "max_items": max_items,
+            "lease_token": str(uuid4()),
+        }
+        async with self._transaction() as conn:
+            outcomes, queues = await self._complete(conn, completions) if completions else ([], [])
+            found = await fetch(conn, "pop", **values)
+        tell(self._on_finished, Outcome.COMPLETED, queues)
+        return outcomes, in_pop_order([(row["seq"], rows.leased_item(row)) for row in found])
+
+    async def _complete(
+        self, conn: Connection, items: Sequence[Completion]
+    ) -> tuple[list[CompleteOutcome], list[str]]:
+        """The outcomes, and the queue of each item completed."""
+        done, still_there = await fetch_sets(
+            conn, "complete_batch", now=self._now(), items=params.complete_json(items)
+        )
+        outcomes = complete_outcomes(
             items,
             {rows.as_uuid(row["id"]) for row in done},
             {rows.as_uuid(row["id"]) for row in still_there},
             {rows.as_uuid(row["id"]) for row in still_there if row["status"] == ItemStatus.DEAD},
         )
+        return outcomes, [row["queue"] for row in done]
 
     @retry_deadlocks
     async def fail(self, item_id: UUID, failure: Failure) -> ItemView:

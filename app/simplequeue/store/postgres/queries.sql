@@ -129,6 +129,74 @@ WITH present AS (
 SELECT present.id, present.status, present.lease_token, done.id IS NOT NULL AS completed, done.queue
 FROM present LEFT JOIN done ON done.id = present.id
 
+-- name: complete_and_pop
+-- A worker's completions and its next pop, in one statement and one commit: complete_batch's
+-- CTEs, then pop's UPDATE. CTEs share one snapshot, so two rules keep the pop in step with the
+-- completions: an item completed here is not handed out again here, and the group probe counts
+-- the items completed here as gone, so the next item of a group whose head was just completed is
+-- its head now (as it is on the engines that run these as two statements in one transaction).
+WITH present AS (
+    SELECT i.id,
+           CASE WHEN i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now())
+                     AND i.attempts >= (SELECT q.max_attempts FROM sq_queues AS q WHERE q.name = i.queue)
+                THEN 'dead' ELSE i.status END AS status,
+           i.lease_token
+    FROM sq_items AS i
+    WHERE i.id = ANY (:ids::uuid[])
+), done AS (
+    DELETE FROM sq_items AS i
+    USING unnest(:ids::uuid[], :lease_tokens::uuid[]) AS r(id, token)
+    WHERE i.id = ANY (:ids::uuid[]) AND i.id = r.id AND i.status <> 'dead'
+      AND (r.token IS NULL OR i.lease_token = r.token)
+      AND NOT (i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now())
+               AND i.attempts >= (SELECT q.max_attempts FROM sq_queues AS q WHERE q.name = i.queue))
+    RETURNING i.id, i.queue, i.attempts, i.created_at, i.first_popped_at, i.group_key, i.dedup_key, i.errors,
+              i.payload
+), history AS (
+    INSERT INTO sq_history (id, queue, outcome, attempts, created_at, first_popped_at, finished_at,
+                            group_key, dedup_key, last_error, payload)
+    SELECT d.id, d.queue, 'completed', d.attempts, d.created_at, d.first_popped_at, COALESCE(:now::timestamptz, now()),
+           d.group_key, d.dedup_key, d.errors -> -1 ->> 'error', CASE WHEN q.history_payload THEN d.payload END
+    FROM done AS d JOIN sq_queues AS q ON q.name = d.queue
+), windows AS (
+    UPDATE sq_dedup AS k
+    SET expires_at = COALESCE(:now::timestamptz, now()) + q.dedup_window_seconds * interval '1 second'
+    FROM done AS d JOIN sq_queues AS q ON q.name = d.queue
+    WHERE k.queue = d.queue AND k.dedup_key = d.dedup_key AND k.item_id = d.id
+), popped AS (
+    UPDATE sq_items
+    SET status = 'leased',
+        attempts = attempts + 1,
+        lease_token = :lease_token,
+        visible_at = COALESCE(:now::timestamptz, now())
+            + COALESCE(:lease_seconds, (SELECT lease_seconds FROM sq_queues WHERE name = :queue)) * interval '1 second',
+        first_popped_at = COALESCE(first_popped_at, COALESCE(:now::timestamptz, now()))
+    WHERE seq = ANY (ARRAY(
+        SELECT x.seq FROM sq_items AS x
+        WHERE x.queue = :queue AND x.status IN ('ready', 'leased') AND x.visible_at <= COALESCE(:now::timestamptz, now())
+          AND x.id <> ALL (:ids::uuid[])
+          AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
+          AND (x.status = 'ready' OR x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue))
+          AND (x.group_key IS NULL OR NOT EXISTS (
+              SELECT 1 FROM sq_items AS e
+              WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
+                AND e.group_key IS NOT NULL AND e.status <> 'dead'
+                AND e.id NOT IN (SELECT id FROM done)))
+        ORDER BY x.priority DESC, x.created_at, x.seq
+        LIMIT :max_items
+        FOR UPDATE SKIP LOCKED
+    ))
+    RETURNING seq, id, queue, payload::text AS payload, created_at, attempts, lease_token, visible_at,
+              priority, group_key
+)
+SELECT 'popped' AS kind, p.seq, p.id, p.queue, p.payload, p.created_at, p.attempts, p.lease_token,
+       p.visible_at, p.priority, p.group_key, NULL AS status, NULL::boolean AS completed
+FROM popped AS p
+UNION ALL
+SELECT 'completion', NULL, present.id, done.queue, NULL, NULL, NULL, present.lease_token, NULL, NULL, NULL,
+       present.status, done.id IS NOT NULL
+FROM present LEFT JOIN done ON done.id = present.id
+
 -- name: next_visible_at
 -- A correlated min() per queue: each is one seek on sq_items_visible, however many items wait.
 SELECT q.queue,

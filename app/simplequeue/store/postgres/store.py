@@ -310,6 +310,33 @@ class PostgresStore:
         dead = {r["id"] for r in found if r["status"] == ItemStatus.DEAD}
         return complete_outcomes(items, completed, still_there, dead)
 
+    async def complete_and_pop(
+        self, completions: Sequence[Completion], queue: str, max_items: int, lease_seconds: int | None
+    ) -> tuple[list[CompleteOutcome], list[LeasedItem]]:
+        async with self._conn() as conn:
+            found = await fetch(
+                conn,
+                "complete_and_pop",
+                ids=[c.id for c in completions],
+                lease_tokens=[c.lease_token for c in completions],
+                queue=queue,
+                now=self._now(),
+                max_items=max_items,
+                lease_token=uuid4(),
+                lease_seconds=lease_seconds,
+            )
+        checked = [r for r in found if r["kind"] == "completion"]
+        completed = [r for r in checked if r["completed"]]
+        tell(self._on_finished, Outcome.COMPLETED, [r["queue"] for r in completed])
+        outcomes = complete_outcomes(
+            completions,
+            {r["id"] for r in completed},
+            {r["id"] for r in checked if not r["completed"]},
+            {r["id"] for r in checked if r["status"] == ItemStatus.DEAD},
+        )
+        popped = [(r["seq"], rows.leased_item(r)) for r in found if r["kind"] == "popped"]
+        return outcomes, in_pop_order(popped)
+
     async def fail(self, item_id: UUID, failure: Failure) -> ItemView:
         async with self._conn() as conn:
             row = await fetch_one(

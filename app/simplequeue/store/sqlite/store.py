@@ -224,15 +224,20 @@ class SqliteStore:
         }
 
     async def pop(self, queue: str, max_items: int, lease_seconds: int | None) -> list[LeasedItem]:
+        async with self._write() as conn:
+            return await self._pop(conn, queue, max_items, lease_seconds, to_text(self._clock()))
+
+    async def _pop(
+        self, conn: aiosqlite.Connection, queue: str, max_items: int, lease_seconds: int | None, now: str
+    ) -> list[LeasedItem]:
         params = {
             "queue": queue,
             "max_items": max_items,
-            "now": to_text(self._clock()),
+            "now": now,
             "lease_token": str(uuid4()),
             "lease_seconds": lease_seconds,
         }
-        async with self._write() as conn:
-            found = await fetch(conn, "pop", **params)
+        found = await fetch(conn, "pop", **params)
         return in_pop_order([(row["seq"], rows.leased_item(row)) for row in found])
 
     async def extend(self, item_id: UUID, lease_token: UUID, lease_seconds: int) -> ItemView:
@@ -269,19 +274,37 @@ class SqliteStore:
         tell(self._on_finished, Outcome.COMPLETED, [row["queue"]])
 
     async def complete_batch(self, items: Sequence[Completion]) -> list[CompleteOutcome]:
+        async with self._write() as conn:
+            outcomes, queues = await self._complete(conn, items, to_text(self._clock()))
+        tell(self._on_finished, Outcome.COMPLETED, queues)
+        return outcomes
+
+    async def complete_and_pop(
+        self, completions: Sequence[Completion], queue: str, max_items: int, lease_seconds: int | None
+    ) -> tuple[list[CompleteOutcome], list[LeasedItem]]:
+        # One transaction: the pop sees the completions (a completed group head lets its next go).
+        # An item completed here is gone, so the pop cannot hand it out again.
+        now = to_text(self._clock())
+        async with self._write() as conn:
+            outcomes, queues = await self._complete(conn, completions, now)
+            popped = await self._pop(conn, queue, max_items, lease_seconds, now)
+        tell(self._on_finished, Outcome.COMPLETED, queues)
+        return outcomes, popped
+
+    async def _complete(
+        self, conn: aiosqlite.Connection, items: Sequence[Completion], now: str
+    ) -> tuple[list[CompleteOutcome], list[str]]:
+        """The outcomes, and the queue of each item completed."""
         requested = json.dumps(
             [{"id": str(i.id), "token": str(i.lease_token) if i.lease_token else None} for i in items]
         )
-        now = to_text(self._clock())
-        async with self._write() as conn:
-            matched = await fetch(conn, "match_many", items=requested, now=now)
-            await self._finish(conn, [row["seq"] for row in matched], now)
-            completed = {rows.as_uuid(row["id"]) for row in matched}
-            left = await fetch(conn, "item_states", ids=json.dumps([str(i.id) for i in items]), now=now)
-        tell(self._on_finished, Outcome.COMPLETED, [row["queue"] for row in matched])
+        matched = await fetch(conn, "match_many", items=requested, now=now)
+        await self._finish(conn, [row["seq"] for row in matched], now)
+        completed = {rows.as_uuid(row["id"]) for row in matched}
+        left = await fetch(conn, "item_states", ids=json.dumps([str(i.id) for i in items]), now=now)
         still_there = {rows.as_uuid(row["id"]) for row in left}
         dead = {rows.as_uuid(row["id"]) for row in left if row["status"] == ItemStatus.DEAD}
-        return complete_outcomes(items, completed, still_there, dead)
+        return complete_outcomes(items, completed, still_there, dead), [row["queue"] for row in matched]
 
     async def fail(self, item_id: UUID, failure: Failure) -> ItemView:
         now = self._clock()
