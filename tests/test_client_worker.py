@@ -32,13 +32,17 @@ class Recording(httpx.AsyncBaseTransport):
         self.inner = inner
         self.pops: list[tuple[int, int]] = []  # (max_items asked, items got)
         self.extends: list[int] = []  # statuses
+        self.completed_by_pop = 0
+        self.requests: list[str] = []  # "METHOD path", in order
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         response = await self.inner.handle_async_request(request)
+        self.requests.append(f"{request.method} {request.url.path}")
         if request.url.path == "/pop" and response.status_code == 200:
             body = await response.aread()
             asked = json.loads(request.content)["max_items"]
             self.pops.append((asked, len(json.loads(body)["items"])))
+            self.completed_by_pop += sum(r["result"] == "completed" for r in json.loads(body)["completed"])
         elif request.url.path.endswith("/extend"):
             self.extends.append(response.status_code)
         return response
@@ -386,3 +390,25 @@ def test_run_worker_drains_a_real_serve_and_stops_on_sigterm(tmp_path: Path) -> 
                 process.kill()
                 process.wait()
     assert sorted(out.read_text().split()) == ["0", "1", "2", "3", "4"]
+
+
+async def test_a_busy_worker_completes_each_item_with_its_next_pop(
+    sq: AsyncClient, app_transport: Recording, queue: str
+) -> None:
+    await sq.push_batch([{"payload": {"n": n}} for n in range(20)], queue=queue)
+    handled: list[int] = []
+
+    async def handle(item: Item) -> None:
+        handled.append(item.payload["n"])
+
+    worker = Worker(sq, queue, handle, concurrency=1, wait_seconds=0, exit_when_empty=True)
+    await asyncio.wait_for(worker.run(), 30)
+    requests = app_transport.requests[1:]  # after the push
+
+    assert sorted(handled) == list(range(20))
+    assert (await sq.stats(queue)).ready == 0
+    assert [e.outcome for e in (await sq.history(queue, limit=100)).items].count("completed") == 20
+    # Every completion rode on the next pop (the last one on the pop that found the queue empty):
+    # one request per item.
+    assert app_transport.completed_by_pop == 20
+    assert requests == ["POST /pop"] * 21

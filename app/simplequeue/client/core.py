@@ -325,6 +325,34 @@ class AsyncClient:
         )
         return [Item.of(i) for i in answer["items"]]
 
+    async def complete_and_pop(
+        self,
+        done: Sequence[Item],
+        queue: str = "default",
+        *,
+        max_items: int = 1,
+        wait_seconds: float = 0,
+        lease_seconds: int | None = None,
+    ) -> tuple[list[CompleteResult], list[Item]]:
+        """Complete up to 100 finished items and pop the next ones in one request: (a result per
+        finished item, in order; the items popped). The completions are committed even when the
+        pop then waits or finds nothing. Repeated only when the request was never sent, so that
+        every result stands for this call."""
+        body = _drop_none(
+            {
+                "queue": queue,
+                "max_items": max_items,
+                "wait_seconds": wait_seconds,
+                "lease_seconds": lease_seconds,
+                "complete": [{"id": i.id, "lease_token": i.lease_token} for i in done],
+            }
+        )
+        answer = await self._json(
+            "POST", "/pop", retry=_Retry.UNSENT, json=body, request_timeout=self.timeout + wait_seconds
+        )
+        results = [CompleteResult(r["id"], r["result"]) for r in answer["completed"]]
+        return results, [Item.of(i) for i in answer["items"]]
+
     async def complete(
         self, item: Item | str | uuid.UUID, lease_token: str | uuid.UUID | None = None
     ) -> None:

@@ -122,6 +122,11 @@ class Worker:
         self._stopping = asyncio.Event()
         self._changed = asyncio.Event()
         self._running: set[asyncio.Task[None]] = set()
+        # Items handled successfully, waiting to be completed by the next pop (one request per
+        # item instead of two). Only while no pop is in flight: a long-poll may wait for seconds,
+        # so an item finished then is completed at once instead.
+        self._finished_items: list[Item] = []
+        self._popping = False
 
     def stop(self) -> None:
         """Stop popping; run() returns once the handlers in flight have finished."""
@@ -145,6 +150,7 @@ class Worker:
         finally:
             if self._running:
                 await asyncio.gather(*self._running, return_exceptions=True)
+            await self._complete_leftovers()
             for sig, previous in installed:
                 loop.remove_signal_handler(sig)
                 signal.signal(sig, previous)
@@ -160,8 +166,14 @@ class Worker:
                 self._changed.clear()
                 await self._changed.wait()
                 continue
-            items = await self._pop(min(free, self.batch_size))
+            finished, self._finished_items = self._finished_items, []
+            self._popping = True
+            try:
+                items = await self._pop(min(free, self.batch_size), finished)
+            finally:
+                self._popping = False
             if items is None:
+                self._finished_items[:0] = finished  # no answer: completed by the next try
                 continue
             if not items and self.exit_when_empty and not self._running:
                 log.info("%s: nothing to pop and nothing running; done", self.queue)
@@ -175,18 +187,11 @@ class Worker:
         self._running.discard(task)
         self._changed.set()
 
-    async def _pop(self, max_items: int) -> list[Item] | None:
-        """One pop, abandoned when stop() comes first (a waiting long-poll that its client leaves
-        leases nothing; an answer lost in that instant comes back when its lease runs out). None:
-        no answer (stopped, or a passing failure)."""
-        pop = asyncio.create_task(
-            self.client.pop(
-                self.queue,
-                max_items=max_items,
-                wait_seconds=self.wait_seconds,
-                lease_seconds=self.lease_seconds,
-            )
-        )
+    async def _pop(self, max_items: int, finished: list[Item]) -> list[Item] | None:
+        """One pop, completing `finished` first; abandoned when stop() comes first (a waiting
+        long-poll that its client leaves leases nothing; an answer lost in that instant comes back
+        when its lease runs out). None: no answer (stopped, or a passing failure)."""
+        pop = asyncio.create_task(self._complete_and_pop(max_items, finished))
         stopping = asyncio.create_task(self._stopping.wait())
         try:
             await asyncio.wait({pop, stopping}, return_when=asyncio.FIRST_COMPLETED)
@@ -210,6 +215,41 @@ class Worker:
                 await asyncio.wait_for(self._stopping.wait(), self.idle_pause_seconds)
             return None
 
+    async def _complete_and_pop(self, max_items: int, finished: list[Item]) -> list[Item]:
+        if not finished:
+            return await self.client.pop(
+                self.queue,
+                max_items=max_items,
+                wait_seconds=self.wait_seconds,
+                lease_seconds=self.lease_seconds,
+            )
+        results, items = await self.client.complete_and_pop(
+            finished,
+            self.queue,
+            max_items=max_items,
+            wait_seconds=self.wait_seconds,
+            lease_seconds=self.lease_seconds,
+        )
+        for item, result in zip(finished, results, strict=True):
+            if result.result != "completed":
+                _discarded(item, "completion", _REFUSED.get(result.result, result.result))
+        return items
+
+    async def _complete_leftovers(self) -> None:
+        """Items finished after the last pop: completed in batches before run() returns."""
+        while self._finished_items:
+            batch, self._finished_items = self._finished_items[:1000], self._finished_items[1000:]
+            try:
+                results = await self.client.complete_many(batch)
+            except SimplequeueError as exc:
+                log.warning(
+                    "%d finished items: %s; they come back when their leases run out", len(batch), exc
+                )
+                continue
+            for item, result in zip(batch, results, strict=True):
+                if result.result != "completed":
+                    _discarded(item, "completion", _REFUSED.get(result.result, result.result))
+
     async def _handle(self, item: Item) -> None:
         done = asyncio.Event()
         lost: list[SimplequeueError] = []
@@ -226,20 +266,16 @@ class Worker:
             done.set()
             await keeper
         try:
-            if failure is None:
+            if failure is None and not (self._popping or self.stopping or lost):
+                self._finished_items.append(item)  # the loop pops next, and completes it then
+            elif failure is None:
                 await self.client.complete(item)
             else:
                 log.warning("item %s (attempt %d) failed: %s", item.id, item.attempts, _reason(failure))
                 await self.client.fail(item, error_text(failure))
         except (Conflict, ItemNotFound) as exc:
             action = "completion" if failure is None else "failure"
-            log.warning(
-                "item %s: %s refused (%s)%s; its lease is no longer ours, the result is discarded",
-                item.id,
-                action,
-                exc.code,
-                f" after the lease was lost ({lost[0].code})" if lost else "",
-            )
+            _discarded(item, action, exc.code, f" after the lease was lost ({lost[0].code})" if lost else "")
         except SimplequeueError as exc:
             log.warning("item %s: %s; the item comes back when its lease runs out", item.id, exc)
 
@@ -258,6 +294,20 @@ class Worker:
                 return
             except SimplequeueError as exc:
                 log.warning("item %s: lease extension failed (%s); trying again", item.id, exc.code)
+
+
+# A completion's result, named as the error DELETE /items/{id} would have answered with.
+_REFUSED = {"not_found": "ItemNotFound", "lease_mismatch": "LeaseMismatch", "dead": "ItemDead"}
+
+
+def _discarded(item: Item, action: str, why: str, after: str = "") -> None:
+    log.warning(
+        "item %s: %s refused (%s)%s; its lease is no longer ours, the result is discarded",
+        item.id,
+        action,
+        why,
+        after,
+    )
 
 
 def run_worker(
