@@ -139,7 +139,7 @@ async def test_pause_peek_resume_and_delete_over_http(client: Client, queue: str
     await client.post("/push", json={"queue": queue, "payload": {"n": 1}})
     paused = await client.post(f"/queues/{queue}/pause")
     assert (paused.status_code, paused.json()["paused"]) == (200, True)
-    assert (await client.post("/pop", json={"queue": queue})).json() == {"items": []}
+    assert (await client.post("/pop", json={"queue": queue})).json() == {"items": [], "completed": []}
     peeked = (await client.get(f"/queues/{queue}/items", params={"state": "ready"})).json()
     assert [i["payload"] for i in peeked["items"]] == [{"n": 1}]
     assert peeked["next_cursor"] is None

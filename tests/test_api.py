@@ -124,7 +124,7 @@ async def test_fail_without_retry_parks_dead(client: Client, queue: str) -> None
     item_id = (await client.post("/push", json={"queue": queue, "payload": 1})).json()["id"]
     dead = await client.post(f"/items/{item_id}/fail", json={"error": "poison", "retry": False})
     assert dead.json()["status"] == "dead"
-    assert (await client.post("/pop", json={"queue": queue})).json() == {"items": []}
+    assert (await client.post("/pop", json={"queue": queue})).json() == {"items": [], "completed": []}
     assert (await client.get(f"/queues/{queue}")).json()["dead"] == 1
     assert_error(await client.post(f"/items/{item_id}/fail", json={"error": "x"}), 409, "ItemDead")
 
@@ -140,7 +140,7 @@ async def test_long_poll_returns_when_an_item_is_pushed(client: Client, queue: s
 
 async def test_long_poll_ends_empty_after_its_wait(client: Client, queue: str) -> None:
     response = await client.post("/pop", json={"queue": queue, "wait_seconds": 0.3})
-    assert response.json() == {"items": []}
+    assert response.json() == {"items": [], "completed": []}
 
 
 async def test_health_and_readiness(client: Client) -> None:

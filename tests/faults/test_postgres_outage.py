@@ -202,7 +202,7 @@ def check(cycle: OutageCycle, private_words: tuple[str, ...]) -> list[str]:
     if cycle.long_poll is not None:
         lp = cycle.long_poll
         bound = LONG_POLL_SECONDS + ANSWER_BOUND
-        if lp.status == 200 and lp.body == {"items": []}:
+        if lp.status == 200 and lp.body == {"items": [], "completed": []}:
             if lp.seconds > bound:
                 problems.append(f"{lp.describe()} > {bound:.1f} s")
         else:
