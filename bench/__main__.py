@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench import report
+from bench.procrastinate_baseline import procrastinate_throughput
 from bench.scenarios import (
     Figure,
     idle_statements,
@@ -42,6 +43,9 @@ async def run(engines: list[str], quick: bool) -> tuple[list[Figure], dict[str, 
     raw: dict[str, object] = {}
 
     pgqueuer = await pgqueuer_throughput(window) if "postgresql" in engines else None
+    procrastinate = await procrastinate_throughput(window) if "postgresql" in engines else None
+    if procrastinate is not None:
+        print(f"procrastinate (1 worker, concurrency 10): {procrastinate:.0f} jobs/s", flush=True)
     for engine in engines:
         ours = await throughput_batches(engine, window)
         figures.append(
@@ -55,7 +59,21 @@ async def run(engines: list[str], quick: bool) -> tuple[list[Figure], dict[str, 
                 "≥ 5x",
             )
         )
-        print(f"[{engine}] throughput {ours:.0f} items/s (PgQueuer {pgqueuer or 0:.0f})", flush=True)
+        figures.append(
+            Figure(
+                "1b. push→pop→complete, batches of 100 vs procrastinate (items/s)",
+                engine,
+                ours,
+                "items/s",
+                procrastinate,
+                "procrastinate, 1 worker, concurrency 10 (PostgreSQL)",
+            )
+        )
+        print(
+            f"[{engine}] throughput {ours:.0f} items/s (PgQueuer {pgqueuer or 0:.0f}, "
+            f"procrastinate {procrastinate or 0:.0f})",
+            flush=True,
+        )
 
         push, noop, inserts = await single_push(engine, window / 2)
         figures.append(
