@@ -123,7 +123,8 @@ def run(base_url: str) -> Findings:
                         failure = check.failure_info.failure
                         found.failures.append(
                             f"{recorder.label} [{case_id}] {check.name}: {failure.title}\n"
-                            f"{failure.message}\n{check.failure_info.code_sample}"
+                            f"{failure.message}\n{check.failure_info.code_sample}\n"
+                            f"{answered(recorder.interactions.get(case_id))}"
                         )
         elif isinstance(event, events.NonFatalError):
             found.errors.append(f"{event.label}: {event.info.title}: {event.info}")
@@ -133,6 +134,15 @@ def run(base_url: str) -> Findings:
             found.failures += [f"after run: {f.title}\n{f.message}" for f in event.failures]
     found.seconds = time.monotonic() - started
     return found
+
+
+def answered(interaction: Any) -> str:
+    """What the service said, and to what: schemathesis shows keys' values as [Filtered]."""
+    response = getattr(interaction, "response", None)
+    if response is None:
+        return "no response"
+    sent = interaction.request.body
+    return f"sent: {sent[:2000]!r}\nanswered {response.status_code}: {response.content[:500]!r}"
 
 
 def assert_nothing_found(engine: str, found: Findings, capsys: pytest.CaptureFixture[str]) -> None:

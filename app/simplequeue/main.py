@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from simplequeue import __version__
-from simplequeue.api.app import build_api
+from simplequeue.api.app import QueueApi, build_api
 from simplequeue.api.auth import ApiKey, Grant, Keyring, Role
 from simplequeue.api.metrics import Metrics
 from simplequeue.domain import Clock, FinishedHook, ignore_finished, system_clock
@@ -51,7 +51,7 @@ def keyring_for(settings: Settings) -> Keyring:
 
 def create_app(
     settings: Settings | None = None, *, clock: Clock | None = None, store: Store | None = None
-) -> FastAPI:
+) -> QueueApi:
     """Build the service. `clock` replaces the service's UTC clock (and the database clock,
     where the store supports it) so that tests can control time. `store` replaces the one the
     settings name (the lifespan still opens and closes it)."""
@@ -97,6 +97,6 @@ def create_app(
     )
 
 
-def app_from_env() -> FastAPI:
+def app_from_env() -> QueueApi:
     """Factory for `uvicorn --factory` and multi-worker serving."""
     return create_app(Settings())

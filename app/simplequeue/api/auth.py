@@ -1,4 +1,4 @@
-"""API keys: who is calling (a middleware, before any body is parsed) and what they may do (each
+"""API keys: who is calling (the front door asks, before any body is parsed) and what they may do (each
 route asks its caller, for the queue it touches).
 
 With no keys configured, every caller is `OPEN` (all may do all: the service refuses to listen on
@@ -19,7 +19,8 @@ from fnmatch import fnmatchcase
 from typing import Annotated
 
 from fastapi import Depends, Request
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.responses import Response
+from starlette.types import Scope
 
 from simplequeue.api.errors import BEARER_CHALLENGE, Forbidden, Unauthenticated, envelope
 
@@ -110,30 +111,19 @@ def _digest(key: str) -> bytes:
     return hashlib.sha256(key.encode()).digest()
 
 
-class Authentication:
-    """Puts the caller's Grant in the request's state, or answers 401 before the app sees it."""
-
-    def __init__(self, app: ASGIApp, *, keyring: Keyring) -> None:
-        self.app = app
-        self.keyring = keyring
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        grant: Grant | None = OPEN
-        if self.keyring.enabled:
-            presented = _bearer(scope)
-            grant = self.keyring.grant_for(presented) if presented else None
-            if grant is None and not is_open(scope["path"]):
-                why = "unknown API key" if presented else "an API key is required"
-                response = envelope(
-                    401, "Unauthorized", f"{why}: send Authorization: Bearer <key>", headers=BEARER_CHALLENGE
-                )
-                await response(scope, receive, send)
-                return
-        scope.setdefault("state", {})["grant"] = grant
-        await self.app(scope, receive, send)
+def authenticate(keyring: Keyring, scope: Scope) -> Response | None:
+    """Puts the caller's Grant in the request's state; or the 401 to answer, before the app sees
+    the request."""
+    grant: Grant | None = OPEN
+    if keyring.enabled:
+        presented = _bearer(scope)
+        grant = keyring.grant_for(presented) if presented else None
+        if grant is None and not is_open(scope["path"]):
+            why = "unknown API key" if presented else "an API key is required"
+            detail = f"{why}: send Authorization: Bearer <key>"
+            return envelope(401, "Unauthorized", detail, headers=BEARER_CHALLENGE)
+    scope.setdefault("state", {})["grant"] = grant
+    return None
 
 
 def _bearer(scope: Scope) -> str:
@@ -145,7 +135,7 @@ def _bearer(scope: Scope) -> str:
 
 
 async def caller(request: Request) -> Grant:
-    """The caller's Grant, as Authentication found it. None only on an open path, which asks for
+    """The caller's Grant, as authenticate() found it. None only on an open path, which asks for
     no caller; if one ever does, it gets 401 rather than anything."""
     grant: Grant | None = getattr(request.state, "grant", None)
     if grant is None:

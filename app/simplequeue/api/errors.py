@@ -1,6 +1,6 @@
 """Maps the domain's error tree, validation errors and HTTP errors to one JSON envelope.
 
-What nothing here recognises is answered by simplequeue.api.guard."""
+What nothing here recognises is answered by simplequeue.api.front."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ HTTP_CODES: dict[int, tuple[str, ...]] = {
     422: ("ValidationError",),
     500: ("InternalError",),
 }
-"""The codes the HTTP layer answers itself (here, in simplequeue.api.guard and .server), by status."""
+"""The codes the HTTP layer answers itself (here, in simplequeue.api.front and .server), by status."""
 
 
 class Unauthenticated(Exception):
@@ -190,7 +190,13 @@ async def on_forbidden(request: Request, exc: Exception) -> JSONResponse:
     return envelope(403, "Forbidden", str(exc))
 
 
+async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+    # Starlette's error middleware answers with this, then re-raises for the front door to log.
+    return envelope(500, "InternalError", "the server failed unexpectedly; see its log")
+
+
 def install_error_handlers(app: FastAPI, routes: Sequence[BaseRoute]) -> None:
+    app.add_exception_handler(500, on_unexpected)
     app.add_exception_handler(QueueError, on_queue_error)
     app.add_exception_handler(Unauthenticated, on_unauthenticated)
     app.add_exception_handler(Forbidden, on_forbidden)

@@ -151,6 +151,11 @@ async def _own_queues(who: Caller, sq: QueueService, ids: Iterable[UUID]) -> Non
 
 router = APIRouter()
 
+HOT_OPERATIONS = frozenset(
+    {"push", "pushBatch", "pop", "completeItem", "completeItems", "failItem", "extendLease", "getItem"}
+)
+"""The routes the front door calls itself (simplequeue.api.hot): a worker's and a producer's loop."""
+
 
 @router.post(
     "/push",

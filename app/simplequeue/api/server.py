@@ -5,7 +5,7 @@ nothing, or sends its headers a byte at a time, holds a connection and a file de
 long as it likes; enough of them exhaust the server (slowloris). Here every request's headers
 must be complete within `header_timeout_seconds` of its first byte (or of the connection, for
 its first request); past that the client gets a 408 and the connection is closed. The body's
-deadline is kept by simplequeue.api.guard, which can still answer through the app.
+deadline is kept by simplequeue.api.front, which can still answer through the app.
 """
 
 from __future__ import annotations

@@ -1,0 +1,224 @@
+"""The hot routes, served by the front door (simplequeue.api.hot), answer exactly as FastAPI's
+own routing and dependency solving would: the same requests go to the app as it runs and to one
+whose front door serves nothing itself, and every answer must match (status and body; request
+ids and generated ids aside). Valid requests are covered by the rest of the API suite, which
+runs through the front door; here the point is every way a request can be wrong."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import httpx
+import pytest
+from asgi_lifespan import LifespanManager
+from fastapi import Request, Response
+from fastapi.routing import APIRoute
+from pydantic import BaseModel
+from simplequeue.api.errors import Forbidden
+from simplequeue.api.hot import HotRoutes, hot_route, is_json
+from simplequeue.api.routes import HOT_OPERATIONS, get_service, router
+from simplequeue.main import create_app
+from simplequeue.settings import Settings
+
+from tests.engines import FakeClock
+
+ITEM = "6f1c0b4e-8d0a-4c53-9d0e-3b1f6f0c2a11"
+TOKEN = "0b7e3a52-6a0d-4d8e-b8a4-9e1f2c3d4e5f"
+REF = '{"id": "' + ITEM + '", "lease_token": "' + TOKEN + '"}'
+JSON = {"content-type": "application/json"}
+DEEP = '{"payload": ' + "[" * 5000 + "]" * 5000 + "}"
+
+# (method, path, headers, body): every hot route, with bodies and parameters that are wrong in
+# each way a client can get them wrong, and a few right ones.
+CASES: list[tuple[str, str, dict[str, str], str | bytes | None]] = [
+    # push
+    ("POST", "/push", JSON, '{"payload": {"a": 1}, "queue": "hot", "id": "' + ITEM + '"}'),
+    ("POST", "/push", JSON, '{"payload": {"a": 1}, "queue": "hot", "id": "' + ITEM + '"}'),  # 409
+    ("POST", "/push", {}, '{"payload": 1}'),
+    ("POST", "/push", {"content-type": "text/plain"}, '{"payload": 1}'),
+    ("POST", "/push", {"content-type": "application/json-patch"}, '{"payload": 1}'),
+    ("POST", "/push", {"content-type": "application/vnd.sq+json; charset=utf-8"}, '{"payload": 1}'),
+    ("POST", "/push", JSON, ""),
+    ("POST", "/push", {}, None),
+    ("POST", "/push", JSON, "{"),
+    ("POST", "/push", JSON, '{"payload": 1,}'),
+    ("POST", "/push", JSON, "[]"),
+    ("POST", "/push", JSON, "null"),
+    ("POST", "/push", JSON, "{}"),
+    ("POST", "/push", JSON, '{"payload": 1, "queue": "no spaces"}'),
+    ("POST", "/push", JSON, '{"payload": 1, "colour": "red"}'),
+    ("POST", "/push", JSON, '{"payload": 1, "priority": true, "delay_seconds": "5"}'),
+    ("POST", "/push", JSON, '{"payload": 1, "priority": 1.5}'),
+    ("POST", "/push", JSON, '{"payload": 1, "created_at": 0}'),
+    ("POST", "/push", JSON, '{"payload": 1, "created_at": "2026-13-01T00:00:00Z"}'),
+    ("POST", "/push", JSON, '{"payload": 1, "id": "not-a-uuid"}'),
+    ("POST", "/push", JSON, '{"payload": 1, "group": "trailing ", "dedup_key": ""}'),
+    ("POST", "/push", JSON, '{"payload": NaN}'),
+    ("POST", "/push", JSON, '{"payload": 1e999}'),
+    ("POST", "/push", JSON, '{"payload": "\\ud800"}'),
+    ("POST", "/push", JSON, '{"payload": "\\ud800", "colour": 1}'),
+    ("POST", "/push", JSON, '{"payload": "nul \\u0000 inside"}'),
+    ("POST", "/push", JSON, '{"payload": 1, "payload": 2}'),
+    ("POST", "/push", JSON, DEEP),
+    ("POST", "/push", JSON, b'{"payload": "\xff"}'),
+    ("POST", "/push", JSON, '{"payload": 1}'.encode("utf-16")),
+    ("POST", "/push", JSON, '{"payload": [' + ",".join(["1"] * 100) + "]}"),
+    # push/batch
+    ("POST", "/push/batch", JSON, '{"items": []}'),
+    ("POST", "/push/batch", JSON, '{"items": [{"payload": 1}, {"payload": 2, "x": 1}]}'),
+    ("POST", "/push/batch", JSON, '{"items": [{"payload": 1, "id": "' + ITEM + '"}]}'),
+    ("POST", "/push/batch", {}, '{"items": [{"payload": 1}]}'),
+    # pop
+    ("POST", "/pop", JSON, '{"queue": "hot", "max_items": 0}'),
+    ("POST", "/pop", JSON, '{"queue": "hot", "max_items": "1", "wait_seconds": 21}'),
+    ("POST", "/pop", JSON, '{"queue": "hot", "lease_seconds": 0}'),
+    ("POST", "/pop", JSON, '{"queue": "hot", "complete": [{"id": "' + ITEM + '"}]}'),
+    ("POST", "/pop", JSON, '{"queue": "hot", "complete": [{"id": "' + ITEM + '", "lease_token": "x"}]}'),
+    (
+        "POST",
+        "/pop",
+        JSON,
+        '{"queue": "empty", "complete": [{"id": "' + ITEM + '", "lease_token": "' + TOKEN + '"}]}',
+    ),
+    ("POST", "/pop", JSON, '{"queue": "nothing-here"}'),
+    ("POST", "/pop", {}, None),
+    ("POST", "/pop", JSON, ""),
+    # complete
+    ("DELETE", f"/items/{ITEM}?lease_token={TOKEN}", {}, None),
+    ("DELETE", f"/items/{ITEM}?lease_token=nope", {}, None),
+    ("DELETE", "/items/6f1c0b4e-8d0a-4c53-9d0e-3b1f6f0c2a1", {}, None),
+    ("DELETE", "/items/not-a-uuid", {}, None),
+    ("DELETE", "/items/00000000-0000-0000-0000-000000000000", {}, None),
+    ("POST", "/items/complete", JSON, '{"items": [{"id": "' + ITEM + '", "lease_token": "' + TOKEN + '"}]}'),
+    ("POST", "/items/complete", JSON, '{"items": [{"id": "x"}], "more": 1}'),
+    ("POST", "/items/complete", JSON, "[1, 2]"),
+    # fail, extend, get
+    ("POST", f"/items/{ITEM}/fail", JSON, '{"error": "boom", "lease_token": "' + TOKEN + '"}'),
+    ("POST", f"/items/{ITEM}/fail", JSON, '{"error": "", "retry": "no", "retry_after_seconds": -1}'),
+    ("POST", f"/items/{ITEM}/fail", JSON, '{"lease_token": "' + TOKEN + '"}'),
+    ("POST", f"/items/{ITEM}/fail", {"content-type": "text/plain"}, "boom"),
+    ("POST", "/items/not-a-uuid/fail", JSON, '{"error": "boom"}'),
+    ("POST", f"/items/{ITEM}/extend", JSON, '{"lease_token": "' + TOKEN + '", "lease_seconds": 0}'),
+    ("POST", f"/items/{ITEM}/extend", JSON, '{"lease_token": "' + TOKEN + '"}'),
+    ("POST", f"/items/{ITEM}/extend", JSON, "{}"),
+    ("GET", f"/items/{ITEM}", {}, None),
+    ("GET", "/items/00000000-0000-0000-0000-000000000000", {}, None),
+    # methods and paths near the hot ones (answered by FastAPI in both apps)
+    ("GET", "/push", {}, None),
+    ("PUT", f"/items/{ITEM}", JSON, "{}"),
+    ("POST", "/push/", JSON, '{"payload": 1}'),
+]
+
+
+def _stable(body: Any) -> Any:
+    """An answer with what differs between two runs (ids, times, lease tokens) taken out."""
+    if isinstance(body, dict):
+        return {
+            k: _stable(v)
+            for k, v in body.items()
+            if k not in {"id", "ids", "created_at", "lease_token", "lease_expires_at"}
+        }
+    if isinstance(body, list):
+        return [_stable(v) for v in body]
+    return body
+
+
+@pytest.fixture
+async def pair(tmp_path: Path) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
+    """The app as it runs, and the same app with no hot routes (FastAPI serves everything)."""
+    clients = []
+    managers = []
+    for name, hot in (("hot", True), ("plain", False)):
+        settings = Settings(
+            database_url=f"sqlite:///{tmp_path / name}.db",
+            max_payload_bytes=1024,
+            max_request_bytes=200_000,
+            sweep=False,
+        )
+        app = create_app(settings, clock=FakeClock())
+        if not hot:
+            app.hot_operations.clear()
+        manager = LifespanManager(app)
+        await manager.__aenter__()
+        managers.append(manager)
+        transport = httpx.ASGITransport(app=manager.app)
+        clients.append(httpx.AsyncClient(transport=transport, base_url="http://sq"))
+    try:
+        yield clients[0], clients[1]
+    finally:
+        for client in clients:
+            await client.aclose()
+        for manager in managers:
+            await manager.__aexit__(None, None, None)
+
+
+async def test_hot_routes_answer_as_fastapi_does(pair: tuple[httpx.AsyncClient, httpx.AsyncClient]) -> None:
+    hot, plain = pair
+    for method, path, headers, body in CASES:
+        answers = []
+        for client in (hot, plain):
+            response = await client.request(method, path, headers=headers, content=body)
+            parsed = response.json() if response.content else None
+            answers.append((response.status_code, _stable(parsed), response.headers.get("allow")))
+        assert answers[0] == answers[1], f"{method} {path} {body!r:.200}"
+
+
+async def test_every_hot_route_is_served_by_the_front_door(tmp_path: Path) -> None:
+    """A dependency override reaches FastAPI's solver only: the routes the front door serves
+    ignore it, which tells the two paths apart from outside."""
+    served = HotRoutes(router.routes, HOT_OPERATIONS)
+    assert {h.route.operation_id for h in served} == HOT_OPERATIONS
+    assert served.match({"type": "http", "method": "POST", "path": "/pop"}) is not None
+    matched = served.match({"type": "http", "method": "DELETE", "path": f"/items/{ITEM}"})
+    assert matched is not None
+    assert matched[1] == {"item_id": UUID(ITEM)}
+    assert served.match({"type": "http", "method": "DELETE", "path": "/items/not-a-uuid"}) is None
+    assert served.match({"type": "http", "method": "GET", "path": "/queues"}) is None
+
+    async def overridden() -> None:
+        raise Forbidden("solved by FastAPI")
+
+    app = create_app(Settings(database_url=f"sqlite:///{tmp_path / 'o.db'}", sweep=False), clock=FakeClock())
+    app.dependency_overrides[get_service] = overridden
+    async with LifespanManager(app) as manager:
+        transport = httpx.ASGITransport(app=manager.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://sq") as client:
+            assert (await client.post("/push", json={"queue": "q", "payload": 1})).status_code == 201
+            assert (await client.post("/pop", json={"queue": "q"})).status_code == 200
+            assert (await client.get(f"/items/{ITEM}")).status_code == 404
+            assert (await client.get("/queues")).json()["detail"] == "solved by FastAPI"
+
+
+class Answer(BaseModel):
+    ok: bool
+
+
+def test_a_route_the_front_door_cannot_call_is_refused_when_built() -> None:
+    async def answers_a_model() -> Answer:
+        return Answer(ok=True)
+
+    async def takes_a_header(request: Request, x: str) -> Response:
+        return Response()
+
+    for endpoint in (answers_a_model, takes_a_header):
+        route = APIRoute("/x", endpoint, methods=["POST"])
+        with pytest.raises(TypeError):
+            hot_route(route)
+
+
+@pytest.mark.parametrize(
+    ("content_type", "json_"),
+    [
+        ("application/json", True),
+        ("Application/JSON; charset=utf-8", True),
+        ("application/problem+json", True),
+        ("application/json-patch", False),
+        ("text/json", False),
+        ("", False),
+    ],
+)
+def test_which_content_types_are_json(content_type: str, json_: bool) -> None:
+    assert is_json(content_type) is json_
