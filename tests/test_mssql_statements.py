@@ -1013,15 +1013,27 @@ def test_complete_batch_deletes_by_seek_where_the_token_matches_or_none_was_give
     assert (target.db, target.name, target.alias) == ("dbo", "sq_items", "i")
     assert [t.name for t in delete.args["tables"]] == ["i"]
     assert hints(target) == ["FORCESEEK"]
-    [join] = target.args["joins"]
+    join, queue = target.args["joins"]
     assert join.find(exp.OpenJSON).this.sql("tsql") == "@items"
     assert openjson_columns(join) == {"id": "UNIQUEIDENTIFIER", "token": "UNIQUEIDENTIFIER"}
     assert join.args["on"].sql("tsql") == "i.id = j.id"
+    # Each item's queue row, read once by its key: max_attempts here, and what the history record
+    # and the dedup window need, carried in @done (no later statement reads sq_queues again).
+    assert (queue.this.db, queue.this.name, queue.this.alias) == ("dbo", "sq_queues", "q")
+    assert hints(queue.this) == ["FORCESEEK"]
+    assert queue.args["on"].sql("tsql") == "q.name = i.queue"
     assert delete.args["where"].this.sql("tsql") == (
         "i.status <> 'dead' AND (j.token IS NULL OR i.lease_token = j.token) "
-        f"AND NOT ({EXPIRED_LAST_ATTEMPT})"
+        "AND NOT (i.status = 'leased' AND i.visible_at <= @now AND i.attempts >= q.max_attempts)"
     )
-    assert delete.args["returning"].args["into"].name == "done"
+    output = delete.args["returning"]
+    assert output.args["into"].name == "done"
+    # The payload is copied only for a queue whose history keeps it.
+    assert [col.sql("tsql") for col in output.expressions][-2:] == [
+        "CASE WHEN q.history_payload = 1 THEN deleted.payload END",
+        "q.dedup_window_seconds",
+    ]
+    assert "payload NVARCHAR(MAX) NULL, dedup_window_seconds INTEGER NOT NULL" in declared("complete_batch")
 
 
 def test_complete_batch_writes_history_and_starts_dedup_windows_in_the_same_batch() -> None:
@@ -1030,19 +1042,23 @@ def test_complete_batch_writes_history_and_starts_dedup_windows_in_the_same_batc
     assert list(values) == HISTORY_COLUMNS
     assert values["outcome"] == "'completed'"
     assert values["finished_at"] == "@now"
-    assert values["payload"] == "CASE WHEN q.history_payload = 1 THEN d.payload END"
+    assert values["payload"] == "d.payload"  # NULL in @done unless the queue keeps payloads
     # The last failure's error: the errors array's last element, read as NVARCHAR(MAX).
     assert "OPENJSON(d.errors) AS a" in values["last_error"]
     assert "error NVARCHAR(MAX) '$.error'" in values["last_error"]
     assert values["last_error"].endswith("ORDER BY CAST(a.[key] AS INTEGER) DESC)")
     assert history.expression.find(exp.From).this.sql("tsql") == "@done AS d"
-    # A finished item's key keeps matching for the queue's window: its row in sq_dedup, if it holds it.
+    assert history.expression.args.get("joins") is None
+    # A finished item's key keeps matching for the queue's window: its row in sq_dedup, if it holds
+    # it. Items without a key are filtered out before any seek.
     assert windows.this.name == "k"
     assert hints(table_named(windows, "sq_dedup")) == ["FORCESEEK"]
     assert [eq.sql("tsql") for eq in windows.expressions] == [
-        "expires_at = DATEADD(SECOND, q.dedup_window_seconds, @now)"
+        "expires_at = DATEADD(SECOND, d.dedup_window_seconds, @now)"
     ]
     assert "k.item_id = d.id" in windows.sql("tsql")
+    assert windows.args["where"].this.sql("tsql") == "NOT d.dedup_key IS NULL"
+    assert "sq_queues" not in history.sql("tsql") + windows.sql("tsql")
     assert done.sql("tsql") == "SELECT id, queue FROM @done"
 
 
@@ -1155,6 +1171,13 @@ def test_fail_writes_a_deaths_history_record_in_the_same_batch() -> None:
         "@error",
     )
     assert history.expression.args["where"].this.sql("tsql") == "d.status = 'dead'"
+    # The UPDATE's own join to the queue row decides whether the payload is kept; the INSERT
+    # reads sq_queues no second time.
+    assert [col.sql("tsql") for col in update.args["returning"].expressions][-1] == (
+        "CASE WHEN q.history_payload = 1 THEN inserted.payload END"
+    )
+    assert values["payload"] == "d.payload"
+    assert history.expression.args.get("joins") is None
     assert failed.sql("tsql") == "SELECT status FROM @failed"
 
 

@@ -265,3 +265,80 @@ async def test_pooled_sessions_reuse_hot_plans_and_plan_filtered_reads_for_their
         await store.close()
     assert counts["pop"] == (3, 0), counts
     assert counts["history"] == (0, 3), counts
+
+
+def plan_nodes(node: dict[str, object]) -> list[dict[str, object]]:
+    children = node.get("Plans", [])
+    assert isinstance(children, list)
+    return [node, *(n for child in children for n in plan_nodes(child))]
+
+
+async def executed_generic_plan(
+    schema: tuple[str, str], query: str, **values: object
+) -> list[dict[str, object]]:
+    """Every node of the generic plan as it ran (EXPLAIN ANALYZE, rolled back afterwards)."""
+    url, name = schema
+    conn = await asyncpg.connect(url, server_settings={"search_path": name, **PLANNER_SETTINGS})
+    transaction = conn.transaction()
+    try:
+        await conn.execute(f"PREPARE hot AS {Q[query].sql}")
+        arguments = ", ".join(literal(v) for v in Q[query].bind(**values))
+        await transaction.start()
+        rows = await conn.fetch(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE hot({arguments})")
+        [plan] = json.loads(rows[0][0])
+        return plan_nodes(plan["Plan"])
+    finally:
+        await transaction.rollback()
+        await conn.close()
+
+
+def reads_of(nodes: list[dict[str, object]], relation: str) -> int:
+    """How many times the statement looked rows up in `relation` (scans times their loops)."""
+    return sum(
+        int(str(n["Actual Loops"]))
+        for n in nodes
+        if n.get("Relation Name") == relation and "Scan" in str(n["Node Type"])
+    )
+
+
+@pytest.mark.parametrize("query", ["complete_batch", "complete_and_pop"])
+async def test_a_completion_reads_its_queue_once_and_sq_dedup_only_for_a_dedup_key(
+    schema: tuple[str, str], query: str
+) -> None:
+    await crowd(schema)  # 2,000 queues, 100,000 items (a third leased, each with a dedup key)
+    url, name = schema
+    conn = await asyncpg.connect(url, server_settings={"search_path": name})
+    try:
+        plain, keyed = uuid.uuid4(), uuid.uuid4()
+        await conn.execute(
+            "INSERT INTO sq_items (id, queue, payload, created_at, visible_at, dedup_key)"
+            " VALUES ($1, 'q7', '1', now(), now(), NULL), ($2, 'q7', '1', now(), now(), 'mine')",
+            plain,
+            keyed,
+        )
+        await conn.execute(
+            "INSERT INTO sq_dedup (queue, dedup_key, item_id, created_at) VALUES ('q7', 'mine', $1, now())",
+            keyed,
+        )
+    finally:
+        await conn.close()
+    extra = {"queue": "q1", "max_items": 1, "lease_token": uuid.uuid4(), "lease_seconds": None}
+    for item, has_key in ((plain, False), (keyed, True)):
+        values = {
+            "ids": [item],
+            "lease_tokens": [None],
+            "now": None,
+            **(extra if query == "complete_and_pop" else {}),
+        }
+        nodes = await executed_generic_plan(schema, query, **values)
+        [done] = [n for n in nodes if n.get("Subplan Name") == "CTE done"]
+        assert done["Actual Rows"] == 1, nodes  # completed
+        # The queue's row once for the completion (complete_and_pop's pop reads its own queue's once more).
+        assert reads_of(nodes, "sq_queues") == (1 if query == "complete_batch" else 2), nodes
+        [windows] = [n for n in nodes if n.get("Subplan Name") == "CTE windows"]
+        probes = [
+            n
+            for n in plan_nodes(windows)
+            if n.get("Relation Name") == "sq_dedup" and "Scan" in str(n["Node Type"])
+        ]
+        assert sum(int(str(n["Actual Loops"])) for n in probes) == (1 if has_key else 0), windows

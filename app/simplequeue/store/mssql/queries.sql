@@ -263,6 +263,10 @@ WHERE i.id = @id;
 -- A lease that expired on its last attempt is dead already, for every reader, whether or not the
 -- sweep has recorded it: the DELETE leaves it and the second result set calls it dead. Its cutoff is
 -- reap_expired's: the expiry at or before @now.
+-- Only the work an item needs: the DELETE reads each item's queue row once (FORCESEEK on its key),
+-- for max_attempts, whether history keeps the payload (else the payload is not copied into @done)
+-- and the dedup window; the history INSERT joins nothing, and sq_dedup is sought only for items that
+-- have a dedup_key. The history record is always written (retention 0 keeps it until the purge).
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
 DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
@@ -277,17 +281,19 @@ DECLARE @done TABLE (
     group_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
     dedup_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
     errors NVARCHAR(MAX) NOT NULL,
-    payload NVARCHAR(MAX) NOT NULL
+    payload NVARCHAR(MAX) NULL,
+    dedup_window_seconds INT NOT NULL
 );
 DELETE i
 OUTPUT deleted.id, deleted.queue, deleted.attempts, deleted.created_at, deleted.first_popped_at,
-       deleted.group_key, deleted.dedup_key, deleted.errors, deleted.payload
+       deleted.group_key, deleted.dedup_key, deleted.errors,
+       CASE WHEN q.history_payload = 1 THEN deleted.payload END, q.dedup_window_seconds
 INTO @done
 FROM dbo.sq_items AS i WITH (FORCESEEK)
 JOIN OPENJSON(@items) WITH (id UNIQUEIDENTIFIER, token UNIQUEIDENTIFIER) AS j ON i.id = j.id
+JOIN dbo.sq_queues AS q WITH (FORCESEEK) ON q.name = i.queue
 WHERE i.status <> 'dead' AND (j.token IS NULL OR i.lease_token = j.token)
-  AND NOT (i.status = 'leased' AND i.visible_at <= @now
-           AND i.attempts >= (SELECT q.max_attempts FROM dbo.sq_queues AS q WHERE q.name = i.queue));
+  AND NOT (i.status = 'leased' AND i.visible_at <= @now AND i.attempts >= q.max_attempts);
 INSERT INTO dbo.sq_history (id, queue, outcome, attempts, created_at, first_popped_at, finished_at,
                             group_key, dedup_key, last_error, payload)
 SELECT d.id, d.queue, 'completed', d.attempts, d.created_at, d.first_popped_at, @now, d.group_key, d.dedup_key,
@@ -295,14 +301,13 @@ SELECT d.id, d.queue, 'completed', d.attempts, d.created_at, d.first_popped_at, 
         FROM OPENJSON(d.errors) AS a
         CROSS APPLY OPENJSON(a.value) WITH (error NVARCHAR(MAX) '$.error') AS e
         ORDER BY CAST(a.[key] AS INT) DESC),
-       CASE WHEN q.history_payload = 1 THEN d.payload END
-FROM @done AS d
-JOIN dbo.sq_queues AS q ON q.name = d.queue;
+       d.payload
+FROM @done AS d;
 UPDATE k
-SET expires_at = DATEADD(SECOND, q.dedup_window_seconds, @now)
+SET expires_at = DATEADD(SECOND, d.dedup_window_seconds, @now)
 FROM dbo.sq_dedup AS k WITH (FORCESEEK)
 JOIN @done AS d ON k.queue = d.queue AND k.dedup_key = d.dedup_key AND k.item_id = d.id
-JOIN dbo.sq_queues AS q ON q.name = d.queue;
+WHERE d.dedup_key IS NOT NULL;
 SELECT id, queue FROM @done;
 SELECT i.id,
        CASE WHEN i.status = 'leased' AND i.visible_at <= @now
@@ -319,6 +324,8 @@ JOIN OPENJSON(@items) WITH (id UNIQUEIDENTIFIER) AS j ON i.id = j.id;
 -- GREATEST, which arrived in SQL Server 2022. A death writes its history record in this batch, so in
 -- the same transaction. Two result sets: the row changed (none: refused), then the item as it is now.
 -- Refused, like a completion, for an item that is dead, or whose lease expired on its last attempt.
+-- The UPDATE's join to the queue row also decides whether the history record keeps the payload
+-- (@failed holds it only then), so the history INSERT reads sq_queues no second time.
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
 DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
@@ -339,7 +346,7 @@ DECLARE @failed TABLE (
     died_at DATETIME2(7) NULL,
     group_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
     dedup_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
-    payload NVARCHAR(MAX) NOT NULL
+    payload NVARCHAR(MAX) NULL
 );
 UPDATE i
 SET status = CASE WHEN f.dies = 1 THEN 'dead' ELSE 'ready' END,
@@ -352,7 +359,8 @@ SET status = CASE WHEN f.dies = 1 THEN 'dead' ELSE 'ready' END,
         JSON_QUERY((SELECT @now AS [at], @error AS [error] FOR JSON PATH, WITHOUT_ARRAY_WRAPPER))
     )
 OUTPUT inserted.id, inserted.queue, inserted.status, inserted.attempts, inserted.created_at,
-       inserted.first_popped_at, inserted.died_at, inserted.group_key, inserted.dedup_key, inserted.payload
+       inserted.first_popped_at, inserted.died_at, inserted.group_key, inserted.dedup_key,
+       CASE WHEN q.history_payload = 1 THEN inserted.payload END
 INTO @failed
 FROM dbo.sq_items AS i
 JOIN dbo.sq_queues AS q ON q.name = i.queue
@@ -373,9 +381,8 @@ WHERE i.id = @id AND i.status <> 'dead' AND (@token IS NULL OR i.lease_token = @
 INSERT INTO dbo.sq_history (id, queue, outcome, attempts, created_at, first_popped_at, finished_at,
                             group_key, dedup_key, last_error, payload)
 SELECT d.id, d.queue, 'dead', d.attempts, d.created_at, d.first_popped_at, d.died_at, d.group_key, d.dedup_key,
-       @error, CASE WHEN q.history_payload = 1 THEN d.payload END
+       @error, d.payload
 FROM @failed AS d
-JOIN dbo.sq_queues AS q ON q.name = d.queue
 WHERE d.status = 'dead';
 SELECT status FROM @failed;
 SELECT i.id, i.queue, i.payload, i.status, i.attempts, i.errors, i.created_at, i.visible_at, i.lease_token,

@@ -97,6 +97,10 @@ WHERE seq = (SELECT seq FROM sq_items WHERE id = :id)
 -- and `done` leaves it.
 -- The queue's max_attempts is a scalar subquery, read only for an expired lease: a join would be
 -- planned once for every case, and a generic plan may then scan sq_queues for every completion.
+-- Only the work an item needs: `done` reads its queue's row once (settings), for the history
+-- record and the dedup window both, and sq_dedup is probed only for an item that has a dedup_key.
+-- The history record is always written: a queue with retention_seconds = 0 keeps its records until
+-- the next purge (README, History and retention), and its stats count them until then.
 WITH present AS (
     SELECT i.id,
            CASE WHEN i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now())
@@ -112,19 +116,20 @@ WITH present AS (
       AND (r.token IS NULL OR i.lease_token = r.token)
       AND NOT (i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now())
                AND i.attempts >= (SELECT q.max_attempts FROM sq_queues AS q WHERE q.name = i.queue))
-    RETURNING i.id, i.queue, i.attempts, i.created_at, i.first_popped_at, i.group_key, i.dedup_key, i.errors,
-              i.payload
+    RETURNING i.id, i.queue, i.attempts, i.created_at, i.first_popped_at, i.group_key, i.dedup_key,
+              i.errors -> -1 ->> 'error' AS last_error, i.payload,
+              (SELECT q FROM sq_queues AS q WHERE q.name = i.queue) AS settings
 ), history AS (
     INSERT INTO sq_history (id, queue, outcome, attempts, created_at, first_popped_at, finished_at,
                             group_key, dedup_key, last_error, payload)
     SELECT d.id, d.queue, 'completed', d.attempts, d.created_at, d.first_popped_at, COALESCE(:now::timestamptz, now()),
-           d.group_key, d.dedup_key, d.errors -> -1 ->> 'error', CASE WHEN q.history_payload THEN d.payload END
-    FROM done AS d JOIN sq_queues AS q ON q.name = d.queue
+           d.group_key, d.dedup_key, d.last_error, CASE WHEN (d.settings).history_payload THEN d.payload END
+    FROM done AS d
 ), windows AS (
     UPDATE sq_dedup AS k
-    SET expires_at = COALESCE(:now::timestamptz, now()) + q.dedup_window_seconds * interval '1 second'
-    FROM done AS d JOIN sq_queues AS q ON q.name = d.queue
-    WHERE k.queue = d.queue AND k.dedup_key = d.dedup_key AND k.item_id = d.id
+    SET expires_at = COALESCE(:now::timestamptz, now()) + (d.settings).dedup_window_seconds * interval '1 second'
+    FROM done AS d
+    WHERE d.dedup_key IS NOT NULL AND k.queue = d.queue AND k.dedup_key = d.dedup_key AND k.item_id = d.id
 )
 SELECT present.id, present.status, present.lease_token, done.id IS NOT NULL AS completed, done.queue
 FROM present LEFT JOIN done ON done.id = present.id
@@ -150,19 +155,20 @@ WITH present AS (
       AND (r.token IS NULL OR i.lease_token = r.token)
       AND NOT (i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now())
                AND i.attempts >= (SELECT q.max_attempts FROM sq_queues AS q WHERE q.name = i.queue))
-    RETURNING i.id, i.queue, i.attempts, i.created_at, i.first_popped_at, i.group_key, i.dedup_key, i.errors,
-              i.payload
+    RETURNING i.id, i.queue, i.attempts, i.created_at, i.first_popped_at, i.group_key, i.dedup_key,
+              i.errors -> -1 ->> 'error' AS last_error, i.payload,
+              (SELECT q FROM sq_queues AS q WHERE q.name = i.queue) AS settings
 ), history AS (
     INSERT INTO sq_history (id, queue, outcome, attempts, created_at, first_popped_at, finished_at,
                             group_key, dedup_key, last_error, payload)
     SELECT d.id, d.queue, 'completed', d.attempts, d.created_at, d.first_popped_at, COALESCE(:now::timestamptz, now()),
-           d.group_key, d.dedup_key, d.errors -> -1 ->> 'error', CASE WHEN q.history_payload THEN d.payload END
-    FROM done AS d JOIN sq_queues AS q ON q.name = d.queue
+           d.group_key, d.dedup_key, d.last_error, CASE WHEN (d.settings).history_payload THEN d.payload END
+    FROM done AS d
 ), windows AS (
     UPDATE sq_dedup AS k
-    SET expires_at = COALESCE(:now::timestamptz, now()) + q.dedup_window_seconds * interval '1 second'
-    FROM done AS d JOIN sq_queues AS q ON q.name = d.queue
-    WHERE k.queue = d.queue AND k.dedup_key = d.dedup_key AND k.item_id = d.id
+    SET expires_at = COALESCE(:now::timestamptz, now()) + (d.settings).dedup_window_seconds * interval '1 second'
+    FROM done AS d
+    WHERE d.dedup_key IS NOT NULL AND k.queue = d.queue AND k.dedup_key = d.dedup_key AND k.item_id = d.id
 ), popped AS (
     UPDATE sq_items
     SET status = 'leased',
@@ -212,8 +218,9 @@ FROM unnest(:queues::text[]) AS q(queue)
 -- The UPDATE repeats the compare-and-set conditions: they are re-checked on the row's latest
 -- version if a concurrent pop or completion changed it after this statement's snapshot.
 -- Refused, like a completion, for an item that is dead, or whose lease expired on its last attempt.
+-- The queue's row is read once (f), and its settings carried to the history record and the answer.
 WITH f AS (
-    SELECT i.seq, q.max_attempts, (NOT :retry OR i.attempts >= q.max_attempts) AS dies,
+    SELECT i.seq, q.max_attempts, q.history_payload, (NOT :retry OR i.attempts >= q.max_attempts) AS dies,
            COALESCE(:retry_after, LEAST(q.backoff_cap_seconds,
                               q.backoff_base_seconds * power(q.backoff_factor, LEAST(GREATEST(i.attempts, 1) - 1, 60)))
                         * (1 - q.backoff_jitter * :draw)) AS delay
@@ -231,24 +238,24 @@ WITH f AS (
     WHERE i.seq = f.seq AND i.id = :id AND i.status <> 'dead' AND (:lease_token::uuid IS NULL OR i.lease_token = :lease_token)
       AND NOT (i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now())
                AND i.attempts >= f.max_attempts)
-    RETURNING i.*
+    RETURNING i.*, f.max_attempts, f.history_payload
 ), history AS (
     INSERT INTO sq_history (id, queue, outcome, attempts, created_at, first_popped_at, finished_at,
                             group_key, dedup_key, last_error, payload)
     SELECT d.id, d.queue, 'dead', d.attempts, d.created_at, d.first_popped_at, d.died_at,
-           d.group_key, d.dedup_key, :error::text, CASE WHEN q.history_payload THEN d.payload END
-    FROM failed AS d JOIN sq_queues AS q ON q.name = d.queue
+           d.group_key, d.dedup_key, :error::text, CASE WHEN d.history_payload THEN d.payload END
+    FROM failed AS d
     WHERE d.status = 'dead'
 )
 SELECT d.id, d.queue, d.payload::text AS payload, d.status, d.attempts, d.errors::text AS errors, d.created_at,
        d.visible_at, d.lease_token, d.priority, d.group_key, d.dedup_key, d.first_popped_at, d.died_at,
-       q.max_attempts, COALESCE(:now::timestamptz, now()) AS now
-FROM failed AS d JOIN sq_queues AS q ON q.name = d.queue
+       d.max_attempts, COALESCE(:now::timestamptz, now()) AS now
+FROM failed AS d
 
 -- name: reap
 -- Expired leases on their last attempt become dead, with an error and a history record.
 WITH expired AS (
-    SELECT i.seq FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
+    SELECT i.seq, q.history_payload FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
     WHERE i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now()) AND i.attempts >= q.max_attempts
     LIMIT :limit
     FOR UPDATE OF i SKIP LOCKED
@@ -258,13 +265,13 @@ WITH expired AS (
         errors = i.errors || jsonb_build_array(jsonb_build_object('at', COALESCE(:now::timestamptz, now()), 'error', :error::text))
     FROM expired AS e
     WHERE i.seq = e.seq AND i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now())
-    RETURNING i.*
+    RETURNING i.*, e.history_payload
 ), history AS (
     INSERT INTO sq_history (id, queue, outcome, attempts, created_at, first_popped_at, finished_at,
                             group_key, dedup_key, last_error, payload)
     SELECT d.id, d.queue, 'dead', d.attempts, d.created_at, d.first_popped_at, d.died_at,
-           d.group_key, d.dedup_key, :error::text, CASE WHEN q.history_payload THEN d.payload END
-    FROM killed AS d JOIN sq_queues AS q ON q.name = d.queue
+           d.group_key, d.dedup_key, :error::text, CASE WHEN d.history_payload THEN d.payload END
+    FROM killed AS d
 )
 SELECT queue, count(*) AS killed FROM killed GROUP BY queue
 
@@ -319,7 +326,7 @@ WITH gone AS (
     UPDATE sq_dedup AS k
     SET expires_at = COALESCE(:now::timestamptz, now()) + q.dedup_window_seconds * interval '1 second'
     FROM gone AS d JOIN sq_queues AS q ON q.name = d.queue
-    WHERE k.queue = d.queue AND k.dedup_key = d.dedup_key AND k.item_id = d.id
+    WHERE d.dedup_key IS NOT NULL AND k.queue = d.queue AND k.dedup_key = d.dedup_key AND k.item_id = d.id
 )
 SELECT count(*) FROM gone
 

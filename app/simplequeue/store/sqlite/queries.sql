@@ -63,13 +63,13 @@ WHERE id = :id AND status = 'leased' AND lease_token = :lease_token AND visible_
 -- The item a completion names, if its token matches (or none was given) and it is not dead: not
 -- stored dead, and not a lease that expired on its last attempt (dead for every reader already,
 -- whether or not the sweep has got to it).
-SELECT i.seq, i.queue FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
+SELECT i.seq, i.queue, i.dedup_key FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
 WHERE i.id = :id AND i.status <> 'dead' AND (:lease_token IS NULL OR i.lease_token = :lease_token)
   AND NOT (i.status = 'leased' AND i.visible_at <= :now AND i.attempts >= q.max_attempts)
 
 -- name: match_many
 -- :items is a JSON array of {"id", "token"}; a null token completes whatever the lease.
-SELECT i.seq, i.id, i.queue
+SELECT i.seq, i.id, i.queue, i.dedup_key
 FROM json_each(:items) AS r
 JOIN sq_items AS i ON i.id = json_extract(r.value, '$.id')
 JOIN sq_queues AS q ON q.name = i.queue
@@ -96,7 +96,8 @@ FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
 WHERE i.seq IN (SELECT value FROM json_each(:seqs))
 
 -- name: start_dedup_windows
--- Items leaving the table: their dedup keys keep matching for the queue's window.
+-- Items leaving the table: their dedup keys keep matching for the queue's window. Completions run
+-- it only when an item completed has a dedup_key (the common item has none: no statement at all).
 UPDATE sq_dedup
 SET expires_at = sq_add_seconds(:now, q.dedup_window_seconds)
 FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue

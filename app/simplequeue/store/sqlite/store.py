@@ -255,11 +255,15 @@ class SqliteStore:
                 raise why_not_extended(rows.found(row, now), lease_token)
         return rows.item_view(row, now)
 
-    async def _finish(self, conn: aiosqlite.Connection, seqs: list[int], now: str) -> None:
-        """Complete these items: history, dedup windows, then the rows go."""
-        params = {"seqs": json.dumps(seqs), "now": now}
+    async def _finish(self, conn: aiosqlite.Connection, matched: Sequence[Any], now: str) -> None:
+        """Complete these matched rows: history, dedup windows (only for items that have a key),
+        then the rows go. Nothing at all for no rows."""
+        if not matched:
+            return
+        params = {"seqs": json.dumps([row["seq"] for row in matched]), "now": now}
         await execute(conn, "write_history", **params, outcome=Outcome.COMPLETED)
-        await execute(conn, "start_dedup_windows", **params)
+        if any(row["dedup_key"] is not None for row in matched):
+            await execute(conn, "start_dedup_windows", **params)
         await execute(conn, "delete_items", seqs=params["seqs"])
 
     async def complete(self, item_id: UUID, lease_token: UUID | None) -> None:
@@ -270,7 +274,7 @@ class SqliteStore:
             if row is None:
                 current = await fetch_one(conn, "get_item", id=str(item_id))
                 raise why_refused(rows.found(current, now), lease_token)
-            await self._finish(conn, [row["seq"]], to_text(now))
+            await self._finish(conn, [row], to_text(now))
         tell(self._on_finished, Outcome.COMPLETED, [row["queue"]])
 
     async def complete_batch(self, items: Sequence[Completion]) -> list[CompleteOutcome]:
@@ -299,9 +303,12 @@ class SqliteStore:
             [{"id": str(i.id), "token": str(i.lease_token) if i.lease_token else None} for i in items]
         )
         matched = await fetch(conn, "match_many", items=requested, now=now)
-        await self._finish(conn, [row["seq"] for row in matched], now)
+        await self._finish(conn, matched, now)
         completed = {rows.as_uuid(row["id"]) for row in matched}
-        left = await fetch(conn, "item_states", ids=json.dumps([str(i.id) for i in items]), now=now)
+        # What the others are (still there, dead) is asked only when some were not completed: the
+        # completed rows are gone, so otherwise the answer would be empty.
+        unfinished = [str(i.id) for i in items if i.id not in completed]
+        left = await fetch(conn, "item_states", ids=json.dumps(unfinished), now=now) if unfinished else []
         still_there = {rows.as_uuid(row["id"]) for row in left}
         dead = {rows.as_uuid(row["id"]) for row in left if row["status"] == ItemStatus.DEAD}
         return complete_outcomes(items, completed, still_there, dead), [row["queue"] for row in matched]
