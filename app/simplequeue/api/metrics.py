@@ -63,6 +63,7 @@ class Metrics:
             buckets=DURATION_BUCKETS,
             registry=registry,
         )
+        self._series: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
         self.cache_seconds = cache_seconds
         self._queues: list[QueueStats] = []
         self._read_at = -float("inf")
@@ -89,9 +90,15 @@ class Metrics:
     # Requests --------------------------------------------------------------------------------
 
     def observe(self, served: Served) -> None:
-        labels = (served.route, served.method, str(served.status))
-        self._requests.labels(*labels).inc()
-        self._durations.labels(*labels).observe(served.seconds)
+        labels = (served.route, served.method, served.status)
+        series = self._series.get(labels)
+        if series is None:
+            # .labels() takes a lock and builds its key on every call; a route, method and status
+            # name a handful of series, so each is looked up once.
+            named = (served.route, served.method, str(served.status))
+            series = self._series[labels] = (self._requests.labels(*named), self._durations.labels(*named))
+        series[0].inc()
+        series[1].observe(served.seconds)
 
     # Scrapes ---------------------------------------------------------------------------------
 
