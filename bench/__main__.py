@@ -20,7 +20,7 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import report
+from bench import profile, report
 from bench.procrastinate_baseline import procrastinate_throughput
 from bench.scenarios import (
     Figure,
@@ -75,7 +75,17 @@ async def run(engines: list[str], quick: bool) -> tuple[list[Figure], dict[str, 
             flush=True,
         )
 
-        push, noop, inserts = await single_push(engine, window / 2)
+        pg = engine == "postgresql"
+        meters = {name: profile.CpuMeter(postgres=pg) for name in ("noop", "push", "raw")}
+        push, noop, inserts = await single_push(engine, window / 2, meters)
+        raw[f"profile {engine} push"] = profile.cpu_table(
+            f"{engine}: CPU per single push, by process (same run)",
+            {
+                "no-op endpoint over HTTP": meters["noop"].per_operation(),
+                "POST /push over HTTP": meters["push"].per_operation(),
+                "raw driver INSERT, one per transaction": meters["raw"].per_operation(),
+            },
+        )
         figures.append(
             Figure(
                 "2. single push, 32 clients (req/s)",

@@ -1,17 +1,22 @@
-"""Where the server's time goes during a load: py-spy samples the server process, and the
-samples are summed by the library each innermost frame belongs to, and by function.
+"""Where the time goes during a load.
 
-py-spy needs to attach to the process (root, or ptrace allowed); when it cannot, the summary
-says so instead of failing the run.
+- py-spy samples the server process, and the samples are summed by the library each innermost
+  frame belongs to, and by function. py-spy needs to attach to the process (root, or ptrace
+  allowed); when it cannot, the summary says so instead of failing the run.
+- CpuMeter reads the CPU time (user + system, from /proc) that each side spent over a window:
+  the load generator (this process), the server, and PostgreSQL's processes. Per item, that is
+  what a ratio between two loops on a machine of few cores comes down to.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import shutil
 import sys
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -62,6 +67,76 @@ async def record(pid: int, seconds: float) -> Counter[str] | str:
             if stack and count.isdigit():
                 stacks[stack] += int(count)
         return stacks
+
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of a process so far (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+def postgres_seconds() -> float:
+    """CPU time of every process named postgres (every database on the server: on a shared
+    machine, whatever else it serves in the window is counted too)."""
+    total = 0.0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/comm") as comm:
+                    if comm.read().strip() != "postgres":
+                        continue
+            except OSError:
+                continue
+            total += cpu_seconds(int(entry))
+    return total
+
+
+class CpuMeter:
+    """CPU seconds spent by the load generator, the server (if any) and PostgreSQL in a window."""
+
+    def __init__(self, server_pid: int | None = None, postgres: bool = True) -> None:
+        self.server_pid = server_pid
+        self.postgres = postgres
+        self.spent: dict[str, float] = {}
+        self.count = 0  # operations done in the window (set by whoever counts them)
+        self._at: dict[str, float] = {}
+
+    def _now(self) -> dict[str, float]:
+        now = {"load generator": time.process_time()}
+        if self.server_pid is not None:
+            now["server"] = cpu_seconds(self.server_pid)
+        if self.postgres:
+            now["postgres"] = postgres_seconds()
+        return now
+
+    def start(self) -> None:
+        self._at = self._now()
+
+    def stop(self) -> None:
+        self.spent = {k: v - self._at[k] for k, v in self._now().items()}
+
+    def per_operation(self) -> dict[str, float]:
+        """Microseconds of CPU per operation, by side, and their total."""
+        each = {k: 1e6 * v / max(self.count, 1) for k, v in self.spent.items()}
+        return each | {"total": sum(each.values())}
+
+
+def cpu_table(title: str, rows: dict[str, dict[str, float]]) -> str:
+    """A table of CPU per operation for several loops measured in one run."""
+    sides = ["load generator", "server", "postgres", "total"]
+    lines = [f"### {title}", "", "| loop | " + " | ".join(sides) + " | cores' worth per 1,000/s |"]
+    lines.append("|---" * (len(sides) + 2) + "|")
+    for name, per in rows.items():
+        cells = [f"{per[s]:,.0f} µs" if s in per else "-" for s in sides]
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {per['total'] / 1000:.2f} |")
+    return "\n".join(lines) + "\n"
 
 
 def part_of(frame: str) -> str:

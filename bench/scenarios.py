@@ -59,9 +59,14 @@ async def post(http: aiohttp.ClientSession, path: str, body: Any) -> Any:
 
 
 async def counted_rate(
-    seconds: float, warmup: float, work: Callable[[], Awaitable[int]], workers: int
+    seconds: float,
+    warmup: float,
+    work: Callable[[], Awaitable[int]],
+    workers: int,
+    meter: profile.CpuMeter | None = None,
 ) -> float:
-    """Operations per second over a window after a warm-up, with `workers` loops of `work`."""
+    """Operations per second over a window after a warm-up, with `workers` loops of `work`; the
+    meter, if given, reads the CPU spent in the window and the operations done in it."""
     done = 0
     measuring = False
 
@@ -75,8 +80,14 @@ async def counted_rate(
     tasks = [asyncio.create_task(loop()) for _ in range(workers)]
     await asyncio.sleep(warmup)
     measuring, started = True, time.perf_counter()
+    if meter is not None:
+        meter.start()
     await run_for(seconds, *tasks)
-    return done / (time.perf_counter() - started)
+    elapsed = time.perf_counter() - started
+    if meter is not None:
+        meter.stop()
+        meter.count = done
+    return done / elapsed
 
 
 # --- 1. push → pop → complete with batches of 100, vs PgQueuer's continuous throughput ----------
@@ -175,7 +186,11 @@ async def pgqueuer_throughput(seconds: float) -> float:
 # --- 2. single pushes at 32 clients vs a no-op endpoint and raw driver INSERTs ------------------
 
 
-async def single_push(engine: str, seconds: float) -> tuple[float, float, float]:
+async def single_push(
+    engine: str, seconds: float, meters: dict[str, profile.CpuMeter]
+) -> tuple[float, float, float]:
+    """Pushes per second: ours, the no-op endpoint, raw INSERTs; `meters` (noop, push, raw) read
+    the CPU each spent."""
     body = {"queue": "single", "payload": {"order": 42, "lines": ["a", "b"]}}
     async with database(engine) as url:
         with server(url, access_log="false") as base:
@@ -185,13 +200,16 @@ async def single_push(engine: str, seconds: float) -> tuple[float, float, float]
                     await post(http, path, body)
                     return 1
 
-                noop = await counted_rate(seconds, 1, lambda: one("/bench/noop"), CONCURRENCY)
-                push = await counted_rate(seconds, 1, lambda: one("/push"), CONCURRENCY)
-        raw = await raw_inserts(engine, url, seconds, json.dumps(body["payload"]))
+                meters["noop"].server_pid = meters["push"].server_pid = PIDS[base]
+                noop = await counted_rate(seconds, 1, lambda: one("/bench/noop"), CONCURRENCY, meters["noop"])
+                push = await counted_rate(seconds, 1, lambda: one("/push"), CONCURRENCY, meters["push"])
+        raw = await raw_inserts(engine, url, seconds, json.dumps(body["payload"]), meters["raw"])
     return push, noop, raw
 
 
-async def raw_inserts(engine: str, url: str, seconds: float, payload: str) -> float:
+async def raw_inserts(
+    engine: str, url: str, seconds: float, payload: str, meter: profile.CpuMeter | None = None
+) -> float:
     """The same row inserted straight through the driver, one transaction each, 32 at a time."""
     if engine == "postgresql":
         pool = await asyncpg.create_pool(url, min_size=10, max_size=10, server_settings=PLANNER_SETTINGS)
@@ -205,7 +223,7 @@ async def raw_inserts(engine: str, url: str, seconds: float, payload: str) -> fl
             return 1
 
         try:
-            return await counted_rate(seconds, 1, insert, CONCURRENCY)
+            return await counted_rate(seconds, 1, insert, CONCURRENCY, meter)
         finally:
             await pool.close()
     import aiosqlite
@@ -226,7 +244,7 @@ async def raw_inserts(engine: str, url: str, seconds: float, payload: str) -> fl
         return 1
 
     try:
-        return await counted_rate(seconds, 1, insert_lite, CONCURRENCY)
+        return await counted_rate(seconds, 1, insert_lite, CONCURRENCY, meter)
     finally:
         await conn.close()
 
@@ -253,9 +271,12 @@ async def pop_complete(engine: str, seconds: float) -> PopComplete:
     """Ours over HTTP; the raw driver running our own pop SQL and a DELETE; the textbook
     claim+delete, one statement and one commit per item; and where the server's time goes under
     ours (a second window, sampled by py-spy, so that sampling does not slow the counted one)."""
+    pg = engine == "postgresql"
+    meters = {name: profile.CpuMeter(postgres=pg) for name in ("pop + DELETE", "pop completing", "textbook")}
     async with database(engine) as url:
         with server(url, access_log="false") as base:
             await fill(base, "work", 60_000)
+            meters["pop + DELETE"].server_pid = meters["pop completing"].server_pid = PIDS[base]
             async with session(base) as http:
 
                 async def one() -> int:
@@ -267,7 +288,7 @@ async def pop_complete(engine: str, seconds: float) -> PopComplete:
                             pass
                     return len(popped)
 
-                ours = await counted_rate(seconds, 1, one, CONCURRENCY)
+                ours = await counted_rate(seconds, 1, one, CONCURRENCY, meters["pop + DELETE"])
 
                 # The SDK worker's loop: each pop completes the item handled before it, one
                 # request per item (the finished items are shared out, one per request).
@@ -280,16 +301,24 @@ async def pop_complete(engine: str, seconds: float) -> PopComplete:
                     finished.extend({"id": i["id"], "lease_token": i["lease_token"]} for i in popped)
                     return len(popped)
 
-                acked = await counted_rate(seconds, 1, acknowledging, CONCURRENCY)
+                acked = await counted_rate(seconds, 1, acknowledging, CONCURRENCY, meters["pop completing"])
                 sampling = asyncio.ensure_future(profile.record(PIDS[base], seconds))
                 await counted_rate(seconds, 1, acknowledging, CONCURRENCY)
                 stacks = await sampling
             await fill(base, "raw", 60_000)
             await fill(base, "textbook", 60_000)
         raw = await raw_claim_delete(engine, url, seconds)
-        textbook = await textbook_claim_delete(engine, url, seconds)
+        textbook = await textbook_claim_delete(engine, url, seconds, meters["textbook"])
     title = f"{engine}: single pop completing the previous item, over HTTP, {CONCURRENCY} workers"
-    return PopComplete(ours, acked, raw, textbook, profile.summary(stacks, title))
+    cpu = profile.cpu_table(
+        f"{engine}: CPU per item, by process (same run)",
+        {
+            "pop + DELETE over HTTP (3, 3b)": meters["pop + DELETE"].per_operation(),
+            "pop completing the previous item over HTTP (3c)": meters["pop completing"].per_operation(),
+            "textbook claim+delete, raw driver": meters["textbook"].per_operation(),
+        },
+    )
+    return PopComplete(ours, acked, raw, textbook, profile.summary(stacks, title) + "\n" + cpu)
 
 
 @dataclass(frozen=True)
@@ -328,7 +357,9 @@ DELETE FROM sq_items WHERE seq = (
 """
 
 
-async def textbook_claim_delete(engine: str, url: str, seconds: float) -> float:
+async def textbook_claim_delete(
+    engine: str, url: str, seconds: float, meter: profile.CpuMeter | None = None
+) -> float:
     if engine == "postgresql":
         pool = await asyncpg.create_pool(url, min_size=10, max_size=10, server_settings=PLANNER_SETTINGS)
 
@@ -336,7 +367,7 @@ async def textbook_claim_delete(engine: str, url: str, seconds: float) -> float:
             return 1 if await pool.fetchrow(TEXTBOOK_PG, "textbook") else 0
 
         try:
-            return await counted_rate(seconds, 1, one, CONCURRENCY)
+            return await counted_rate(seconds, 1, one, CONCURRENCY, meter)
         finally:
             await pool.close()
     import aiosqlite
@@ -354,7 +385,7 @@ async def textbook_claim_delete(engine: str, url: str, seconds: float) -> float:
         return 1 if found else 0
 
     try:
-        return await counted_rate(seconds, 1, one_lite, CONCURRENCY)
+        return await counted_rate(seconds, 1, one_lite, CONCURRENCY, meter)
     finally:
         await conn.close()
 
