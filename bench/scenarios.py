@@ -212,7 +212,7 @@ async def raw_inserts(
 ) -> float:
     """The same row inserted straight through the driver, one transaction each, 32 at a time."""
     if engine == "postgresql":
-        pool = await asyncpg.create_pool(url, min_size=10, max_size=10, server_settings=PLANNER_SETTINGS)
+        pool = await baseline_pool(url)
         sql = (
             "INSERT INTO sq_items (id, queue, payload, created_at, visible_at) "
             "VALUES ($1, 'raw', $2::json, now(), now())"
@@ -257,6 +257,18 @@ from simplequeue.store.postgres.statements import Q as PG  # noqa: E402
 from simplequeue.store.postgres.store import PLANNER_SETTINGS  # noqa: E402
 from simplequeue.store.sqlite.params import add_seconds, to_text  # noqa: E402
 from simplequeue.store.sqlite.statements import Q as LITE  # noqa: E402
+
+
+async def _keep_session(conn: asyncpg.Connection) -> None:
+    """As the store's pool: no reset query (UNLISTEN, RESET ALL, ...) on every release."""
+
+
+async def baseline_pool(url: str) -> asyncpg.Pool:
+    """The raw driver loops' pool: the store's size, session settings and release policy, so
+    that a baseline differs from ours by what it runs, not by how its connections are kept."""
+    return await asyncpg.create_pool(
+        url, min_size=10, max_size=10, server_settings=PLANNER_SETTINGS, reset=_keep_session
+    )
 
 
 async def fill(base: str, queue: str, count: int) -> None:
@@ -361,7 +373,7 @@ async def textbook_claim_delete(
     engine: str, url: str, seconds: float, meter: profile.CpuMeter | None = None
 ) -> float:
     if engine == "postgresql":
-        pool = await asyncpg.create_pool(url, min_size=10, max_size=10, server_settings=PLANNER_SETTINGS)
+        pool = await baseline_pool(url)
 
         async def one() -> int:
             return 1 if await pool.fetchrow(TEXTBOOK_PG, "textbook") else 0
@@ -393,7 +405,7 @@ async def textbook_claim_delete(
 async def raw_claim_delete(engine: str, url: str, seconds: float) -> float:
     if engine == "postgresql":
         # The store's own session settings too: the same SQL, planned the same way.
-        pool = await asyncpg.create_pool(url, min_size=10, max_size=10, server_settings=PLANNER_SETTINGS)
+        pool = await baseline_pool(url)
 
         async def one() -> int:
             token = uuid.uuid4()
