@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID, uuid4
 
 import aiosqlite
@@ -56,10 +56,12 @@ from simplequeue.domain.rules import (
 from simplequeue.store import rows
 from simplequeue.store.cursors import decode_cursor, next_cursor
 from simplequeue.store.migrations import latest_version, load_migrations, split_statements
+from simplequeue.store.sqlite import statements
 from simplequeue.store.sqlite.errors import translated_errors
 from simplequeue.store.sqlite.params import add_seconds, insert_params, to_text
-from simplequeue.store.sqlite.statements import execute, execute_many, fetch, fetch_one
+from simplequeue.store.sqlite.statements import execute, execute_many, fetch, fetch_one, on_thread
 
+T = TypeVar("T")
 BATCH = 1000  # rows per transaction in redrive and purges, so that no write holds the lock long
 
 
@@ -132,6 +134,21 @@ class SqliteStore:
                     await self._writer.execute("ROLLBACK")
                     raise
                 await self._writer.execute("COMMIT")
+            finally:
+                self._write_lock.release()
+
+    async def _transaction(self, body: Callable[..., T], /, *args: Any) -> T:
+        """`body(sqlite3_connection, *args)` in a write transaction, run whole on the writer's
+        thread: the hot paths' statements cost one hop there and back, not one each (see
+        statements.py). Waiting for the writer is bounded as in _write. A caller cancelled while
+        the body runs does not stop it: it commits, as a request cut off just after its commit
+        would (leased items come back when their leases expire)."""
+        assert self._writer is not None, "store is not open"
+        async with translated_errors():
+            async with asyncio.timeout(self._timeout):
+                await self._write_lock.acquire()
+            try:
+                return await on_thread(self._writer, _in_transaction, body, *args)
             finally:
                 self._write_lock.release()
 
@@ -224,21 +241,7 @@ class SqliteStore:
         }
 
     async def pop(self, queue: str, max_items: int, lease_seconds: int | None) -> list[LeasedItem]:
-        async with self._write() as conn:
-            return await self._pop(conn, queue, max_items, lease_seconds, to_text(self._clock()))
-
-    async def _pop(
-        self, conn: aiosqlite.Connection, queue: str, max_items: int, lease_seconds: int | None, now: str
-    ) -> list[LeasedItem]:
-        params = {
-            "queue": queue,
-            "max_items": max_items,
-            "now": now,
-            "lease_token": str(uuid4()),
-            "lease_seconds": lease_seconds,
-        }
-        found = await fetch(conn, "pop", **params)
-        return in_pop_order([(row["seq"], rows.leased_item(row)) for row in found])
+        return await self._transaction(_pop, queue, max_items, lease_seconds, to_text(self._clock()))
 
     async def extend(self, item_id: UUID, lease_token: UUID, lease_seconds: int) -> ItemView:
         now = self._clock()
@@ -255,31 +258,12 @@ class SqliteStore:
                 raise why_not_extended(rows.found(row, now), lease_token)
         return rows.item_view(row, now)
 
-    async def _finish(self, conn: aiosqlite.Connection, matched: Sequence[Any], now: str) -> None:
-        """Complete these matched rows: history, dedup windows (only for items that have a key),
-        then the rows go. Nothing at all for no rows."""
-        if not matched:
-            return
-        params = {"seqs": json.dumps([row["seq"] for row in matched]), "now": now}
-        await execute(conn, "write_history", **params, outcome=Outcome.COMPLETED)
-        if any(row["dedup_key"] is not None for row in matched):
-            await execute(conn, "start_dedup_windows", **params)
-        await execute(conn, "delete_items", seqs=params["seqs"])
-
     async def complete(self, item_id: UUID, lease_token: UUID | None) -> None:
-        now = self._clock()
-        params = {"id": str(item_id), "lease_token": str(lease_token) if lease_token else None}
-        async with self._write() as conn:
-            row = await fetch_one(conn, "match_one", **params, now=to_text(now))
-            if row is None:
-                current = await fetch_one(conn, "get_item", id=str(item_id))
-                raise why_refused(rows.found(current, now), lease_token)
-            await self._finish(conn, [row], to_text(now))
+        row = await self._transaction(_complete_one, item_id, lease_token, self._clock())
         tell(self._on_finished, Outcome.COMPLETED, [row["queue"]])
 
     async def complete_batch(self, items: Sequence[Completion]) -> list[CompleteOutcome]:
-        async with self._write() as conn:
-            outcomes, queues = await self._complete(conn, items, to_text(self._clock()))
+        outcomes, queues = await self._transaction(_complete, items, to_text(self._clock()))
         tell(self._on_finished, Outcome.COMPLETED, queues)
         return outcomes
 
@@ -289,29 +273,11 @@ class SqliteStore:
         # One transaction: the pop sees the completions (a completed group head lets its next go).
         # An item completed here is gone, so the pop cannot hand it out again.
         now = to_text(self._clock())
-        async with self._write() as conn:
-            outcomes, queues = await self._complete(conn, completions, now)
-            popped = await self._pop(conn, queue, max_items, lease_seconds, now)
+        outcomes, queues, popped = await self._transaction(
+            _complete_and_pop, completions, queue, max_items, lease_seconds, now
+        )
         tell(self._on_finished, Outcome.COMPLETED, queues)
         return outcomes, popped
-
-    async def _complete(
-        self, conn: aiosqlite.Connection, items: Sequence[Completion], now: str
-    ) -> tuple[list[CompleteOutcome], list[str]]:
-        """The outcomes, and the queue of each item completed."""
-        requested = json.dumps(
-            [{"id": str(i.id), "token": str(i.lease_token) if i.lease_token else None} for i in items]
-        )
-        matched = await fetch(conn, "match_many", items=requested, now=now)
-        await self._finish(conn, matched, now)
-        completed = {rows.as_uuid(row["id"]) for row in matched}
-        # What the others are (still there, dead) is asked only when some were not completed: the
-        # completed rows are gone, so otherwise the answer would be empty.
-        unfinished = [str(i.id) for i in items if i.id not in completed]
-        left = await fetch(conn, "item_states", ids=json.dumps(unfinished), now=now) if unfinished else []
-        still_there = {rows.as_uuid(row["id"]) for row in left}
-        dead = {rows.as_uuid(row["id"]) for row in left if row["status"] == ItemStatus.DEAD}
-        return complete_outcomes(items, completed, still_there, dead), [row["queue"] for row in matched]
 
     async def fail(self, item_id: UUID, failure: Failure) -> ItemView:
         now = self._clock()
@@ -500,3 +466,87 @@ class SqliteStore:
             history = await execute(conn, "purge_history", **params)
             keys = await execute(conn, "purge_dedup_keys", **params)
         return max(history, keys)
+
+
+# --- The hot paths' transactions: plain functions of the writer's sqlite3 connection, each run whole
+# on its thread by SqliteStore._transaction.
+
+
+def _in_transaction(conn: sqlite3.Connection, body: Callable[..., T], *args: Any) -> T:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        result = body(conn, *args)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return result
+
+
+def _pop(
+    conn: sqlite3.Connection, queue: str, max_items: int, lease_seconds: int | None, now: str
+) -> list[LeasedItem]:
+    found = statements.rows(
+        conn,
+        "pop",
+        queue=queue,
+        max_items=max_items,
+        now=now,
+        lease_token=str(uuid4()),
+        lease_seconds=lease_seconds,
+    )
+    return in_pop_order([(row["seq"], rows.leased_item(row)) for row in found])
+
+
+def _finish(conn: sqlite3.Connection, matched: Sequence[Any], now: str) -> None:
+    """Complete these matched rows: history, dedup windows (only for items that have a key),
+    then the rows go. Nothing at all for no rows."""
+    if not matched:
+        return
+    params = {"seqs": json.dumps([row["seq"] for row in matched]), "now": now}
+    statements.run(conn, "write_history", **params, outcome=Outcome.COMPLETED)
+    if any(row["dedup_key"] is not None for row in matched):
+        statements.run(conn, "start_dedup_windows", **params)
+    statements.run(conn, "delete_items", seqs=params["seqs"])
+
+
+def _complete_one(conn: sqlite3.Connection, item_id: UUID, lease_token: UUID | None, now: datetime) -> Any:
+    """The completed row; else the refusal (not found, stale lease, dead) is raised."""
+    params = {"id": str(item_id), "lease_token": str(lease_token) if lease_token else None}
+    row = statements.first(conn, "match_one", **params, now=to_text(now))
+    if row is None:
+        current = statements.first(conn, "get_item", id=str(item_id))
+        raise why_refused(rows.found(current, now), lease_token)
+    _finish(conn, [row], to_text(now))
+    return row
+
+
+def _complete(
+    conn: sqlite3.Connection, items: Sequence[Completion], now: str
+) -> tuple[list[CompleteOutcome], list[str]]:
+    """The outcomes, and the queue of each item completed."""
+    requested = json.dumps(
+        [{"id": str(i.id), "token": str(i.lease_token) if i.lease_token else None} for i in items]
+    )
+    matched = statements.rows(conn, "match_many", items=requested, now=now)
+    _finish(conn, matched, now)
+    completed = {rows.as_uuid(row["id"]) for row in matched}
+    # What the others are (still there, dead) is asked only when some were not completed: the
+    # completed rows are gone, so otherwise the answer would be empty.
+    unfinished = [str(i.id) for i in items if i.id not in completed]
+    left = statements.rows(conn, "item_states", ids=json.dumps(unfinished), now=now) if unfinished else []
+    still_there = {rows.as_uuid(row["id"]) for row in left}
+    dead = {rows.as_uuid(row["id"]) for row in left if row["status"] == ItemStatus.DEAD}
+    return complete_outcomes(items, completed, still_there, dead), [row["queue"] for row in matched]
+
+
+def _complete_and_pop(
+    conn: sqlite3.Connection,
+    completions: Sequence[Completion],
+    queue: str,
+    max_items: int,
+    lease_seconds: int | None,
+    now: str,
+) -> tuple[list[CompleteOutcome], list[str], list[LeasedItem]]:
+    outcomes, queues = _complete(conn, completions, now)
+    return outcomes, queues, _pop(conn, queue, max_items, lease_seconds, now)
