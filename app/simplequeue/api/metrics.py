@@ -64,6 +64,7 @@ class Metrics:
             registry=registry,
         )
         self._series: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
+        self._by_queue: dict[tuple[str, str], Counter] = {}
         self.cache_seconds = cache_seconds
         self._queues: list[QueueStats] = []
         self._read_at = -float("inf")
@@ -71,21 +72,29 @@ class Metrics:
     # Events ----------------------------------------------------------------------------------
 
     def pushed(self, queue: str, count: int) -> None:
-        self._items["pushed"].labels(queue).inc(count)
+        self._count("pushed", queue, count)
 
     def popped(self, queue: str, count: int) -> None:
-        self._items["popped"].labels(queue).inc(count)
+        self._count("popped", queue, count)
 
     def failed(self, queue: str, count: int) -> None:
-        self._items["failed"].labels(queue).inc(count)
+        self._count("failed", queue, count)
 
     def dead(self, queue: str, count: int) -> None:
-        self._items["dead"].labels(queue).inc(count)
+        self._count("dead", queue, count)
 
     def finished(self, queue: str, outcome: Outcome, count: int) -> None:
         """The store's hook: completions, and leases that died in the sweep (a failure that kills
         its item is counted by the service, as dead)."""
-        self._items["completed" if outcome is Outcome.COMPLETED else "dead"].labels(queue).inc(count)
+        self._count("completed" if outcome is Outcome.COMPLETED else "dead", queue, count)
+
+    def _count(self, event: str, queue: str, count: int) -> None:
+        # Each (event, queue) series is looked up once (see observe). prometheus-client keeps
+        # every series it made anyway, and none is ever removed, so this holds no more than it.
+        series = self._by_queue.get((event, queue))
+        if series is None:
+            series = self._by_queue[event, queue] = self._items[event].labels(queue)
+        series.inc(count)
 
     # Requests --------------------------------------------------------------------------------
 
