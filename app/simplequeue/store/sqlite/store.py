@@ -191,54 +191,7 @@ class SqliteStore:
 
     async def push_batch(self, items: Sequence[NewItem], *, skip_existing: bool) -> list[Pushed | None]:
         assert not (skip_existing and any(i.dedup_key for i in items)), "dedup keys need skip_existing=False"
-        now = self._clock()
-        leaders = dedup_leaders(items)
-        claims = [
-            {"queue": i.queue, "key": i.dedup_key, "id": str(i.id), "created_at": to_text(i.created_at)}
-            for n, i in enumerate(items)
-            if i.dedup_key is not None and leaders[n] == n
-        ]
-        results: list[Pushed | None] = [None] * len(items)
-        async with self._write() as conn:
-            winners = await self._claim_dedup_keys(conn, claims, to_text(now)) if claims else {}
-            # Under BEGIN IMMEDIATE no other writer can insert between this look-up and the insert.
-            taken = {
-                row[0]
-                for row in await fetch(conn, "existing_ids", ids=json.dumps([str(i.id) for i in items]))
-            }
-            fresh = []
-            for n, item in enumerate(items):
-                if leaders[n] != n:
-                    continue
-                if item.dedup_key is not None and (winner := winners[(item.queue, item.dedup_key)]):
-                    results[n] = winner
-                    continue
-                if str(item.id) in taken:
-                    if not skip_existing:
-                        raise ItemExists()
-                    continue
-                taken.add(str(item.id))
-                fresh.append(item)
-                results[n] = Pushed(item.id, item.created_at, created=True)
-            await execute_many(
-                conn, "ensure_queue", [{"queue": q, "now": to_text(now)} for q in {i.queue for i in fresh}]
-            )
-            await execute_many(conn, "insert_item", [insert_params(i, now) for i in fresh])
-        return follow_leaders(results, leaders)
-
-    async def _claim_dedup_keys(
-        self, conn: aiosqlite.Connection, claims: list[dict[str, Any]], now: str
-    ) -> dict[tuple[str, str], Pushed | None]:
-        """{(queue, key): None where this call took the key, else the item that holds it}."""
-        params = {"claims": json.dumps(claims), "now": now}
-        taken = {(row["queue"], row["dedup_key"]) for row in await fetch(conn, "claim_dedup_keys", **params)}
-        winners = await fetch(conn, "dedup_winners", claims=params["claims"])
-        return {
-            (row["queue"], row["dedup_key"]): None
-            if (row["queue"], row["dedup_key"]) in taken
-            else Pushed(rows.as_uuid(row["item_id"]), rows.as_utc(row["created_at"]), created=False)
-            for row in winners
-        }
+        return await self._transaction(_push_batch, items, skip_existing, self._clock())
 
     async def pop(self, queue: str, max_items: int, lease_seconds: int | None) -> list[LeasedItem]:
         return await self._transaction(_pop, queue, max_items, lease_seconds, to_text(self._clock()))
@@ -468,8 +421,8 @@ class SqliteStore:
         return max(history, keys)
 
 
-# --- The hot paths' transactions: plain functions of the writer's sqlite3 connection, each run whole
-# on its thread by SqliteStore._transaction.
+# --- The hot paths' transactions (push, pop, complete): plain functions of the writer's sqlite3
+# connection, each run whole on its thread by SqliteStore._transaction.
 
 
 def _in_transaction(conn: sqlite3.Connection, body: Callable[..., T], *args: Any) -> T:
@@ -481,6 +434,55 @@ def _in_transaction(conn: sqlite3.Connection, body: Callable[..., T], *args: Any
         raise
     conn.execute("COMMIT")
     return result
+
+
+def _push_batch(
+    conn: sqlite3.Connection, items: Sequence[NewItem], skip_existing: bool, now: datetime
+) -> list[Pushed | None]:
+    leaders = dedup_leaders(items)
+    claims = [
+        {"queue": i.queue, "key": i.dedup_key, "id": str(i.id), "created_at": to_text(i.created_at)}
+        for n, i in enumerate(items)
+        if i.dedup_key is not None and leaders[n] == n
+    ]
+    results: list[Pushed | None] = [None] * len(items)
+    winners = _claim_dedup_keys(conn, claims, to_text(now)) if claims else {}
+    # Under BEGIN IMMEDIATE no other writer can insert between this look-up and the insert.
+    existing = statements.rows(conn, "existing_ids", ids=json.dumps([str(i.id) for i in items]))
+    taken = {row[0] for row in existing}
+    fresh = []
+    for n, item in enumerate(items):
+        if leaders[n] != n:
+            continue
+        if item.dedup_key is not None and (winner := winners[(item.queue, item.dedup_key)]):
+            results[n] = winner
+            continue
+        if str(item.id) in taken:
+            if not skip_existing:
+                raise ItemExists()
+            continue
+        taken.add(str(item.id))
+        fresh.append(item)
+        results[n] = Pushed(item.id, item.created_at, created=True)
+    queues = [{"queue": q, "now": to_text(now)} for q in {i.queue for i in fresh}]
+    statements.run_many(conn, "ensure_queue", queues)
+    statements.run_many(conn, "insert_item", [insert_params(i, now) for i in fresh])
+    return follow_leaders(results, leaders)
+
+
+def _claim_dedup_keys(
+    conn: sqlite3.Connection, claims: list[dict[str, Any]], now: str
+) -> dict[tuple[str, str], Pushed | None]:
+    """{(queue, key): None where this call took the key, else the item that holds it}."""
+    params = {"claims": json.dumps(claims), "now": now}
+    taken = {(row["queue"], row["dedup_key"]) for row in statements.rows(conn, "claim_dedup_keys", **params)}
+    winners = statements.rows(conn, "dedup_winners", claims=params["claims"])
+    return {
+        (row["queue"], row["dedup_key"]): None
+        if (row["queue"], row["dedup_key"]) in taken
+        else Pushed(rows.as_uuid(row["item_id"]), rows.as_utc(row["created_at"]), created=False)
+        for row in winners
+    }
 
 
 def _pop(
