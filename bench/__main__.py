@@ -105,6 +105,7 @@ async def run(engines: list[str], quick: bool) -> tuple[list[Figure], dict[str, 
                 "req/s",
                 inserts,
                 "raw driver INSERT, 32 concurrent",
+                "≥ 1x",
             )
         )
         print(f"[{engine}] push {push:.0f}/s, no-op {noop:.0f}/s, raw inserts {inserts:.0f}/s", flush=True)
