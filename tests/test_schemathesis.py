@@ -141,7 +141,7 @@ def answered(interaction: Any) -> str:
     response = getattr(interaction, "response", None)
     if response is None:
         return "no response"
-    sent = interaction.request.body
+    sent = interaction.request.body or b""
     return f"sent: {sent[:2000]!r}\nanswered {response.status_code}: {response.content[:500]!r}"
 
 
