@@ -14,7 +14,11 @@ valid and an invalid one invalid:
 - a pop's wait_seconds is capped at WAIT_CAP: most generated queues are empty, and a long-poll
   on one waits out its wait_seconds (up to 20 s) by design;
 - a cursor of valid length becomes one this service could have handed out: a cursor is opaque, and
-  any other text is 422 InvalidCursor, as documented.
+  any other text is 422 InvalidCursor, as documented;
+- a key (group, dedup_key) that the schema allows is cut to 128 UTF-16 code units: the schema's
+  maxLength counts characters, and a character beyond U+FFFF takes two units in SQL Server's
+  NVARCHAR(128), so the service refuses such keys past 64 characters on every engine (422, as the
+  field's description says). A full run on a loaded machine once generated one.
 NUL characters are not generated: the service refuses them in stored text (the spec's patterns and
 the payload's description say so), and a payload's NUL cannot be written as a schema.
 """
@@ -79,9 +83,30 @@ def config(base_url: str) -> SchemathesisConfig:
     )
 
 
+def _fitting(key: Any) -> Any:
+    """A key the schema allows (1..128 characters, no NUL, no space at its end) cut to 128 UTF-16
+    code units, still one the schema allows; any other value as it is."""
+    if not isinstance(key, str) or not 1 <= len(key) <= 128 or "\x00" in key or key.endswith(" "):
+        return key
+    while len(key.encode("utf-16-le")) > 256:
+        key = key[:-1]
+    return key.rstrip(" ") or "k"
+
+
+def _fitting_keys(item: Any) -> Any:
+    if not isinstance(item, dict):
+        return item
+    return {k: _fitting(v) if k in ("group", "dedup_key") else v for k, v in item.items()}
+
+
 def adjust(context: HookContext, case: Any) -> Any:
     """The map_case hook: see the module's docstring."""
     body, query = case.body, case.query
+    if case.operation.label == "POST /push" and isinstance(body, dict):
+        case.body = body = _fitting_keys(body)
+    items = body.get("items") if isinstance(body, dict) else None
+    if case.operation.label == "POST /push/batch" and isinstance(items, list):
+        case.body = body = {**body, "items": [_fitting_keys(item) for item in items]}
     if case.operation.label == "POST /pop" and isinstance(body, dict):
         wait = body.get("wait_seconds")
         if isinstance(wait, int | float) and not isinstance(wait, bool) and WAIT_CAP < wait <= 20:

@@ -94,6 +94,11 @@ ErrorText = Annotated[
     str, Field(min_length=1, max_length=16384, json_schema_extra=_NO_NUL), AfterValidator(_storable_text)
 ]
 KEY_PATTERN = r"^[^\u0000]*[^\u0000 ]$"
+KEY_TEXT = (
+    "At most 128 UTF-16 code units (a character beyond U+FFFF counts two, so 64 such characters "
+    "at most; 422 beyond), and no space at its end."
+)
+"""What a key's schema cannot say itself (maxLength counts characters): in its description."""
 """What the spec says of a key (group, dedup_key): no NUL, and no space at its end. _key_text
 enforces it, and the length in UTF-16 code units, with plainer messages."""
 
@@ -179,13 +184,14 @@ class ItemFields(Body):
     group: Key | None = Field(
         None,
         description="Ordered group: its items are handed out one at a time, in the order they were "
-        "pushed; the next waits until the one before is completed or dead. Groups proceed in parallel.",
+        "pushed; the next waits until the one before is completed or dead. Groups proceed in parallel. "
+        + KEY_TEXT,
     )
     dedup_key: Key | None = Field(
         None,
         description="Idempotency key. While an item with this key exists in the queue, or for the queue's "
         "dedup_window_seconds after it finished, a push with the key inserts nothing and answers 200 "
-        "with the original's id.",
+        "with the original's id. " + KEY_TEXT,
     )
 
     def draft(self) -> Draft:
