@@ -29,7 +29,7 @@ import re
 import statistics
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -43,6 +43,7 @@ from simplequeue.store.postgres.store import PLANNER_SETTINGS, PostgresStore
 from simplequeue.store.queries import Query, compile_query
 
 from bench.infra import database
+from tests.explain import literal, plan_nodes
 
 QUEUE = "paths"
 TASKS = 32
@@ -206,25 +207,6 @@ async def window(side: Side, loop: str, seconds: float) -> float:
     return done[0] / (time.monotonic() - started)
 
 
-def literal(value: object) -> str:
-    """A bound value written into EXECUTE's argument list (PREPARE inferred the types)."""
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, list):
-        return "'{" + ",".join("NULL" if v is None else f'"{v}"' for v in value) + "}'"
-    return "'" + str(value).replace("'", "''") + "'"
-
-
-def nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    yield node
-    for child in node.get("Plans", []):
-        yield from nodes(child)
-
-
 def touched(node: dict[str, Any]) -> int:
     return int(node.get("Shared Hit Blocks", 0)) + int(node.get("Shared Read Blocks", 0))
 
@@ -233,9 +215,9 @@ def buffers_of(plan: dict[str, Any]) -> int:
     """Shared buffers the statement touched. A node's figure includes its children's, except for
     data-modifying CTEs that nothing reads: they run after the main plan, so they are added."""
     top = plan["Plan"]
-    read = {n["CTE Name"] for n in nodes(top) if n.get("Node Type") == "CTE Scan"}
+    read = {n["CTE Name"] for n in plan_nodes(top) if n.get("Node Type") == "CTE Scan"}
     total = touched(top)
-    for n in nodes(top):
+    for n in plan_nodes(top):
         name = n.get("Subplan Name", "")
         if name.startswith("CTE ") and name[4:] not in read:
             total += touched(n)

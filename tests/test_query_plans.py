@@ -13,6 +13,8 @@ from simplequeue.store.migrations import load_migrations
 from simplequeue.store.postgres.statements import Q
 from simplequeue.store.postgres.store import PLANNER_SETTINGS
 
+from tests.explain import literal, plan_nodes
+
 
 @pytest.fixture
 async def schema(postgres_url: str) -> AsyncIterator[tuple[str, str]]:
@@ -124,19 +126,6 @@ async def test_sweep_and_completion_stay_on_their_indexes(schema: tuple[str, str
 
 # Generic plans: pooled sessions plan each hot statement once (PLANNER_SETTINGS), without the
 # values, so these plans must find rows by index whatever the values turn out to be.
-
-
-def literal(value: object) -> str:
-    """A bound value written into EXECUTE's argument list (PREPARE inferred the types)."""
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, list):
-        return "'{" + ",".join("NULL" if v is None else f'"{v}"' for v in value) + "}'"
-    return "'" + str(value).replace("'", "''") + "'"
 
 
 async def generic_plan_of(schema: tuple[str, str], query: str, **values: object) -> str:
@@ -267,12 +256,6 @@ async def test_pooled_sessions_reuse_hot_plans_and_plan_filtered_reads_for_their
     assert counts["history"] == (0, 3), counts
 
 
-def plan_nodes(node: dict[str, object]) -> list[dict[str, object]]:
-    children = node.get("Plans", [])
-    assert isinstance(children, list)
-    return [node, *(n for child in children for n in plan_nodes(child))]
-
-
 async def executed_generic_plan(
     schema: tuple[str, str], query: str, **values: object
 ) -> list[dict[str, object]]:
@@ -286,7 +269,7 @@ async def executed_generic_plan(
         await transaction.start()
         rows = await conn.fetch(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE hot({arguments})")
         [plan] = json.loads(rows[0][0])
-        return plan_nodes(plan["Plan"])
+        return list(plan_nodes(plan["Plan"]))
     finally:
         await transaction.rollback()
         await conn.close()
