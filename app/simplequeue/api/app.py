@@ -66,7 +66,7 @@ class QueueApi(FastAPI):
 
     def build_middleware_stack(self) -> ASGIApp:
         # Built on the first request (or the lifespan), when every route and handler is in place.
-        added = [r for r in self.router.routes if isinstance(r, APIRoute)]
+        added = [r for r in self.router.routes if isinstance(r, APIRoute) and r not in router.routes]
         return FrontDoor(
             super().build_middleware_stack(),
             self.door,

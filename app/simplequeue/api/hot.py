@@ -20,7 +20,7 @@ from __future__ import annotations
 import inspect
 import json
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
@@ -30,7 +30,7 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Match
+from starlette.routing import BaseRoute
 from starlette.types import Scope
 
 
@@ -44,7 +44,9 @@ class Incoming:
     errors: list[dict[str, Any]]
 
 
-Binder = Callable[[Incoming], Awaitable[Any]]
+Binder = Callable[[Incoming], Any]
+"""Reads one parameter from the request; adds what it refuses to `Incoming.errors`."""
+Dependency = Callable[[Request], Awaitable[Any]]
 
 _MISSING_BODY = {"type": "missing", "loc": ("body",), "msg": "Field required", "input": None}
 _NOT_JSON = {
@@ -70,8 +72,8 @@ def _with_prefix(error: Any, *prefix: str | int) -> dict[str, Any]:
     return found
 
 
-def _body_binder(name: str, model: type[BaseModel]) -> Binder:
-    async def bind(incoming: Incoming) -> Any:
+def _body_binder(model: type[BaseModel]) -> Binder:
+    def bind(incoming: Incoming) -> Any:
         if not incoming.body:
             incoming.errors.append(_MISSING_BODY)
             return None
@@ -107,7 +109,7 @@ def _as_fastapi_reads(model: type[BaseModel], incoming: Incoming) -> Any:
 
 
 def _path_binder(name: str) -> Binder:
-    async def bind(incoming: Incoming) -> Any:
+    def bind(incoming: Incoming) -> Any:
         return incoming.path[name]  # converted by the route's own convertor ({item_id:uuid})
 
     return bind
@@ -116,7 +118,7 @@ def _path_binder(name: str) -> Binder:
 def _query_binder(name: str, annotation: Any, default: Any) -> Binder:
     adapter: TypeAdapter[Any] = TypeAdapter(annotation)
 
-    async def bind(incoming: Incoming) -> Any:
+    def bind(incoming: Incoming) -> Any:
         text = incoming.request.query_params.get(name)
         if text is None:
             return default
@@ -129,24 +131,19 @@ def _query_binder(name: str, annotation: Any, default: Any) -> Binder:
     return bind
 
 
-def _dependency_binder(call: Callable[[Request], Awaitable[Any]]) -> Binder:
-    async def bind(incoming: Incoming) -> Any:
-        return await call(incoming.request)
-
-    return bind
-
-
-async def _request(incoming: Incoming) -> Any:
+def _request(incoming: Incoming) -> Any:
     return incoming.request
 
 
 @dataclass(frozen=True, slots=True)
 class HotRoute:
-    """One route's function with a binder per parameter, in FastAPI's order: dependencies first
-    (a service that is not ready answers 503 whatever the body), then path, query and body."""
+    """One route's function, its dependencies (plain calls) and a binder per other parameter, in
+    FastAPI's order: dependencies first (a service that is not ready answers 503 whatever the
+    body), then path, query and body."""
 
     route: APIRoute
     method: str
+    dependencies: tuple[tuple[str, Dependency], ...]
     binders: tuple[tuple[str, Binder], ...]
 
     @property
@@ -154,8 +151,9 @@ class HotRoute:
         return self.route.path_format
 
     async def call(self, request: Request, body: bytes, path: Mapping[str, Any]) -> Response:
+        kwargs = {name: await call(request) for name, call in self.dependencies}
         incoming = Incoming(request, body, path, [])
-        kwargs = {name: await bind(incoming) for name, bind in self.binders}
+        kwargs.update((name, bind(incoming)) for name, bind in self.binders)
         if incoming.errors:
             raise RequestValidationError(incoming.errors)
         response: Response = await self.route.endpoint(**kwargs)
@@ -170,29 +168,33 @@ def hot_route(route: APIRoute) -> HotRoute:
     hints = get_type_hints(endpoint, include_extras=True)
     if hints.get("return") is not Response:
         raise TypeError(f"{route.path}: a hot route answers a Response (FastAPI would validate a model)")
-    order = {"dependency": 0, "path": 1, "query": 2, "body": 3}
-    found: list[tuple[int, str, Binder]] = []
-    for name, parameter in inspect.signature(endpoint).parameters.items():
-        annotation = hints[name]
-        kind, binder = _binder_for(route, name, annotation, parameter.default)
-        found.append((order[kind], name, binder))
-    found.sort(key=lambda entry: entry[0])  # stable: declaration order within a kind
     if not route.methods or len(route.methods) != 1:
         raise TypeError(f"{route.path}: a hot route serves one method")
     (method,) = route.methods
-    return HotRoute(route, method, tuple((name, binder) for _, name, binder in found))
+    order = {"request": 0, "path": 1, "query": 2, "body": 3}
+    dependencies: list[tuple[str, Dependency]] = []
+    found: list[tuple[int, str, Binder]] = []
+    for name, parameter in inspect.signature(endpoint).parameters.items():
+        kind, read = _reader_for(route, name, hints[name], parameter.default)
+        if kind == "dependency":
+            dependencies.append((name, read))
+        else:
+            found.append((order[kind], name, read))
+    found.sort(key=lambda entry: entry[0])  # stable: declaration order within a kind
+    return HotRoute(route, method, tuple(dependencies), tuple((name, bind) for _, name, bind in found))
 
 
-def _binder_for(route: APIRoute, name: str, annotation: Any, default: Any) -> tuple[str, Binder]:
+def _reader_for(route: APIRoute, name: str, annotation: Any, default: Any) -> tuple[str, Any]:
+    """What the parameter is (a dependency, the request, path, query or body) and how to read it."""
     if annotation is Request:
-        return "dependency", _request
+        return "request", _request
     if get_origin(annotation) is Annotated:
         base, *extras = get_args(annotation)
         for extra in extras:
             if isinstance(extra, params.Depends) and extra.dependency is not None:
                 if not inspect.iscoroutinefunction(extra.dependency):
                     raise TypeError(f"{route.path}: {name}'s dependency must be an async function")
-                return "dependency", _dependency_binder(extra.dependency)
+                return "dependency", extra.dependency
             if isinstance(extra, params.Path) and name in route.param_convertors:
                 return "path", _path_binder(name)
             if isinstance(extra, params.Query):
@@ -200,7 +202,7 @@ def _binder_for(route: APIRoute, name: str, annotation: Any, default: Any) -> tu
                     raise TypeError(f"{route.path}: hot routes take optional query parameters only")
                 return "query", _query_binder(name, base, default)
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return "body", _body_binder(name, annotation)
+        return "body", _body_binder(annotation)
     raise TypeError(f"{route.path}: cannot bind parameter {name!r} of a hot route")
 
 
@@ -221,7 +223,7 @@ class HotRoutes:
         if missing:
             raise LookupError(f"no such routes to serve hot: {', '.join(sorted(missing))}")
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[HotRoute]:
         yield from self._exact.values()
         yield from (hot for _, _, hot in self._patterns)
 
@@ -231,9 +233,8 @@ class HotRoutes:
         if hot is not None:
             return hot, {}
         for wanted, pattern, hot in self._patterns:
-            if wanted == method and pattern.match(path):
-                matched, child = hot.route.matches(scope)  # converts the path parameters
-                if matched is Match.FULL:
-                    params: dict[str, Any] = child["path_params"]
-                    return hot, params
+            if wanted == method and (found := pattern.match(path)):
+                # Converted as Starlette's router converts them ({item_id:uuid} -> UUID).
+                convertors = hot.route.param_convertors
+                return hot, {key: convertors[key].convert(value) for key, value in found.groupdict().items()}
         return None
