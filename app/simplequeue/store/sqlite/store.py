@@ -117,9 +117,9 @@ class SqliteStore:
         self._all.clear()
 
     @asynccontextmanager
-    async def _write(self) -> AsyncIterator[aiosqlite.Connection]:
-        """The writer, in a transaction. Waiting for it is bounded: by the timeout for this
-        process's other writes, by busy_timeout for other processes'. Statements are not: they
+    async def _writer_turn(self) -> AsyncIterator[aiosqlite.Connection]:
+        """The writer, this process's turn at it. Waiting for it is bounded: by the timeout for
+        this process's other writes, by busy_timeout for other processes'. Statements are not: they
         run on this machine's disk, and one cut off mid-commit would leave a 503 for a change
         that was made."""
         assert self._writer is not None, "store is not open"
@@ -127,30 +127,30 @@ class SqliteStore:
             async with asyncio.timeout(self._timeout):
                 await self._write_lock.acquire()
             try:
-                await self._writer.execute("BEGIN IMMEDIATE")
-                try:
-                    yield self._writer
-                except BaseException:
-                    await self._writer.execute("ROLLBACK")
-                    raise
-                await self._writer.execute("COMMIT")
+                yield self._writer
             finally:
                 self._write_lock.release()
+
+    @asynccontextmanager
+    async def _write(self) -> AsyncIterator[aiosqlite.Connection]:
+        """The writer, in a transaction whose statements are awaited one by one."""
+        async with self._writer_turn() as writer:
+            await writer.execute("BEGIN IMMEDIATE")
+            try:
+                yield writer
+            except BaseException:
+                await writer.execute("ROLLBACK")
+                raise
+            await writer.execute("COMMIT")
 
     async def _transaction(self, body: Callable[..., T], /, *args: Any) -> T:
         """`body(sqlite3_connection, *args)` in a write transaction, run whole on the writer's
         thread: the hot paths' statements cost one hop there and back, not one each (see
-        statements.py). Waiting for the writer is bounded as in _write. A caller cancelled while
-        the body runs does not stop it: it commits, as a request cut off just after its commit
-        would (leased items come back when their leases expire)."""
-        assert self._writer is not None, "store is not open"
-        async with translated_errors():
-            async with asyncio.timeout(self._timeout):
-                await self._write_lock.acquire()
-            try:
-                return await on_thread(self._writer, _in_transaction, body, *args)
-            finally:
-                self._write_lock.release()
+        statements.py). A caller cancelled while the body runs does not stop it: it commits, as a
+        request cut off just after its commit would (leased items come back when their leases
+        expire)."""
+        async with self._writer_turn() as writer:
+            return await on_thread(writer, _in_transaction, body, *args)
 
     @asynccontextmanager
     async def _read(self) -> AsyncIterator[aiosqlite.Connection]:
