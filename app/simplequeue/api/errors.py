@@ -190,9 +190,14 @@ async def on_forbidden(request: Request, exc: Exception) -> JSONResponse:
     return envelope(403, "Forbidden", str(exc))
 
 
+def unexpected() -> JSONResponse:
+    """The answer to a failure nothing recognised (details go to the log only)."""
+    return envelope(500, "InternalError", "the server failed unexpectedly; see its log")
+
+
 async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
     # Starlette's error middleware answers with this, then re-raises for the front door to log.
-    return envelope(500, "InternalError", "the server failed unexpectedly; see its log")
+    return unexpected()
 
 
 def install_error_handlers(app: FastAPI, routes: Sequence[BaseRoute]) -> None:

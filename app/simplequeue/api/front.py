@@ -32,7 +32,7 @@ from starlette.types import ASGIApp, ExceptionHandler, Message, Receive, Scope, 
 
 from simplequeue.api.access import Observer, Served, log_served, template_of
 from simplequeue.api.auth import Keyring, authenticate
-from simplequeue.api.errors import envelope
+from simplequeue.api.errors import envelope, unexpected
 from simplequeue.api.hot import HotRoute, HotRoutes
 from simplequeue.api.request_ids import REQUEST_ID, request_id_of
 
@@ -100,8 +100,7 @@ class FrontDoor:
         except Exception:
             log.exception("request %s: %s %s failed unexpectedly", request_id, scope["method"], scope["path"])
             if not started:
-                response = envelope(500, "InternalError", "the server failed unexpectedly; see its log")
-                await response(scope, receive, answer)
+                await unexpected()(scope, receive, answer)
             elif not complete:
                 raise  # half an answer went out: only closing the connection can tell the client
         finally:
