@@ -254,20 +254,16 @@ async def raw_inserts(
 # The raw loops run each dialect's own pop statement: the baseline is the same SQL without HTTP,
 # the framework or the store's Python, not a different (better or worse) query.
 from simplequeue.store.postgres.statements import Q as PG  # noqa: E402
-from simplequeue.store.postgres.store import PLANNER_SETTINGS  # noqa: E402
+from simplequeue.store.postgres.store import PLANNER_SETTINGS, keep_session  # noqa: E402
 from simplequeue.store.sqlite.params import add_seconds, to_text  # noqa: E402
 from simplequeue.store.sqlite.statements import Q as LITE  # noqa: E402
-
-
-async def _keep_session(conn: asyncpg.Connection) -> None:
-    """As the store's pool: no reset query (UNLISTEN, RESET ALL, ...) on every release."""
 
 
 async def baseline_pool(url: str) -> asyncpg.Pool:
     """The raw driver loops' pool: the store's size, session settings and release policy, so
     that a baseline differs from ours by what it runs, not by how its connections are kept."""
     return await asyncpg.create_pool(
-        url, min_size=10, max_size=10, server_settings=PLANNER_SETTINGS, reset=_keep_session
+        url, min_size=10, max_size=10, server_settings=PLANNER_SETTINGS, reset=keep_session
     )
 
 

@@ -74,7 +74,7 @@ log = logging.getLogger("simplequeue.postgres")
 PLANNER_SETTINGS = {"enable_sort": "off", "plan_cache_mode": "force_generic_plan"}
 
 
-async def _keep_session(conn: asyncpg.Connection) -> None:
+async def keep_session(conn: asyncpg.Connection) -> None:
     """Skip asyncpg's reset on release (UNLISTEN, RESET ALL, ...: a round trip per operation).
 
     Pooled connections keep no session state: migrations' advisory lock is transaction-scoped and
@@ -122,7 +122,7 @@ class PostgresStore:
             timeout=self._timeout,
             command_timeout=self._timeout,
             init=self._remember_pid,
-            reset=_keep_session,
+            reset=keep_session,
             server_settings={
                 **PLANNER_SETTINGS,
                 "statement_timeout": limit_ms,
