@@ -21,6 +21,7 @@ def new_item(
     dedup_key: str | None = None,
     delay_seconds: float = 0.0,
     not_before: datetime | None = None,
+    id_given: bool = False,
 ) -> NewItem:
     return NewItem(
         id=id or uuid4(),
@@ -32,4 +33,10 @@ def new_item(
         dedup_key=dedup_key,
         delay_seconds=delay_seconds,
         not_before=not_before,
+        id_given=id_given,
     )
+
+
+def given(queue: str, payload: Any = None, *, id: UUID | None = None, **fields: Any) -> NewItem:
+    """An item whose id its producer chose, as every push through the API that carries an id."""
+    return new_item(queue, payload, id=id or uuid4(), id_given=True, **fields)

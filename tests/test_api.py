@@ -115,9 +115,34 @@ async def test_client_supplied_id_and_created_at_are_kept(client: Client, queue:
         "created": True,
     }
 
+    # The id is the push's idempotency key: sent again, it answers the original and changes nothing.
     again = await client.post("/push", json={**body, "payload": "changed"})
-    assert_error(again, 409, "ItemExists")
+    assert again.status_code == 200, again.text
+    assert again.json() == {**pushed.json(), "created": False}
     assert (await client.get(f"/items/{item_id}")).json()["payload"] == "x"
+    # Another queue's push cannot take it.
+    elsewhere = await client.post("/push", json={**body, "queue": queue + "-other"})
+    assert_error(elsewhere, 409, "ItemExists")
+
+
+async def test_a_push_retried_after_its_item_was_completed_is_not_done_twice(
+    client: Client, queue: str
+) -> None:
+    item_id = str(uuid4())
+    first = await client.post("/push", json={"queue": queue, "payload": 1, "id": item_id})
+    assert first.status_code == 201
+    popped = (await client.post("/pop", json={"queue": queue})).json()["items"]
+    assert [i["id"] for i in popped] == [item_id]
+    done = await client.delete(f"/items/{item_id}", params={"lease_token": popped[0]["lease_token"]})
+    assert done.status_code in (200, 204), done.text
+
+    retry = await client.post("/push", json={"queue": queue, "payload": 1, "id": item_id})
+    assert retry.status_code == 200, retry.text
+    assert (retry.json()["id"], retry.json()["created"]) == (item_id, False)
+    batch = await client.post("/push/batch", json={"queue": queue, "items": [{"payload": 1, "id": item_id}]})
+    assert batch.status_code == 200, batch.text
+    assert batch.json() == {"ids": [item_id], "created": [False]}
+    assert (await client.post("/pop", json={"queue": queue})).json()["items"] == []
 
 
 async def test_fail_without_retry_parks_dead(client: Client, queue: str) -> None:
@@ -171,10 +196,10 @@ async def test_batch_push_then_batch_complete(client: Client, queue: str) -> Non
 
 
 async def test_batch_push_is_all_or_nothing(client: Client, queue: str) -> None:
-    taken = (await client.post("/push", json={"queue": queue, "payload": "first"})).json()["id"]
+    taken = (await client.post("/push", json={"queue": queue + "-other", "payload": "first"})).json()["id"]
     body = {"queue": queue, "items": [{"payload": 1}, {"payload": 2, "id": taken}]}
     assert_error(await client.post("/push/batch", json=body), 409, "ItemExists")
-    assert (await client.get(f"/queues/{queue}")).json()["ready"] == 1
+    assert_error(await client.get(f"/queues/{queue}"), 404, "QueueNotFound")  # nothing went in
 
 
 async def test_long_poll_is_woken_by_a_batch_push(client: Client, queue: str) -> None:

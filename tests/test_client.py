@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 from uuid import uuid4
@@ -122,7 +122,7 @@ async def test_errors_are_typed_by_code(sq: AsyncClient, queue: str, clock: Fake
 
     pushed = await sq.push(1, queue=queue)
     with pytest.raises(sdk.ItemExists) as exists:
-        await sq.push(2, queue=queue, id=pushed.id)
+        await sq.push(2, queue=queue + "-other", id=pushed.id)
     assert isinstance(exists.value, sdk.Conflict)
     assert exists.value.status == 409
 
@@ -172,10 +172,13 @@ def test_every_documented_code_has_its_class() -> None:
 # --- retries, at the transport ---------------------------------------------------------------
 
 
+Answer = Callable[[httpx.Request], httpx.Response]
+
+
 class Script:
     """A MockTransport's handler answering from a list, recording requests; and a sleep that records."""
 
-    def __init__(self, *answers: httpx.Response | Exception) -> None:
+    def __init__(self, *answers: httpx.Response | Exception | Answer) -> None:
         self.answers = list(answers)
         self.requests: list[httpx.Request] = []
         self.sleeps: list[float] = []
@@ -185,7 +188,7 @@ class Script:
         answer = self.answers.pop(0)
         if isinstance(answer, Exception):
             raise answer
-        return answer
+        return answer if isinstance(answer, httpx.Response) else answer(request)
 
     async def sleep(self, seconds: float) -> None:
         self.sleeps.append(seconds)
@@ -245,24 +248,39 @@ async def test_connection_errors_are_retried_with_growing_jittered_backoff() -> 
     assert 1.5 <= third <= 3
 
 
-async def test_a_retried_push_sends_one_id_and_takes_item_exists_as_its_own() -> None:
-    exists = httpx.Response(409, json={"error": "ItemExists", "detail": "exists"})
-    script = Script(httpx.ReadTimeout("lost answer"), exists)
+def remembered(request: httpx.Request) -> httpx.Response:
+    """The service's answer to a push whose ids it remembers: nothing new, each item its own id,
+    except a batch's last, which matched another item's dedup_key."""
+    body = json.loads(request.content)
+    if "items" in body:
+        ids = [*(i["id"] for i in body["items"][:-1]), str(uuid4())]
+        return httpx.Response(200, json={"ids": ids, "created": [False] * len(ids)})
+    answer = {"id": body["id"], "queue": "q", "created_at": "2026-11-23T00:00:00Z", "created": False}
+    return httpx.Response(200, json=answer)
+
+
+async def test_a_retried_push_sends_one_id_and_takes_its_remembered_id_as_its_own() -> None:
+    script = Script(httpx.ReadTimeout("lost answer"), remembered)
     async with script.client() as client:
         result = await client.push({"a": 1}, queue="q")
     first, second = (json.loads(r.content) for r in script.requests)
     assert first["id"] == second["id"] == result.id
-    assert result.created
-    assert result.created_at is None
+    assert result.created  # the first attempt created it; the retry heard it remembered
 
-    script = Script(unavailable(), unavailable(), exists)  # batches too: all or nothing
+    script = Script(unavailable(), httpx.ReadTimeout("lost answer"), remembered)  # batches too
     async with script.client() as client:
-        batch = await client.push_batch([{"payload": 1}, {"payload": 2}], queue="q")
+        batch = await client.push_batch([{"payload": 1}, {"payload": 2}, {"payload": 3}], queue="q")
     sent = [json.loads(r.content)["items"] for r in script.requests]
     assert sent[0] == sent[2]
-    assert batch.ids == [i["id"] for i in sent[0]]
+    assert batch.ids[:2] == [i["id"] for i in sent[0]][:2]
+    assert batch.created == [True, True, False]
 
-    script = Script(exists)  # ItemExists on a first try is the caller's to hear
+    script = Script(remembered)  # on a first try, created false is the caller's to hear
+    async with script.client() as client:
+        assert (await client.push(1, queue="q")).created is False
+
+    exists = httpx.Response(409, json={"error": "ItemExists", "detail": "exists"})
+    script = Script(httpx.ReadTimeout("lost answer"), exists)  # held by another queue: a conflict
     async with script.client() as client:
         with pytest.raises(sdk.ItemExists):
             await client.push(1, queue="q", id=str(uuid4()))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 
 import asyncpg
 import pytest
@@ -143,7 +144,8 @@ async def generic_plan_of(schema: tuple[str, str], query: str, **values: object)
 
 
 async def crowd(schema: tuple[str, str]) -> None:
-    """Thousands of queues, a hundred thousand items, finished records and dedup keys."""
+    """Thousands of queues, a hundred thousand items, finished records, dedup keys and producers'
+    remembered ids."""
     url, name = schema
     conn = await asyncpg.connect(url, server_settings={"search_path": name})
     try:
@@ -167,6 +169,12 @@ async def crowd(schema: tuple[str, str]) -> None:
         await conn.execute(
             "INSERT INTO sq_dedup (queue, dedup_key, item_id, created_at)"
             " SELECT 'q' || (n % 50), 'k' || n, gen_random_uuid(), now() FROM generate_series(1, 100000) AS n"
+        )
+        await conn.execute(  # producers' ids: half of them remembered after their items finished
+            "INSERT INTO sq_client_ids (id, queue, created_at, expires_at)"
+            " SELECT gen_random_uuid(), 'q' || (n % 50), now(),"
+            "  CASE WHEN n % 2 = 0 THEN now() + interval '1 hour' END"
+            " FROM generate_series(1, 100000) AS n"
         )
     finally:
         await conn.close()
@@ -285,28 +293,33 @@ def reads_of(nodes: list[dict[str, object]], relation: str) -> int:
 
 
 @pytest.mark.parametrize("query", ["complete_batch", "complete_and_pop"])
-async def test_a_completion_reads_its_queue_once_and_sq_dedup_only_for_a_dedup_key(
+async def test_a_completion_reads_its_queue_once_and_sq_dedup_or_sq_client_ids_only_when_it_must(
     schema: tuple[str, str], query: str
 ) -> None:
     await crowd(schema)  # 2,000 queues, 100,000 items (a third leased, each with a dedup key)
     url, name = schema
     conn = await asyncpg.connect(url, server_settings={"search_path": name})
     try:
-        plain, keyed = uuid.uuid4(), uuid.uuid4()
+        plain, keyed, given = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
         await conn.execute(
-            "INSERT INTO sq_items (id, queue, payload, created_at, visible_at, dedup_key)"
-            " VALUES ($1, 'q7', '1', now(), now(), NULL), ($2, 'q7', '1', now(), now(), 'mine')",
+            "INSERT INTO sq_items (id, queue, payload, created_at, visible_at, dedup_key, remember_id)"
+            " VALUES ($1, 'q7', '1', now(), now(), NULL, false),"
+            " ($2, 'q7', '1', now(), now(), 'mine', false), ($3, 'q7', '1', now(), now(), NULL, true)",
             plain,
             keyed,
+            given,
         )
         await conn.execute(
             "INSERT INTO sq_dedup (queue, dedup_key, item_id, created_at) VALUES ('q7', 'mine', $1, now())",
             keyed,
         )
+        await conn.execute(
+            "INSERT INTO sq_client_ids (id, queue, created_at) VALUES ($1, 'q7', now())", given
+        )
     finally:
         await conn.close()
     extra = {"queue": "q1", "max_items": 1, "lease_token": uuid.uuid4(), "lease_seconds": None}
-    for item, has_key in ((plain, False), (keyed, True)):
+    for item, has_key, remembered in ((plain, False, False), (keyed, True, False), (given, False, True)):
         values = {
             "ids": [item],
             "lease_tokens": [None],
@@ -325,3 +338,51 @@ async def test_a_completion_reads_its_queue_once_and_sq_dedup_only_for_a_dedup_k
             if n.get("Relation Name") == "sq_dedup" and "Scan" in str(n["Node Type"])
         ]
         assert sum(int(str(n["Actual Loops"])) for n in probes) == (1 if has_key else 0), windows
+        # A producer's id: its claim is sought (its window starts) only for an item that has one.
+        [ids] = [n for n in nodes if n.get("Subplan Name") == "CTE ids"]
+        claims = [
+            n
+            for n in plan_nodes(ids)
+            if n.get("Relation Name") == "sq_client_ids" and "Scan" in str(n["Node Type"])
+        ]
+        assert all(n["Node Type"] == "Index Scan" for n in claims), ids
+        assert sum(int(str(n["Actual Loops"])) for n in claims) == (1 if remembered else 0), ids
+
+
+@pytest.mark.parametrize("statistics", ["stale", "analysed"])
+async def test_a_push_claims_producers_ids_by_seeks_not_scans(
+    schema: tuple[str, str], statistics: str
+) -> None:
+    """push_claiming (a push with producers' ids) and id_holders (what a retry finds) look each id up
+    in sq_items and sq_client_ids by key, however many items and remembered ids there are."""
+    await crowd(schema)
+    if statistics == "analysed":
+        await analyze(schema)
+    ids = [uuid.uuid4(), uuid.uuid4()]
+    push = {
+        "ids": ids,
+        "queues": ["q1", "q1"],
+        "payloads": ["1", "2"],
+        "created_ats": [datetime.now(UTC)] * 2,
+        "now": None,
+        "priorities": [0, 0],
+        "groups": [None, None],
+        "dedup_keys": [None, None],
+        "delays": [0.0, 0.0],
+        "not_befores": [None, None],
+        "claims": [True, True],
+        "firsts": [True, True],
+    }
+    for query, values in (("push_claiming", push), ("id_holders", {"ids": ids, "now": None})):
+        plan = json.loads(await generic_plan_of(schema, query, **values))
+        nodes = list(plan_nodes(plan[0]["Plan"]))
+        scans = [n for n in nodes if "Scan" in str(n["Node Type"])]
+        # push_claiming takes its claims through sq_client_ids' primary key (ON CONFLICT's arbiter).
+        sought = ("sq_items",) if query == "push_claiming" else ("sq_items", "sq_client_ids")
+        for relation in sought:
+            looked_up = [n for n in scans if n.get("Relation Name") == relation]
+            assert looked_up, (query, relation, plan)
+            assert all(n["Node Type"] != "Seq Scan" for n in looked_up), (query, relation, plan)
+        if query == "push_claiming":
+            [claims] = [n for n in nodes if n.get("Subplan Name") == "CTE claimed"]
+            assert claims["Conflict Arbiter Indexes"] == ["sq_client_ids_pkey"], claims

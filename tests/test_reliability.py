@@ -316,16 +316,18 @@ def _after(clock: FakeClock, seconds: float) -> str:
     return (clock.now + timedelta(seconds=seconds)).isoformat()
 
 
-async def test_a_batch_naming_one_id_twice_is_item_exists_and_inserts_nothing(
-    client: Client, queue: str
-) -> None:
+async def test_a_batch_naming_one_id_twice_inserts_it_once(client: Client, queue: str) -> None:
     twice = str(uuid4())
     batch = {
         "queue": queue,
         "items": [{"payload": 1}, {"payload": 2, "id": twice}, {"payload": 3, "id": twice}],
     }
-    assert_error(await client.post("/push/batch", json=batch), 409, "ItemExists")
-    assert_error(await client.get(f"/queues/{queue}"), 404, "QueueNotFound")  # nothing went in
+    pushed = await client.post("/push/batch", json=batch)
+    assert pushed.status_code == 201, pushed.text
+    assert pushed.json()["ids"][1:] == [twice, twice]
+    assert pushed.json()["created"] == [True, True, False]
+    assert (await client.get(f"/items/{twice}")).json()["payload"] == 2
+    assert (await client.get(f"/queues/{queue}")).json()["ready"] == 2
 
 
 async def test_a_batch_completion_takes_a_repeated_id_in_order(client: Client, queue: str) -> None:

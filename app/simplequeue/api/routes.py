@@ -172,12 +172,15 @@ HOT_OPERATIONS = frozenset(
     operation_id="push",
     tags=["items"],
     response_model=PushResponse,
-    responses=_also(200, PushResponse, "The dedup_key matched an existing item: nothing was inserted.")
+    responses=_also(
+        200, PushResponse, "The dedup_key or the id matched an item of the queue: nothing was inserted."
+    )
     | _errors(400, 409, 413, 415, 422, 503),
 )
 async def push(body: PushRequest, sq: ServiceDep, who: Caller) -> Response:
     """Add an item to a queue (created on first push). 201 means it is committed; 200 means its
-    dedup_key matched an existing item, whose id is returned, and nothing was inserted."""
+    dedup_key, or its id, matched an item of the queue (live, or finished less than the queue's
+    dedup window ago), whose id is returned, and nothing was inserted: a retry is safe."""
     who.require(Action.PUSH, body.queue)
     pushed = await sq.push(body.queue, body.draft())
     return serialized(
@@ -199,8 +202,8 @@ async def push(body: PushRequest, sq: ServiceDep, who: Caller) -> Response:
 )
 async def push_batch(body: PushBatchRequest, sq: ServiceDep, who: Caller) -> Response:
     """Add 1..1000 items to one queue in one transaction: all of them, or (409, 413, 422) none.
-    Items whose dedup_key matches an existing item (or an earlier item of the batch) are not
-    inserted and answer with the original's id; 200 when that is all of them."""
+    Items whose dedup_key or id matches an item of the queue (or an earlier item of the batch) are
+    not inserted and answer with the original's id; 200 when that is all of them."""
     who.require(Action.PUSH, body.queue)
     results = await sq.push_batch(body.queue, [entry.draft() for entry in body.items])
     return serialized(

@@ -162,7 +162,13 @@ class ItemFields(Body):
         "are refused, as are NaN and Infinity (422 InvalidPayload).",
     )
     id: UUID | None = Field(
-        None, description="Client-chosen id; an id that already exists is refused with 409."
+        None,
+        description="Client-chosen id. Without a dedup_key it is also the push's idempotency key: while "
+        "an item with this id is in the queue (live or dead), and for the queue's dedup_window_seconds "
+        "after it finished (completed, or dead and purged), a push with it inserts nothing and answers "
+        "200 with created false, so a retry never makes a second item; after the window it is a new "
+        "item. An id held by another queue's item, or (with a dedup_key, which then decides) by any "
+        "item, is refused with 409 ItemExists.",
     )
     created_at: UtcDatetime | None = Field(
         None,
@@ -221,14 +227,17 @@ class PushBatchRequest(Body):
         ...,
         min_length=1,
         max_length=1000,
-        description="All or nothing: an id given twice, or one that exists, is 409 ItemExists.",
+        description="All or nothing: an id held by another queue's item is 409 ItemExists, and nothing "
+        "is inserted. An item whose id (without a dedup_key) its queue holds, or that an earlier item of "
+        "the batch gave, is a duplicate: not inserted, answered with created false.",
     )
 
 
 class PushBatchResponse(BaseModel):
     ids: list[UUID] = Field(description="The items' ids, in the order given (a duplicate's: the original's).")
     created: list[bool] = Field(
-        description="Per item: false when its dedup_key matched an existing item, so nothing was inserted."
+        description="Per item: false when its dedup_key or its id matched an item of the queue (live, or "
+        "finished within the queue's dedup window), so nothing was inserted."
     )
 
 
@@ -260,7 +269,10 @@ class PushResponse(BaseModel):
     id: UUID = Field(description="The item's id; for a duplicate (created: false), the original's.")
     queue: str
     created_at: datetime
-    created: bool = Field(description="False: the dedup_key matched an existing item; nothing was inserted.")
+    created: bool = Field(
+        description="False: the dedup_key or the id matched an item of the queue (live, or finished within "
+        "the queue's dedup window); nothing was inserted."
+    )
 
 
 class LeasedRef(Body):

@@ -9,10 +9,13 @@ Retries (RetryPolicy) cover what cannot change anything twice:
 - any other transport failure (reset, read timeout: the request may have been served), only on the
   operations whose repetition is harmless: reads, pop (an item leased by a lost answer comes back
   when its lease runs out), extend (it sets the lease's end again), and pushes. A single push
-  always carries an id (the caller's, or one the client makes), and so does every item of a batch:
-  a retried push that finds its id already stored (409 ItemExists) means the earlier attempt
-  committed, and counts as success. Complete and fail are not repeated after such a failure: the
-  caller sees Unavailable and the lease decides (the item comes back once it runs out).
+  always carries an id (the caller's, or one the client makes), and so does every item of a batch.
+  The service remembers such an id while its item lives and for the queue's dedup window after it
+  finished (completed, or dead and purged): a retry whose earlier attempt committed inserts nothing
+  and hears that item (created false), even if a worker has completed it meanwhile, and the client
+  reports it as created by this call. A retry after the window would push it anew; the window is
+  an hour by default, retries take seconds. Complete and fail are not repeated after such a
+  failure: the caller sees Unavailable and the lease decides (the item comes back once it runs out).
 
 Delays grow exponentially with jitter, are bounded in number (`attempts`) and in total time
 (`total_seconds`); when they run out, the last error is raised (Unavailable for no answer).
@@ -35,7 +38,7 @@ from typing import Any, Self
 
 import httpx
 
-from simplequeue.client.errors import ItemExists, SimplequeueError, Unavailable, error_for
+from simplequeue.client.errors import SimplequeueError, Unavailable, error_for
 from simplequeue.client.models import (
     BatchPushResult,
     CompleteResult,
@@ -242,8 +245,14 @@ class AsyncClient:
         group: str | None = None,
         dedup_key: str | None = None,
     ) -> PushResult:
-        """Push one item. It always carries an id (a new UUID unless given), so that a retry after a
-        lost answer cannot insert it twice."""
+        """Push one item. It always carries an id (a new UUID unless given): a retry after a lost
+        answer cannot insert it twice, before or after a worker finished it, within the queue's
+        dedup_window_seconds (an hour by default); after that the id makes a new item.
+
+        The id deduplicates one push and its retries. To make different pushes of the same thing
+        one item (two producers, a re-run job), give them one `dedup_key`: then the key decides
+        instead, and an id some other item holds is ItemExists. ItemExists also means the id
+        belongs to an item of another queue."""
         item_id = str(id or uuid.uuid4())
         body = _drop_none(
             {
@@ -262,13 +271,10 @@ class AsyncClient:
             body["payload"] = None
         response, tries = await self._call("POST", "/push", retry=_Retry.ANY, json=body)
         if response.is_error:
-            error = self._error(response)
-            if tries > 1 and isinstance(error, ItemExists):
-                return PushResult(id=item_id, queue=queue, created=True, created_at=None)
-            raise error
+            raise self._error(response)
         result = PushResult.of(response.json())
         if tries > 1 and not result.created and result.id == item_id:
-            # Our own earlier attempt committed, and its dedup_key matched itself.
+            # Our own earlier attempt committed: the service remembered its id (or its dedup_key).
             result = PushResult(result.id, result.queue, True, result.created_at)
         return result
 
@@ -277,8 +283,9 @@ class AsyncClient:
     ) -> BatchPushResult:
         """Push 1..1000 items in one transaction. Each item is a mapping of the fields a single push
         takes (`payload` required; `id`, `priority`, `delay_seconds`, `not_before`, `created_at`,
-        `group`, `dedup_key`). Items without an id get one, so a retry is idempotent: all or nothing,
-        a retry that finds the ids stored (409 ItemExists) means the earlier attempt committed."""
+        `group`, `dedup_key`). Items without an id get one, so a retry is idempotent as a single
+        push's is: a retry whose earlier attempt committed inserts nothing, and the items this call's
+        earlier attempt created are reported as created."""
         entries: list[dict[str, Any]] = []
         for item in items:
             entry = {
@@ -294,12 +301,14 @@ class AsyncClient:
         body = {"queue": queue, "items": entries}
         response, tries = await self._call("POST", "/push/batch", retry=_Retry.ANY, json=body)
         if response.is_error:
-            error = self._error(response)
-            if tries > 1 and isinstance(error, ItemExists):
-                return BatchPushResult(ids=ids, created=[True] * len(ids))
-            raise error
+            raise self._error(response)
         answer = response.json()
-        return BatchPushResult(ids=answer["ids"], created=answer["created"])
+        created: list[bool] = answer["created"]
+        if tries > 1:  # an item answered with its own id was ours, from an earlier attempt
+            created = [
+                made or got == sent for made, got, sent in zip(created, answer["ids"], ids, strict=True)
+            ]
+        return BatchPushResult(ids=answer["ids"], created=created)
 
     # --- consuming ---------------------------------------------------------------------------
 

@@ -54,7 +54,7 @@ class Conflict(QueueError):
 
 
 class ItemExists(Conflict):
-    """An item with this id already exists."""
+    """An item of another queue, or pushed with another dedup_key, holds this id."""
 
 
 class LeaseMismatch(Conflict):

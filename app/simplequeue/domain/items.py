@@ -84,6 +84,15 @@ class NewItem:
     dedup_key: str | None = None
     delay_seconds: float = 0.0  # from the database's now; visible at the later of the two
     not_before: datetime | None = None
+    id_given: bool = False  # the producer chose the id (a retry re-sends it), the service did not
+
+    @property
+    def remembers_id(self) -> bool:
+        """Whether the id itself is the item's idempotency key: given by the producer, with no
+        dedup_key (which, when given, decides instead). Such an id stays taken while the item lives
+        and for its queue's dedup window after it finished; ids the service makes need no memory,
+        since nobody retries with them."""
+        return self.id_given and self.dedup_key is None
 
 
 @dataclass(frozen=True, slots=True)

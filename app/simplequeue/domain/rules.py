@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -41,16 +41,46 @@ def why_not_extended(found: Found | None, lease_token: UUID) -> QueueError:
 
 
 def dedup_leaders(items: Sequence[NewItem]) -> list[int]:
-    """For each item, the index of the first item of the call with its queue and dedup_key
-    (itself when it has no key or is that first one): later ones become duplicates of it."""
+    """For each item, the index of the first item of the call that it repeats (itself when it
+    repeats none): later ones become duplicates of it. An item repeats an earlier one with its
+    queue and dedup_key, or, when its id is its idempotency key (NewItem.remembers_id), an earlier
+    one of its queue with that id and the same kind of key (a retry that arrived together with the
+    first attempt, such as two single pushes committed together)."""
     first: dict[tuple[str, str], int] = {}
+    first_id: dict[UUID, int] = {}
     leaders = []
     for index, item in enumerate(items):
-        if item.dedup_key is None:
-            leaders.append(index)
-        else:
+        if item.dedup_key is not None:
             leaders.append(first.setdefault((item.queue, item.dedup_key), index))
+        elif item.remembers_id:
+            leader = first_id.setdefault(item.id, index)
+            same = items[leader].queue == item.queue and items[leader].remembers_id
+            leaders.append(leader if same else index)
+        else:
+            leaders.append(index)
     return leaders
+
+
+def id_claims(items: Sequence[NewItem]) -> list[bool]:
+    """For each item, whether its push claims its id: the id is its idempotency key, and no earlier
+    item of the call claims that id (one of another queue with the same id is then refused, as any
+    taken id is)."""
+    seen: set[UUID] = set()
+    claims = []
+    for item in items:
+        claims.append(item.remembers_id and item.id not in seen)
+        if item.remembers_id:
+            seen.add(item.id)
+    return claims
+
+
+def id_holder_answer(item: NewItem, holder: tuple[str, datetime] | None) -> Pushed | None:
+    """What a push of `item`, whose id was not inserted, answers given the queue and created_at of
+    the item that holds the id (live, or finished within its window; None: nothing holds it now):
+    a retry of that item when it is of the same queue, else None (the id is another queue's)."""
+    if holder is None or holder[0] != item.queue or not item.remembers_id:
+        return None
+    return Pushed(item.id, holder[1], created=False)
 
 
 def follow_leaders(results: list[Pushed | None], leaders: list[int]) -> list[Pushed | None]:

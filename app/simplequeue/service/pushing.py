@@ -1,8 +1,9 @@
 """Single pushes that arrive together share one transaction (group commit).
 
 Each caller waits for the commit that holds its row; its `201` means that commit happened. A
-caller whose id already exists gets ItemExists alone, and the rest of its batch still commits
-(the store leaves existing ids out rather than failing the batch). There is no timer: while one
+caller whose id another queue's item holds gets ItemExists alone, and the rest of its batch still
+commits (the store leaves taken ids out rather than failing the batch); a retry of an item that
+holds its id hears that item, uninserted, as a dedup hit does. There is no timer: while one
 commit is in flight the next batch gathers, so a lone push is never delayed, and under load a
 commit carries everything that arrived during the previous one.
 
@@ -16,7 +17,7 @@ import asyncio
 from simplequeue.domain import DatabaseUnavailable, ItemExists, NewItem, Pushed
 from simplequeue.store.protocol import Store
 
-Pending = tuple[NewItem, asyncio.Future[bool]]
+Pending = tuple[NewItem, asyncio.Future[Pushed | None]]
 
 
 class PushCoalescer:
@@ -32,14 +33,15 @@ class PushCoalescer:
             [result] = await self._store.push_batch([item], skip_existing=False)
             assert result is not None
             return result
-        inserted = asyncio.get_running_loop().create_future()
-        self._pending.append((item, inserted))
+        settled: asyncio.Future[Pushed | None] = asyncio.get_running_loop().create_future()
+        self._pending.append((item, settled))
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush(), name="simplequeue-push")
         # shield: a caller that goes away must not cancel the commit its neighbours wait for.
-        if not await asyncio.shield(inserted):
+        result = await asyncio.shield(settled)
+        if result is None:
             raise ItemExists()
-        return Pushed(item.id, item.created_at, created=True)
+        return result
 
     async def _flush(self) -> None:
         while self._pending:
@@ -62,6 +64,7 @@ class PushCoalescer:
 
 
 def _settle(batch: list[Pending], results: list[Pushed | None]) -> None:
-    """Tell each caller whether its row went in; of two callers with one id, only the first did."""
+    """Tell each caller what became of its item: inserted, a retry of the item holding its id (of
+    two callers with one id and queue, the second is the first's retry), or refused (None)."""
     for (_, future), result in zip(batch, results, strict=True):
-        future.set_result(result is not None)
+        future.set_result(result)

@@ -171,7 +171,8 @@ class QueueService:
     # --- producers ------------------------------------------------------------------------------
 
     async def push(self, queue: str, draft: Draft) -> Pushed:
-        """Committed when this returns. A duplicate dedup_key answers the original, uninserted."""
+        """Committed when this returns. A duplicate dedup_key, or a producer's id that its queue
+        still remembers, answers the original, uninserted."""
         pushed = await self._pusher.push(self._new_item(queue, draft, self._clock(), "payload"))
         if pushed.created:
             self._waiting.notify(queue, 1)
@@ -200,6 +201,7 @@ class QueueService:
             dedup_key=draft.dedup_key,
             delay_seconds=draft.delay_seconds,
             not_before=draft.not_before,
+            id_given=draft.id is not None,
         )
 
     # --- workers --------------------------------------------------------------------------------

@@ -22,6 +22,48 @@ ORDER BY t.ord
 ON CONFLICT (id) DO NOTHING
 RETURNING id
 
+-- name: push_claiming
+-- push_batch for a call with items whose producer-given id is their idempotency key
+-- (:claims[n] true). Their ids are claimed in sq_client_ids first, in this statement: a new id, or
+-- one whose window after its item finished has passed, unless an item holds it now. A claimed id
+-- goes in; an unclaimed one does not (the store asks id_holders what holds it). Concurrent pushes
+-- of one id wait for each other on sq_client_ids' primary key, so one claims it and the others find
+-- the claim; a completion that is finishing the id's item holds the claim's row too, and the push
+-- then reads the window it set. :firsts marks the one item per id that claims it.
+WITH new_queues AS (
+    INSERT INTO sq_queues (name, created_at)
+    SELECT DISTINCT q, COALESCE(:now::timestamptz, now()) FROM unnest(:queues::text[]) AS q
+    ON CONFLICT (name) DO NOTHING
+), claimed AS (
+    INSERT INTO sq_client_ids (id, queue, created_at)
+    SELECT c.id, c.queue, c.created_at
+    FROM unnest(:ids::uuid[], :queues::text[], :created_ats::timestamptz[], :firsts::bool[])
+        AS c(id, queue, created_at, first)
+    WHERE c.first AND NOT EXISTS (SELECT 1 FROM sq_items AS i WHERE i.id = c.id)
+    ON CONFLICT (id) DO UPDATE
+    SET queue = excluded.queue, created_at = excluded.created_at, expires_at = NULL
+    WHERE sq_client_ids.expires_at <= COALESCE(:now::timestamptz, now())
+    RETURNING id
+)
+INSERT INTO sq_items (id, queue, payload, created_at, visible_at, priority, group_key, dedup_key, remember_id)
+SELECT t.id, t.queue, t.payload::json, t.created_at,
+       GREATEST(t.not_before, COALESCE(:now::timestamptz, now()) + t.delay * interval '1 second'),
+       t.priority, t.group_key, t.dedup_key, t.claim
+FROM unnest(:ids::uuid[], :queues::text[], :payloads::text[], :created_ats::timestamptz[], :priorities::int[], :groups::text[], :dedup_keys::text[],
+            :delays::float8[], :not_befores::timestamptz[], :claims::bool[]) WITH ORDINALITY
+    AS t(id, queue, payload, created_at, priority, group_key, dedup_key, delay, not_before, claim, ord)
+WHERE NOT t.claim OR t.id IN (SELECT id FROM claimed)
+ORDER BY t.ord
+ON CONFLICT (id) DO NOTHING
+RETURNING id
+
+-- name: id_holders
+-- What holds each of these ids now: a live or dead item, or a claim whose window has not passed.
+SELECT i.id, i.queue, i.created_at FROM sq_items AS i WHERE i.id = ANY (:ids::uuid[])
+UNION ALL
+SELECT k.id, k.queue, k.created_at FROM sq_client_ids AS k
+WHERE k.id = ANY (:ids::uuid[]) AND (k.expires_at IS NULL OR k.expires_at > COALESCE(:now::timestamptz, now()))
+
 -- name: lock_groups
 -- Pushes into one ordered group take turns, so that a group's seq order is its commit order: a
 -- pop that sees an item of a group then also sees every item pushed into it before. Sorted, so
@@ -98,7 +140,8 @@ WHERE seq = (SELECT seq FROM sq_items WHERE id = :id)
 -- The queue's max_attempts is a scalar subquery, read only for an expired lease: a join would be
 -- planned once for every case, and a generic plan may then scan sq_queues for every completion.
 -- Only the work an item needs: `done` reads its queue's row once (settings), for the history
--- record and the dedup window both, and sq_dedup is probed only for an item that has a dedup_key.
+-- record and the dedup window both, sq_dedup is probed only for an item that has a dedup_key, and
+-- sq_client_ids only for an item whose id a producer gave (remember_id): its window starts too.
 -- The history record is always written: a queue with retention_seconds = 0 keeps its records until
 -- the next purge (README, History and retention), and its stats count them until then.
 WITH present AS (
@@ -117,7 +160,7 @@ WITH present AS (
       AND NOT (i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now())
                AND i.attempts >= (SELECT q.max_attempts FROM sq_queues AS q WHERE q.name = i.queue))
     RETURNING i.id, i.queue, i.attempts, i.created_at, i.first_popped_at, i.group_key, i.dedup_key,
-              i.errors -> -1 ->> 'error' AS last_error, i.payload,
+              i.errors -> -1 ->> 'error' AS last_error, i.payload, i.remember_id,
               (SELECT q FROM sq_queues AS q WHERE q.name = i.queue) AS settings
 ), history AS (
     INSERT INTO sq_history (id, queue, outcome, attempts, created_at, first_popped_at, finished_at,
@@ -130,6 +173,11 @@ WITH present AS (
     SET expires_at = COALESCE(:now::timestamptz, now()) + (d.settings).dedup_window_seconds * interval '1 second'
     FROM done AS d
     WHERE d.dedup_key IS NOT NULL AND k.queue = d.queue AND k.dedup_key = d.dedup_key AND k.item_id = d.id
+), ids AS (
+    UPDATE sq_client_ids AS k
+    SET expires_at = COALESCE(:now::timestamptz, now()) + (d.settings).dedup_window_seconds * interval '1 second'
+    FROM done AS d
+    WHERE d.remember_id AND k.id = d.id
 )
 SELECT present.id, present.status, present.lease_token, done.id IS NOT NULL AS completed, done.queue
 FROM present LEFT JOIN done ON done.id = present.id
@@ -156,7 +204,7 @@ WITH present AS (
       AND NOT (i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now())
                AND i.attempts >= (SELECT q.max_attempts FROM sq_queues AS q WHERE q.name = i.queue))
     RETURNING i.id, i.queue, i.attempts, i.created_at, i.first_popped_at, i.group_key, i.dedup_key,
-              i.errors -> -1 ->> 'error' AS last_error, i.payload,
+              i.errors -> -1 ->> 'error' AS last_error, i.payload, i.remember_id,
               (SELECT q FROM sq_queues AS q WHERE q.name = i.queue) AS settings
 ), history AS (
     INSERT INTO sq_history (id, queue, outcome, attempts, created_at, first_popped_at, finished_at,
@@ -169,6 +217,11 @@ WITH present AS (
     SET expires_at = COALESCE(:now::timestamptz, now()) + (d.settings).dedup_window_seconds * interval '1 second'
     FROM done AS d
     WHERE d.dedup_key IS NOT NULL AND k.queue = d.queue AND k.dedup_key = d.dedup_key AND k.item_id = d.id
+), ids AS (
+    UPDATE sq_client_ids AS k
+    SET expires_at = COALESCE(:now::timestamptz, now()) + (d.settings).dedup_window_seconds * interval '1 second'
+    FROM done AS d
+    WHERE d.remember_id AND k.id = d.id
 ), popped AS (
     UPDATE sq_items
     SET status = 'leased',
@@ -315,18 +368,23 @@ FROM (
 WHERE i.seq = r.seq
 
 -- name: purge_dead
--- A batch of the queue's dead items go; their dedup keys' windows start.
+-- A batch of the queue's dead items go; the windows of their dedup keys and remembered ids start.
 WITH gone AS (
     DELETE FROM sq_items WHERE seq = ANY (ARRAY(
         SELECT seq FROM sq_items WHERE queue = :queue AND status = 'dead' ORDER BY died_at, seq LIMIT :limit
         FOR UPDATE SKIP LOCKED
     ))
-    RETURNING id, queue, dedup_key
+    RETURNING id, queue, dedup_key, remember_id
 ), windows AS (
     UPDATE sq_dedup AS k
     SET expires_at = COALESCE(:now::timestamptz, now()) + q.dedup_window_seconds * interval '1 second'
     FROM gone AS d JOIN sq_queues AS q ON q.name = d.queue
     WHERE d.dedup_key IS NOT NULL AND k.queue = d.queue AND k.dedup_key = d.dedup_key AND k.item_id = d.id
+), ids AS (
+    UPDATE sq_client_ids AS k
+    SET expires_at = COALESCE(:now::timestamptz, now()) + q.dedup_window_seconds * interval '1 second'
+    FROM gone AS d JOIN sq_queues AS q ON q.name = d.queue
+    WHERE d.remember_id AND k.id = d.id
 )
 SELECT count(*) FROM gone
 
@@ -344,7 +402,7 @@ LIMIT :limit
 
 -- name: purge_history
 -- Per queue, its oldest records past its retention (a range at the front of sq_history_queue),
--- and dedup keys past their window; at most :limit of each.
+-- and dedup keys and remembered ids past their window; at most :limit of each.
 WITH old AS (
     DELETE FROM sq_history WHERE seq = ANY (ARRAY(
         SELECT h.seq FROM sq_queues AS q
@@ -364,8 +422,16 @@ WITH old AS (
         LIMIT :limit
     )
     RETURNING 1
+), ids AS (
+    DELETE FROM sq_client_ids WHERE id IN (
+        SELECT id FROM sq_client_ids
+        WHERE expires_at IS NOT NULL AND expires_at <= COALESCE(:now::timestamptz, now())
+        LIMIT :limit
+    )
+    RETURNING 1
 )
-SELECT (SELECT count(*) FROM old) AS history, (SELECT count(*) FROM keys) AS keys
+SELECT (SELECT count(*) FROM old) AS history, (SELECT count(*) FROM keys) AS keys,
+       (SELECT count(*) FROM ids) AS ids
 
 -- name: put_queue
 INSERT INTO sq_queues (name, created_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_factor,
@@ -405,7 +471,9 @@ LIMIT :limit
 
 -- name: delete_queue
 -- One statement, so one snapshot: the queue row is locked first (FOR UPDATE), so pushes that
--- would register it again wait; live leases decide, unless forced; then everything goes.
+-- would register it again wait; live leases decide, unless forced; then everything goes. The
+-- claims of its items' ids go with them (sought by id); the ids of items that finished earlier stay
+-- remembered until their windows end (sq_client_ids is keyed by id alone, not by queue).
 WITH q AS (
     SELECT name FROM sq_queues WHERE name = :queue FOR UPDATE
 ), busy AS (
@@ -414,7 +482,9 @@ WITH q AS (
 ), allowed AS (
     SELECT q.name FROM q, busy WHERE :force OR busy.leased = 0
 ), items AS (
-    DELETE FROM sq_items AS i USING allowed WHERE i.queue = allowed.name RETURNING 1
+    DELETE FROM sq_items AS i USING allowed WHERE i.queue = allowed.name RETURNING i.id, i.remember_id
+), ids AS (
+    DELETE FROM sq_client_ids AS k USING items WHERE items.remember_id AND k.id = items.id
 ), history AS (
     DELETE FROM sq_history AS h USING allowed WHERE h.queue = allowed.name RETURNING 1
 ), dedup AS (

@@ -8,6 +8,7 @@ import random
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
+from typing import Any
 from uuid import UUID, uuid4
 
 import asyncpg
@@ -44,6 +45,8 @@ from simplequeue.domain.rules import (
     complete_outcomes,
     dedup_leaders,
     follow_leaders,
+    id_claims,
+    id_holder_answer,
     in_pop_order,
     redrive_delay,
     why_not_extended,
@@ -196,7 +199,8 @@ class PostgresStore:
         async with self._conn() as conn:
             if not claims and not grouped and skip_existing:
                 inserted = await self._insert(conn, leading, now)  # the common case: one statement
-                return _leader_results(items, leaders, {}, inserted)
+                held = await self._id_holders(conn, leading, inserted, now)
+                return _leader_results(items, leaders, {}, inserted, held)
             async with conn.transaction():
                 winners = await self._claim_dedup_keys(conn, claims, now) if claims else {}
                 fresh = [i for i in leading if i.dedup_key is None or winners[(i.queue, i.dedup_key)] is None]
@@ -208,30 +212,59 @@ class PostgresStore:
                         groups=[i.group for i in grouped],
                     )
                 inserted = await self._insert(conn, fresh, now)
-                if not skip_existing and len(inserted) < len(fresh):
+                held = await self._id_holders(conn, fresh, inserted, now)
+                results = _leader_results(items, leaders, winners, inserted, held)
+                if not skip_existing and None in results:
                     raise ItemExists()  # rolls the batch back: all or nothing
-                return _leader_results(items, leaders, winners, inserted)
+                return results
 
     async def _insert(
         self, conn: asyncpg.pool.PoolConnectionProxy, items: Sequence[NewItem], now: datetime | None
     ) -> set[UUID]:
+        """The ids inserted. Items whose id is their idempotency key go in only if they claim it."""
         if not items:
             return set()
-        found = await fetch(
-            conn,
-            "push_batch",
-            ids=[i.id for i in items],
-            queues=[i.queue for i in items],
-            payloads=[i.payload_json for i in items],
-            created_ats=[i.created_at for i in items],
-            now=now,
-            priorities=[i.priority for i in items],
-            groups=[i.group for i in items],
-            dedup_keys=[i.dedup_key for i in items],
-            delays=[i.delay_seconds for i in items],
-            not_befores=[i.not_before for i in items],
-        )
+        values: dict[str, Any] = {
+            "ids": [i.id for i in items],
+            "queues": [i.queue for i in items],
+            "payloads": [i.payload_json for i in items],
+            "created_ats": [i.created_at for i in items],
+            "now": now,
+            "priorities": [i.priority for i in items],
+            "groups": [i.group for i in items],
+            "dedup_keys": [i.dedup_key for i in items],
+            "delays": [i.delay_seconds for i in items],
+            "not_befores": [i.not_before for i in items],
+        }
+        if any(i.remembers_id for i in items):
+            found = await fetch(
+                conn,
+                "push_claiming",
+                **values,
+                claims=[i.remembers_id for i in items],
+                firsts=id_claims(items),
+            )
+        else:
+            found = await fetch(conn, "push_batch", **values)
         return {r["id"] for r in found}
+
+    async def _id_holders(
+        self,
+        conn: asyncpg.pool.PoolConnectionProxy,
+        items: Sequence[NewItem],
+        inserted: set[UUID],
+        now: datetime | None,
+    ) -> dict[UUID, tuple[str, datetime]]:
+        """{id: (queue, created_at) of what holds it} for the ids that are items' idempotency keys
+        and did not go in: a retry finds its first attempt's item, live or remembered."""
+        missing = [i.id for i in items if i.remembers_id and i.id not in inserted]
+        if not missing:
+            return {}
+        found = await fetch(conn, "id_holders", ids=missing, now=now)
+        held: dict[UUID, tuple[str, datetime]] = {}
+        for r in found:  # the item's own row comes first and is kept
+            held.setdefault(r["id"], (r["queue"], r["created_at"]))
+        return held
 
     async def _claim_dedup_keys(
         self, conn: asyncpg.pool.PoolConnectionProxy, claims: list[NewItem], now: datetime | None
@@ -506,7 +539,7 @@ class PostgresStore:
         async with self._conn() as conn:
             row = await fetch_one(conn, "purge_history", now=self._now(), limit=limit)
         assert row is not None
-        return max(int(row["history"]), int(row["keys"]))
+        return max(int(row["history"]), int(row["keys"]), int(row["ids"]))
 
 
 def _leader_results(
@@ -514,9 +547,10 @@ def _leader_results(
     leaders: list[int],
     winners: dict[tuple[str, str], Pushed | None],
     inserted: set[UUID],
+    held: dict[UUID, tuple[str, datetime]],
 ) -> list[Pushed | None]:
-    """Each leading item's result: matched to a dedup winner, inserted, or (an existing id) None.
-    Of two items with one id only the first went in."""
+    """Each leading item's result: matched to a dedup winner, inserted, a retry of the item that
+    holds its id, or (an id taken otherwise) None. Of two items with one id only the first went in."""
     results: list[Pushed | None] = []
     claimed: set[UUID] = set()
     for n, item in enumerate(items):
@@ -528,5 +562,5 @@ def _leader_results(
             claimed.add(item.id)
             results.append(Pushed(item.id, item.created_at, created=True))
         else:
-            results.append(None)
+            results.append(id_holder_answer(item, held.get(item.id)))
     return follow_leaders(results, leaders)

@@ -9,11 +9,25 @@ INSERT INTO sq_queues (name, created_at) VALUES (:queue, :now)
 ON CONFLICT (name) DO NOTHING
 
 -- name: insert_item
-INSERT INTO sq_items (id, queue, payload, created_at, visible_at, priority, group_key, dedup_key)
-VALUES (:id, :queue, :payload, :created_at, :visible_at, :priority, :group_key, :dedup_key)
+INSERT INTO sq_items (id, queue, payload, created_at, visible_at, priority, group_key, dedup_key, remember_id)
+VALUES (:id, :queue, :payload, :created_at, :visible_at, :priority, :group_key, :dedup_key, :remember_id)
 
 -- name: existing_ids
-SELECT id FROM sq_items WHERE id IN (SELECT value FROM json_each(:ids))
+SELECT id, queue, created_at FROM sq_items WHERE id IN (SELECT value FROM json_each(:ids))
+
+-- name: remembered_ids
+-- Claims on producer-given ids that still hold: their item lives, or finished less than its
+-- queue's window ago.
+SELECT id, queue, created_at FROM sq_client_ids
+WHERE id IN (SELECT value FROM json_each(:ids)) AND (expires_at IS NULL OR expires_at > :now)
+
+-- name: claim_client_ids
+-- :claims is a JSON array of {"id", "queue", "created_at"}: ids that nothing holds (the caller
+-- asked remembered_ids under the same write lock), new or past their window.
+INSERT INTO sq_client_ids (id, queue, created_at, expires_at)
+SELECT json_extract(c.value, '$.id'), json_extract(c.value, '$.queue'), json_extract(c.value, '$.created_at'), NULL
+FROM json_each(:claims) AS c WHERE true
+ON CONFLICT (id) DO UPDATE SET queue = excluded.queue, created_at = excluded.created_at, expires_at = NULL
 
 -- name: claim_dedup_keys
 -- :claims is a JSON array of {"queue", "key", "id", "created_at"}. Returns the keys this call
@@ -63,13 +77,13 @@ WHERE id = :id AND status = 'leased' AND lease_token = :lease_token AND visible_
 -- The item a completion names, if its token matches (or none was given) and it is not dead: not
 -- stored dead, and not a lease that expired on its last attempt (dead for every reader already,
 -- whether or not the sweep has got to it).
-SELECT i.seq, i.queue, i.dedup_key FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
+SELECT i.seq, i.queue, i.dedup_key, i.remember_id FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
 WHERE i.id = :id AND i.status <> 'dead' AND (:lease_token IS NULL OR i.lease_token = :lease_token)
   AND NOT (i.status = 'leased' AND i.visible_at <= :now AND i.attempts >= q.max_attempts)
 
 -- name: match_many
 -- :items is a JSON array of {"id", "token"}; a null token completes whatever the lease.
-SELECT i.seq, i.id, i.queue, i.dedup_key
+SELECT i.seq, i.id, i.queue, i.dedup_key, i.remember_id
 FROM json_each(:items) AS r
 JOIN sq_items AS i ON i.id = json_extract(r.value, '$.id')
 JOIN sq_queues AS q ON q.name = i.queue
@@ -103,6 +117,14 @@ SET expires_at = sq_add_seconds(:now, q.dedup_window_seconds)
 FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
 WHERE i.seq IN (SELECT value FROM json_each(:seqs))
   AND sq_dedup.queue = i.queue AND sq_dedup.dedup_key = i.dedup_key AND sq_dedup.item_id = i.id
+
+-- name: start_id_windows
+-- Items leaving the table whose ids producers gave: their ids stay taken for the queue's window.
+-- Run only when such an item is among them.
+UPDATE sq_client_ids
+SET expires_at = sq_add_seconds(:now, q.dedup_window_seconds)
+FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
+WHERE i.seq IN (SELECT value FROM json_each(:seqs)) AND i.remember_id AND sq_client_ids.id = i.id
 
 -- name: delete_items
 DELETE FROM sq_items WHERE seq IN (SELECT value FROM json_each(:seqs))
@@ -203,6 +225,13 @@ DELETE FROM sq_dedup WHERE (queue, dedup_key) IN (
     LIMIT :limit
 )
 
+-- name: purge_client_ids
+DELETE FROM sq_client_ids WHERE id IN (
+    SELECT id FROM sq_client_ids INDEXED BY sq_client_ids_expires
+    WHERE expires_at IS NOT NULL AND expires_at <= :now
+    LIMIT :limit
+)
+
 -- name: next_visible_at
 SELECT q.value AS queue,
        (SELECT MIN(i.visible_at) FROM sq_items AS i
@@ -247,6 +276,13 @@ LIMIT :limit
 SELECT COUNT(*) AS leased FROM sq_items AS i INDEXED BY sq_items_pop
 JOIN sq_queues AS q ON q.name = i.queue
 WHERE i.queue = :queue AND i.status IN ('ready', 'leased') AND i.status = 'leased' AND i.visible_at > :now
+
+-- name: delete_queue_client_ids
+-- The claims of the queue's items' ids (before the items go); ids of items that finished earlier
+-- stay remembered until their windows end, as on every engine.
+DELETE FROM sq_client_ids WHERE id IN (
+    SELECT id FROM sq_items WHERE queue = :queue AND remember_id
+)
 
 -- name: delete_queue_items
 DELETE FROM sq_items WHERE queue = :queue

@@ -48,6 +48,7 @@ from simplequeue.domain.rules import (
     complete_outcomes,
     dedup_leaders,
     follow_leaders,
+    id_holder_answer,
     in_pop_order,
     redrive_delay,
     why_not_extended,
@@ -323,6 +324,7 @@ class SqliteStore:
             leased = await fetch_one(conn, "live_leases", queue=queue, now=to_text(self._clock()))
             if leased["leased"] and not force:
                 raise QueueInUse()
+            await execute(conn, "delete_queue_client_ids", queue=queue)
             items = await execute(conn, "delete_queue_items", queue=queue)
             history = await execute(conn, "delete_queue_history", queue=queue)
             await execute(conn, "delete_queue_dedup", queue=queue)
@@ -378,6 +380,7 @@ class SqliteStore:
                 seqs = [row["seq"] for row in await fetch(conn, "dead_to_redrive", **params)]
                 now = to_text(self._clock())
                 await execute(conn, "start_dedup_windows", seqs=json.dumps(seqs), now=now)
+                await execute(conn, "start_id_windows", seqs=json.dumps(seqs), now=now)
                 await execute(conn, "delete_items", seqs=json.dumps(seqs))
             purged += len(seqs)
             if len(seqs) < BATCH:
@@ -418,7 +421,8 @@ class SqliteStore:
         async with self._write() as conn:
             history = await execute(conn, "purge_history", **params)
             keys = await execute(conn, "purge_dedup_keys", **params)
-        return max(history, keys)
+            ids = await execute(conn, "purge_client_ids", **params)
+        return max(history, keys, ids)
 
 
 # --- The hot paths' transactions (push, pop, complete): plain functions of the writer's sqlite3
@@ -447,26 +451,43 @@ def _push_batch(
     ]
     results: list[Pushed | None] = [None] * len(items)
     winners = _claim_dedup_keys(conn, claims, to_text(now)) if claims else {}
-    # Under BEGIN IMMEDIATE no other writer can insert between this look-up and the insert.
-    existing = statements.rows(conn, "existing_ids", ids=json.dumps([str(i.id) for i in items]))
-    taken = {row[0] for row in existing}
-    fresh = []
+    # Under BEGIN IMMEDIATE no other writer can insert between these look-ups and the insert.
+    ids = json.dumps([str(i.id) for i in items])
+    holders = {row["id"]: row for row in statements.rows(conn, "existing_ids", ids=ids)}
+    taken = set(holders)
+    if any(i.remembers_id for i in items):
+        for row in statements.rows(conn, "remembered_ids", ids=ids, now=to_text(now)):
+            holders.setdefault(row["id"], row)  # a live item's own row comes first
+    fresh: list[tuple[NewItem, bool]] = []
     for n, item in enumerate(items):
         if leaders[n] != n:
             continue
         if item.dedup_key is not None and (winner := winners[(item.queue, item.dedup_key)]):
             results[n] = winner
             continue
-        if str(item.id) in taken:
-            if not skip_existing:
+        key = str(item.id)
+        if key in taken or (item.remembers_id and key in holders):
+            holder = holders.get(key)
+            found = (holder["queue"], rows.as_utc(holder["created_at"])) if holder else None
+            results[n] = id_holder_answer(item, found)
+            if results[n] is None and not skip_existing:
                 raise ItemExists()
             continue
-        taken.add(str(item.id))
-        fresh.append(item)
+        taken.add(key)
+        fresh.append((item, item.remembers_id))
         results[n] = Pushed(item.id, item.created_at, created=True)
-    queues = [{"queue": q, "now": to_text(now)} for q in {i.queue for i in fresh}]
+    queues = [{"queue": q, "now": to_text(now)} for q in {i.queue for i, _ in fresh}]
     statements.run_many(conn, "ensure_queue", queues)
-    statements.run_many(conn, "insert_item", [insert_params(i, now) for i in fresh])
+    remembered = [
+        {"id": str(i.id), "queue": i.queue, "created_at": to_text(i.created_at)}
+        for i, claim in fresh
+        if claim
+    ]
+    if remembered:
+        statements.run(conn, "claim_client_ids", claims=json.dumps(remembered))
+    statements.run_many(
+        conn, "insert_item", [{**insert_params(i, now), "remember_id": claim} for i, claim in fresh]
+    )
     return follow_leaders(results, leaders)
 
 
@@ -509,6 +530,8 @@ def _finish(conn: sqlite3.Connection, matched: Sequence[Any], now: str) -> None:
     statements.run(conn, "write_history", **params, outcome=Outcome.COMPLETED)
     if any(row["dedup_key"] is not None for row in matched):
         statements.run(conn, "start_dedup_windows", **params)
+    if any(row["remember_id"] for row in matched):
+        statements.run(conn, "start_id_windows", **params)
     statements.run(conn, "delete_items", seqs=params["seqs"])
 
 
