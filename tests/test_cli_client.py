@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
 
+import httpx
 import pytest
 
 from tests.test_e2e import free_port, serving, simplequeue_command
@@ -60,6 +61,19 @@ def test_push_dash_reads_json_lines_in_batches(url: str) -> None:
     assert json.loads(pushed.stdout) == {"queue": "cli-b", "pushed": 1200}
     popped = run(url, "pop", "--queue", "cli-b", "--max", "100")
     assert [json.loads(line)["payload"]["n"] for line in popped.stdout.splitlines()] == list(range(100))
+
+
+def test_push_again_with_its_id_pushes_nothing_even_after_it_was_processed(url: str) -> None:
+    item_id = "8e0f8c1e-5b7a-4c44-9d0e-5b0c1f6a7d21"
+    first = json.loads(run(url, "push", "--queue", "cli-id", "--id", item_id, "1").stdout)
+    assert (first["id"], first["created"]) == (item_id, True)
+    [line] = run(url, "pop", "--queue", "cli-id").stdout.splitlines()
+    item = json.loads(line)
+    httpx.delete(f"{url}/items/{item_id}", params={"lease_token": item["lease_token"]}).raise_for_status()
+    again = run(url, "push", "--queue", "cli-id", "--id", item_id, "1")
+    assert again.returncode == 0, again.stderr
+    assert (json.loads(again.stdout)["id"], json.loads(again.stdout)["created"]) == (item_id, False)
+    assert run(url, "pop", "--queue", "cli-id", "--wait", "0.2").returncode == 3  # nothing new
 
 
 def test_pop_with_nothing_prints_nothing_and_exits_3(url: str) -> None:

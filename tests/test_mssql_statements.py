@@ -77,8 +77,8 @@ NOW_TEXT = "2026-03-01T12:00:00.123456"
 # The clock line of a batch, as the server sees it with the fake clock bound.
 CLOCK = f"@now DATETIME2(7) = COALESCE(CAST(NULLIF(N'{NOW_TEXT}', N'') AS DATETIME2(7)), SYSUTCDATETIME());"
 URL = "mssql+odbc://sa:secret@db.example:1433/queue?TrustServerCertificate=yes"
-# v1; v2: delivery semantics; v3: pause; v4: no lock escalation on sq_items
-MIGRATION, DELIVERY, ADMIN, ESCALATION = load_migrations("mssql")[:4]
+# v1; v2: delivery semantics; v3: pause; v4: no lock escalation on sq_items; v5: remembered ids
+MIGRATION, DELIVERY, ADMIN, ESCALATION, CLIENT_IDS = load_migrations("mssql")[:5]
 SQLITE_DELIVERY = load_migrations("sqlite")[1]
 
 
@@ -122,9 +122,19 @@ def test_every_migration_statement_parses_as_tsql(statement: str) -> None:
     assert len(parse(statement)) == 1
 
 
+@pytest.mark.parametrize("name", sorted(Q))
+def test_sqlglot_keeps_every_where_of_every_batch(name: str) -> None:
+    # sqlglot can drop a clause it does not expect where it is (a WHERE after DELETE ... OUTPUT ...
+    # INTO inside BEGIN ... END) without an error; the tests that read a batch's tree would then check
+    # a statement that deletes everything.
+    text = "\n".join(code(name))
+    parsed = " ".join(tree.sql("tsql") for tree in parse(Q[name].sql))
+    assert len(re.findall(r"\bWHERE\b", parsed)) == len(re.findall(r"\bWHERE\b", text))
+
+
 def test_the_migration_splits_into_its_six_guarded_creates() -> None:
     assert len(migration_statements()) == 6
-    for migration in (MIGRATION, DELIVERY, ADMIN):
+    for migration in (MIGRATION, DELIVERY, ADMIN, CLIENT_IDS):
         assert all(
             ";" not in line.rstrip()[:-1] for line in migration.sql.splitlines() if not line.startswith("--")
         )
@@ -469,7 +479,7 @@ def create_index(name: str, migration: Migration = MIGRATION) -> exp.Create:
     raise AssertionError(f"no CREATE INDEX {name}")
 
 
-@pytest.mark.parametrize("migration", [MIGRATION, DELIVERY], ids=lambda m: m.name)
+@pytest.mark.parametrize("migration", [MIGRATION, DELIVERY, CLIENT_IDS], ids=lambda m: m.name)
 def test_every_create_is_guarded_by_a_check_for_the_object_it_creates(migration: Migration) -> None:
     for guard, create in guarded_creates(migration):
         if create.args["kind"] == "TABLE":
@@ -764,6 +774,62 @@ def test_dedup_keys_are_unique_per_queue_by_their_primary_key() -> None:
     assert schema.sql("tsql").count("COLLATE Latin1_General_100_BIN2") == 2
 
 
+# --- the schema, v5: remembered ids ---------------------------------------------------------------
+
+
+def column_def(schema: exp.Schema, name: str) -> exp.ColumnDef:
+    [column] = [c for c in schema.expressions if isinstance(c, exp.ColumnDef) and c.name == name]
+    return column
+
+
+def test_every_v5_statement_is_guarded_by_a_check_for_what_it_adds() -> None:
+    statements_ = [parse(s)[0] for s in migration_statements(CLIENT_IDS)]
+    assert all(isinstance(tree, exp.IfBlock) for tree in statements_)
+    assert len(guarded(CLIENT_IDS)) == 3, "the item flag, the table, its index"
+
+
+def test_items_say_whether_they_claimed_their_id_and_older_items_did_not() -> None:
+    [(guard, alter)] = [(g, b) for g, b in guarded(CLIENT_IDS) if isinstance(b, exp.Alter)]
+    assert guard.sql("tsql") == "COL_LENGTH(N'dbo.sq_items', N'remember_id') IS NULL"
+    assert alter.this.sql("tsql") == "dbo.sq_items"
+    [column] = alter.args["actions"]
+    assert (column.name, column.args["kind"].sql("tsql")) == ("remember_id", "BIT")
+    assert constraint(column, exp.NotNullColumnConstraint) is not None
+    assert constraint(column, exp.DefaultColumnConstraint).this.name == "0"
+    named = [c.name for c in column.args["constraints"] if c.name]
+    assert named == ["sq_items_remember_id_df"], "a named default, as every other"
+
+
+def test_remembered_ids_are_unique_by_id_alone_like_sq_items_id_index() -> None:
+    schema = create_table("sq_client_ids", CLIENT_IDS)
+    types_ = {
+        col.name: col.args["kind"].sql("tsql") for col in schema.expressions if isinstance(col, exp.ColumnDef)
+    }
+    assert types_ == {
+        "id": "UNIQUEIDENTIFIER",
+        "queue": "NVARCHAR(128)",
+        "created_at": "DATETIME2(7)",
+        "expires_at": "DATETIME2(7)",
+    }
+    # The queue column exactly as the items' (binary collation), created_at as theirs.
+    items = create_table("sq_items")
+    for name in ("queue", "created_at"):
+        assert column_def(schema, name).sql("tsql") == column_def(items, name).sql("tsql")
+    for name, nullable in (("id", False), ("queue", False), ("created_at", False), ("expires_at", True)):
+        # sqlglot reads an explicit NULL as a NOT NULL constraint that allows null.
+        not_null = constraint(column_def(schema, name), exp.NotNullColumnConstraint)
+        assert bool(not_null.args.get("allow_null")) is nullable, name  # expires_at NULL: the item lives
+    [primary_key] = [c for c in schema.expressions if c.find(exp.PrimaryKeyColumnConstraint)]
+    assert [o.this.name for o in primary_key.find(exp.ClusteredColumnConstraint).this] == ["id"]
+    assert "CONSTRAINT sq_client_ids_pk PRIMARY KEY CLUSTERED (id)" in schema.sql("tsql")
+
+
+def test_the_sweep_finds_claims_past_their_window_by_a_filtered_index() -> None:
+    params = create_index("sq_client_ids_expires", CLIENT_IDS).this.args["params"]
+    assert [o.this.name for o in params.args["columns"]] == ["expires_at"]
+    assert params.args["where"].this.sql("tsql") == "NOT expires_at IS NULL"
+
+
 # --- the batches ----------------------------------------------------------------------------------
 
 
@@ -850,7 +916,24 @@ def test_claim_dedup_keys_locks_every_claimed_key_present_or_not_then_takes_new_
     assert [col.alias_or_name for col in answer.expressions] == ["n", "item_id", "created_at", "taken"]
 
 
-def push_batch_statements() -> tuple[exp.Insert, exp.Insert, exp.Insert, exp.Insert, exp.Select, exp.IfBlock]:
+@dataclass(frozen=True)
+class PushBatch:
+    """push_batch's statements after its SETs and DECLAREs, in the batch's order."""
+
+    register: exp.IfBlock  # the batch's queues
+    grouped: exp.Insert  # the queues of its grouped items...
+    lock_groups: exp.Insert  # ...locked
+    lock_ids: exp.Insert  # the ids that exist in sq_items, locked
+    remember: exp.Insert  # the ids that are their items' idempotency keys
+    lock_claims: exp.Insert  # their claims in sq_client_ids, locked
+    take_over: exp.Update  # claims whose window passed
+    claim: exp.Insert  # new claims
+    insert: exp.Insert  # the items
+    inserted: exp.Select  # first result set
+    holders: exp.Union  # second result set
+
+
+def push_batch_statements() -> PushBatch:
     sql = Q["push_batch"].sql
     # sqlglot reads every statement after a T-SQL IF as its body; T-SQL's IF governs one statement.
     # So the IF (up to its semicolon) is parsed on its own, in its place.
@@ -859,25 +942,33 @@ def push_batch_statements() -> tuple[exp.Insert, exp.Insert, exp.Insert, exp.Ins
     before, [register], after = parse(sql[:start]), parse(sql[start:end]), parse(sql[end:])
     trees = [*before, register, *after]
     kinds = [type(tree) for tree in trees]
-    assert kinds == [exp.Set, exp.Set, *[exp.Declare] * 6, exp.IfBlock, *[exp.Insert] * 4, exp.Select]
-    register, grouped, lock_groups, lock_ids, insert, select = trees[8:]
-    assert isinstance(grouped, exp.Insert)
-    assert isinstance(lock_groups, exp.Insert)
-    assert isinstance(lock_ids, exp.Insert)
-    assert isinstance(insert, exp.Insert)
-    assert isinstance(select, exp.Select)
-    assert isinstance(register, exp.IfBlock)
-    return grouped, lock_groups, lock_ids, insert, select, register
+    assert kinds == [
+        exp.Set,
+        exp.Set,
+        *[exp.Declare] * 9,
+        exp.IfBlock,
+        *[exp.Insert] * 5,
+        exp.Update,
+        exp.Insert,
+        exp.Insert,
+        exp.Select,
+        exp.Union,
+    ]
+    found = PushBatch(*trees[11:])
+    for name, kind in PushBatch.__annotations__.items():
+        assert isinstance(getattr(found, name), getattr(exp, kind.split(".")[1])), name
+    return found
 
 
 def test_push_batch_reads_every_item_from_one_json_parameter() -> None:
-    grouped, _, lock_ids, insert, _, _ = push_batch_statements()
+    batch = push_batch_statements()
     assert placeholders(Q["push_batch"].sql) == 2, "the clock and the items, whatever their number"
     assert parse(Q["push_batch"].sql)[3].sql("tsql") == "DECLARE @items NVARCHAR(MAX) = ?"
-    for statement in (grouped, lock_ids, insert):
+    for statement in (batch.grouped, batch.lock_ids, batch.remember, batch.insert):
         assert statement.expression.find(exp.OpenJSON).this.sql("tsql") == "@items"
     # The payload is a JSON string read as text (no AS JSON, which would re-serialise it); the times are
     # text that the SELECT casts, as everywhere else.
+    insert = batch.insert
     openjson = insert.expression.find(exp.OpenJSON)
     assert openjson_columns(insert.expression) == {
         "n": "INTEGER",
@@ -891,6 +982,7 @@ def test_push_batch_reads_every_item_from_one_json_parameter() -> None:
         "delay_seconds": "INTEGER",
         "delay_micros": "INTEGER",
         "not_before": "NVARCHAR(40)",
+        "remember": "BIT",
     }
     assert not any(col.args.get("as_json") for col in openjson.expressions)
     assert "CAST(j.created_at AS DATETIME2(7))" in insert.expression.sql("tsql")
@@ -903,13 +995,15 @@ def test_push_batch_reads_every_item_from_one_json_parameter() -> None:
         "priority",
         "group_key",
         "dedup_key",
+        "remember_id",
     ]
+    assert insert.expression.expressions[-1].sql("tsql") == "j.remember", "the flag the store sends"
 
 
 def test_push_batch_makes_an_item_visible_at_the_later_of_not_before_and_its_delay_from_the_servers_now() -> (
     None
 ):
-    _, _, _, insert, _, _ = push_batch_statements()
+    insert = push_batch_statements().insert
     visible_at = insert.expression.expressions[4].sql("tsql")
     assert visible_at == (
         "(SELECT MAX(v.at) FROM (VALUES (CAST(j.not_before AS DATETIME2(7))), "
@@ -918,7 +1012,8 @@ def test_push_batch_makes_an_item_visible_at_the_later_of_not_before_and_its_del
 
 
 def test_push_batch_takes_turns_on_the_queues_of_its_grouped_items_before_anything_else() -> None:
-    grouped, lock_groups, _, _, _, _ = push_batch_statements()
+    batch = push_batch_statements()
+    grouped, lock_groups = batch.grouped, batch.lock_groups
     assert grouped.this.this.sql("tsql") == "@grouped"
     assert grouped.expression.args.get("distinct") is not None
     assert "j.queue COLLATE Latin1_General_100_BIN2" in grouped.expression.sql("tsql")
@@ -933,7 +1028,7 @@ def test_push_batch_takes_turns_on_the_queues_of_its_grouped_items_before_anythi
 
 
 def test_push_batch_then_finds_the_ids_that_exist_under_key_range_locks() -> None:
-    _, _, lock, _, _, _ = push_batch_statements()
+    lock = push_batch_statements().lock_ids
     assert lock.this.sql("tsql") == "@taken (id)"
     assert openjson_columns(lock.expression) == {"id": "UNIQUEIDENTIFIER"}
     [join] = lock.expression.args["joins"]
@@ -942,16 +1037,113 @@ def test_push_batch_then_finds_the_ids_that_exist_under_key_range_locks() -> Non
     assert hints(probed) == ["FORCESEEK", "HOLDLOCK", "UPDLOCK"]
     assert join.args["on"].sql("tsql") == "e.id = j.id"
     assert join.args.get("side") is None, "an inner join: only the ids found"
+    # The id index's key only: reading the row too would lock it after its key, while a purge or
+    # redrive that deletes the row locks it before the key.
     assert [col.sql("tsql") for col in lock.expression.expressions] == ["e.id"]
 
 
+def test_push_batch_reads_the_remembered_ids_into_a_table_keyed_like_sq_client_ids() -> None:
+    remember = push_batch_statements().remember
+    assert remember.this.sql("tsql") == "@remember (id, queue, created_at)"
+    assert openjson_columns(remember.expression) == {
+        "id": "UNIQUEIDENTIFIER",
+        "queue": "NVARCHAR(4000)",
+        "created_at": "NVARCHAR(40)",
+        "remember": "BIT",
+    }
+    assert remember.expression.args["where"].this.sql("tsql") == "j.remember = 1"
+    assert [col.sql("tsql") for col in remember.expression.expressions] == [
+        "j.id",
+        "j.queue",
+        "CAST(j.created_at AS DATETIME2(7))",
+    ]
+    # Keyed by id, as sq_client_ids: the seeks that lock the claims follow the key's order.
+    assert (
+        "@remember TABLE (id UNIQUEIDENTIFIER NOT NULL PRIMARY KEY, "
+        "queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL, created_at DATETIME2(7) NOT NULL)"
+    ) in declared("push_batch")
+
+
+def test_push_batch_locks_every_remembered_id_in_sq_client_ids_in_key_order_after_the_items() -> None:
+    lock = push_batch_statements().lock_claims
+    assert lock.this.sql("tsql") == "@held (id, queue, created_at, expires_at)"
+    assert lock.expression.find(exp.From).this.sql("tsql") == "@remember AS r", "in the key's order"
+    [join] = lock.expression.args["joins"]
+    claims = join.this
+    assert (claims.db, claims.name, claims.alias) == ("dbo", "sq_client_ids", "k")
+    # A serializable seek per id: a missing id is range-locked until commit, as in sq_items.
+    assert hints(claims) == ["FORCESEEK", "HOLDLOCK", "UPDLOCK"]
+    assert join.args["on"].sql("tsql") == "k.id = r.id"
+    assert join.args.get("side") is None, "an inner join: only the claims found"
+    assert [col.sql("tsql") for col in lock.expression.expressions] == [
+        "k.id",
+        "k.queue",
+        "k.created_at",
+        "k.expires_at",
+    ]
+    # Items before claims, as completions, purge_dead and delete_queue lock them; claims before any
+    # is written.
+    sql = Q["push_batch"].sql
+    assert (
+        sql.index("INSERT INTO @taken")
+        < sql.index("INSERT INTO @held")
+        < sql.index("UPDATE k")
+        < sql.index("INSERT INTO dbo.sq_client_ids")
+        < sql.index("INSERT INTO dbo.sq_items")
+    )
+    # Every read of sq_client_ids in the batch is a seek: the lock, then the take-over (the third is
+    # the new claims' INSERT).
+    found = [hints(t) for tree in parse(sql) for t in tree.find_all(exp.Table) if t.name == "sq_client_ids"]
+    assert sorted(found) == [[], ["FORCESEEK"], ["FORCESEEK", "HOLDLOCK", "UPDLOCK"]]
+
+
+def test_push_batch_claims_an_id_nothing_holds_new_or_past_its_window() -> None:
+    batch = push_batch_statements()
+    nothing_there = "NOT EXISTS(SELECT 1 FROM @taken AS t WHERE t.id = r.id)"
+    # A claim whose window passed is taken over, unless an item has the id (pushed with a dedup_key).
+    take_over = batch.take_over
+    assert take_over.this.sql("tsql") == "k"
+    assert hints(table_named(take_over, "sq_client_ids")) == ["FORCESEEK"]
+    assert take_over.args["where"].this.sql("tsql") == (
+        f"NOT k.expires_at IS NULL AND k.expires_at <= @now AND {nothing_there}"
+    )
+    assert {eq.this.name: eq.expression.sql("tsql") for eq in take_over.expressions} == {
+        "queue": "r.queue",
+        "created_at": "r.created_at",
+        "expires_at": "NULL",
+    }
+    # A new id: no claim found under the lock, and no item.
+    claim = batch.claim
+    assert claim.this.sql("tsql") == "dbo.sq_client_ids (id, queue, created_at, expires_at)"
+    assert [col.sql("tsql") for col in claim.expression.expressions] == [
+        "r.id",
+        "r.queue",
+        "r.created_at",
+        "NULL",
+    ]
+    assert claim.expression.args["where"].this.sql("tsql") == (
+        f"NOT EXISTS(SELECT 1 FROM @held AS h WHERE h.id = r.id) AND {nothing_there}"
+    )
+    for took in (take_over, claim):
+        output = took.args["returning"]
+        assert [col.sql("tsql") for col in output.expressions] == ["inserted.id"]
+        assert output.args["into"].name == "claimed"
+    assert "DECLARE @claimed TABLE (id UNIQUEIDENTIFIER NOT NULL PRIMARY KEY)" in declared("push_batch")
+
+
 def test_push_batch_inserts_the_others_in_the_order_given_and_outputs_them() -> None:
-    _, _, _, insert, select, _ = push_batch_statements()
+    batch = push_batch_statements()
+    insert, select = batch.insert, batch.inserted
     table = insert.this.this
     assert (table.db, table.name) == ("dbo", "sq_items")
     where = insert.expression.args["where"].this
-    assert isinstance(where, exp.Not)
-    assert where.this.this.sql("tsql") == "SELECT 1 FROM @taken AS t WHERE t.id = j.id"
+    assert isinstance(where, exp.And)
+    assert where.this.sql("tsql") == "NOT EXISTS(SELECT 1 FROM @taken AS t WHERE t.id = j.id)"
+    # A remembered id goes in only if this batch claimed it.
+    assert (
+        where.expression.sql("tsql")
+        == "(j.remember = 0 OR EXISTS(SELECT 1 FROM @claimed AS c WHERE c.id = j.id))"
+    )
     assert insert.expression.find(exp.Hint) is None
     assert not [t for t in where.find_all(exp.Table) if t.name == "sq_items"], "the locks are taken"
     # IDENTITY numbers the rows in the ORDER BY's order, so that seq keeps the batch's order.
@@ -966,8 +1158,40 @@ def test_push_batch_inserts_the_others_in_the_order_given_and_outputs_them() -> 
     assert select.sql("tsql") == "SELECT id FROM @inserted"
 
 
+def test_push_batch_then_says_what_holds_each_remembered_id_it_did_not_insert() -> None:
+    holders = push_batch_statements().holders
+    assert holders.args.get("distinct") is False, "UNION ALL: the two parts never share an id"
+    claims, items = holders.this, holders.expression
+    assert isinstance(claims, exp.Select)
+    assert isinstance(items, exp.Select)
+    for part, alias in ((claims, "h"), (items, "i")):
+        assert [col.sql("tsql") for col in part.expressions] == [
+            f"{alias}.id",
+            f"{alias}.queue",
+            f"{alias}.created_at",
+        ]
+    # A claim answers for its id unless an item has the id: then only a live item's own claim (NULL)
+    # does, which mirrors it.
+    assert claims.find(exp.From).this.sql("tsql") == "@held AS h"
+    assert claims.args["where"].this.sql("tsql") == (
+        "NOT EXISTS(SELECT 1 FROM @claimed AS c WHERE c.id = h.id) "
+        "AND (h.expires_at IS NULL OR NOT EXISTS(SELECT 1 FROM @taken AS t WHERE t.id = h.id))"
+    )
+    # An item that has the id without a claim of its own is read from sq_items: by seek, only for
+    # those ids, and without lock hints (its key is locked already).
+    assert items.find(exp.From).this.sql("tsql") == "@remember AS r"
+    taken, row = items.args["joins"]
+    assert taken.sql("tsql") == "JOIN @taken AS t ON t.id = r.id"
+    assert (row.this.db, row.this.name, row.this.alias) == ("dbo", "sq_items", "i")
+    assert hints(row.this) == ["FORCESEEK"]
+    assert row.args["on"].sql("tsql") == "i.id = r.id"
+    assert items.args["where"].this.sql("tsql") == (
+        "NOT EXISTS(SELECT 1 FROM @held AS h WHERE h.id = r.id AND h.expires_at IS NULL)"
+    )
+
+
 def test_push_batch_registers_its_queues_once_under_a_lock_before_locking_any_item() -> None:
-    *_, register = push_batch_statements()
+    register = push_batch_statements().register
     # Before any item lock: every writer takes a queue's row before its items.
     sql = Q["push_batch"].sql
     assert sql.index("\nIF EXISTS") < sql.index("INSERT INTO @grouped") < sql.index("INSERT INTO @taken")
@@ -986,16 +1210,20 @@ def test_push_batch_registers_its_queues_once_under_a_lock_before_locking_any_it
     assert "queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2" in declared("push_batch")
 
 
-def complete_batch_statements() -> tuple[exp.Delete, exp.Insert, exp.Update, exp.Select, exp.Select]:
+def complete_batch_statements() -> tuple[
+    exp.Delete, exp.Insert, exp.Update, exp.Update, exp.Select, exp.Select
+]:
     trees = statements("complete_batch")
-    assert [type(tree) for tree in trees] == [exp.Delete, exp.Insert, exp.Update, exp.Select, exp.Select]
-    delete, history, windows, done, still_there = trees
+    kinds = [type(tree) for tree in trees]
+    assert kinds == [exp.Delete, exp.Insert, exp.Update, exp.Update, exp.Select, exp.Select]
+    delete, history, windows, id_windows, done, still_there = trees
     assert isinstance(delete, exp.Delete)
     assert isinstance(history, exp.Insert)
     assert isinstance(windows, exp.Update)
+    assert isinstance(id_windows, exp.Update)
     assert isinstance(done, exp.Select)
     assert isinstance(still_there, exp.Select)
-    return delete, history, windows, done, still_there
+    return delete, history, windows, id_windows, done, still_there
 
 
 # An expired lease on its last attempt, by reap_expired's cutoff: dead already for every reader.
@@ -1037,7 +1265,7 @@ def test_complete_batch_deletes_by_seek_where_the_token_matches_or_none_was_give
 
 
 def test_complete_batch_writes_history_and_starts_dedup_windows_in_the_same_batch() -> None:
-    _, history, windows, done, _ = complete_batch_statements()
+    _, history, windows, _, done, _ = complete_batch_statements()
     values = history_values(history)
     assert list(values) == HISTORY_COLUMNS
     assert values["outcome"] == "'completed'"
@@ -1060,6 +1288,29 @@ def test_complete_batch_writes_history_and_starts_dedup_windows_in_the_same_batc
     assert windows.args["where"].this.sql("tsql") == "NOT d.dedup_key IS NULL"
     assert "sq_queues" not in history.sql("tsql") + windows.sql("tsql")
     assert done.sql("tsql") == "SELECT id, queue FROM @done"
+
+
+def test_complete_batch_starts_the_windows_of_the_ids_its_items_claimed_only() -> None:
+    delete, _, _, id_windows, _, _ = complete_batch_statements()
+    # The DELETE carries each item's flag into @done, so only the items that claimed their id seek
+    # sq_client_ids, each after the item is gone: in the order a push locks an item and its claim.
+    output = [col.sql("tsql") for col in delete.args["returning"].expressions]
+    assert "deleted.remember_id" in output
+    assert (
+        "dedup_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL, remember_id BIT NOT NULL"
+        in declared("complete_batch")
+    ), "@done's columns in the OUTPUT's order"
+    assert output.index("deleted.remember_id") == output.index("deleted.dedup_key") + 1
+    assert id_windows.this.name == "k"
+    claims = table_named(id_windows, "sq_client_ids")
+    assert (claims.db, claims.alias, hints(claims)) == ("dbo", "k", ["FORCESEEK"])
+    assert [join.sql("tsql") for join in claims.args["joins"]] == ["JOIN @done AS d ON k.id = d.id"]
+    assert id_windows.args["where"].this.sql("tsql") == "d.remember_id = 1"
+    assert [eq.sql("tsql") for eq in id_windows.expressions] == [
+        "expires_at = DATEADD(SECOND, d.dedup_window_seconds, @now)"
+    ]
+    text = Q["complete_batch"].sql
+    assert text.index("DELETE i") < text.index("FROM dbo.sq_client_ids")
 
 
 def test_complete_batch_then_reads_the_requested_items_still_there_with_their_status_and_lease() -> None:
@@ -1283,12 +1534,15 @@ def test_revive_moves_items_to_the_back_of_their_groups_with_new_seqs() -> None:
     assert (values["status"], values["attempts"]) == ("'ready'", "0")
     assert values["visible_at"] == "DATEADD(MICROSECOND, p.micros, DATEADD(SECOND, p.seconds, @now))"
     assert values["errors"] == "g.errors", "errors are kept"
+    # A dead item's claim on its id still holds; the revived item goes on holding it.
+    assert values["remember_id"] == "g.remember_id"
+    assert [col.sql("tsql") for col in delete.args["returning"].expressions][-1] == "deleted.remember_id"
     assert [o.sql("tsql") for o in insert.expression.args["order"].expressions] == ["p.n"]
     assert count.sql("tsql") == "SELECT COUNT(*) AS revived FROM @gone"
 
 
 def test_purge_dead_deletes_a_batch_oldest_first_and_starts_their_dedup_windows() -> None:
-    delete, windows, count = statements("purge_dead")
+    delete, windows, _, count = statements("purge_dead")
     assert isinstance(delete, exp.Delete)
     select = delete.find(exp.CTE).this
     table = select.find(exp.From).this
@@ -1301,8 +1555,33 @@ def test_purge_dead_deletes_a_batch_oldest_first_and_starts_their_dedup_windows(
     assert count.sql("tsql") == "SELECT COUNT(*) AS purged FROM @gone"
 
 
+def test_purge_dead_starts_the_windows_of_the_ids_its_items_claimed_only() -> None:
+    # A dead item holds its id until it is purged; then its claim's window starts, as a completion's.
+    delete, _, id_windows, _ = statements("purge_dead")
+    assert isinstance(delete, exp.Delete)
+    assert "x.remember_id" in [col.sql("tsql") for col in delete.find(exp.CTE).this.expressions]
+    assert [col.sql("tsql") for col in delete.args["returning"].expressions][-1] == "deleted.remember_id"
+    assert "remember_id BIT NOT NULL" in declared("purge_dead")
+    assert isinstance(id_windows, exp.Update)
+    claims = table_named(id_windows, "sq_client_ids")
+    assert (claims.alias, hints(claims)) == ("k", ["FORCESEEK"])
+    assert [join.sql("tsql") for join in claims.args["joins"]] == [
+        "JOIN @gone AS d ON k.id = d.id",
+        "JOIN dbo.sq_queues AS q ON q.name = d.queue",
+    ]
+    assert id_windows.args["where"].this.sql("tsql") == "d.remember_id = 1"
+    assert [eq.sql("tsql") for eq in id_windows.expressions] == [
+        "expires_at = DATEADD(SECOND, q.dedup_window_seconds, @now)"
+    ]
+
+
+@pytest.mark.parametrize("name", ["fail", "reap_expired"])
+def test_an_item_that_dies_keeps_its_id_until_it_is_purged(name: str) -> None:
+    assert "sq_client_ids" not in Q[name].sql
+
+
 def test_purge_history_deletes_at_most_limit_records_past_retention_and_keys_past_their_window() -> None:
-    history, keys, answer = statements("purge_history")
+    history, keys, _, answer = statements("purge_history")
     assert placeholders(Q["purge_history"].sql) == 2
     assert isinstance(history, exp.Delete)
     per_queue = history.find(exp.CTE).this
@@ -1314,7 +1593,20 @@ def test_purge_history_deletes_at_most_limit_records_past_retention_and_keys_pas
     expired = keys.find(exp.CTE).this
     assert expired.args["where"].this.sql("tsql") == "NOT expires_at IS NULL AND expires_at <= @now"
     assert "sq_dedup_expires" in index_hint(table_named(expired, "sq_dedup"))
-    assert answer.sql("tsql") == "SELECT @history AS history, @keys AS keys"
+    assert answer.sql("tsql") == "SELECT @history AS history, @keys AS keys, @ids AS ids"
+
+
+def test_purge_history_deletes_at_most_limit_remembered_ids_past_their_window_by_their_index() -> None:
+    _, _, ids_, _ = statements("purge_history")
+    assert isinstance(ids_, exp.Delete)
+    expired = ids_.find(exp.CTE).this
+    assert ids_.this.name == ids_.find(exp.CTE).alias, "the DELETE goes through the bounded walk"
+    assert expired.args["limit"].expression.sql("tsql") == "@limit"
+    # The filtered index's own predicate, so that the walk can use it; claims of live items (NULL)
+    # are not in it.
+    assert expired.args["where"].this.sql("tsql") == "NOT expires_at IS NULL AND expires_at <= @now"
+    assert "sq_client_ids_expires" in index_hint(table_named(expired, "sq_client_ids"))
+    assert "SET @ids = @@ROWCOUNT;" in code("purge_history")
 
 
 def test_put_queue_updates_under_a_key_lock_or_inserts_and_says_which() -> None:
@@ -1568,9 +1860,18 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> tuple[MssqlStore, FakeConnection]:
 # --- binding and row mapping, method by method ----------------------------------------------------
 
 
-def ids(*item_ids: UUID) -> Result:
-    """OUTPUT id rows as pyodbc gives UNIQUEIDENTIFIER: uppercase text."""
-    return Result(["id"], [(str(item_id).upper(),) for item_id in item_ids])
+def ids(*item_ids: UUID, held: Sequence[tuple[UUID, str, datetime]] = ()) -> Results:
+    """push_batch's two result sets: the ids inserted (OUTPUT rows, as pyodbc gives UNIQUEIDENTIFIER:
+    uppercase text), then what holds each remembered id not inserted: (id, queue, created_at)."""
+    return Results(
+        [
+            Result(["id"], [(str(item_id).upper(),) for item_id in item_ids]),
+            Result(
+                ["id", "queue", "created_at"],
+                [(str(i).upper(), queue, at.replace(tzinfo=None)) for i, queue, at in held],
+            ),
+        ]
+    )
 
 
 def completed_ids(*item_ids: UUID, queue: str = "orders") -> Result:
@@ -1616,7 +1917,7 @@ async def test_push_batch_binds_the_clock_and_the_items_as_one_json_text(
     assert results == [Pushed(first.id, first.created_at, True), Pushed(second.id, second.created_at, True)]
     assert conn.names == ["push_batch"], "no keys: nothing to claim"
     assert conn.params("push_batch")[0] == NOW_TEXT
-    common = {"dedup_key": None, "not_before": None}
+    common = {"dedup_key": None, "not_before": None, "remember": 0}
     assert sorted(pushed(conn), key=lambda item: item["n"]) == [
         {
             "n": 0,
@@ -1877,6 +2178,164 @@ async def test_a_taken_key_whose_id_exists_refuses_the_batch_and_rolls_the_claim
         await store.push_batch([item], skip_existing=False)
 
     assert (conn.commits, conn.rollbacks) == (0, 1)
+
+
+# --- remembered ids: a producer's id without a dedup_key is the push's idempotency key ---------------
+
+
+def given(queue: str = "orders", payload: str = "1", item_id: UUID | None = None, **fields: Any) -> NewItem:
+    """An item whose id its producer chose."""
+    return NewItem(item_id or uuid4(), queue, payload, NOW, id_given=True, **fields)
+
+
+HELD_AT = datetime(2026, 2, 1, 8, 0, 0, 5, tzinfo=UTC)  # when the holding item was created
+
+
+async def test_a_producers_id_is_sent_to_be_remembered_unless_a_dedup_key_decides(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    remembered = given()
+    keyed = given(dedup_key="k")  # the key decides; its id is not remembered
+    made = NewItem(uuid4(), "orders", "3", NOW)  # the service's id: nobody retries with it
+    conn.reply("claim_dedup_keys", claim_rows((1, keyed.id, NOW, True)))
+    conn.reply("push_batch", ids(remembered.id, keyed.id, made.id))
+
+    results = await store.push_batch([remembered, keyed, made], skip_existing=False)
+
+    assert results == [Pushed(i.id, NOW, True) for i in (remembered, keyed, made)]
+    assert {item["id"]: item["remember"] for item in pushed(conn)} == {
+        str(remembered.id): 1,
+        str(keyed.id): 0,
+        str(made.id): 0,
+    }
+    assert conn.names == ["claim_dedup_keys", "push_batch"], "the id is claimed in push_batch's round trip"
+    assert (conn.commits, conn.rollbacks) == (1, 0)
+
+
+@pytest.mark.parametrize("skip_existing", [False, True])
+async def test_a_retry_whose_id_its_queue_holds_is_the_holders_duplicate_not_a_conflict(
+    fake: tuple[MssqlStore, FakeConnection], skip_existing: bool
+) -> None:
+    # The holder: the first attempt's item (live or dead), or its claim within the queue's window.
+    store, conn = fake
+    retry, new = given(), given()
+    conn.reply("push_batch", ids(new.id, held=[(retry.id, "orders", HELD_AT)]))
+
+    results = await store.push_batch([retry, new], skip_existing=skip_existing)
+
+    assert results == [Pushed(retry.id, HELD_AT, False), Pushed(new.id, NOW, True)]
+    assert results[0] is not None
+    assert results[0].created_at.tzinfo is UTC
+    assert (conn.commits, conn.rollbacks) == (1, 0), "a retry is not a refusal: the batch commits"
+
+
+@pytest.mark.parametrize("holder", ["mail", "Orders"], ids=["another queue", "another case"])
+async def test_an_id_another_queue_holds_refuses_the_whole_batch(
+    fake: tuple[MssqlStore, FakeConnection], holder: str
+) -> None:
+    store, conn = fake
+    taken, new = given(), given()
+    conn.reply("push_batch", ids(new.id, held=[(taken.id, holder, HELD_AT)]))
+
+    with pytest.raises(ItemExists):
+        await store.push_batch([new, taken], skip_existing=False)
+
+    assert (conn.commits, conn.rollbacks) == (0, 1), "the new item and its claim are rolled back"
+
+
+async def test_with_skip_existing_an_id_another_queue_holds_is_none_and_the_rest_commit(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    taken, retry, new = given(), given(), given()
+    conn.reply(
+        "push_batch",
+        ids(new.id, held=[(taken.id, "mail", HELD_AT), (retry.id, "orders", HELD_AT)]),
+    )
+
+    results = await store.push_batch([taken, retry, new], skip_existing=True)
+
+    assert results == [None, Pushed(retry.id, HELD_AT, False), Pushed(new.id, NOW, True)]
+    assert (conn.commits, conn.rollbacks) == (1, 0)
+
+
+async def test_an_id_that_is_not_remembered_is_refused_whatever_holds_it(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    # With a dedup_key, or made by the service, an existing id is ItemExists, as before; the server
+    # names holders of remembered ids only, and the store reads none for the others.
+    store, conn = fake
+    keyed = given(dedup_key="k")
+    conn.reply("claim_dedup_keys", claim_rows((0, keyed.id, NOW, True)))
+    conn.reply("push_batch", ids(held=[(keyed.id, "orders", HELD_AT)]))
+
+    with pytest.raises(ItemExists):
+        await store.push_batch([keyed], skip_existing=False)
+
+    assert conn.rollbacks == 1
+
+
+async def test_a_remembered_id_nothing_is_said_to_hold_is_refused(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    item = given()
+    conn.reply("push_batch", ids(), ids())
+
+    with pytest.raises(ItemExists):
+        await store.push_batch([item], skip_existing=False)
+    assert await store.push_batch([item], skip_existing=True) == [None]
+
+
+async def test_a_remembered_id_repeated_in_one_call_is_sent_once_and_its_repeats_follow_it(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    # Two single pushes of one item that arrive together (a client's retry racing its first attempt).
+    store, conn = fake
+    item_id = uuid4()
+    first = given(item_id=item_id, payload='"first"')
+    again = NewItem(item_id, "orders", '"again"', NOW + timedelta(seconds=1), id_given=True)
+    conn.reply("push_batch", ids(item_id))
+
+    results = await store.push_batch([first, again], skip_existing=False)
+
+    assert results == [Pushed(item_id, NOW, True), Pushed(item_id, NOW, False)]
+    assert [(item["id"], item["payload"], item["remember"]) for item in pushed(conn)] == [
+        (str(item_id), '"first"', 1)
+    ]
+
+
+async def test_a_remembered_id_given_again_for_another_queue_in_one_call_is_refused(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    item_id = uuid4()
+    first, other = given(item_id=item_id), given("mail", item_id=item_id)
+
+    with pytest.raises(ItemExists):
+        await store.push_batch([first, other], skip_existing=False)
+    assert conn.executed == [], "refused before asking the server"
+
+    conn.reply("push_batch", ids(item_id))
+    assert await store.push_batch([first, other], skip_existing=True) == [Pushed(item_id, NOW, True), None]
+    assert len(pushed(conn)) == 1
+
+
+async def test_the_claims_are_sent_in_the_id_indexs_order_with_the_items(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    # push_batch reads them into a table keyed by id; the items' order is the id index's already.
+    store, conn = fake
+    items = [given(payload=str(n)) for n in range(20)]
+    conn.reply("push_batch", ids(*(item.id for item in items)))
+
+    await store.push_batch(items, skip_existing=True)
+
+    sent = pushed(conn)
+    assert [UUID(item["id"]) for item in sent] == sorted((item.id for item in items), key=index_order)
+    assert {item["remember"] for item in sent} == {1}
+    assert len(conn.params("push_batch")) == 2, "still the clock and the items"
 
 
 async def test_without_a_clock_the_server_clock_is_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -2590,13 +3049,15 @@ async def test_reap_expired_binds_the_sweeps_error_and_says_how_many(
     assert conn.commits == 1
 
 
-async def test_purge_history_says_the_larger_of_its_two_counts(
-    fake: tuple[MssqlStore, FakeConnection],
+@pytest.mark.parametrize(("history", "keys", "ids_", "largest"), [(2, 5, 1, 5), (2, 0, 5, 5), (5, 1, 0, 5)])
+async def test_purge_history_says_the_largest_of_its_three_counts(
+    fake: tuple[MssqlStore, FakeConnection], history: int, keys: int, ids_: int, largest: int
 ) -> None:
+    # The sweep goes on while any of the three filled its batch.
     store, conn = fake
-    conn.reply("purge_history", result(history=2, keys=5))
+    conn.reply("purge_history", result(history=history, keys=keys, ids=ids_))
 
-    assert await store.purge_history(5) == 5
+    assert await store.purge_history(5) == largest
 
     assert conn.params("purge_history") == (NOW_TEXT, 5)
 
@@ -2612,7 +3073,7 @@ async def test_migrate_from_zero_applies_both_schemas_under_the_lock(
     conn.reply("compatibility_level", result(compatibility_level=130))
     conn.reply("applied_versions", Result(["version"], []))
 
-    assert await store.migrate() == [1, 2, 3, 4]
+    assert await store.migrate() == [1, 2, 3, 4, 5]
 
     assert conn.names == [
         LIFT,
@@ -2628,6 +3089,8 @@ async def test_migrate_from_zero_applies_both_schemas_under_the_lock(
         "record_version",
         *migration_statements(ESCALATION),
         "record_version",
+        *migration_statements(CLIENT_IDS),
+        "record_version",
         "unlock_migrations",
         BOUND,
     ]
@@ -2636,6 +3099,7 @@ async def test_migrate_from_zero_applies_both_schemas_under_the_lock(
         (2, "delivery", NOW_TEXT),
         (3, "admin", NOW_TEXT),
         (4, "lock_escalation", NOW_TEXT),
+        (5, "client_ids", NOW_TEXT),
     ]
     [v1, *_] = [e.inlined for e in conn.executed if e.name == "record_version"]
     assert f"VALUES (1, N'init', COALESCE(CAST(NULLIF(N'{NOW_TEXT}', N'')" in v1
@@ -2648,7 +3112,7 @@ async def test_migrate_again_applies_nothing(fake: tuple[MssqlStore, FakeConnect
     store, conn = fake
     conn.reply("lock_migrations", result(result=1))  # granted after waiting for another replica
     conn.reply("compatibility_level", result(compatibility_level=160))
-    conn.reply("applied_versions", Result(["version"], [(1,), (2,), (3,), (4,)]))
+    conn.reply("applied_versions", Result(["version"], [(1,), (2,), (3,), (4,), (5,)]))
 
     assert await store.migrate() == []
 
@@ -2713,9 +3177,10 @@ async def test_check_ready_wants_the_latest_version(fake: tuple[MssqlStore, Fake
         Result(["version"], [(1,), (2,)]),
         Result(["version"], [(1,), (2,), (3,)]),
         Result(["version"], [(1,), (2,), (3,), (4,)]),
+        Result(["version"], [(1,), (2,), (3,), (4,), (5,)]),
     )
 
-    for _ in range(4):
+    for _ in range(5):
         with pytest.raises(SchemaNotReady):
             await store.check_ready()
     await store.check_ready()
@@ -2759,10 +3224,12 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     conn.reply("purge_dead", result(purged=0))
     conn.reply("list_history", history_rows())
     conn.reply("reap_expired", Result(["queue", "killed"], []))
-    conn.reply("purge_history", result(history=0, keys=0))
+    conn.reply("purge_history", result(history=0, keys=0, ids=0))
     conn.reply("lock_migrations", result(result=0))
     conn.reply("compatibility_level", result(compatibility_level=130))
-    conn.reply("applied_versions", Result(["version"], []), Result(["version"], [(1,), (2,), (3,), (4,)]))
+    conn.reply(
+        "applied_versions", Result(["version"], []), Result(["version"], [(1,), (2,), (3,), (4,), (5,)])
+    )
     conn.reply("queue_exists", result(found=1))
     conn.reply("set_paused", result(changed=1))
     conn.reply("peek", dead_rows())
@@ -2785,7 +3252,7 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     await store.list_history("orders", HistoryFilter(), 10, None)
     await store.reap_expired(10)
     await store.purge_history(10)
-    assert await store.migrate() == [1, 2, 3, 4]
+    assert await store.migrate() == [1, 2, 3, 4, 5]
     await store.check_ready()
     assert await store.queue_exists("orders")
     await store.set_paused("orders", True)
@@ -3103,9 +3570,47 @@ def test_delete_queue_locks_the_queue_row_before_it_counts_leases_and_deletes() 
     table = lock.find(exp.Table)
     assert (table.name, hints(table)) == ("sq_queues", ["HOLDLOCK", "UPDLOCK"])
     text = Q["delete_queue"].sql
-    assert text.index("UPDLOCK") < text.index("status = 'leased'") < text.index("DELETE FROM dbo.sq_items")
-    for table_name in ("sq_items", "sq_history", "sq_dedup", "sq_queues"):
+    assert text.index("UPDLOCK") < text.index("status = 'leased'") < text.index("FROM dbo.sq_items AS i")
+    for table_name in ("sq_history", "sq_dedup", "sq_queues"):
         assert f"DELETE FROM dbo.{table_name} WHERE" in text
+    assert "SET @items = @@ROWCOUNT;" in text, "the items the DELETE deleted, not the claims"
+
+
+def delete_queue_deletes() -> dict[str, exp.Delete]:
+    """delete_queue's DELETEs, by the table each deletes from."""
+    [block] = [t for t in statements("delete_queue") if isinstance(t, exp.IfBlock)]
+    found = {}
+    for delete in block.find_all(exp.Delete):
+        [table] = [t for t in delete.find_all(exp.Table) if t.db == "dbo"]
+        found[table.name] = delete
+    return found
+
+
+def test_delete_queue_removes_its_items_claims_after_the_items() -> None:
+    deletes = delete_queue_deletes()
+    assert list(deletes) == ["sq_items", "sq_client_ids", "sq_history", "sq_dedup", "sq_queues"]
+    items = deletes["sq_items"]
+    assert items.args["where"].this.sql("tsql") == "i.queue = @queue"
+    output = items.args["returning"]
+    assert [col.sql("tsql") for col in output.expressions] == ["deleted.id", "deleted.remember_id"]
+    assert output.args["into"].name == "gone"
+    claims = deletes["sq_client_ids"]
+    table = table_named(claims, "sq_client_ids")
+    assert (table.alias, hints(table)) == ("k", ["FORCESEEK"])
+    assert [join.sql("tsql") for join in table.args["joins"]] == ["JOIN @gone AS g ON k.id = g.id"]
+    assert claims.args["where"].this.sql("tsql") == "g.remember_id = 1"
+    text = Q["delete_queue"].sql
+    # The items first, as a push locks an item before its claim; the item count is read before the
+    # claims' DELETE changes @@ROWCOUNT.
+    assert (
+        text.index("FROM dbo.sq_items AS i")
+        < text.index("SET @items = @@ROWCOUNT;")
+        < text.index("FROM dbo.sq_client_ids")
+        < text.index("DELETE FROM dbo.sq_queues")
+    )
+    assert "DECLARE @gone TABLE (id UNIQUEIDENTIFIER NOT NULL, remember_id BIT NOT NULL)" in declared(
+        "delete_queue"
+    )
 
 
 @pytest.mark.parametrize(

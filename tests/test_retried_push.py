@@ -129,6 +129,17 @@ async def test_a_dead_item_holds_its_id_and_its_window_starts_when_it_is_purged(
     assert (await store.pop(queue, 10, 30))[0].payload == "after the window"
 
 
+async def test_a_redriven_item_keeps_its_id_remembered(store: Store, queue: str, push: Push) -> None:
+    await configure(store, queue)
+    first = given(queue, "first")
+    await push(first)
+    await store.fail(first.id, Failure("poison", retry=False))
+    assert await store.redrive(queue, None, None) == 1
+    await finish(store, queue)
+    assert await push(again(first)) == original(first)
+    assert await store.pop(queue, 10, 30) == []
+
+
 async def test_after_the_window_the_id_is_a_new_item(
     store: Store, queue: str, push: Push, clock: FakeClock
 ) -> None:

@@ -13,6 +13,7 @@ import dataclasses
 import json
 import os
 import sys
+import uuid
 from collections.abc import Iterator
 from datetime import datetime
 from typing import IO, Any
@@ -97,13 +98,26 @@ def json_lines(stream: IO[str]) -> Iterator[tuple[int, Any]]:
 @click.command()
 @url_option
 @queue_option
+@click.option(
+    "--id",
+    "item_id",
+    type=click.UUID,
+    default=None,
+    help="The item's id. Run the command again with the same id and it pushes nothing new, for the "
+    "queue's dedup window (an hour by default), even once the item was processed.",
+)
+@click.option("--dedup-key", default=None, help="Deduplicate by content: pushes with one key make one item.")
 @click.argument("payload")
-def push(url: str, queue: str, payload: str) -> None:
-    """Push PAYLOAD (JSON) and print the result with its id; PAYLOAD `-` pushes JSON lines from
-    stdin in batches, shows progress on a terminal, and prints how many were pushed."""
+def push(url: str, queue: str, item_id: uuid.UUID | None, dedup_key: str | None, payload: str) -> None:
+    """Push PAYLOAD (JSON) and print the result with its id ("created": false when the id or the
+    dedup key matched an item: nothing new was pushed); PAYLOAD `-` pushes JSON lines from stdin in
+    batches, shows progress on a terminal, and prints how many were pushed."""
+    if payload == "-" and (item_id or dedup_key):
+        raise click.UsageError("--id and --dedup-key are for one PAYLOAD, not for `-`")
     with talking_to(url), client_for(url) as sq:
         if payload != "-":
-            click.echo(as_json(sq.push(parse_json(payload, "PAYLOAD"), queue=queue)))
+            pushed = sq.push(parse_json(payload, "PAYLOAD"), queue=queue, id=item_id, dedup_key=dedup_key)
+            click.echo(as_json(pushed))
             return
         click.echo(as_json({"queue": queue, "pushed": _push_lines(sq, queue, sys.stdin)}))
 

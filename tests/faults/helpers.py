@@ -76,6 +76,8 @@ class Sizes:
     pushers: int  # service kill -9: concurrent single-push clients
     outage_cycles: int  # PostgreSQL stop/start and freeze/thaw cycles
     stale_rounds: int  # stale-token scenarios, each round all cases
+    retry_items: int  # retried pushes: items pushed with their own ids through the lossy proxy
+    retry_kills: int  # retried pushes: cycles of one replica kill -9'd and another SIGTERMed
 
 
 _DEFAULTS = {
@@ -89,6 +91,8 @@ _DEFAULTS = {
         pushers=16,
         outage_cycles=1,
         stale_rounds=1,
+        retry_items=800,
+        retry_kills=1,
     ),
     "long": dict(
         items=20_000,
@@ -100,6 +104,8 @@ _DEFAULTS = {
         pushers=16,
         outage_cycles=5,
         stale_rounds=10,
+        retry_items=10_000,
+        retry_kills=5,
     ),
 }
 
@@ -113,6 +119,8 @@ _ENV = {
     "pushers": "SIMPLEQUEUE_FAULT_PUSHERS",
     "outage_cycles": "SIMPLEQUEUE_FAULT_OUTAGE_CYCLES",
     "stale_rounds": "SIMPLEQUEUE_FAULT_STALE_ROUNDS",
+    "retry_items": "SIMPLEQUEUE_FAULT_RETRY_ITEMS",
+    "retry_kills": "SIMPLEQUEUE_FAULT_RETRY_KILLS",
 }
 
 

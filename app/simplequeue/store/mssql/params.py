@@ -61,7 +61,9 @@ def push_json(items: Sequence[NewItem]) -> str:
     """The batch as push_batch's OPENJSON reads it: in the id index's order, for its locks, with each
     item's place in `items` as n, for the order of insertion. The payload is a JSON string holding the
     payload's text, so that the text arrives exactly (an object would come back re-serialised). The
-    delay goes as whole seconds and microseconds, which the server adds to its clock."""
+    delay goes as whole seconds and microseconds, which the server adds to its clock. remember (0 or
+    1, read as BIT) says whether the id is the item's idempotency key, to be claimed in sq_client_ids;
+    each id is sent once, so each remembered id is claimed by one item."""
     numbered = sorted(enumerate(items), key=lambda pair: index_order(pair[1].id))
     return json_text([_push_entry(n, item) for n, item in numbered])
 
@@ -80,6 +82,7 @@ def _push_entry(n: int, item: NewItem) -> dict[str, object]:
         "delay_seconds": delay_seconds,
         "delay_micros": delay_micros,
         "not_before": timestamp(item.not_before) if item.not_before else None,
+        "remember": int(item.remembers_id),
     }
 
 

@@ -94,7 +94,8 @@ LEFT JOIN @took AS t ON t.queue = c.queue AND t.dedup_key = c.dedup_key;
 -- Every item from one JSON parameter: 1000 items bound one value each would pass SQL Server's limit
 -- of 2100 parameters per request. The payload travels as a JSON string and is read back as
 -- NVARCHAR(MAX), so its text arrives exactly as sent. The store sends only the items to insert: those
--- whose dedup key it took (claim_dedup_keys, earlier in the transaction) or that have none.
+-- whose dedup key it took (claim_dedup_keys, earlier in the transaction) or that have none, each id
+-- once.
 -- Ordered groups: pushes into a queue's groups take turns on the queue's row (UPDLOCK,
 -- HOLDLOCK, until commit; a key-range lock if the queue is new), and so does a redrive. So a group's
 -- seq order is its commit order: an item's IDENTITY seq is drawn before its row reaches
@@ -111,12 +112,33 @@ LEFT JOIN @took AS t ON t.queue = c.queue AND t.dedup_key = c.dedup_key;
 -- rather than deadlock (a deadlock victim would surface as DatabaseUnavailable, which clients retry).
 -- IGNORE_DUP_KEY on the index would take the same range locks, for every writer of the table, and
 -- hide duplicates from all of them.
--- Then the other items, in the order given: INSERT ... SELECT ... ORDER BY fixes the order in which
+-- Then the ids that are their items' idempotency keys (remember = 1: a producer's id without a
+-- dedup_key) are claimed in sq_client_ids, so that a retry after the item finished still finds it.
+-- Such an id is held by an item that has it (live or dead: @taken), or by a claim whose window after
+-- its item finished has not passed (expires_at NULL, or later than @now); an id nothing holds is
+-- claimed: a new one inserted, one whose window passed taken over. The claims are read into a table
+-- keyed like sq_client_ids, so that the seeks follow the key's order and concurrent pushes lock their
+-- ids in one order, and locked as the ids were (UPDLOCK, HOLDLOCK, FORCESEEK: every claimed id,
+-- present or not, until commit). Always after the ids in sq_items: a completion, purge_dead and
+-- delete_queue lock an item before its claim too, so a push and the finish of its id's item wait for
+-- each other instead of deadlocking; and the push, waiting for the item's key, then reads the window
+-- the finish set on the claim. Of concurrent pushes of one id, one claims it and the others wait for
+-- its key, then find its item.
+-- Then the other items, in the order given: those whose id exists do not go in, nor do those whose id
+-- is their key and was not claimed. INSERT ... SELECT ... ORDER BY fixes the order in which
 -- IDENTITY numbers them, and seq breaks pop's ties on created_at. An item is visible at the later of
 -- not_before and the server's now plus its delay (whole seconds and microseconds, split by the store);
 -- MAX over VALUES is GREATEST for servers before 2022, and skips a NULL not_before.
--- OUTPUT says which ids went in; the store refuses the whole batch (all or nothing) when that is
--- fewer than it sent.
+-- Two result sets. The ids that went in (OUTPUT); then, for each remembered id that did not, what
+-- holds it: the item that has it, else the claim. The store answers such an item as a retry of the
+-- holder when it is of the same queue, and refuses the whole batch (all or nothing) for any other
+-- item that did not go in. While an item that claimed its id lives, its claim mirrors it (same queue
+-- and created_at, expires_at NULL), so a retry is answered from the claim, read under the lock
+-- already held. Only an item that has the id without a claim of its own (pushed with a dedup_key, with
+-- an id the service made, or before v5) is read from sq_items, by seek and without hints: the probe
+-- above locks the id index's key, not the row, because purge_dead, revive and delete_queue take the
+-- row before that key, and a push that locked the key and then waited for the row would deadlock
+-- with them.
 -- The batch's queues are registered first, before any item is locked: every writer takes a queue's
 -- row before its items (delete_queue does), so taking them in the other order could deadlock. A
 -- batch that is refused rolls its new queues back with it. The unlocked probe keeps pushes to
@@ -131,6 +153,18 @@ DECLARE @items NVARCHAR(MAX) = :items;
 DECLARE @grouped TABLE (queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL PRIMARY KEY);
 DECLARE @locked TABLE (queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL);
 DECLARE @taken TABLE (id UNIQUEIDENTIFIER NOT NULL PRIMARY KEY);
+DECLARE @remember TABLE (
+    id UNIQUEIDENTIFIER NOT NULL PRIMARY KEY,
+    queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL,
+    created_at DATETIME2(7) NOT NULL
+);
+DECLARE @held TABLE (
+    id UNIQUEIDENTIFIER NOT NULL PRIMARY KEY,
+    queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL,
+    created_at DATETIME2(7) NOT NULL,
+    expires_at DATETIME2(7) NULL
+);
+DECLARE @claimed TABLE (id UNIQUEIDENTIFIER NOT NULL PRIMARY KEY);
 DECLARE @inserted TABLE (
     id UNIQUEIDENTIFIER NOT NULL,
     queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL
@@ -158,22 +192,56 @@ INSERT INTO @taken (id)
 SELECT e.id
 FROM OPENJSON(@items) WITH (id UNIQUEIDENTIFIER) AS j
 JOIN dbo.sq_items AS e WITH (UPDLOCK, HOLDLOCK, FORCESEEK) ON e.id = j.id;
-INSERT INTO dbo.sq_items (id, queue, payload, created_at, visible_at, priority, group_key, dedup_key)
+INSERT INTO @remember (id, queue, created_at)
+SELECT j.id, j.queue, CAST(j.created_at AS DATETIME2(7))
+FROM OPENJSON(@items) WITH (
+    id UNIQUEIDENTIFIER, queue NVARCHAR(4000), created_at NVARCHAR(40), remember BIT
+) AS j
+WHERE j.remember = 1;
+INSERT INTO @held (id, queue, created_at, expires_at)
+SELECT k.id, k.queue, k.created_at, k.expires_at
+FROM @remember AS r
+JOIN dbo.sq_client_ids AS k WITH (UPDLOCK, HOLDLOCK, FORCESEEK) ON k.id = r.id;
+UPDATE k
+SET queue = r.queue, created_at = r.created_at, expires_at = NULL
+OUTPUT inserted.id INTO @claimed
+FROM dbo.sq_client_ids AS k WITH (FORCESEEK)
+JOIN @remember AS r ON k.id = r.id
+WHERE k.expires_at IS NOT NULL AND k.expires_at <= @now
+  AND NOT EXISTS (SELECT 1 FROM @taken AS t WHERE t.id = r.id);
+INSERT INTO dbo.sq_client_ids (id, queue, created_at, expires_at)
+OUTPUT inserted.id INTO @claimed
+SELECT r.id, r.queue, r.created_at, NULL
+FROM @remember AS r
+WHERE NOT EXISTS (SELECT 1 FROM @held AS h WHERE h.id = r.id)
+  AND NOT EXISTS (SELECT 1 FROM @taken AS t WHERE t.id = r.id);
+INSERT INTO dbo.sq_items (id, queue, payload, created_at, visible_at, priority, group_key, dedup_key, remember_id)
 OUTPUT inserted.id, inserted.queue INTO @inserted
 SELECT j.id, j.queue, j.payload, CAST(j.created_at AS DATETIME2(7)),
        (SELECT MAX(v.at) FROM (VALUES
            (CAST(j.not_before AS DATETIME2(7))),
            (DATEADD(MICROSECOND, j.delay_micros, DATEADD(SECOND, j.delay_seconds, @now)))
        ) AS v(at)),
-       j.priority, j.group_key, j.dedup_key
+       j.priority, j.group_key, j.dedup_key, j.remember
 FROM OPENJSON(@items) WITH (
     n INT, id UNIQUEIDENTIFIER, queue NVARCHAR(4000), payload NVARCHAR(MAX), created_at NVARCHAR(40),
     priority INT, group_key NVARCHAR(4000), dedup_key NVARCHAR(4000), delay_seconds INT, delay_micros INT,
-    not_before NVARCHAR(40)
+    not_before NVARCHAR(40), remember BIT
 ) AS j
 WHERE NOT EXISTS (SELECT 1 FROM @taken AS t WHERE t.id = j.id)
+  AND (j.remember = 0 OR EXISTS (SELECT 1 FROM @claimed AS c WHERE c.id = j.id))
 ORDER BY j.n;
 SELECT id FROM @inserted;
+SELECT h.id, h.queue, h.created_at
+FROM @held AS h
+WHERE NOT EXISTS (SELECT 1 FROM @claimed AS c WHERE c.id = h.id)
+  AND (h.expires_at IS NULL OR NOT EXISTS (SELECT 1 FROM @taken AS t WHERE t.id = h.id))
+UNION ALL
+SELECT i.id, i.queue, i.created_at
+FROM @remember AS r
+JOIN @taken AS t ON t.id = r.id
+JOIN dbo.sq_items AS i WITH (FORCESEEK) ON i.id = r.id
+WHERE NOT EXISTS (SELECT 1 FROM @held AS h WHERE h.id = r.id AND h.expires_at IS NULL);
 
 -- name: pop
 -- An atomic test-and-set: the CTE picks the first poppable rows and the UPDATE leases exactly the
@@ -252,12 +320,13 @@ WHERE i.id = @id;
 
 -- name: complete_batch
 -- Completes the requested items whose token matches (or that have none given) and that are not dead:
--- deletes them, writes their history records and starts their dedup keys' windows, all in this batch
--- and so in one transaction. complete() is this batch for one item. Two result sets: the ids
--- completed, then the requested items still there with their status and lease (a token that did not
--- match, a dead item), from which the store tells a mismatch from a dead item; an id in neither was
--- not found. FORCESEEK: one seek per id on the id index (and per key on sq_dedup's), never a scan
--- that would take update locks on (and wait for) other workers' rows.
+-- deletes them, writes their history records and starts the windows of their dedup keys and
+-- remembered ids, all in this batch and so in one transaction. complete() is this batch for one
+-- item. Two result sets: the ids completed, then the requested items still there with their status
+-- and lease (a token that did not match, a dead item), from which the store tells a mismatch from a
+-- dead item; an id in neither was not found. FORCESEEK: one seek per id on the id index (and per key
+-- on sq_dedup's and sq_client_ids'), never a scan that would take update locks on (and wait for)
+-- other workers' rows.
 -- The history record's last_error is the error of the item's last failure, if any: the errors array's
 -- element with the highest index, read as NVARCHAR(MAX) (JSON_VALUE would stop at 4000 characters).
 -- A lease that expired on its last attempt is dead already, for every reader, whether or not the
@@ -265,8 +334,11 @@ WHERE i.id = @id;
 -- reap_expired's: the expiry at or before @now.
 -- Only the work an item needs: the DELETE reads each item's queue row once (FORCESEEK on its key),
 -- for max_attempts, whether history keeps the payload (else the payload is not copied into @done)
--- and the dedup window; the history INSERT joins nothing, and sq_dedup is sought only for items that
--- have a dedup_key. The history record is always written (retention 0 keeps it until the purge).
+-- and the dedup window; the history INSERT joins nothing, sq_dedup is sought only for items that
+-- have a dedup_key, and sq_client_ids only for items whose id a producer gave (remember_id): its
+-- claim's window starts, so a retry keeps finding the item for the queue's dedup window. The item is
+-- locked before its claim, as a push locks them (see push_batch). The history record is always
+-- written (retention 0 keeps it until the purge).
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
 DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
@@ -280,13 +352,14 @@ DECLARE @done TABLE (
     first_popped_at DATETIME2(7) NULL,
     group_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
     dedup_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
+    remember_id BIT NOT NULL,
     errors NVARCHAR(MAX) NOT NULL,
     payload NVARCHAR(MAX) NULL,
     dedup_window_seconds INT NOT NULL
 );
 DELETE i
 OUTPUT deleted.id, deleted.queue, deleted.attempts, deleted.created_at, deleted.first_popped_at,
-       deleted.group_key, deleted.dedup_key, deleted.errors,
+       deleted.group_key, deleted.dedup_key, deleted.remember_id, deleted.errors,
        CASE WHEN q.history_payload = 1 THEN deleted.payload END, q.dedup_window_seconds
 INTO @done
 FROM dbo.sq_items AS i WITH (FORCESEEK)
@@ -308,6 +381,11 @@ SET expires_at = DATEADD(SECOND, d.dedup_window_seconds, @now)
 FROM dbo.sq_dedup AS k WITH (FORCESEEK)
 JOIN @done AS d ON k.queue = d.queue AND k.dedup_key = d.dedup_key AND k.item_id = d.id
 WHERE d.dedup_key IS NOT NULL;
+UPDATE k
+SET expires_at = DATEADD(SECOND, d.dedup_window_seconds, @now)
+FROM dbo.sq_client_ids AS k WITH (FORCESEEK)
+JOIN @done AS d ON k.id = d.id
+WHERE d.remember_id = 1;
 SELECT id, queue FROM @done;
 SELECT i.id,
        CASE WHEN i.status = 'leased' AND i.visible_at <= @now
@@ -490,9 +568,11 @@ ORDER BY i.died_at, i.seq;
 -- Dead items made ready again with attempts reset. A redriven item rejoins its ordered group at the
 -- back, so it takes a new seq; an IDENTITY column cannot be updated, so its row is deleted and
 -- inserted again (same id, payload, errors and first_popped_at), in the plan's order n, in which
--- IDENTITY numbers them. @plan is a JSON array of {"n", "seq", "seconds", "micros"}: when each
--- becomes poppable, from now. The queue's row is locked first, as a push into its groups does (see
--- push_batch), since rejoining a group is a push into it.
+-- IDENTITY numbers them. remember_id goes with it: a dead item still holds its claimed id (its window
+-- starts only when it is purged), and the revived item goes on holding it, its claim untouched. @plan
+-- is a JSON array of {"n", "seq", "seconds", "micros"}: when each becomes poppable, from now. The
+-- queue's row is locked first, as a push into its groups does (see push_batch), since rejoining a
+-- group is a push into it.
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
 DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
@@ -509,30 +589,33 @@ DECLARE @gone TABLE (
     priority INT NOT NULL,
     group_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
     dedup_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
-    first_popped_at DATETIME2(7) NULL
+    first_popped_at DATETIME2(7) NULL,
+    remember_id BIT NOT NULL
 );
 INSERT INTO @locked (queue)
 SELECT q.name FROM dbo.sq_queues AS q WITH (UPDLOCK, HOLDLOCK) WHERE q.name = @queue;
 DELETE i
 OUTPUT deleted.seq, deleted.id, deleted.queue, deleted.payload, deleted.created_at, deleted.errors,
-       deleted.priority, deleted.group_key, deleted.dedup_key, deleted.first_popped_at
+       deleted.priority, deleted.group_key, deleted.dedup_key, deleted.first_popped_at, deleted.remember_id
 INTO @gone
 FROM dbo.sq_items AS i WITH (FORCESEEK)
 JOIN OPENJSON(@plan) WITH (seq BIGINT) AS p ON i.seq = p.seq
 WHERE i.queue = @queue AND i.status = 'dead';
 INSERT INTO dbo.sq_items (id, queue, payload, created_at, status, attempts, visible_at, errors, priority,
-                          group_key, dedup_key, first_popped_at)
+                          group_key, dedup_key, first_popped_at, remember_id)
 SELECT g.id, g.queue, g.payload, g.created_at, 'ready', 0,
        DATEADD(MICROSECOND, p.micros, DATEADD(SECOND, p.seconds, @now)),
-       g.errors, g.priority, g.group_key, g.dedup_key, g.first_popped_at
+       g.errors, g.priority, g.group_key, g.dedup_key, g.first_popped_at, g.remember_id
 FROM @gone AS g
 JOIN OPENJSON(@plan) WITH (n INT, seq BIGINT, seconds INT, micros INT) AS p ON p.seq = g.seq
 ORDER BY p.n;
 SELECT COUNT(*) AS revived FROM @gone;
 
 -- name: purge_dead
--- A batch of the queue's dead items go, oldest first, and their dedup keys' windows start: a dead
--- item holds its key until it is purged. READPAST leaves items a concurrent redrive or purge holds.
+-- A batch of the queue's dead items go, oldest first, and the windows of their dedup keys and
+-- remembered ids start: a dead item holds its key, and its id, until it is purged. READPAST leaves
+-- items a concurrent redrive or purge holds. sq_client_ids is sought (FORCESEEK) only for the items
+-- that claimed their id, each after the item is gone, in the order pushes lock them (see push_batch).
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
 DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
@@ -540,21 +623,28 @@ DECLARE @queue NVARCHAR(4000) = :queue;
 DECLARE @gone TABLE (
     id UNIQUEIDENTIFIER NOT NULL,
     queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL,
-    dedup_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL
+    dedup_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
+    remember_id BIT NOT NULL
 );
 WITH doomed AS (
-    SELECT TOP (CAST(:limit AS INT)) x.id, x.queue, x.dedup_key
+    SELECT TOP (CAST(:limit AS INT)) x.id, x.queue, x.dedup_key, x.remember_id
     FROM dbo.sq_items AS x WITH (INDEX(sq_items_dead), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
     WHERE x.queue = @queue AND x.status = 'dead'
     ORDER BY x.died_at, x.seq
 )
 DELETE FROM doomed
-OUTPUT deleted.id, deleted.queue, deleted.dedup_key INTO @gone;
+OUTPUT deleted.id, deleted.queue, deleted.dedup_key, deleted.remember_id INTO @gone;
 UPDATE k
 SET expires_at = DATEADD(SECOND, q.dedup_window_seconds, @now)
 FROM dbo.sq_dedup AS k WITH (FORCESEEK)
 JOIN @gone AS d ON k.queue = d.queue AND k.dedup_key = d.dedup_key AND k.item_id = d.id
 JOIN dbo.sq_queues AS q ON q.name = d.queue;
+UPDATE k
+SET expires_at = DATEADD(SECOND, q.dedup_window_seconds, @now)
+FROM dbo.sq_client_ids AS k WITH (FORCESEEK)
+JOIN @gone AS d ON k.id = d.id
+JOIN dbo.sq_queues AS q ON q.name = d.queue
+WHERE d.remember_id = 1;
 SELECT COUNT(*) AS purged FROM @gone;
 
 -- name: list_history
@@ -582,13 +672,16 @@ OPTION (RECOMPILE);
 
 -- name: purge_history
 -- Per queue, its oldest records past its retention (a range at the front of sq_history_queue), then
--- dedup keys past their window (sq_dedup_expires); at most @limit of each. One row: how many of each.
+-- dedup keys past their window (sq_dedup_expires), then remembered ids past theirs
+-- (sq_client_ids_expires: claims of live items, NULL, are not in it); at most @limit of each. One
+-- row: how many of each.
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
 DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
 DECLARE @limit INT = CAST(:limit AS INT);
 DECLARE @history INT;
 DECLARE @keys INT;
+DECLARE @ids INT;
 WITH old AS (
     SELECT TOP (@limit) h.seq
     FROM dbo.sq_queues AS q
@@ -608,7 +701,14 @@ WITH expired AS (
 )
 DELETE FROM expired;
 SET @keys = @@ROWCOUNT;
-SELECT @history AS history, @keys AS keys;
+WITH expired_ids AS (
+    SELECT TOP (@limit) expires_at
+    FROM dbo.sq_client_ids WITH (INDEX(sq_client_ids_expires))
+    WHERE expires_at IS NOT NULL AND expires_at <= @now
+)
+DELETE FROM expired_ids;
+SET @ids = @@ROWCOUNT;
+SELECT @history AS history, @keys AS keys, @ids AS ids;
 
 -- name: put_queue
 -- Replace the queue's settings, or create it with them; created says which. UPDLOCK, HOLDLOCK on the
@@ -700,6 +800,10 @@ ORDER BY i.created_at, i.seq;
 -- name: delete_queue
 -- The queue row is locked first (UPDLOCK, HOLDLOCK) so that no push registers it meanwhile; live
 -- leases decide, unless forced; then its items, history, dedup keys and row go, in one transaction.
+-- The claims of its items' ids go with the items: sought by id (FORCESEEK) from the items deleted,
+-- after them, in the order pushes lock an item and its claim (see push_batch). The ids of items that
+-- finished earlier stay remembered until their windows end: sq_client_ids is keyed by id alone, not
+-- by queue, as on every engine.
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
 DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
@@ -710,12 +814,20 @@ DECLARE @leased INT = 0;
 DECLARE @items INT = 0;
 DECLARE @history INT = 0;
 DECLARE @deleted INT = 0;
+DECLARE @gone TABLE (id UNIQUEIDENTIFIER NOT NULL, remember_id BIT NOT NULL);
 SELECT @found = COUNT(*) FROM dbo.sq_queues WITH (UPDLOCK, HOLDLOCK) WHERE name = @queue;
 SELECT @leased = COUNT(*) FROM dbo.sq_items WHERE queue = @queue AND status = 'leased' AND visible_at > @now;
 IF @found = 1 AND (@force = 1 OR @leased = 0)
 BEGIN
-    DELETE FROM dbo.sq_items WHERE queue = @queue;
+    DELETE i
+    OUTPUT deleted.id, deleted.remember_id INTO @gone
+    FROM dbo.sq_items AS i
+    WHERE i.queue = @queue;
     SET @items = @@ROWCOUNT;
+    DELETE k
+    FROM dbo.sq_client_ids AS k WITH (FORCESEEK)
+    JOIN @gone AS g ON k.id = g.id
+    WHERE g.remember_id = 1;
     DELETE FROM dbo.sq_history WHERE queue = @queue;
     SET @history = @@ROWCOUNT;
     DELETE FROM dbo.sq_dedup WHERE queue = @queue;

@@ -50,6 +50,7 @@ from simplequeue.domain.rules import (
     complete_outcomes,
     dedup_leaders,
     follow_leaders,
+    id_holder_answer,
     in_pop_order,
     why_not_extended,
     why_refused,
@@ -155,13 +156,17 @@ class MssqlStore:
     @retry_deadlocks
     async def push_batch(self, items: Sequence[NewItem], *, skip_existing: bool) -> list[Pushed | None]:
         """One transaction: the call's dedup keys are claimed first (one batch, only if it has any),
-        then the items to insert go in one batch and one round trip, whatever their number.
+        then the items to insert go in one batch and one round trip, whatever their number, which
+        also claims the ids that are their items' idempotency keys (NewItem.remembers_id).
 
-        Of items that repeat a dedup key, the first speaks for the others; an item whose key another
-        item holds is that item's duplicate. An id that appears twice among the rest fails the call
-        (all or nothing) or keeps its first occurrence (skip_existing). push_batch inserts, in the
-        order given, only ids it does not find (see queries.sql for why that is race-free); in
-        all-or-nothing mode a shortfall is ItemExists and rolls everything back.
+        Of items that repeat a dedup key, or a remembered id of their queue, the first speaks for the
+        others; an item whose key another item holds is that item's duplicate. An id that appears
+        twice among the rest fails the call (all or nothing) or keeps its first occurrence
+        (skip_existing). push_batch inserts, in the order given, only ids it does not find, and a
+        remembered id only if it claims it (see queries.sql for why that is race-free). An item left
+        out whose id is remembered hears what holds the id: as a retry of that item if it is of the
+        same queue (id_holder_answer); any other item left out is ItemExists in all-or-nothing mode,
+        which rolls everything back, and None with skip_existing.
         """
         assert not (skip_existing and any(i.dedup_key for i in items)), "dedup keys need skip_existing=False"
         if not items:
@@ -182,13 +187,18 @@ class MssqlStore:
                     raise ItemExists()
             if fresh:
                 sent = params.push_json([items[n] for n in fresh.values()])
-                found = await fetch(conn, "push_batch", now=self._now(), items=sent)
+                found, holding = await fetch_sets(conn, "push_batch", now=self._now(), items=sent)
                 inserted = {rows.as_uuid(row["id"]) for row in found}
-                if len(inserted) < len(fresh) and not skip_existing:
-                    raise ItemExists()
+                holders = {
+                    rows.as_uuid(row["id"]): (row["queue"], rows.as_utc(row["created_at"])) for row in holding
+                }
                 for item_id, n in fresh.items():
                     if item_id in inserted:
                         results[n] = Pushed(item_id, items[n].created_at, created=True)
+                        continue
+                    results[n] = id_holder_answer(items[n], holders.get(item_id))
+                    if results[n] is None and not skip_existing:
+                        raise ItemExists()  # rolls the batch back: all or nothing
         return follow_leaders(results, leaders)
 
     async def _claim_dedup_keys(
@@ -248,8 +258,8 @@ class MssqlStore:
 
     @retry_deadlocks
     async def complete_batch(self, items: Sequence[Completion]) -> list[CompleteOutcome]:
-        """One batch: the items completed (with their history and dedup windows), then which of the
-        others are still there, and of those the dead."""
+        """One batch: the items completed (with their history, and the windows of their dedup keys
+        and remembered ids), then which of the others are still there, and of those the dead."""
         if not items:
             return []
         async with self._transaction() as conn:
@@ -495,4 +505,4 @@ class MssqlStore:
     async def purge_history(self, limit: int) -> int:
         async with self._transaction() as conn:
             [row] = await fetch(conn, "purge_history", now=self._now(), limit=limit)
-        return max(int(row["history"]), int(row["keys"]))
+        return max(int(row["history"]), int(row["keys"]), int(row["ids"]))

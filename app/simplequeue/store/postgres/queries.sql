@@ -30,6 +30,10 @@ RETURNING id
 -- of one id wait for each other on sq_client_ids' primary key, so one claims it and the others find
 -- the claim; a completion that is finishing the id's item holds the claim's row too, and the push
 -- then reads the window it set. :firsts marks the one item per id that claims it.
+-- The look-up in sq_items is a scalar subquery, not NOT EXISTS: an anti-join may be planned as a
+-- hash join over a scan of sq_items, and a pooled session keeps the generic plan it made while the
+-- table was small (seen: a fresh database's pushes slowing as the table grew). A subquery per
+-- claimed id seeks sq_items_id_key.
 WITH new_queues AS (
     INSERT INTO sq_queues (name, created_at)
     SELECT DISTINCT q, COALESCE(:now::timestamptz, now()) FROM unnest(:queues::text[]) AS q
@@ -39,7 +43,7 @@ WITH new_queues AS (
     SELECT c.id, c.queue, c.created_at
     FROM unnest(:ids::uuid[], :queues::text[], :created_ats::timestamptz[], :firsts::bool[])
         AS c(id, queue, created_at, first)
-    WHERE c.first AND NOT EXISTS (SELECT 1 FROM sq_items AS i WHERE i.id = c.id)
+    WHERE c.first AND (SELECT i.seq FROM sq_items AS i WHERE i.id = c.id) IS NULL
     ON CONFLICT (id) DO UPDATE
     SET queue = excluded.queue, created_at = excluded.created_at, expires_at = NULL
     WHERE sq_client_ids.expires_at <= COALESCE(:now::timestamptz, now())

@@ -16,18 +16,9 @@ VALUES (:id, :queue, :payload, :created_at, :visible_at, :priority, :group_key, 
 SELECT id, queue, created_at FROM sq_items WHERE id IN (SELECT value FROM json_each(:ids))
 
 -- name: remembered_ids
--- Claims on producer-given ids that still hold: their item lives, or finished less than its
--- queue's window ago.
+-- Producers' ids of finished items whose window has not passed.
 SELECT id, queue, created_at FROM sq_client_ids
-WHERE id IN (SELECT value FROM json_each(:ids)) AND (expires_at IS NULL OR expires_at > :now)
-
--- name: claim_client_ids
--- :claims is a JSON array of {"id", "queue", "created_at"}: ids that nothing holds (the caller
--- asked remembered_ids under the same write lock), new or past their window.
-INSERT INTO sq_client_ids (id, queue, created_at, expires_at)
-SELECT json_extract(c.value, '$.id'), json_extract(c.value, '$.queue'), json_extract(c.value, '$.created_at'), NULL
-FROM json_each(:claims) AS c WHERE true
-ON CONFLICT (id) DO UPDATE SET queue = excluded.queue, created_at = excluded.created_at, expires_at = NULL
+WHERE id IN (SELECT value FROM json_each(:ids)) AND expires_at > :now
 
 -- name: claim_dedup_keys
 -- :claims is a JSON array of {"queue", "key", "id", "created_at"}. Returns the keys this call
@@ -118,13 +109,15 @@ FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
 WHERE i.seq IN (SELECT value FROM json_each(:seqs))
   AND sq_dedup.queue = i.queue AND sq_dedup.dedup_key = i.dedup_key AND sq_dedup.item_id = i.id
 
--- name: start_id_windows
--- Items leaving the table whose ids producers gave: their ids stay taken for the queue's window.
--- Run only when such an item is among them.
-UPDATE sq_client_ids
-SET expires_at = sq_add_seconds(:now, q.dedup_window_seconds)
+-- name: remember_ids
+-- Items leaving the table whose ids producers gave: their ids stay taken for the queue's window
+-- (replacing the memory of an earlier item with the id, whose window had passed). Run only when
+-- such an item is among them.
+INSERT INTO sq_client_ids (id, queue, created_at, expires_at)
+SELECT i.id, i.queue, i.created_at, sq_add_seconds(:now, q.dedup_window_seconds)
 FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
-WHERE i.seq IN (SELECT value FROM json_each(:seqs)) AND i.remember_id AND sq_client_ids.id = i.id
+WHERE i.seq IN (SELECT value FROM json_each(:seqs)) AND i.remember_id
+ON CONFLICT (id) DO UPDATE SET queue = excluded.queue, created_at = excluded.created_at, expires_at = excluded.expires_at
 
 -- name: delete_items
 DELETE FROM sq_items WHERE seq IN (SELECT value FROM json_each(:seqs))
@@ -227,8 +220,7 @@ DELETE FROM sq_dedup WHERE (queue, dedup_key) IN (
 
 -- name: purge_client_ids
 DELETE FROM sq_client_ids WHERE id IN (
-    SELECT id FROM sq_client_ids INDEXED BY sq_client_ids_expires
-    WHERE expires_at IS NOT NULL AND expires_at <= :now
+    SELECT id FROM sq_client_ids INDEXED BY sq_client_ids_expires WHERE expires_at <= :now
     LIMIT :limit
 )
 
@@ -276,13 +268,6 @@ LIMIT :limit
 SELECT COUNT(*) AS leased FROM sq_items AS i INDEXED BY sq_items_pop
 JOIN sq_queues AS q ON q.name = i.queue
 WHERE i.queue = :queue AND i.status IN ('ready', 'leased') AND i.status = 'leased' AND i.visible_at > :now
-
--- name: delete_queue_client_ids
--- The claims of the queue's items' ids (before the items go); ids of items that finished earlier
--- stay remembered until their windows end, as on every engine.
-DELETE FROM sq_client_ids WHERE id IN (
-    SELECT id FROM sq_items WHERE queue = :queue AND remember_id
-)
 
 -- name: delete_queue_items
 DELETE FROM sq_items WHERE queue = :queue

@@ -324,7 +324,6 @@ class SqliteStore:
             leased = await fetch_one(conn, "live_leases", queue=queue, now=to_text(self._clock()))
             if leased["leased"] and not force:
                 raise QueueInUse()
-            await execute(conn, "delete_queue_client_ids", queue=queue)
             items = await execute(conn, "delete_queue_items", queue=queue)
             history = await execute(conn, "delete_queue_history", queue=queue)
             await execute(conn, "delete_queue_dedup", queue=queue)
@@ -380,7 +379,7 @@ class SqliteStore:
                 seqs = [row["seq"] for row in await fetch(conn, "dead_to_redrive", **params)]
                 now = to_text(self._clock())
                 await execute(conn, "start_dedup_windows", seqs=json.dumps(seqs), now=now)
-                await execute(conn, "start_id_windows", seqs=json.dumps(seqs), now=now)
+                await execute(conn, "remember_ids", seqs=json.dumps(seqs), now=now)
                 await execute(conn, "delete_items", seqs=json.dumps(seqs))
             purged += len(seqs)
             if len(seqs) < BATCH:
@@ -455,10 +454,8 @@ def _push_batch(
     ids = json.dumps([str(i.id) for i in items])
     holders = {row["id"]: row for row in statements.rows(conn, "existing_ids", ids=ids)}
     taken = set(holders)
-    if any(i.remembers_id for i in items):
-        for row in statements.rows(conn, "remembered_ids", ids=ids, now=to_text(now)):
-            holders.setdefault(row["id"], row)  # a live item's own row comes first
-    fresh: list[tuple[NewItem, bool]] = []
+    _remembered_ids(conn, items, leaders, taken, holders, to_text(now))
+    fresh: list[NewItem] = []
     for n, item in enumerate(items):
         if leaders[n] != n:
             continue
@@ -466,7 +463,7 @@ def _push_batch(
             results[n] = winner
             continue
         key = str(item.id)
-        if key in taken or (item.remembers_id and key in holders):
+        if key in taken:
             holder = holders.get(key)
             found = (holder["queue"], rows.as_utc(holder["created_at"])) if holder else None
             results[n] = id_holder_answer(item, found)
@@ -474,21 +471,33 @@ def _push_batch(
                 raise ItemExists()
             continue
         taken.add(key)
-        fresh.append((item, item.remembers_id))
+        fresh.append(item)
         results[n] = Pushed(item.id, item.created_at, created=True)
-    queues = [{"queue": q, "now": to_text(now)} for q in {i.queue for i, _ in fresh}]
+    queues = [{"queue": q, "now": to_text(now)} for q in {i.queue for i in fresh}]
     statements.run_many(conn, "ensure_queue", queues)
-    remembered = [
-        {"id": str(i.id), "queue": i.queue, "created_at": to_text(i.created_at)}
-        for i, claim in fresh
-        if claim
-    ]
-    if remembered:
-        statements.run(conn, "claim_client_ids", claims=json.dumps(remembered))
     statements.run_many(
-        conn, "insert_item", [{**insert_params(i, now), "remember_id": claim} for i, claim in fresh]
+        conn, "insert_item", [{**insert_params(i, now), "remember_id": i.remembers_id} for i in fresh]
     )
     return follow_leaders(results, leaders)
+
+
+def _remembered_ids(
+    conn: sqlite3.Connection,
+    items: Sequence[NewItem],
+    leaders: list[int],
+    taken: set[str],
+    holders: dict[str, Any],
+    now: str,
+) -> None:
+    """Adds to `taken` and `holders` the producers' ids of this call that finished items hold (one
+    statement, only when the call has such ids that no live item has)."""
+    wanted = [str(i.id) for n, i in enumerate(items) if leaders[n] == n and i.remembers_id]
+    unknown = [key for key in wanted if key not in taken]
+    if not unknown:
+        return
+    for row in statements.rows(conn, "remembered_ids", ids=json.dumps(unknown), now=now):
+        holders[row["id"]] = row
+        taken.add(row["id"])
 
 
 def _claim_dedup_keys(
@@ -531,7 +540,7 @@ def _finish(conn: sqlite3.Connection, matched: Sequence[Any], now: str) -> None:
     if any(row["dedup_key"] is not None for row in matched):
         statements.run(conn, "start_dedup_windows", **params)
     if any(row["remember_id"] for row in matched):
-        statements.run(conn, "start_id_windows", **params)
+        statements.run(conn, "remember_ids", **params)
     statements.run(conn, "delete_items", seqs=params["seqs"])
 
 
