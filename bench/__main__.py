@@ -1,6 +1,6 @@
 """Run every benchmark on SQLite and PostgreSQL and print figures next to same-run baselines.
 
-    python -m bench [--quick] [--engines sqlite,postgresql] [--update-readme]
+    python -m bench [--quick] [--engines sqlite,postgresql] [--update-docs]
 
 Results go to bench/results/<timestamp>.json and .png. The machine is shared and noisy:
 compare figures only within one run, which is why every target is a ratio to a baseline
@@ -228,10 +228,10 @@ def machine() -> dict[str, object]:
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--quick", action="store_true", help="shorter windows (a smoke run, not for the README)"
+        "--quick", action="store_true", help="shorter windows (a smoke run, not for the docs)"
     )
     parser.add_argument("--engines", default="sqlite,postgresql")
-    parser.add_argument("--update-readme", action="store_true", help="write the table into README.md")
+    parser.add_argument("--update-docs", action="store_true", help="write the table into docs/benchmarks.md")
     args = parser.parse_args()
 
     about = machine()
@@ -253,8 +253,8 @@ def main() -> None:
     profile_path.write_text("# Where the server's time goes\n\n" + "\n".join(profiles))
     print("\n" + "\n".join(profiles))
     print(f"\nsaved {stem}.json, {stem}.png and {profile_path.name}")
-    if args.update_readme:
-        report.update_readme(Path(__file__).parent.parent / "README.md", table, stem)
+    if args.update_docs:
+        report.update_page(Path(__file__).parent.parent / "docs" / "benchmarks.md", table, stem)
 
 
 if __name__ == "__main__":

@@ -84,10 +84,11 @@ def plot(figures: list[Figure], raw: dict[str, object], path: Path) -> None:
     plt.close(fig)
 
 
-def update_readme(readme: Path, table: str, stem: Path) -> None:
-    text = readme.read_text(encoding="utf-8")
+def update_page(page: Path, table: str, stem: Path) -> None:
+    """Replace the table between the page's bench markers (docs/benchmarks.md)."""
+    text = page.read_text(encoding="utf-8")
     if START not in text or END not in text:
-        raise SystemExit(f"README.md has no {START} … {END} block to update")
-    relative = stem.relative_to(readme.parent)
+        raise SystemExit(f"{page.name} has no {START} … {END} block to update")
+    relative = stem.relative_to(page.parent.parent)
     block = f"{START}\n{table}\n\nRaw figures: `{relative}.json`; plot: `{relative}.png`.\n{END}"
-    readme.write_text(re.sub(re.escape(START) + ".*?" + re.escape(END), lambda _: block, text, flags=re.S))
+    page.write_text(re.sub(re.escape(START) + ".*?" + re.escape(END), lambda _: block, text, flags=re.S))

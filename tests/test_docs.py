@@ -1,0 +1,113 @@
+"""The documentation's runnable blocks, run as a reader would: in order, against a live service.
+
+A fenced block right after the line `<!-- run -->` is run. The shell blocks of a page run as one
+bash script (`set -euo pipefail`), so a variable one block captures (an id, a lease token) is
+there for the next; each Python block runs on its own and must pass `mypy --strict` first. Every
+page gets a fresh `simplequeue serve` on SQLite, and the service's address in the text
+(127.0.0.1:8000, localhost:8000) is replaced by that service's. The site itself must build with
+`mkdocs build --strict` (broken links and missing pages fail it).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.test_e2e import serving
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = ["README.md", "docs/getting-started.md", "docs/api.md", "docs/clients.md"]
+BLOCK = re.compile(r"^<!-- run -->\n```(\w+)\n(.*?)^```$", re.M | re.S)
+ADDRESS = re.compile(r"(127\.0\.0\.1|localhost):8000")
+RUNS_IN = 120  # seconds a page's blocks may take in all (a long-poll is at most a few seconds)
+
+pytestmark = pytest.mark.e2e
+
+
+@dataclass(frozen=True)
+class Block:
+    language: str
+    text: str
+    line: int
+
+
+def blocks(page: str) -> list[Block]:
+    text = (ROOT / page).read_text(encoding="utf-8")
+    return [Block(m[1], m[2], text.count("\n", 0, m.start()) + 2) for m in BLOCK.finditer(text)]
+
+
+def test_every_page_marks_what_runs() -> None:
+    for page in PAGES:
+        found = blocks(page)
+        assert found, f"{page} has no runnable block"
+        assert {b.language for b in found} <= {"sh", "python"}, page
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_the_blocks_of_a_page_run_in_order_against_a_live_service(page: str, tmp_path: Path) -> None:
+    missing = [tool for tool in ("bash", "curl", "jq") if shutil.which(tool) is None]
+    if missing:  # scripts/test installs them; under CI their absence fails rather than skips
+        message = f"the documentation's shell blocks need {', '.join(missing)}"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    found = blocks(page)
+    with serving(f"sqlite:///{tmp_path / 'docs.db'}") as base:
+        address = base.removeprefix("http://")
+        env = {
+            **os.environ,
+            "SIMPLEQUEUE_URL": base,
+            "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+        }
+        shell = [b for b in found if b.language == "sh"]
+        if shell:
+            script = "set -euo pipefail\n" + "\n".join(
+                f"echo '--- {page}:{b.line}' >&2\n{ADDRESS.sub(address, b.text)}" for b in shell
+            )
+            ran = subprocess.run(
+                ["bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=RUNS_IN
+            )
+            where = ran.stderr.rsplit("--- ", 1)[-1].splitlines()[0] if "--- " in ran.stderr else page
+            assert ran.returncode == 0, f"{where} failed:\n{ran.stdout[-2000:]}\n{ran.stderr[-2000:]}"
+        for number, block in enumerate(b for b in found if b.language == "python"):
+            source = tmp_path / f"block_{number}.py"
+            source.write_text(ADDRESS.sub(address, block.text), encoding="utf-8")
+            typed = subprocess.run(
+                [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(source)],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=RUNS_IN,
+            )
+            assert typed.returncode == 0, f"{page}:{block.line} is not mypy --strict clean:\n{typed.stdout}"
+            ran = subprocess.run(
+                [sys.executable, str(source)],
+                cwd=ROOT,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=RUNS_IN,
+            )
+            assert ran.returncode == 0, (
+                f"{page}:{block.line} failed:\n{ran.stdout[-2000:]}\n{ran.stderr[-2000:]}"
+            )
+
+
+def test_the_site_builds_strictly(tmp_path: Path) -> None:
+    built = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert built.returncode == 0, built.stderr[-4000:]
+    reference = (tmp_path / "site" / "reference" / "index.html").read_text(encoding="utf-8")
+    assert "operationId <code>push</code>" in reference, "the API reference is written from the spec"
