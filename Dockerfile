@@ -37,6 +37,6 @@ ENV SIMPLEQUEUE_HOST=0.0.0.0 \
 VOLUME ["/data"]
 EXPOSE 8000
 # Ready, not merely alive: the database answers and is migrated. The start period covers a
-# database that comes up with the container (the service waits for it; see README, Outages).
+# database that comes up with the container (the service waits for it; see docs/operations.md, Outages).
 HEALTHCHECK --start-period=60s --interval=10s --timeout=5s --retries=3 CMD ["simplequeue", "probe", "--ready"]
 CMD ["simplequeue", "serve"]

@@ -1,1 +1,1 @@
-"""simplequeue's benchmark harness: `python -m bench` (see the README). Not part of the tests."""
+"""simplequeue's benchmark harness: `python -m bench` (see docs/benchmarks.md). Not part of the tests."""

@@ -4,7 +4,7 @@
 - PostgreSQL: SIMPLEQUEUE_TEST_POSTGRES_URL (default postgresql://postgres@127.0.0.1:5432/postgres).
   When it does not answer, the PostgreSQL cases fail under CI (CI=true) or with
   SIMPLEQUEUE_REQUIRE_POSTGRES=1, and are skipped with the reason otherwise.
-- SQL Server: only when SIMPLEQUEUE_TEST_MSSQL_URL is set (see the README); skipped otherwise.
+- SQL Server: only when SIMPLEQUEUE_TEST_MSSQL_URL is set (see docs/engines.md); skipped otherwise.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ works against a live server.
 
 The tools (clients/python/requirements.txt pins them) live in their own virtualenv,
 clients/python/.venv, made once and remade when the pins change: the generator pins its own httpx
-and attrs ranges, which must not decide ours. The steps are the README's: generate into
+and attrs ranges, which must not decide ours. The steps are docs/clients.md's: generate into
 clients/python/generated (not committed; generated in CI from the spec, which the drift test ties
 to the code), `pip install` it, `mypy --strict` over push_pop.py, and push_pop.py run against a real
 `simplequeue serve`: it pushes with only `payload`, pops with only `queue`, completes, and checks a

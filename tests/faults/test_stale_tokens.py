@@ -1,7 +1,7 @@
 """Stale lease tokens against a real service: a token whose lease expired and whose item was popped
 again since is refused (409 LeaseMismatch) by complete, fail, extend and batch complete, and
 changes nothing; the new token completes (204). An expired token of an item nobody popped since
-still completes (the README's semantics)."""
+still completes (docs/concepts.md)."""
 
 from __future__ import annotations
 

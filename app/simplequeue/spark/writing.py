@@ -4,7 +4,7 @@ Exactly once under task retries and speculative execution: every row without a d
 own gets one made of the write's id (drawn once, on the driver), the partition and the row's index
 in it. A retried or speculative attempt of a task pushes the same keys; the service answers those
 already there as duplicates and inserts nothing, also for items that workers completed meanwhile,
-as long as the queue's dedup_window_seconds has not passed since (see the README). That needs the
+as long as the queue's dedup_window_seconds has not passed since (see docs/spark.md). That needs the
 task's input in the same order on every attempt, as Spark's sources give it.
 """
 

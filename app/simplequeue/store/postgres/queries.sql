@@ -147,7 +147,7 @@ WHERE seq = (SELECT seq FROM sq_items WHERE id = :id)
 -- record and the dedup window both, sq_dedup is probed only for an item that has a dedup_key, and
 -- sq_client_ids only for an item whose id a producer gave (remember_id): its window starts too.
 -- The history record is always written: a queue with retention_seconds = 0 keeps its records until
--- the next purge (README, History and retention), and its stats count them until then.
+-- the next purge (docs/concepts.md, History and retention), and its stats count them until then.
 WITH present AS (
     SELECT i.id,
            CASE WHEN i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now())
