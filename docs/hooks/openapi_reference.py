@@ -30,6 +30,7 @@ def render(spec: dict[str, Any]) -> str:
                 if operation is None or tag["name"] not in operation.get("tags", []):
                     continue
                 out.append(_operation(method, path, operation, schemas))
+    out.append("## Schemas\n\nThe bodies above refer to these; every error answer is an `ErrorBody`.\n")
     for name in sorted(schemas):
         out.append(_schema(name, schemas[name]))
     return "\n".join(out)
