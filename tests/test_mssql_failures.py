@@ -22,6 +22,7 @@ from simplequeue.domain import (  # noqa: E402
     QueueError,
     StoreError,
 )
+from simplequeue.domain.errors import DatabaseMisconfigured  # noqa: E402
 from simplequeue.store.mssql import odbc  # noqa: E402
 from simplequeue.store.mssql.errors import Deadlocked, native_errors, translated_errors  # noqa: E402
 from simplequeue.store.mssql.statements import Q  # noqa: E402
@@ -107,6 +108,81 @@ def test_native_errors_are_the_numbers_before_the_odbc_function() -> None:
         "(SQLExecDirectW)"
     )
     assert native_errors(message) == {8, 3621}
+
+
+# --- what SQL Server refuses: named in one line (never the password) --------------------------------
+
+
+@pytest.mark.parametrize(
+    ("error", "detail"),
+    [
+        (
+            pyodbc.InterfaceError(
+                "28000",
+                "[28000] " + MSODBC + "Login failed for user 'app'. (18456) (SQLDriverConnect)",
+            ),
+            "login failed for user 'app': check the user name and password (SQL Server error 18456)",
+        ),
+        (
+            pyodbc.OperationalError(
+                "42000",
+                "[42000] " + FREETDS + "Login failed for user 'app'. (18456) (SQLDriverConnect)",
+            ),
+            "login failed for user 'app': check the user name and password (SQL Server error 18456)",
+        ),
+        (
+            pyodbc.InterfaceError("28000", "[28000] [unixODBC][FreeTDS]Login refused (0) (SQLDriverConnect)"),
+            "login failed: check the user name and password (SQLSTATE 28000)",
+        ),
+        (
+            pyodbc.InterfaceError(
+                "42000",
+                "[42000] " + MSODBC + 'Cannot open database "jobs" requested by the login. The login '
+                "failed. (4060) (SQLDriverConnect); [28000] "
+                + MSODBC
+                + "Login failed for user 'app'. (18456) (SQLDriverConnect)",
+            ),
+            'database "jobs" does not exist, or the login may not open it (SQL Server error 4060)',
+        ),
+    ],
+    ids=["odbc18-login", "freetds-login", "no-native-number", "no-database"],
+)
+async def test_a_refused_login_or_database_is_named(error: Exception, detail: str) -> None:
+    with pytest.raises(DatabaseMisconfigured) as raised:
+        async with translated_errors():
+            raise error
+    assert raised.value.detail == detail
+    assert raised.value.__cause__ is error
+    assert isinstance(raised.value, DatabaseUnavailable)  # still a 503, still tried again
+
+    with pytest.raises(DatabaseMisconfigured) as raised:
+        async with translated_errors("db.internal:1433"):
+            raise error
+    assert " on db.internal:1433" in raised.value.detail
+
+
+async def test_a_migration_refused_its_login_fails_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from contextlib import asynccontextmanager
+
+    tries = 0
+    refused = pyodbc.InterfaceError(
+        "28000", "[28000] " + MSODBC + "Login failed for user 'sa'. (18456) (SQLDriverConnect)"
+    )
+    store = MssqlStore(URL)
+
+    @asynccontextmanager
+    async def acquire():  # type: ignore[no-untyped-def]
+        nonlocal tries
+        tries += 1
+        raise refused
+        yield
+
+    monkeypatch.setattr(store, "_acquire", acquire)
+    with pytest.raises(DatabaseMisconfigured, match="login failed for user 'sa'") as raised:
+        await store.migrate()
+    assert tries == 1  # migrate runs once: `simplequeue migrate` exits with the line at once
+    assert "secret" in URL
+    assert "secret" not in raised.value.detail
 
 
 # --- a stand-in connection that fails on cue -------------------------------------------------------

@@ -38,6 +38,7 @@ from simplequeue.domain import (
     Backoff,
     CompleteOutcome,
     Completion,
+    DatabaseMisconfigured,
     DatabaseUnavailable,
     DeadFilter,
     DeletedQueue,
@@ -3323,7 +3324,7 @@ DUPLICATE = "Cannot insert duplicate key row in object 'dbo.sq_items' with uniqu
             "InterfaceError",
             "28000",
             SERVER + "Login failed for user 'sa'. (18456) (SQLDriverConnect)",
-            DatabaseUnavailable,
+            DatabaseMisconfigured,  # still a DatabaseUnavailable (retried), naming the cause
         ),
         (
             "Error",

@@ -16,7 +16,10 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from simplequeue.store.factory import UnsupportedDatabaseURL, dialect_of
 
 MIN_KEY_LENGTH = 16
 
@@ -110,6 +113,18 @@ class Settings(BaseSettings):
     allow_anonymous: bool = Field(
         default=False, description="Serve on a non-loopback address without API keys anyway."
     )
+
+    @field_validator("database_url")
+    @classmethod
+    def _usable_database_url(cls, url: str) -> str:
+        """The store's own rules (no driver is imported), at load: a URL no store can use is one
+        line naming SIMPLEQUEUE_DATABASE_URL, not a traceback when the store is built."""
+        try:
+            dialect_of(url)
+        except UnsupportedDatabaseURL as exc:
+            # A custom error's message is shown as it is (a ValueError's gets "Value error, ").
+            raise PydanticCustomError("database_url", "{problem}", {"problem": str(exc)}) from None
+        return url
 
     @field_validator("log_level", "log_format", mode="before")
     @classmethod

@@ -28,6 +28,7 @@ from simplequeue.domain import (
     SchemaNotReady,
     StoreError,
 )
+from simplequeue.domain.errors import DatabaseMisconfigured
 
 log = logging.getLogger("simplequeue")
 
@@ -57,6 +58,11 @@ STATUS_OF: dict[type[QueueError], int] = {
 }
 """The one place the domain's errors meet HTTP: each class's status (a subclass takes its
 nearest ancestor's). Its code is the class's name."""
+
+ANSWERED_AS: dict[type[QueueError], type[QueueError]] = {DatabaseMisconfigured: DatabaseUnavailable}
+"""Errors whose detail is the operator's business (it names the database, its server, the login):
+callers get the code and plain sentence of the class each is a case of, and the log the detail.
+Their codes are not the API's (not in ErrorCode)."""
 
 
 HTTP_CODES: dict[int, tuple[str, ...]] = {
@@ -93,11 +99,12 @@ def status_of(error: QueueError | type[QueueError]) -> int:
 
 
 def domain_errors() -> list[type[QueueError]]:
-    """Every class of the domain's error tree below QueueError, depth first."""
+    """Every class of the domain's error tree below QueueError whose code callers may get (all
+    but ANSWERED_AS's), depth first."""
     found: list[type[QueueError]] = []
     for cls in QueueError.__subclasses__():
         found += [cls, *_below(cls)]
-    return found
+    return [cls for cls in found if cls not in ANSWERED_AS]
 
 
 def _below(cls: type[QueueError]) -> list[type[QueueError]]:
@@ -113,6 +120,7 @@ def codes_of(status: int) -> list[str]:
 async def on_queue_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, QueueError)
     status = status_of(exc)
+    public = ANSWERED_AS.get(type(exc))
     if status >= 500:
         # What the driver said goes to the log only: clients get a stable code and a plain sentence.
         log.warning(
@@ -122,8 +130,10 @@ async def on_queue_error(request: Request, exc: Exception) -> JSONResponse:
             request.url.path,
             status,
             exc.code,
-            describe(exc.__cause__) if exc.__cause__ else exc.detail,
+            exc.detail if public or not exc.__cause__ else describe(exc.__cause__),
         )
+    if public is not None:
+        return envelope(status, public.__name__, public().detail)
     return envelope(status, exc.code, exc.detail)
 
 

@@ -2,6 +2,7 @@
 
 from simplequeue.domain.errors import (
     Conflict,
+    DatabaseMisconfigured,
     DatabaseUnavailable,
     InvalidCursor,
     InvalidPayload,
@@ -52,6 +53,7 @@ __all__ = [
     "CompleteOutcome",
     "Completion",
     "Conflict",
+    "DatabaseMisconfigured",
     "DatabaseUnavailable",
     "DeadFilter",
     "DeletedQueue",

@@ -13,6 +13,7 @@
     ├── InvalidCursor
     ├── PayloadTooLarge
     ├── DatabaseUnavailable      worth a retry: the database is down, frozen or busy
+    │   └── DatabaseMisconfigured   the database refuses our settings: no such database, a bad login
     ├── SchemaNotReady
     └── StoreError               the database refused a statement: a bug, or a broken schema
 
@@ -87,6 +88,15 @@ class PayloadTooLarge(QueueError):
 
 class DatabaseUnavailable(QueueError):
     """The database cannot be reached right now; try again."""
+
+
+class DatabaseMisconfigured(DatabaseUnavailable):
+    """The database refuses this service's settings (the database does not exist, or the login is refused)."""
+
+    # Still unavailable, and tried again, since a database may be created or a login fixed while
+    # the service runs; but no passing outage: the detail names the cause, in one line, for the
+    # operator (`database "x" does not exist on db:5432`; never a password). Callers are told
+    # no more than DatabaseUnavailable tells them.
 
 
 class SchemaNotReady(QueueError):

@@ -103,7 +103,9 @@ class QueueService:
             log.warning(
                 "the database is not ready (%s: %s); trying again in the background", exc.code, exc.detail
             )
-            self._starting = asyncio.create_task(self._keep_trying(migrate), name="simplequeue-start")
+            self._starting = asyncio.create_task(
+                self._keep_trying(migrate, (exc.code, exc.detail)), name="simplequeue-start"
+            )
 
     async def _get_ready(self, migrate: bool) -> None:
         if not self._opened:
@@ -125,15 +127,21 @@ class QueueService:
             )
         self._ready = True
 
-    async def _keep_trying(self, migrate: bool) -> None:
+    async def _keep_trying(self, migrate: bool, said: tuple[str, str]) -> None:
+        """Until the database is ready, quietly: each try's failure is a line at info, with its cause
+        at warning again only when the cause changed (`said`: the last one told)."""
         delay = START_RETRY_FIRST_SECONDS
         while True:
             await asyncio.sleep(delay)
             try:
                 await self._get_ready(migrate)
             except (DatabaseUnavailable, SchemaNotReady) as exc:
-                log.info("the database is still not ready (%s); next try in %.0fs", exc.code, delay)
                 delay = min(delay * 2, START_RETRY_MAX_SECONDS)
+                if (exc.code, exc.detail) != said:
+                    said = (exc.code, exc.detail)
+                    log.warning("the database is still not ready (%s: %s); next try in %.0fs", *said, delay)
+                else:
+                    log.info("the database is still not ready (%s); next try in %.0fs", exc.code, delay)
                 continue
             log.info("the database is ready; serving")
             return

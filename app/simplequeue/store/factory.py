@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from simplequeue.domain import Clock, FinishedHook, ignore_finished
 from simplequeue.store.protocol import Store
@@ -11,7 +11,8 @@ __all__ = ["Store", "UnsupportedDatabaseURL", "create_store", "dialect_of"]
 
 
 class UnsupportedDatabaseURL(ValueError):
-    pass
+    """A database URL this service cannot use. The message is one line that never repeats the
+    URL (it may hold a password): settings show it as SIMPLEQUEUE_DATABASE_URL's problem."""
 
 
 _SCHEMES = {
@@ -23,14 +24,53 @@ _SCHEMES = {
     "mssql+aioodbc": "mssql",
 }
 
+_FORMS = "sqlite:///path, postgresql://user@host:port/db or mssql+odbc://user:password@host:port/db"
+
+# The schemes other tools write for the dialects served here: the dialect's own is suggested.
+_ALIKE = {
+    "sqlite": "sqlite:///path (this service picks the driver itself)",
+    "postgres": "postgresql://user@host:port/db (this service picks the driver itself)",
+    "mssql": "mssql+odbc://user:password@host:port/db?driver=...",
+}
+
 
 def dialect_of(url: str) -> str:
-    scheme = urlsplit(url).scheme.lower()
+    """The dialect a database URL names: sqlite, postgresql or mssql. UnsupportedDatabaseURL when
+    it is not one of those, or is malformed (checked without a driver: settings call this)."""
+    parts = _split(url)
+    scheme = parts.scheme.lower()
     if scheme not in _SCHEMES:
+        raise UnsupportedDatabaseURL(_unsupported(url, scheme))
+    dialect = _SCHEMES[scheme]
+    if dialect == "sqlite":
+        sqlite_path(url)
+    return dialect
+
+
+def _split(url: str) -> SplitResult:
+    if not url.strip():
+        raise UnsupportedDatabaseURL(f"empty; use {_FORMS}")
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # "Invalid IPv6 URL": a '[' without its ']'
+        raise UnsupportedDatabaseURL(f"malformed URL ({exc}); use {_FORMS}") from None
+    try:
+        if "," not in parts.netloc:  # postgresql://u@h1:5432,h2:5432/db names several servers
+            parts.port  # noqa: B018 -- raises on a port that is not a number from 0 to 65535
+    except ValueError:  # not quoted: in postgresql://user:password/db the "port" is a password
         raise UnsupportedDatabaseURL(
-            f"unsupported database URL scheme {scheme!r}; use sqlite:///, postgresql:// or mssql+odbc://"
-        )
-    return _SCHEMES[scheme]
+            f"malformed URL (its port is not a number from 0 to 65535); use {_FORMS}"
+        ) from None
+    return parts
+
+
+def _unsupported(url: str, scheme: str) -> str:
+    if "://" not in url and not scheme:
+        return f"not a URL; use {_FORMS}"
+    for prefix, form in _ALIKE.items():
+        if scheme.startswith(prefix):
+            return f"unsupported scheme {scheme!r}; use {form}"
+    return f"unsupported scheme {scheme!r}: the database is SQLite, PostgreSQL or SQL Server; use {_FORMS}"
 
 
 def create_store(
@@ -63,9 +103,13 @@ def create_store(
 
 def sqlite_path(url: str) -> str:
     """sqlite:///relative.db, sqlite:////absolute.db, sqlite:///:memory: (one process only)."""
-    prefix = "sqlite:///"
-    if not url.startswith(prefix):
-        raise UnsupportedDatabaseURL(
-            "SQLite URLs look like sqlite:///./simplequeue.db or sqlite:////var/lib/sq.db"
-        )
-    return url[len(prefix) :] or "simplequeue.db"
+    _, _, rest = url.partition(":")
+    if rest.startswith("///"):
+        return rest[3:] or "simplequeue.db"
+    named = rest.removeprefix("//")
+    # sqlite://relative.db: what follows the two slashes is a host, and no file is named at all.
+    shown = f"sqlite:///{named}" if named and "@" not in named else "sqlite:///relative.db"
+    raise UnsupportedDatabaseURL(
+        f"a SQLite URL takes three slashes before the file: use {shown} (relative to the working "
+        "directory) or sqlite:////abs/path (absolute)"
+    )

@@ -12,6 +12,7 @@ from typing import Any, ParamSpec, TypeVar
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_random
 
 from simplequeue.domain import DatabaseUnavailable, ItemExists, QueueError, SchemaNotReady, StoreError
+from simplequeue.domain.errors import DatabaseMisconfigured
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -22,11 +23,19 @@ _INVALID_OBJECT = 208
 _DEADLOCK_VICTIM = 1205
 # Azure SQL's "try again later" errors: the database is moving, busy or throttled, or not yet open;
 # and 1222, a lock not granted within the session's LOCK_TIMEOUT.
-_TRANSIENT = {1222, 4060, 10928, 10929, 40197, 40501, 40613, 49918, 49919, 49920}
-# 08: connection; HYT00/HYT01: login or query timeout; 28000: login refused; 40001: deadlock victim.
+_TRANSIENT = {1222, 10928, 10929, 40197, 40501, 40613, 49918, 49919, 49920}
+# The server refuses our settings: 4060, the database named cannot be opened (it does not exist,
+# or the login may not open it; on Azure, also while it moves); 18456, the login failed. Tried
+# again like an outage, but the detail names the cause (the server's words hold no password).
+_NO_DATABASE = 4060
+_LOGIN_FAILED = 18456
+_LOGIN_STATE = "28000"
+_DATABASE_NAMED = re.compile(r'Cannot open database "([^"]*)"')
+_USER_NAMED = re.compile(r"Login failed for user '([^']*)'")
+# 08: connection; HYT00/HYT01: login or query timeout; 40001: deadlock victim.
 # FreeTDS reports deadlocks and lock timeouts under other states (HY000, 01000): the native
 # numbers above decide for those.
-_UNAVAILABLE_STATES = ("08", "HYT", "28000", "40001")
+_UNAVAILABLE_STATES = ("08", "HYT", "40001")
 # pyodbc ends each diagnostic record with "(native error number) (ODBC function)" and joins
 # records with "; ". Only those numbers are SQL Server's: a "(12345)" inside the message text (a
 # duplicate key's value, a process id) is not, and must not be read as an error number.
@@ -72,8 +81,9 @@ deadlock_unavailable = on_deadlock(1)
 
 
 @asynccontextmanager
-async def translated_errors() -> AsyncIterator[None]:
-    """The one place where pyodbc's exceptions (and timeouts) become domain errors."""
+async def translated_errors(server: str | None = None) -> AsyncIterator[None]:
+    """The one place where pyodbc's exceptions (and timeouts) become domain errors. `server`
+    (host:port) ends a misconfiguration's detail: `database "x" does not exist on db:1433, ...`."""
     try:
         yield
     except QueueError:
@@ -83,7 +93,7 @@ async def translated_errors() -> AsyncIterator[None]:
     except Exception as exc:
         if not _is_driver_error(exc):
             raise
-        raise _domain_error(exc) from exc
+        raise _domain_error(exc, server) from exc
 
 
 def _is_driver_error(exc: Exception) -> bool:
@@ -92,9 +102,11 @@ def _is_driver_error(exc: Exception) -> bool:
     return pyodbc is not None and isinstance(exc, pyodbc.Error)
 
 
-def _domain_error(exc: Exception) -> QueueError | Deadlocked:
+def _domain_error(exc: Exception, server: str | None = None) -> QueueError | Deadlocked:
     state, message = _diagnostics(exc)
     codes = native_errors(message)
+    if detail := misconfiguration(state, message, codes, server):
+        return DatabaseMisconfigured(detail)
     if _DEADLOCK_VICTIM in codes:
         return Deadlocked()
     if codes & _DUPLICATE_KEY and _ITEM_ID_INDEX in message:
@@ -106,6 +118,21 @@ def _domain_error(exc: Exception) -> QueueError | Deadlocked:
     if operational or state.startswith(_UNAVAILABLE_STATES) or codes & _TRANSIENT:
         return DatabaseUnavailable()
     return StoreError()
+
+
+def misconfiguration(state: str, message: str, codes: set[int], server: str | None = None) -> str | None:
+    """One line naming what SQL Server refused (the database, the login), or None."""
+    on = f" on {server}" if server else ""
+    if _NO_DATABASE in codes:
+        named = _DATABASE_NAMED.search(message)
+        database = f'database "{named.group(1)}"' if named else "the database named in the URL"
+        return f"{database} does not exist{on}, or the login may not open it (SQL Server error 4060)"
+    if _LOGIN_FAILED in codes or state == _LOGIN_STATE:
+        named = _USER_NAMED.search(message)
+        user = f" for user '{named.group(1)}'" if named else ""
+        why = "SQL Server error 18456" if _LOGIN_FAILED in codes else f"SQLSTATE {state}"
+        return f"login failed{user}{on}: check the user name and password ({why})"
+    return None
 
 
 def native_errors(message: str) -> set[int]:

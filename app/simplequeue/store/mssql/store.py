@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, suppress
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit
 from uuid import UUID, uuid4
 
 from simplequeue.domain import (
@@ -89,6 +90,7 @@ class MssqlStore:
         on_finished: FinishedHook = ignore_finished,
     ) -> None:
         self._dsn = odbc_connection_string(url)
+        self._server = _server_of(url)  # host:port, for errors that name the server
         self._on_finished = on_finished
         self._pool_size = pool_size
         self._timeout = timeout_seconds
@@ -132,13 +134,13 @@ class MssqlStore:
 
     @asynccontextmanager
     async def _transaction(self) -> AsyncIterator[Connection]:
-        async with translated_errors(), self._acquire() as conn, committed(conn):
+        async with translated_errors(self._server), self._acquire() as conn, committed(conn):
             yield conn
 
     @deadlock_unavailable
     async def migrate(self) -> list[int]:
         async with (
-            translated_errors(),
+            translated_errors(self._server),
             self._acquire() as conn,
             migration_session(conn, self._timeout),
             committed(conn),
@@ -506,3 +508,13 @@ class MssqlStore:
         async with self._transaction() as conn:
             [row] = await fetch(conn, "purge_history", now=self._now(), limit=limit)
         return max(int(row["history"]), int(row["keys"]), int(row["ids"]))
+
+
+def _server_of(url: str) -> str | None:
+    """host:port of a mssql+odbc:// URL (None for an odbc_connect string, which may name anything)."""
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return None
+    return f"{host}:{port or 1433}" if host else None

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from urllib.parse import unquote, urlsplit
 
 import asyncpg
 
 from simplequeue.domain import DatabaseUnavailable, ItemExists, QueueError, SchemaNotReady, StoreError
+from simplequeue.domain.errors import DatabaseMisconfigured
 
 # The server is down, unreachable, refusing connections or shutting down, or a statement timed
 # out on our side: the connection it happened on is not to be trusted again.
@@ -25,15 +27,22 @@ UNAVAILABLE = (
 )
 
 
+# The server refuses our settings: the database named in the URL does not exist (3D000), or the
+# login (28000: no such role, no pg_hba.conf entry; 28P01: wrong password). Tried again like an
+# outage, but the detail says which, in the server's words (they never hold the password).
+_MISCONFIGURED = (asyncpg.InvalidCatalogNameError, asyncpg.InvalidAuthorizationSpecificationError)
+
+
 # Worth a retry: one of two deadlocked transactions was rolled back, or a statement ran into
 # statement_timeout or lock_timeout (the server is overloaded or a lock is held too long).
 _TRY_AGAIN = (asyncpg.DeadlockDetectedError, asyncpg.QueryCanceledError, asyncpg.LockNotAvailableError)
 
 
 @asynccontextmanager
-async def translated_errors() -> AsyncIterator[None]:
+async def translated_errors(server: str | None = None) -> AsyncIterator[None]:
     """The one place where asyncpg's exceptions become domain errors. What the driver said stays
-    on the chained cause, for the log; clients hear the domain error's plain sentence."""
+    on the chained cause, for the log; clients hear the domain error's plain sentence. `server`
+    (host:port, see server_of) ends a misconfiguration's detail: `... does not exist on db:5432`."""
     try:
         yield
     except QueueError:
@@ -42,9 +51,34 @@ async def translated_errors() -> AsyncIterator[None]:
         if exc.constraint_name == "sq_items_id_key":
             raise ItemExists() from exc
         raise StoreError() from exc
+    except _MISCONFIGURED as exc:
+        raise DatabaseMisconfigured(misconfiguration(exc, server)) from exc
     except asyncpg.UndefinedTableError as exc:
         raise SchemaNotReady() from exc
     except (*UNAVAILABLE, *_TRY_AGAIN) as exc:
         raise DatabaseUnavailable() from exc
     except asyncpg.PostgresError as exc:
         raise StoreError() from exc
+
+
+def misconfiguration(exc: asyncpg.PostgresError, server: str | None = None) -> str:
+    """One line: what the server said (`database "x" does not exist`, `password authentication
+    failed for user "u"`), and where."""
+    lines = str(exc).strip().splitlines() or [type(exc).__name__]
+    return f"{lines[0]} on {server}" if server else lines[0]
+
+
+def server_of(url: str) -> str | None:
+    """host:port of a postgresql:// URL, as errors name the server; None where the URL names no
+    one server (several, or libpq's defaults and query parameters decide)."""
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return None
+    if not host or "," in host:
+        return None
+    host = unquote(host)
+    if host.startswith("/"):  # a Unix socket's directory
+        return host
+    return f"[{host}]:{port or 5432}" if ":" in host else f"{host}:{port or 5432}"

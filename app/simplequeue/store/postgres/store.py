@@ -55,7 +55,7 @@ from simplequeue.domain.rules import (
 from simplequeue.store import rows
 from simplequeue.store.cursors import decode_cursor, next_cursor
 from simplequeue.store.migrations import latest_version, load_migrations
-from simplequeue.store.postgres.errors import UNAVAILABLE, translated_errors
+from simplequeue.store.postgres.errors import UNAVAILABLE, server_of, translated_errors
 from simplequeue.store.postgres.listen import Listener
 from simplequeue.store.postgres.statements import execute, fetch, fetch_one, fetch_value
 
@@ -99,6 +99,7 @@ class PostgresStore:
         on_finished: FinishedHook = ignore_finished,
     ):
         self._url = url
+        self._server = server_of(url)  # host:port, for errors that name the server
         self._on_finished = on_finished
         self._pool_size = pool_size
         self._timeout = timeout_seconds
@@ -148,7 +149,7 @@ class PostgresStore:
         every statement) ends within the timeout, or raises DatabaseUnavailable: a request never
         hangs on a frozen or unreachable server. bounded=False: migrations only."""
         assert self._pool is not None, "store is not open"
-        async with translated_errors(), asyncio.timeout(self._timeout if bounded else None):
+        async with translated_errors(self._server), asyncio.timeout(self._timeout if bounded else None):
             conn = await self._pool.acquire()
             try:
                 yield conn

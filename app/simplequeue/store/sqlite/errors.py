@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from simplequeue.domain import DatabaseUnavailable, ItemExists, QueueError, SchemaNotReady, StoreError
+from simplequeue.domain.errors import DatabaseMisconfigured
 
 
 @asynccontextmanager
@@ -27,7 +28,11 @@ async def translated_errors() -> AsyncIterator[None]:
         message = str(exc)
         if "no such table" in message:
             raise SchemaNotReady() from exc
-        if "locked" in message or "busy" in message or "unable to open" in message:
+        if "unable to open" in message:  # a directory, or one that may not be written
+            raise DatabaseMisconfigured(
+                f"SQLite {message}: check that the path names a file in a directory this service may write"
+            ) from exc
+        if "locked" in message or "busy" in message:
             raise DatabaseUnavailable() from exc
         raise StoreError() from exc
     except sqlite3.Error as exc:

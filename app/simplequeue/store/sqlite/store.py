@@ -20,6 +20,7 @@ from simplequeue.domain import (
     Clock,
     CompleteOutcome,
     Completion,
+    DatabaseMisconfigured,
     DeadFilter,
     DeletedQueue,
     Failure,
@@ -105,9 +106,19 @@ class SqliteStore:
         return conn
 
     async def open(self) -> None:
-        if self._path not in ("", ":memory:"):
-            Path(self._path).parent.mkdir(parents=True, exist_ok=True)
         async with translated_errors():
+            if self._path not in ("", ":memory:"):
+                folder = Path(self._path).parent
+                try:
+                    folder.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise DatabaseMisconfigured(
+                        f"cannot make the SQLite file's directory {folder}: {exc.strerror}"
+                    ) from exc
+                # A path SQLite cannot open (a directory, no permission) fails here, in this thread:
+                # aiosqlite's connection thread outlives such a failure and prints a traceback
+                # when the event loop has closed.
+                sqlite3.connect(self._path, timeout=self._timeout).close()
             self._writer = await self._connect()
             for _ in range(self._reader_count):
                 self._readers.put_nowait(await self._connect())
