@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
@@ -77,8 +79,20 @@ def test_push_again_with_its_id_pushes_nothing_even_after_it_was_processed(url: 
 
 
 def test_pop_with_nothing_prints_nothing_and_exits_3(url: str) -> None:
-    popped = run(url, "pop", "--queue", "cli-empty", "--wait", "0.2")
-    assert (popped.returncode, popped.stdout) == (3, "")
+    httpx.put(f"{url}/queues/cli-empty", json={}).raise_for_status()  # it exists, and is empty
+    for wait in ("0", "0.2"):
+        popped = run(url, "pop", "--queue", "cli-empty", "--wait", wait)
+        assert (popped.returncode, popped.stdout, popped.stderr) == (3, "", "")
+
+
+@pytest.mark.parametrize("args", [["pop"], ["pop", "--wait", "20"], ["stats"]])
+def test_a_queue_nothing_was_pushed_to_is_one_line_and_exit_6(url: str, args: list[str]) -> None:
+    started = time.monotonic()
+    done = run(url, *args, "--queue", "never-pushed-to")
+    assert (done.returncode, done.stdout) == (6, ""), done
+    [line] = done.stderr.strip().splitlines()
+    assert line == "Error: queue 'never-pushed-to' does not exist (nothing was ever pushed to it)"
+    assert time.monotonic() - started < 15  # said at once, not after the 20 s long-poll (a bound)
 
 
 @pytest.mark.parametrize(
@@ -87,7 +101,6 @@ def test_pop_with_nothing_prints_nothing_and_exits_3(url: str) -> None:
         (["push", "{not json"], "", "PAYLOAD is not JSON"),
         (["push", "-"], '{"ok": 1}\n{broken\n', "stdin line 2 is not JSON"),
         (["push", "--queue", "has space", "1"], "", "ValidationError"),
-        (["stats", "--queue", "never-pushed-to"], "", "QueueNotFound"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_1(url: str, args: list[str], stdin: str, says: str) -> None:
@@ -166,3 +179,172 @@ def test_a_url_that_is_not_simplequeue_is_one_line() -> None:
     assert done.returncode == 1
     [line] = done.stderr.strip().splitlines()
     assert line.startswith(f"Error: {base} does not answer as simplequeue does")
+
+
+def run_with(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The command with exactly this environment (and PATH)."""
+    return subprocess.run(
+        [*simplequeue_command(), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", **(env or {})},
+    )
+
+
+@pytest.mark.parametrize(
+    "where", ["notaurl", "ftp://x", "http://", "http://127.0.0.1:99999", "127.0.0.1:8000"]
+)
+@pytest.mark.parametrize("args", [["push", "1"], ["pop"], ["stats"], ["work", "--", "true"]])
+def test_an_invalid_url_is_a_usage_error_naming_url_and_simplequeue_url(where: str, args: list[str]) -> None:
+    by_env = run(where, *args)
+    by_option = run_with(args[0], "--url", where, *args[1:])
+    for done in (by_env, by_option):
+        assert done.returncode == 2, done
+        said = done.stderr.strip().splitlines()[-1]
+        assert said.startswith("Error: Invalid value for '--url' (env var: 'SIMPLEQUEUE_URL'):"), said
+        assert f"{where!r} is not the service's URL" in said
+        assert "does not answer" not in done.stderr
+
+
+class Foreign(http.server.BaseHTTPRequestHandler):
+    """Some other web server: an HTML page with the status `status`, whatever is asked."""
+
+    status: ClassVar[int] = 404
+    body: ClassVar[bytes] = b"<html><body><h1>Not here</h1></body></html>"
+    content_type: ClassVar[str] = "text/html"
+
+    def answer(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = Foreign.body
+        self.send_response(Foreign.status)
+        self.send_header("Content-Type", Foreign.content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = answer
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def foreign_server(status: int) -> Iterator[str]:
+    Foreign.status = status
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Foreign)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+@pytest.mark.parametrize(
+    ("status", "exit_status", "says"),
+    [
+        (404, 1, "answered 404 Not Found, not simplequeue's JSON: not a simplequeue service?"),
+        (
+            502,
+            4,
+            "answered 502 Bad Gateway, not simplequeue's JSON: a proxy whose simplequeue does not answer?",
+        ),
+    ],
+)
+def test_an_answer_that_is_not_simplequeue_is_named_as_such(status: int, exit_status: int, says: str) -> None:
+    with foreign_server(status) as base:
+        runs = [
+            run(base, *args)
+            for args in (["push", "1"], ["pop"], ["stats", "-q", "q"], ["work", "--", "true"])
+        ]
+    for done in runs:
+        assert done.returncode == exit_status, done
+        [line] = done.stderr.strip().splitlines()
+        assert line == f"Error: {base} {says}"
+
+
+def test_a_service_that_is_not_ready_is_exit_4_after_the_retries() -> None:
+    Foreign.body = b'{"error": "DatabaseUnavailable", "detail": "the database does not answer"}'
+    Foreign.content_type = "application/json"
+    try:
+        with foreign_server(503) as base:
+            done = run(base, "stats")
+    finally:
+        Foreign.body = b"<html><body><h1>Not here</h1></body></html>"
+        Foreign.content_type = "text/html"
+    assert done.returncode == 4, done
+    [line] = done.stderr.strip().splitlines()
+    assert line == f"Error: {base} is not ready: DatabaseUnavailable: the database does not answer"
+
+
+PRODUCER = "producer-key-for-jobs-0123"
+CONSUMER = "consumer-key-for-all-4567"
+
+
+@pytest.fixture(scope="module")
+def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    keys = [
+        {"key": PRODUCER, "role": "producer", "queues": ["jobs.*"]},
+        {"key": CONSUMER, "role": "consumer"},
+    ]
+    database = f"sqlite:///{tmp_path_factory.mktemp('keyed') / 'keyed.db'}"
+    with serving(database, env={"SIMPLEQUEUE_API_KEYS": json.dumps(keys)}) as base:
+        yield base
+
+
+def test_api_key_option_or_environment(keyed: str) -> None:
+    pushed = run_with("push", "--url", keyed, "--api-key", PRODUCER, "-q", "jobs.a", '{"n": 1}')
+    assert pushed.returncode == 0, pushed.stderr
+    # The option wins over the environment.
+    popped = run_with(
+        "pop", "--url", keyed, "--api-key", CONSUMER, "-q", "jobs.a", env={"SIMPLEQUEUE_API_KEY": PRODUCER}
+    )
+    assert popped.returncode == 0, popped.stderr
+    assert json.loads(popped.stdout)["payload"] == {"n": 1}
+    by_env = run_with("stats", "--url", keyed, "-q", "jobs.a", env={"SIMPLEQUEUE_API_KEY": CONSUMER})
+    assert (by_env.returncode, json.loads(by_env.stdout)["leased"]) == (0, 1), by_env.stderr
+    for done in (pushed, popped, by_env):
+        assert PRODUCER not in done.stdout + done.stderr
+        assert CONSUMER not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("args", [["push", "1"], ["pop"], ["stats"], ["work", "--", "true"]])
+def test_a_missing_or_unknown_api_key_names_simplequeue_api_key_and_the_option(
+    keyed: str, args: list[str]
+) -> None:
+    missing = run(keyed, *args)
+    assert missing.returncode == 1, missing
+    [line] = missing.stderr.strip().splitlines()
+    assert line == f"Error: {keyed} wants an API key: set SIMPLEQUEUE_API_KEY or pass --api-key"
+    unknown = run_with(args[0], "--url", keyed, "--api-key", "not-a-key-of-this-service", *args[1:])
+    assert unknown.returncode == 1, unknown
+    [line] = unknown.stderr.strip().splitlines()
+    assert line == f"Error: {keyed} does not know this API key: check SIMPLEQUEUE_API_KEY or --api-key"
+    assert "not-a-key-of-this-service" not in unknown.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (
+            ["push", "-q", "mail", "1"],
+            "this API key may not push to queue 'mail': this key may not use queue 'mail'",
+        ),
+        (
+            ["pop", "-q", "jobs.a"],
+            "this API key may not pop from queue 'jobs.a': a producer key may not consume",
+        ),
+        (
+            ["work", "-q", "jobs.a", "--", "true"],
+            "this API key may not work on queue 'jobs.a': a producer key may not consume",
+        ),
+    ],
+)
+def test_a_key_that_may_not_says_what_on_which_queue(keyed: str, args: list[str], says: str) -> None:
+    done = run_with(*args, env={"SIMPLEQUEUE_URL": keyed, "SIMPLEQUEUE_API_KEY": PRODUCER})
+    assert done.returncode == 1, done
+    [line] = done.stderr.strip().splitlines()
+    assert line == f"Error: {says}"

@@ -84,9 +84,9 @@ def test_exit_0_completes_and_non_zero_fails_with_the_stderr_tail(url: str, sq: 
     )
     done = work(url, "--queue", "w-fail", "--exit-when-empty", "--", *py(script))
 
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 5, done.stderr  # a command failed
     assert sorted(done.stdout.splitlines()) == sorted([f"{ok.id} 1 1", f"{bad.id} 1 2"])
-    assert done.stderr.strip().splitlines()[-1] == "simplequeue work: 1 succeeded, 1 failed"
+    assert done.stderr.strip().splitlines()[-1] == "simplequeue work: 1 succeeded, 1 failed, 1 of them dead"
     [dead] = sq.dead("w-fail").items
     assert dead.id == bad.id
     error = dead.errors[-1].error
@@ -100,7 +100,7 @@ def test_the_error_names_the_exit_status_and_an_empty_stderr(url: str, sq: Clien
     sq.put_queue("w-status", max_attempts=1)
     item = sq.push({}, queue="w-status")
     done = work(url, "-q", "w-status", "--exit-when-empty", "--", "sh", "-c", "exit 3")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 5, done.stderr
     assert sq.get_item(item.id).errors[-1].error == "exit status 3 (nothing on stderr)"
 
 
@@ -157,8 +157,9 @@ def test_a_second_signal_terminates_the_running_commands(url: str, sq: Client, t
         _, stderr = process.communicate(timeout=60)
     finally:
         process.kill()
-    assert process.returncode == 0, stderr
+    assert process.returncode == 5, stderr  # its command failed: killed
     assert "SIGINT: terminating 1 running command(s)" in stderr
+    assert stderr.strip().splitlines()[-1] == "simplequeue work: 0 succeeded, 1 failed"  # retried later
     found = sq.get_item(item.id)
     assert found.status in {"retrying", "ready"}
     assert found.errors[-1].error == "killed by SIGTERM (nothing on stderr)"
@@ -187,3 +188,50 @@ def test_an_unreachable_url_is_one_line_naming_it_within_seconds() -> None:
     [line] = done.stderr.strip().splitlines()
     assert dead in line
     assert time.monotonic() - started < 30
+
+
+def test_all_succeeded_is_exit_0_and_a_retried_failure_is_exit_5(
+    url: str, sq: Client, tmp_path: Path
+) -> None:
+    # A failed item waits an hour before its retry: this run will not see it again.
+    sq.put_queue("w-codes", backoff={"base_seconds": 3600, "cap_seconds": 3600, "jitter": 0})
+    sq.push_batch([{"payload": n} for n in range(3)], queue="w-codes")
+    done = work(url, "-q", "w-codes", "--exit-when-empty", "--", "cat")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "simplequeue work: 3 succeeded, 0 failed"
+    item = sq.push({}, queue="w-codes")
+    done = work(url, "-q", "w-codes", "--exit-when-empty", "--", "false")
+    assert done.returncode == 5, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "simplequeue work: 0 succeeded, 1 failed"
+    assert sq.get_item(item.id).status == "retrying"
+
+
+def test_a_queue_nothing_was_pushed_to_with_exit_when_empty_is_exit_6(url: str) -> None:
+    done = work(url, "-q", "w-never", "--exit-when-empty", "--", "true")
+    assert (done.returncode, done.stdout) == (6, ""), done
+    [line] = done.stderr.strip().splitlines()
+    assert line == "Error: queue 'w-never' does not exist (nothing was ever pushed to it)"
+
+
+def test_a_queue_nothing_was_pushed_to_is_said_once_and_waited_on(
+    url: str, sq: Client, tmp_path: Path
+) -> None:
+    process = start_work(url, "-q", "w-later", "--", "sh", "-c", "cat > done", cwd=tmp_path)
+    try:
+        assert process.stderr is not None
+        said = process.stderr.readline()
+        assert said == (
+            "simplequeue work: queue 'w-later' does not exist (nothing was ever pushed to it); "
+            "waiting for its first item\n"
+        )
+        sq.push({"first": True}, queue="w-later")
+        wait_for(
+            lambda: (tmp_path / "done").exists() and sq.stats("w-later").completed_in_history == 1, "the item"
+        )
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 0, stderr
+    assert (tmp_path / "done").read_text() == '{"first": true}\n'
+    assert stderr.strip().splitlines()[-1] == "simplequeue work: 1 succeeded, 0 failed"

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from simplequeue.cli_client import Failed, api_key, url_option
+from simplequeue.cli.client import Failed, api_key, url_option
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

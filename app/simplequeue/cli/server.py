@@ -1,8 +1,11 @@
-"""The `simplequeue` command: serve, migrate, purge, openapi; push, pop, stats and work over HTTP."""
+"""The server's side of `simplequeue`: serve, migrate, purge, openapi.
+
+They import the server (the settings, the store, the app) inside their functions: importing this
+module, as `simplequeue serve --help` does, costs click and nothing more.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import ipaddress
 import json
@@ -12,22 +15,21 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from pydantic import ValidationError
-from pydantic_settings import SettingsError
 
-from simplequeue import cli_client, cli_spark, cli_work
-from simplequeue.domain import QueueError
-from simplequeue.logs import logging_config
-from simplequeue.main import store_for
-from simplequeue.settings import Settings
-from simplequeue.store.factory import dialect_of
-from simplequeue.store.migrations import load_migrations
+if TYPE_CHECKING:
+    from simplequeue.settings import Settings
 
 
 def load_settings() -> Settings:
     """Settings from SIMPLEQUEUE_*; a mistake in them is one line naming the variable."""
+    from pydantic import ValidationError
+    from pydantic_settings import SettingsError
+
+    from simplequeue.settings import Settings
+
     try:
         return Settings()
     except ValidationError as exc:
@@ -51,16 +53,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-@click.group()
-@click.version_option(package_name="simplequeue", prog_name="simplequeue")
-def main() -> None:
-    """simplequeue: a queue service over HTTP, backed by a relational database.
-
-    Configure with SIMPLEQUEUE_* environment variables (see the README).
-    """
-
-
-@main.command()
+@click.command()
 @click.option("--host", default=None, help="Bind address (default SIMPLEQUEUE_HOST or 127.0.0.1).")
 @click.option("--port", type=int, default=None, help="Port (default SIMPLEQUEUE_PORT or 8000).")
 @click.option(
@@ -107,6 +100,7 @@ def _run(bind: str, port: int | None, workers: int, settings: Settings) -> None:
     import uvicorn
 
     from simplequeue.api.server import HeaderDeadlineProtocol
+    from simplequeue.logs import logging_config
 
     uvicorn.run(
         "simplequeue.main:app_from_env",
@@ -121,29 +115,13 @@ def _run(bind: str, port: int | None, workers: int, settings: Settings) -> None:
     )
 
 
-@main.command()
-@click.option("--ready", is_flag=True, help="Check readiness (database reached and migrated), not only life.")
-@click.option("--timeout", type=float, default=3.0, show_default=True, help="Seconds to wait for the answer.")
-def probe(ready: bool, timeout: float) -> None:
-    """Ask the service on this machine (SIMPLEQUEUE_PORT) whether it is alive, or ready: exit 0 if
-    so, 1 with one line if not (for a container's HEALTHCHECK)."""
-    import httpx
-
-    settings = load_settings()
-    url = f"http://127.0.0.1:{settings.port}/{'readyz' if ready else 'healthz'}"
-    try:
-        answer = httpx.get(url, timeout=timeout)
-    except httpx.HTTPError as exc:
-        raise click.ClickException(f"{url}: {type(exc).__name__}") from None
-    if answer.status_code != 200:
-        raise click.ClickException(f"{url}: {answer.status_code} {answer.text[:200]}")
-    click.echo(answer.text)
-
-
-@main.command()
+@click.command()
 @click.option("--print", "print_only", is_flag=True, help="Print the DDL for a DBA instead of applying it.")
 def migrate(print_only: bool) -> None:
     """Apply pending schema migrations (safe to re-run)."""
+    from simplequeue.store.factory import dialect_of
+    from simplequeue.store.migrations import load_migrations
+
     settings = load_settings()
     if print_only:
         for migration in load_migrations(dialect_of(settings.database_url)):
@@ -154,6 +132,11 @@ def migrate(print_only: bool) -> None:
 
 
 def _migrate(settings: Settings) -> list[int]:
+    import asyncio
+
+    from simplequeue.domain import QueueError
+    from simplequeue.main import store_for
+
     async def run() -> list[int]:
         store = store_for(settings)
         await store.open()
@@ -168,13 +151,18 @@ def _migrate(settings: Settings) -> list[int]:
         raise click.ClickException(f"cannot migrate: {exc.code}: {exc.detail}") from None
 
 
-@main.command()
+@click.command()
 @click.option(
     "--max-rows", type=int, default=1_000_000, show_default=True, help="Stop after about this many rows."
 )
 def purge(max_rows: int) -> None:
-    """Sweep once: make dead the items whose lease expired on their last attempt, then delete
-    history past each queue's retention and dedup keys past their window (for cron)."""
+    """Sweep once: reap expired leases, delete old history.
+
+    Makes dead the items whose lease expired on their last attempt, then deletes history past each
+    queue's retention and dedup keys past their window (for cron)."""
+    import asyncio
+
+    from simplequeue.main import store_for
     from simplequeue.service.upkeep import purge as purge_rows
     from simplequeue.service.upkeep import reap
 
@@ -190,7 +178,7 @@ def purge(max_rows: int) -> None:
     click.echo(json.dumps({"reaped": reaped, "purged": purged}))
 
 
-@main.command()
+@click.command()
 @click.option(
     "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here instead of stdout."
 )
@@ -203,13 +191,3 @@ def openapi(output: Path | None) -> None:
         sys.stdout.write(text)
     else:
         output.write_text(text, encoding="utf-8")
-
-
-main.add_command(cli_client.push)
-main.add_command(cli_client.pop)
-main.add_command(cli_client.stats)
-main.add_command(cli_work.work)
-main.add_command(cli_spark.spark)
-
-if __name__ == "__main__":
-    main()

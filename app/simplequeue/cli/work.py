@@ -5,6 +5,11 @@ completes the item; anything else fails it with the exit status and the tail of 
 error (retried per the queue's backoff). Leases are extended while a command runs. The first
 SIGTERM or SIGINT stops popping and lets running commands finish; a second one terminates them
 (their items fail). Commands run in their own session, so a terminal's Ctrl-C reaches only us.
+
+`work` itself exits 0 when every command it ran succeeded, 5 when any failed (whatever stopped
+it: --exit-when-empty or a signal), and with the codes of simplequeue.cli for the rest. A queue
+nothing was ever pushed to is said once on stderr; plain `work` then waits for its first item
+(a worker may well start before its producers), `work --exit-when-empty` exits 6.
 """
 
 from __future__ import annotations
@@ -17,12 +22,23 @@ import os
 import shutil
 import signal
 import sys
+import uuid
 from collections.abc import Sequence
 
 import click
 
-from simplequeue.cli_client import CLI_RETRY, Failed, api_key, queue_option, talking_to, url_option
-from simplequeue.client import AsyncClient, Item, ItemFailed, QueueNotFound, Worker
+from simplequeue.cli.client import (
+    CLI_RETRY,
+    COMMAND_FAILED,
+    Failed,
+    NoSuchQueue,
+    api_key_option,
+    no_such_queue,
+    queue_option,
+    talking_to,
+    url_option,
+)
+from simplequeue.client import AsyncClient, Item, ItemFailed, ItemInfo, QueueNotFound, Worker
 from simplequeue.client.worker import MAX_TRACEBACK_CHARS
 
 STDERR_TAIL_BYTES = 4 * MAX_TRACEBACK_CHARS  # enough for MAX_TRACEBACK_CHARS characters of UTF-8
@@ -112,14 +128,39 @@ def _failure(status: int, tail: bytes) -> str:
     return f"{said}: {text if len(text) <= room else '…' + text[-(room - 1) :]}"
 
 
+class Counting(AsyncClient):
+    """The worker's client, counting the items its failures made dead (their last attempt)."""
+
+    died = 0
+
+    async def fail(
+        self,
+        item: Item | str | uuid.UUID,
+        error: str,
+        *,
+        lease_token: str | uuid.UUID | None = None,
+        retry: bool = True,
+        retry_after_seconds: float | None = None,
+    ) -> ItemInfo:
+        info = await super().fail(
+            item, error, lease_token=lease_token, retry=retry, retry_after_seconds=retry_after_seconds
+        )
+        if info.status == "dead":
+            self.died += 1
+        return info
+
+
 @click.command(context_settings={"allow_interspersed_args": False})
 @url_option
+@api_key_option
 @queue_option
 @click.option(
     "--concurrency", "-c", type=click.IntRange(1, 256), default=1, show_default=True, help="Commands at once."
 )
 @click.option(
-    "--exit-when-empty", is_flag=True, help="Stop once the queue has nothing ready and nothing runs."
+    "--exit-when-empty",
+    is_flag=True,
+    help="Stop once the queue has nothing ready and nothing runs (exit 6 if it does not exist).",
 )
 @click.option(
     "--lease",
@@ -137,6 +178,7 @@ def _failure(status: int, tail: bytes) -> str:
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def work(
     url: str,
+    key: str | None,
     queue: str,
     concurrency: int,
     exit_when_empty: bool,
@@ -144,9 +186,18 @@ def work(
     wait: float | None,
     command: tuple[str, ...],
 ) -> None:
-    """Run COMMAND for each item of the queue, its payload JSON on stdin: exit 0 completes the
-    item, anything else fails it with the tail of stderr. SIGTERM/SIGINT: stop popping, let the
-    running commands finish, exit 0 (a second signal terminates them).
+    """Run COMMAND for each item, its payload JSON on stdin.
+
+    Exit 0 of COMMAND completes the item, anything else fails it with the tail of stderr.
+    SIGTERM/SIGINT: stop popping, let the running commands finish (a second signal terminates
+    them). A queue nothing was ever pushed to is said once on stderr; then work waits for its
+    first item (with --exit-when-empty, it exits 6).
+
+    \b
+    Exit status: 0 every command succeeded; 1 refused, or COMMAND not found;
+    2 usage (an invalid --url); 4 the service does not answer (or is not ready);
+    5 a command failed (its item retried later, or dead); 6 with --exit-when-empty,
+    the queue does not exist.
 
     Example: simplequeue work --queue mail -c 4 -- ./send-mail.sh
     """
@@ -154,26 +205,35 @@ def work(
         raise Failed(f"command not found: {command[0]}")
     logging.basicConfig(level=logging.WARNING, format="simplequeue work: %(message)s", stream=sys.stderr)
     commands = Commands(command)
-    with talking_to(url):
-        asyncio.run(_work(url, queue, commands, concurrency, exit_when_empty, lease, wait))
-    say(f"{commands.succeeded} succeeded, {commands.failed} failed")
+    with talking_to(url, key=key, doing=f"work on queue {queue!r}", queue=queue):
+        died = asyncio.run(_work(url, key, queue, commands, concurrency, exit_when_empty, lease, wait))
+    dead = f", {died} of them dead" if died else ""
+    say(f"{commands.succeeded} succeeded, {commands.failed} failed{dead}")
+    if commands.failed:
+        sys.exit(COMMAND_FAILED)
 
 
 async def _work(
     url: str,
+    key: str | None,
     queue: str,
     commands: Commands,
     concurrency: int,
     exit_when_empty: bool,
     lease: int,
     wait: float | None,
-) -> None:
-    # A quick first call, so that a wrong URL or queue name is one line within seconds; after
+) -> int:
+    """Runs the worker until it stops; the number of items that died."""
+    # A quick first call, so that a wrong URL, key or queue name is one line within seconds; after
     # that, an outage only pauses the loop (the worker's client keeps retrying).
-    async with AsyncClient(url, retry=CLI_RETRY, api_key=api_key()) as probe:
-        with contextlib.suppress(QueueNotFound):  # nothing pushed to it yet: wait for the first
+    async with AsyncClient(url, retry=CLI_RETRY, api_key=key or None) as probe:
+        try:
             await probe.stats(queue)
-    async with AsyncClient(url, timeout=30.0, api_key=api_key()) as client:
+        except QueueNotFound:
+            if exit_when_empty:
+                raise NoSuchQueue(no_such_queue(queue)) from None
+            say(f"{no_such_queue(queue)}; waiting for its first item")
+    async with Counting(url, timeout=30.0, api_key=key or None) as client:
         worker = Worker(
             client,
             queue,
@@ -206,3 +266,4 @@ async def _work(
         finally:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(sig)
+        return client.died
