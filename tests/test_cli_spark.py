@@ -1,5 +1,6 @@
 """`simplequeue spark ingest` as a person runs it, without an activated virtualenv: files of each
-format into a queue of a live serve, the row count printed; bad input as one line."""
+format into a queue of a live serve, the row count printed, CSV columns typed, rows keyed by a
+column so that a rerun pushes nothing new; each mistake as one line, found before Spark starts."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,11 +19,26 @@ import pytest
 from tests.test_e2e import serving, simplequeue_command
 
 pytestmark = pytest.mark.e2e
-pytest.importorskip("pyspark", reason="pip install 'simplequeue[spark]'")
+
+ADMIN_KEY = "spark-admin-key-0123456789"
+PRODUCER_KEY = "spark-producer-key-0123456789"
+NARROW_KEY = "spark-narrow-key-0123456789"
+KEYS = [
+    {"key": ADMIN_KEY, "role": "admin"},
+    {"key": PRODUCER_KEY, "role": "producer"},
+    {"key": NARROW_KEY, "role": "producer", "queues": ["only-*"]},
+]
+# The CLI with PySpark made unimportable: a check that passed would end in "the spark commands
+# need PySpark", so each mistake's own line proves it was found before anything of Spark loaded.
+WITHOUT_PYSPARK = (
+    "import runpy, sys; sys.modules['pyspark'] = None; runpy.run_module('simplequeue', run_name='__main__')"
+)
 
 
 @pytest.fixture(scope="module")
 def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A serve for the Spark jobs (which need PySpark and Java)."""
+    pytest.importorskip("pyspark", reason="pip install 'simplequeue[spark]'")
     if shutil.which("java") is None:
         if os.environ.get("CI") == "true":
             pytest.fail("CI needs Java for the Spark tests")
@@ -30,15 +47,32 @@ def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield base
 
 
-def ingest(url: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+@pytest.fixture(scope="module")
+def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A serve with API keys, for the checks (which need neither PySpark nor Java)."""
+    env = {"SIMPLEQUEUE_API_KEYS": json.dumps(KEYS)}
+    with serving(f"sqlite:///{tmp_path_factory.mktemp('keyed') / 'keyed.db'}", env=env) as base:
+        yield base
+
+
+def run(
+    url: str, *args: str, cwd: Path, key: str | None = None, command: list[str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"), "SIMPLEQUEUE_URL": url}
+    if key:
+        env["SIMPLEQUEUE_API_KEY"] = key
     return subprocess.run(
-        [*simplequeue_command(), "spark", "ingest", *args],
+        [*(command or simplequeue_command()), "spark", *args],
         capture_output=True,
         text=True,
         timeout=300,
         cwd=cwd,
-        env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"), "SIMPLEQUEUE_URL": url},
+        env=env,
     )
+
+
+def ingest(url: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return run(url, "ingest", *args, cwd=cwd)
 
 
 def payloads(url: str, queue: str) -> list[object]:
@@ -48,40 +82,147 @@ def payloads(url: str, queue: str) -> list[object]:
         ]
 
 
-def test_json_lines_and_csv_are_pushed_and_counted(url: str, tmp_path: Path) -> None:
+def test_json_lines_are_pushed_and_counted(url: str, tmp_path: Path) -> None:
     (tmp_path / "rows.jsonl").write_text("".join(json.dumps({"n": n}) + "\n" for n in range(7)))
-    (tmp_path / "rows.csv").write_text("a,b\n1,x\n2,y\n")
-
     done = ingest(url, "--queue", "from-jsonl", "rows.jsonl", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout) == {"queue": "from-jsonl", "rows": 7}
     assert sorted(p["n"] for p in payloads(url, "from-jsonl")) == list(range(7))  # type: ignore[index]
 
-    done = ingest(url, "-q", "from-csv", "rows.csv", cwd=tmp_path)
-    assert json.loads(done.stdout) == {"queue": "from-csv", "rows": 2}
-    assert payloads(url, "from-csv") == [{"a": "1", "b": "x"}, {"a": "2", "b": "y"}]
+
+def test_csv_columns_are_typed_inferred_or_as_given(url: str, tmp_path: Path) -> None:
+    (tmp_path / "rows.csv").write_text("id,name,price,zip\n1,x,14.14,01234\n2,y,3.5,02345\n")
+
+    done = ingest(url, "-q", "csv-inferred", "rows.csv", cwd=tmp_path)
+    assert json.loads(done.stdout) == {"queue": "csv-inferred", "rows": 2}, done.stderr[-2000:]
+    assert payloads(url, "csv-inferred") == [
+        {"id": 1, "name": "x", "price": 14.14, "zip": 1234},
+        {"id": 2, "name": "y", "price": 3.5, "zip": 2345},
+    ]
+    schema = "id string, name string, price double, zip string"
+    done = ingest(url, "-q", "csv-schema", "--schema", schema, "rows.csv", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert payloads(url, "csv-schema") == [
+        {"id": "1", "name": "x", "price": 14.14, "zip": "01234"},
+        {"id": "2", "name": "y", "price": 3.5, "zip": "02345"},
+    ]
+    done = ingest(url, "-q", "csv-text", "--no-infer-schema", "rows.csv", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert payloads(url, "csv-text")[0] == {"id": "1", "name": "x", "price": "14.14", "zip": "01234"}
+
+
+def test_a_key_column_makes_a_rerun_push_nothing_new(url: str, tmp_path: Path) -> None:
+    (tmp_path / "orders.jsonl").write_text(
+        "".join(json.dumps({"order": n, "total": n * 1.5}) + "\n" for n in range(5))
+    )
+    for _ in range(2):
+        done = ingest(url, "-q", "orders", "--key-column", "order", "orders.jsonl", cwd=tmp_path)
+        assert json.loads(done.stdout) == {"queue": "orders", "rows": 5}, done.stderr[-2000:]
+    with httpx.Client(base_url=url) as http:
+        assert http.get("/queues/orders").json()["ready"] == 5  # not 10
+        popped = http.post("/pop", json={"queue": "orders", "max_items": 100}).json()["items"]
+        keys = {http.get(f"/items/{i['id']}").json()["dedup_key"] for i in popped}
+    assert keys == {"0", "1", "2", "3", "4"}  # a number column's value, as text
+    assert sorted(i["payload"]["order"] for i in popped) == list(range(5))  # still in the payload
+
+    (tmp_path / "gaps.csv").write_text("order,total\n1,2\n,3\n")
+    done = ingest(url, "-q", "gaps", "--key-column", "order", "gaps.csv", cwd=tmp_path)
+    assert done.returncode == 1
+    assert "Error: --key-column order: 1 of 2 rows have no value" in done.stderr
+    assert payloads(url, "gaps") == []
 
 
 @pytest.mark.parametrize(
-    ("args", "says"),
+    ("args", "key", "says", "status"),
     [
-        (["-q", "x", "missing.parquet"], "missing.parquet: no such file or directory"),
-        (["-q", "x", "rows.txt"], "rows.txt: cannot tell its format from its name"),
+        (["ingest", "-q", "x", "missing.parquet"], None, "missing.parquet: no such file or directory", 1),
+        (["ingest", "-q", "x", "rows.txt"], None, "rows.txt: cannot tell its format from its name", 1),
+        (["ingest", "-q", "x", "--schema", "n int", "rows.parquet"], None, "--schema is for csv and json", 2),
         (
-            ["-q", "x", "--url", "http://127.0.0.1:9", "rows.jsonl"],
-            "simplequeue at http://127.0.0.1:9 does not answer",
+            ["ingest", "-q", "x", "--url", "notaurl", "rows.jsonl"],
+            None,
+            "'notaurl' is not the service's URL",
+            2,
         ),
+        (
+            ["ingest", "-q", "x", "--url", "http://127.0.0.1:9", "rows.jsonl"],
+            None,
+            "simplequeue at http://127.0.0.1:9 does not answer",
+            4,
+        ),
+        (
+            ["ingest", "-q", "bad queue!", "rows.jsonl"],
+            PRODUCER_KEY,
+            "'bad queue!' cannot be a queue's name",
+            1,
+        ),
+        (["ingest", "-q", "q" * 129, "rows.jsonl"], PRODUCER_KEY, "cannot be a queue's name: 1 to 128", 1),
+        (["ingest", "-q", "x", "rows.jsonl"], None, "wants an API key: set SIMPLEQUEUE_API_KEY", 1),
+        (
+            ["ingest", "-q", "x", "rows.jsonl"],
+            "not-a-key-of-this-service",
+            "does not know the API key in SIMPLEQUEUE_API_KEY",
+            1,
+        ),
+        (
+            ["ingest", "-q", "x", "rows.jsonl"],
+            NARROW_KEY,
+            "refused the API key in SIMPLEQUEUE_API_KEY to push to queue 'x': this key may not use queue 'x'",
+            1,
+        ),
+        (["report", "--out", "out", "-q", "never-made"], ADMIN_KEY, "has no queue 'never-made'", 1),
+        (["report", "--out", "out", "-q", "made"], PRODUCER_KEY, "a producer key may not administer", 1),
     ],
 )
-def test_bad_input_is_one_line(url: str, tmp_path: Path, args: list[str], says: str) -> None:
+def test_each_mistake_is_one_line_before_spark_starts(
+    keyed: str, tmp_path: Path, args: list[str], key: str | None, says: str, status: int
+) -> None:
     (tmp_path / "rows.jsonl").write_text('{"n": 1}\n')
     (tmp_path / "rows.txt").write_text("n\n")
-    done = ingest(url, *args, cwd=tmp_path)
-    assert done.returncode == 1
+    (tmp_path / "rows.parquet").write_bytes(b"PAR1")
+    httpx.post(
+        f"{keyed}/push",
+        json={"queue": "made", "payload": 1},
+        headers={"Authorization": f"Bearer {ADMIN_KEY}"},
+    )
+    done = run(keyed, *args, cwd=tmp_path, key=key, command=[sys.executable, "-c", WITHOUT_PYSPARK])
+    assert done.returncode == status, done.stderr[-2000:]
     errors = [line for line in done.stderr.splitlines() if line.startswith("Error:")]
     assert len(errors) == 1, done.stderr[-2000:]
     assert says in errors[0]
     assert "Traceback" not in done.stderr
+    assert "PySpark" not in done.stderr  # never reached: Spark would have been next
+
+
+def test_the_spark_package_knows_the_services_rule_for_queue_names() -> None:
+    from simplequeue.api.schemas import QUEUE_NAME_PATTERN
+    from simplequeue.spark.options import QUEUE_NAME_PATTERN as REPEATED
+
+    assert REPEATED == QUEUE_NAME_PATTERN
+
+
+def test_the_local_session_keeps_to_loopback(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Loopback settings for the session the CLI starts itself, never for one spark-submit or
+    Spark's own settings point at a cluster."""
+    from simplequeue.cli_spark import local_master
+
+    for name in ("PYSPARK_GATEWAY_PORT", "PYSPARK_SUBMIT_ARGS", "MASTER"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    assert local_master()
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--master spark://cluster:7077 pyspark-shell")
+    assert not local_master()
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--master local[2] pyspark-shell")
+    assert local_master()
+    monkeypatch.delenv("PYSPARK_SUBMIT_ARGS")
+    (tmp_path / "spark-defaults.conf").write_text("spark.master   yarn\n")
+    assert not local_master()
+    (tmp_path / "spark-defaults.conf").unlink()
+    monkeypatch.setenv("MASTER", "k8s://https://api:6443")
+    assert not local_master()
+    monkeypatch.delenv("MASTER")
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "40000")  # inside spark-submit: its JVM, its settings
+    assert not local_master()
 
 
 def finish(url: str, queue: str, count: int, errors: list[str], retried: int = 0) -> None:
@@ -108,13 +249,7 @@ def test_the_report_writes_charts_html_and_parquet_aggregates(url: str, tmp_path
 
     finish(url, "report-mail", 20, ["smtp timeout"] * 3 + ["<bad address>"] * 2, retried=4)
     finish(url, "report-thumbs", 10, [])
-    done = subprocess.run(
-        [*simplequeue_command(), "spark", "report", "--url", url, "--out", str(tmp_path / "out")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")},
-    )
+    done = run(url, "report", "--out", str(tmp_path / "out"), cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     page = Path(done.stdout.strip().splitlines()[-1])
     assert page == tmp_path / "out" / "report.html"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -185,7 +186,26 @@ def test_what_a_query_read_before_it_died_comes_back_when_the_leases_expire(
     assert stats(service, queue)["history"]["completed"] == 20
 
 
-def test_a_stream_without_source_queue_says_what_to_add(spark: SparkSession, service: str) -> None:
-    frame = spark.readStream.format("simplequeue").option("url", service).option("queue", "q").load()
-    with pytest.raises(Exception, match=r'\.option\("source", "queue"\)'):
-        frame.writeStream.format("memory").queryName("never").start().awaitTermination(30)
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [
+        # Spark asks a source for its columns before it says whether it streams: no default.
+        ({"queue": "q"}, r'a stream reads a queue\'s items as they come: add \.option\("source", "queue"\)'),
+        ({"queue": "q", "source": "history"}, r"not 'history': history and dead letters are batch reads"),
+        ({"queue": "bad queue", "source": "queue"}, r"'bad queue' cannot be a queue's name"),
+        (
+            {"queue": "q", "source": "queue", "url": "http://127.0.0.1:9"},
+            r"at http://127.0.0.1:9 does not answer",
+        ),
+    ],
+)
+def test_a_stream_refused_says_why_in_one_line(
+    spark: SparkSession, service: str, options: dict[str, str], says: str
+) -> None:
+    frame = spark.readStream.format("simplequeue").options(**{"url": service, **options}).load()
+    query = frame.writeStream.format("memory").queryName(f"never_{os.getpid()}").start()
+    with pytest.raises(StreamingQueryException) as refused:
+        query.awaitTermination(60)
+    message = str(refused.value)
+    assert re.search(f"OptionError: .*{says}", message), message[-3000:]
+    assert "UnboundLocalError" not in message  # PySpark's, which hid ours

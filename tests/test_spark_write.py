@@ -93,13 +93,15 @@ def test_map_payloads_become_objects_nested_too(spark: SparkSession, service: st
         ({}, "SELECT '1' AS payload", 'option "queue" is required'),
         ({"queue": "q"}, "SELECT '1' AS body", 'column "payload" is required'),
         ({"queue": "q", "batch_size": "0"}, "SELECT '1' AS payload", 'option "batch_size" must be between'),
+        ({"queue": "no/slash"}, "SELECT '1' AS payload", "'no/slash' cannot be a queue's name"),
+        ({"queue": "q", "url": "localhost:8000"}, "SELECT '1' AS payload", "is not the service's URL"),
     ],
 )
 def test_bad_options_fail_before_anything_is_pushed(
     spark: SparkSession, service: str, options: dict[str, str], sql: str, says: str
 ) -> None:
     writer = spark.sql(sql).write.format("simplequeue").mode("append")
-    if not says.startswith('option "url"'):
+    if not says.startswith('option "url"') and "url" not in options:
         writer = writer.option("url", service)
     for name, value in options.items():
         writer = writer.option(name, value)
@@ -197,3 +199,9 @@ def test_a_stream_source_asked_for_in_a_batch_read_is_refused(spark: SparkSessio
     reader = spark.read.format("simplequeue").option("url", service).option("queue", "q")
     with pytest.raises(Exception, match='option "source" must be "history" or "dead"'):
         reader.option("source", "items").load().collect()
+
+
+def test_the_history_of_a_queue_that_never_was_is_refused_at_once(spark: SparkSession, service: str) -> None:
+    reader = spark.read.format("simplequeue").option("url", service).option("queue", "never-was")
+    with pytest.raises(Exception, match="has no queue 'never-was'"):
+        reader.load().collect()

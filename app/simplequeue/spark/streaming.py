@@ -5,7 +5,9 @@ Its rows' dedup keys are made of the query's id (kept in its checkpoint, so the 
 restart), the batch id, the partition and the row's index: a batch that Spark runs again, after a
 task retry or a restart from the checkpoint, pushes the same keys and creates nothing twice.
 
-The source (`spark.readStream.format("simplequeue").option("source", "queue")`) pops on the driver
+The source (`spark.readStream.format("simplequeue").option("source", "queue")`: Spark asks a source
+for its columns before it says whether it streams, so `source` cannot default to "queue" for a
+stream only, and a stream without it is refused when the query starts) pops on the driver
 when Spark plans a micro-batch and hands the items to its tasks inside the batch's partitions. The
 items are completed when Spark commits that batch; until then a thread keeps their leases alive.
 A query that dies before the commit completes nothing: its items come back when their leases
@@ -35,7 +37,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
 from simplequeue.client import Client, Item, RetryPolicy, SimplequeueError
-from simplequeue.spark.options import OptionError, WriteOptions, positive
+from simplequeue.spark.options import OptionError, WriteOptions, check_queue_name, positive
 from simplequeue.spark.writing import Pushed, push_rows, rows_of
 
 STREAM_SCHEMA = (
@@ -88,12 +90,13 @@ class StreamOptions:
         source = options.get("source")
         if source != "queue":
             raise OptionError(
-                'a stream reads a queue\'s items as they come: .option("source", "queue")'
-                + (f", not {source!r}" if source else "")
+                'a stream reads a queue\'s items as they come: add .option("source", "queue")'
+                + (f" (not {source!r}: history and dead letters are batch reads)" if source else "")
             )
         queue = options.get("queue")
         if not queue:
             raise OptionError('option "queue" is required: the queue to read')
+        check_queue_name(queue)
         return cls(
             url=url,
             queue=queue,
@@ -166,6 +169,35 @@ class Leases:
                     # A lease lost already (purged, or run out) needs no keeping alive.
                     with contextlib.suppress(SimplequeueError):
                         sq.extend(item, self.options.lease_seconds)
+
+
+class RefusedStream(DataSourceStreamReader):
+    """What streamReader returns for options it refuses: the refusal, raised by Spark's first call
+    (PySpark hides an exception raised in streamReader itself behind an UnboundLocalError)."""
+
+    def __init__(self, refusal: str) -> None:
+        self.refusal = refusal
+
+    def _refuse(self) -> OptionError:
+        return OptionError(self.refusal)
+
+    def initialOffset(self) -> dict[str, int]:
+        raise self._refuse()
+
+    def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
+        raise self._refuse()
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
+        raise self._refuse()
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        raise self._refuse()
+
+    def commit(self, end: dict[str, int]) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
 
 
 class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
