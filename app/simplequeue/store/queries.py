@@ -16,7 +16,8 @@ from typing import Any, Literal
 
 Style = Literal["named", "numbered", "qmark"]
 
-_HEADER = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
+_HEADER = re.compile(r"^--\s*(name|fragment):\s*(\w+)\s*$", re.MULTILINE)
+_INCLUDE = re.compile(r"^[ \t]*--\s*include:\s*(\w+)[ \t]*$", re.MULTILINE)
 # Literals, quoted names and comments are passed over; `::` is PostgreSQL's cast, not a parameter.
 _TOKEN = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|::|:([A-Za-z_]\w*)")
 
@@ -60,14 +61,31 @@ def compile_query(name: str, sql: str, style: Style) -> Query:
 
 
 def load_queries(package: str, style: Style) -> dict[str, Query]:
-    """The named queries of `package`'s queries.sql (a dialect's folder)."""
-    text = (files(package) / "queries.sql").read_text(encoding="utf-8")
+    """The named queries of `package`'s queries.sql (a dialect's folder).
+
+    A block headed ``-- fragment: <name>`` is not a query: it is SQL that several queries share,
+    written once. A query takes it in whole with a line ``-- include: <name>``.
+    """
+    return parse_queries((files(package) / "queries.sql").read_text(encoding="utf-8"), style, package)
+
+
+def parse_queries(text: str, style: Style, where: str = "queries.sql") -> dict[str, Query]:
+    """load_queries' work on the text of one queries.sql."""
     parts = _HEADER.split(text)
-    # parts = [preamble, name1, body1, name2, body2, ...]
+    # parts = [preamble, kind1, name1, body1, kind2, name2, body2, ...]
+    blocks = list(zip(parts[1::3], parts[2::3], parts[3::3], strict=True))
+    fragments = {name: body.strip() for kind, name, body in blocks if kind == "fragment"}
+
+    def included(match: re.Match[str]) -> str:
+        if match[1] not in fragments:
+            raise ValueError(f"{where}: no fragment {match[1]!r} to include")
+        return fragments[match[1]]
+
     queries = {
-        name: compile_query(name, body.strip(), style)
-        for name, body in zip(parts[1::2], parts[2::2], strict=True)
+        name: compile_query(name, _INCLUDE.sub(included, body).strip(), style)
+        for kind, name, body in blocks
+        if kind == "name"
     }
     if not queries:
-        raise ValueError(f"{package}/queries.sql holds no '-- name:' blocks")
+        raise ValueError(f"{where} holds no '-- name:' blocks")
     return queries

@@ -30,7 +30,6 @@ from simplequeue.domain import (
     FinishedHook,
     HistoryFilter,
     HistoryRecord,
-    ItemExists,
     ItemNotFound,
     ItemStatus,
     ItemView,
@@ -49,9 +48,6 @@ from simplequeue.domain import (
 )
 from simplequeue.domain.rules import (
     complete_outcomes,
-    dedup_leaders,
-    follow_leaders,
-    id_holder_answer,
     in_pop_order,
     why_not_extended,
     why_refused,
@@ -71,6 +67,7 @@ from simplequeue.store.mssql.odbc import (
     run_batch,
 )
 from simplequeue.store.mssql.statements import fetch, fetch_sets
+from simplequeue.store.pushes import PushPlan
 
 BATCH = 1000  # rows per transaction in redrive and purge_dead, so that none holds its locks long
 
@@ -170,38 +167,22 @@ class MssqlStore:
         same queue (id_holder_answer); any other item left out is ItemExists in all-or-nothing mode,
         which rolls everything back, and None with skip_existing.
         """
-        assert not (skip_existing and any(i.dedup_key for i in items)), "dedup keys need skip_existing=False"
         if not items:
             return []
-        leaders = dedup_leaders(items)
-        results: list[Pushed | None] = [None] * len(items)
-        async with self._transaction() as conn:
-            winners = await self._claim_dedup_keys(conn, items, leaders)
-            fresh: dict[UUID, int] = {}  # id: its place in items
-            for n, item in enumerate(items):
-                if leaders[n] != n:
-                    continue
-                if item.dedup_key is not None and (winner := winners[n]):
-                    results[n] = winner
-                elif item.id not in fresh:
-                    fresh[item.id] = n
-                elif not skip_existing:
-                    raise ItemExists()
+        plan = PushPlan(items, skip_existing=skip_existing)
+        async with self._transaction() as conn:  # an ItemExists from the plan rolls it back
+            winners = await self._claim_dedup_keys(conn, items, plan.leaders)
+            fresh = [items[n] for n in plan.fresh(winners)]
+            inserted: set[UUID] = set()
+            holders: dict[UUID, tuple[str, datetime]] = {}
             if fresh:
-                sent = params.push_json([items[n] for n in fresh.values()])
+                sent = params.push_json(fresh)
                 found, holding = await fetch_sets(conn, "push_batch", now=self._now(), items=sent)
                 inserted = {rows.as_uuid(row["id"]) for row in found}
                 holders = {
                     rows.as_uuid(row["id"]): (row["queue"], rows.as_utc(row["created_at"])) for row in holding
                 }
-                for item_id, n in fresh.items():
-                    if item_id in inserted:
-                        results[n] = Pushed(item_id, items[n].created_at, created=True)
-                        continue
-                    results[n] = id_holder_answer(items[n], holders.get(item_id))
-                    if results[n] is None and not skip_existing:
-                        raise ItemExists()  # rolls the batch back: all or nothing
-        return follow_leaders(results, leaders)
+            return plan.results(winners, inserted, holders)
 
     async def _claim_dedup_keys(
         self, conn: Connection, items: Sequence[NewItem], leaders: list[int]

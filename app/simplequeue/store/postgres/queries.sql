@@ -133,11 +133,12 @@ UPDATE sq_items SET visible_at = COALESCE(:now::timestamptz, now()) + :lease_sec
 WHERE seq = (SELECT seq FROM sq_items WHERE id = :id)
   AND id = :id AND status = 'leased' AND lease_token = :lease_token AND visible_at > COALESCE(:now::timestamptz, now())
 
--- name: complete_batch
--- Items go, their history records are written and their dedup keys' windows start: one statement,
--- for one item (complete) or many. Rows come back for the requested items that existed (CTEs share
--- the statement's snapshot, so `present` sees them before the DELETE); those not deleted were
--- refused for their lease token or for being dead. The `id = ANY(:ids)` conditions let both look
+-- fragment: completion
+-- The CTEs of a completion, written once for complete_batch and complete_and_pop: items go, their
+-- history records are written and their dedup keys' windows start. `present` holds the requested
+-- items that existed (CTEs share the statement's snapshot, so it sees them before the DELETE); of
+-- those, the ones `done` did not delete were refused for their lease token or for being dead. The
+-- `id = ANY(:ids)` conditions let both look
 -- their rows up in sq_items_id_key rather than scan. A lease that expired on its last attempt is
 -- dead already (for every reader, whether or not the sweep has recorded it): `present` says so
 -- and `done` leaves it.
@@ -148,7 +149,7 @@ WHERE seq = (SELECT seq FROM sq_items WHERE id = :id)
 -- sq_client_ids only for an item whose id a producer gave (remember_id): its window starts too.
 -- The history record is always written: a queue with retention_seconds = 0 keeps its records until
 -- the next purge (docs/concepts.md, History and retention), and its stats count them until then.
-WITH present AS (
+present AS (
     SELECT i.id,
            CASE WHEN i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now())
                      AND i.attempts >= (SELECT q.max_attempts FROM sq_queues AS q WHERE q.name = i.queue)
@@ -183,6 +184,14 @@ WITH present AS (
     FROM done AS d
     WHERE d.remember_id AND k.id = d.id
 )
+
+-- name: complete_batch
+-- Items go, their history records are written and the windows of their dedup keys and
+-- remembered ids start: one statement, for one item (complete) or many (the completion
+-- fragment above). Rows come back for the requested items that existed; those not deleted were
+-- refused for their lease token or for being dead.
+WITH
+-- include: completion
 SELECT present.id, present.status, present.lease_token, done.id IS NOT NULL AS completed, done.queue
 FROM present LEFT JOIN done ON done.id = present.id
 
@@ -192,41 +201,9 @@ FROM present LEFT JOIN done ON done.id = present.id
 -- completions: an item completed here is not handed out again here, and the group probe counts
 -- the items completed here as gone, so the next item of a group whose head was just completed is
 -- its head now (as it is on the engines that run these as two statements in one transaction).
-WITH present AS (
-    SELECT i.id,
-           CASE WHEN i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now())
-                     AND i.attempts >= (SELECT q.max_attempts FROM sq_queues AS q WHERE q.name = i.queue)
-                THEN 'dead' ELSE i.status END AS status,
-           i.lease_token
-    FROM sq_items AS i
-    WHERE i.id = ANY (:ids::uuid[])
-), done AS (
-    DELETE FROM sq_items AS i
-    USING unnest(:ids::uuid[], :lease_tokens::uuid[]) AS r(id, token)
-    WHERE i.id = ANY (:ids::uuid[]) AND i.id = r.id AND i.status <> 'dead'
-      AND (r.token IS NULL OR i.lease_token = r.token)
-      AND NOT (i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now())
-               AND i.attempts >= (SELECT q.max_attempts FROM sq_queues AS q WHERE q.name = i.queue))
-    RETURNING i.id, i.queue, i.attempts, i.created_at, i.first_popped_at, i.group_key, i.dedup_key,
-              i.errors -> -1 ->> 'error' AS last_error, i.payload, i.remember_id,
-              (SELECT q FROM sq_queues AS q WHERE q.name = i.queue) AS settings
-), history AS (
-    INSERT INTO sq_history (id, queue, outcome, attempts, created_at, first_popped_at, finished_at,
-                            group_key, dedup_key, last_error, payload)
-    SELECT d.id, d.queue, 'completed', d.attempts, d.created_at, d.first_popped_at, COALESCE(:now::timestamptz, now()),
-           d.group_key, d.dedup_key, d.last_error, CASE WHEN (d.settings).history_payload THEN d.payload END
-    FROM done AS d
-), windows AS (
-    UPDATE sq_dedup AS k
-    SET expires_at = COALESCE(:now::timestamptz, now()) + (d.settings).dedup_window_seconds * interval '1 second'
-    FROM done AS d
-    WHERE d.dedup_key IS NOT NULL AND k.queue = d.queue AND k.dedup_key = d.dedup_key AND k.item_id = d.id
-), ids AS (
-    UPDATE sq_client_ids AS k
-    SET expires_at = COALESCE(:now::timestamptz, now()) + (d.settings).dedup_window_seconds * interval '1 second'
-    FROM done AS d
-    WHERE d.remember_id AND k.id = d.id
-), popped AS (
+WITH
+-- include: completion
+, popped AS (
     UPDATE sq_items
     SET status = 'leased',
         attempts = attempts + 1,

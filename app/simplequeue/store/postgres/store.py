@@ -24,7 +24,6 @@ from simplequeue.domain import (
     FinishedHook,
     HistoryFilter,
     HistoryRecord,
-    ItemExists,
     ItemNotFound,
     ItemStatus,
     ItemView,
@@ -43,10 +42,7 @@ from simplequeue.domain import (
 )
 from simplequeue.domain.rules import (
     complete_outcomes,
-    dedup_leaders,
-    follow_leaders,
     id_claims,
-    id_holder_answer,
     in_pop_order,
     redrive_delay,
     why_not_extended,
@@ -58,6 +54,7 @@ from simplequeue.store.migrations import latest_version, load_migrations
 from simplequeue.store.postgres.errors import UNAVAILABLE, server_of, translated_errors
 from simplequeue.store.postgres.listen import Listener
 from simplequeue.store.postgres.statements import execute, fetch, fetch_one, fetch_value
+from simplequeue.store.pushes import PushPlan
 
 BATCH = 1000  # rows per transaction in redrive and purges, so that none holds its locks long
 MIGRATION_TIMEOUT_SECONDS = 3600.0
@@ -191,33 +188,28 @@ class PostgresStore:
             raise SchemaNotReady()
 
     async def push_batch(self, items: Sequence[NewItem], *, skip_existing: bool) -> list[Pushed | None]:
-        assert not (skip_existing and any(i.dedup_key for i in items)), "dedup keys need skip_existing=False"
-        leaders = dedup_leaders(items)
-        leading = [i for n, i in enumerate(items) if leaders[n] == n]
-        claims = [i for i in leading if i.dedup_key is not None]
-        grouped = [i for i in leading if i.group is not None]
+        plan = PushPlan(items, skip_existing=skip_existing)
         now = self._now()
         async with self._conn() as conn:
-            if not claims and not grouped and skip_existing:
-                inserted = await self._insert(conn, leading, now)  # the common case: one statement
-                held = await self._id_holders(conn, leading, inserted, now)
-                return _leader_results(items, leaders, {}, inserted, held)
-            async with conn.transaction():
-                winners = await self._claim_dedup_keys(conn, claims, now) if claims else {}
-                fresh = [i for i in leading if i.dedup_key is None or winners[(i.queue, i.dedup_key)] is None]
-                if grouped:
+            keyed = plan.keyed()
+            if not keyed and not plan.grouped(plan.leading()) and skip_existing:
+                fresh = [items[n] for n in plan.fresh({})]  # the common case: one statement
+                inserted = await self._insert(conn, fresh, now)
+                return plan.results({}, inserted, await self._id_holders(conn, fresh, inserted, now))
+            async with conn.transaction():  # an ItemExists from plan.results rolls it back
+                winners = await self._claim_dedup_keys(conn, [items[n] for n in keyed], now) if keyed else {}
+                by_place = plan.by_place(winners)
+                places = plan.fresh(by_place)
+                if grouped := plan.grouped(places):
                     await execute(
                         conn,
                         "lock_groups",
                         queues=[i.queue for i in grouped],
                         groups=[i.group for i in grouped],
                     )
+                fresh = [items[n] for n in places]
                 inserted = await self._insert(conn, fresh, now)
-                held = await self._id_holders(conn, fresh, inserted, now)
-                results = _leader_results(items, leaders, winners, inserted, held)
-                if not skip_existing and None in results:
-                    raise ItemExists()  # rolls the batch back: all or nothing
-                return results
+                return plan.results(by_place, inserted, await self._id_holders(conn, fresh, inserted, now))
 
     async def _insert(
         self, conn: asyncpg.pool.PoolConnectionProxy, items: Sequence[NewItem], now: datetime | None
@@ -541,27 +533,3 @@ class PostgresStore:
             row = await fetch_one(conn, "purge_history", now=self._now(), limit=limit)
         assert row is not None
         return max(int(row["history"]), int(row["keys"]), int(row["ids"]))
-
-
-def _leader_results(
-    items: Sequence[NewItem],
-    leaders: list[int],
-    winners: dict[tuple[str, str], Pushed | None],
-    inserted: set[UUID],
-    held: dict[UUID, tuple[str, datetime]],
-) -> list[Pushed | None]:
-    """Each leading item's result: matched to a dedup winner, inserted, a retry of the item that
-    holds its id, or (an id taken otherwise) None. Of two items with one id only the first went in."""
-    results: list[Pushed | None] = []
-    claimed: set[UUID] = set()
-    for n, item in enumerate(items):
-        if leaders[n] != n:
-            results.append(None)  # filled in by rows.follow_leaders
-        elif item.dedup_key is not None and (winner := winners.get((item.queue, item.dedup_key))):
-            results.append(winner)
-        elif item.id in inserted and item.id not in claimed:
-            claimed.add(item.id)
-            results.append(Pushed(item.id, item.created_at, created=True))
-        else:
-            results.append(id_holder_answer(item, held.get(item.id)))
-    return follow_leaders(results, leaders)

@@ -27,7 +27,6 @@ from simplequeue.domain import (
     FinishedHook,
     HistoryFilter,
     HistoryRecord,
-    ItemExists,
     ItemNotFound,
     ItemStatus,
     ItemView,
@@ -47,9 +46,6 @@ from simplequeue.domain import (
 )
 from simplequeue.domain.rules import (
     complete_outcomes,
-    dedup_leaders,
-    follow_leaders,
-    id_holder_answer,
     in_pop_order,
     redrive_delay,
     why_not_extended,
@@ -58,6 +54,7 @@ from simplequeue.domain.rules import (
 from simplequeue.store import rows
 from simplequeue.store.cursors import decode_cursor, next_cursor
 from simplequeue.store.migrations import latest_version, load_migrations, split_statements
+from simplequeue.store.pushes import PushPlan
 from simplequeue.store.sqlite import statements
 from simplequeue.store.sqlite.errors import translated_errors
 from simplequeue.store.sqlite.params import add_seconds, insert_params, to_text
@@ -453,62 +450,38 @@ def _in_transaction(conn: sqlite3.Connection, body: Callable[..., T], *args: Any
 def _push_batch(
     conn: sqlite3.Connection, items: Sequence[NewItem], skip_existing: bool, now: datetime
 ) -> list[Pushed | None]:
-    leaders = dedup_leaders(items)
+    plan = PushPlan(items, skip_existing=skip_existing)
+    keyed = plan.keyed()
     claims = [
         {"queue": i.queue, "key": i.dedup_key, "id": str(i.id), "created_at": to_text(i.created_at)}
-        for n, i in enumerate(items)
-        if i.dedup_key is not None and leaders[n] == n
+        for i in (items[n] for n in keyed)
     ]
-    results: list[Pushed | None] = [None] * len(items)
     winners = _claim_dedup_keys(conn, claims, to_text(now)) if claims else {}
+    by_place = plan.by_place(winners)
+    fresh = [items[n] for n in plan.fresh(by_place)]
     # Under BEGIN IMMEDIATE no other writer can insert between these look-ups and the insert.
-    ids = json.dumps([str(i.id) for i in items])
-    holders = {row["id"]: row for row in statements.rows(conn, "existing_ids", ids=ids)}
-    taken = set(holders)
-    _remembered_ids(conn, items, leaders, taken, holders, to_text(now))
-    fresh: list[NewItem] = []
-    for n, item in enumerate(items):
-        if leaders[n] != n:
-            continue
-        if item.dedup_key is not None and (winner := winners[(item.queue, item.dedup_key)]):
-            results[n] = winner
-            continue
-        key = str(item.id)
-        if key in taken:
-            holder = holders.get(key)
-            found = (holder["queue"], rows.as_utc(holder["created_at"])) if holder else None
-            results[n] = id_holder_answer(item, found)
-            if results[n] is None and not skip_existing:
-                raise ItemExists()
-            continue
-        taken.add(key)
-        fresh.append(item)
-        results[n] = Pushed(item.id, item.created_at, created=True)
-    queues = [{"queue": q, "now": to_text(now)} for q in {i.queue for i in fresh}]
+    holders = _holders(conn, fresh, to_text(now))
+    new = [i for i in fresh if str(i.id) not in holders]
+    queues = [{"queue": q, "now": to_text(now)} for q in {i.queue for i in new}]
     statements.run_many(conn, "ensure_queue", queues)
     statements.run_many(
-        conn, "insert_item", [{**insert_params(i, now), "remember_id": i.remembers_id} for i in fresh]
+        conn, "insert_item", [{**insert_params(i, now), "remember_id": i.remembers_id} for i in new]
     )
-    return follow_leaders(results, leaders)
+    held = {rows.as_uuid(k): (row["queue"], rows.as_utc(row["created_at"])) for k, row in holders.items()}
+    return plan.results(by_place, {i.id for i in new}, held)
 
 
-def _remembered_ids(
-    conn: sqlite3.Connection,
-    items: Sequence[NewItem],
-    leaders: list[int],
-    taken: set[str],
-    holders: dict[str, Any],
-    now: str,
-) -> None:
-    """Adds to `taken` and `holders` the producers' ids of this call that finished items hold (one
-    statement, only when the call has such ids that no live item has)."""
-    wanted = [str(i.id) for n, i in enumerate(items) if leaders[n] == n and i.remembers_id]
-    unknown = [key for key in wanted if key not in taken]
-    if not unknown:
-        return
-    for row in statements.rows(conn, "remembered_ids", ids=json.dumps(unknown), now=now):
-        holders[row["id"]] = row
-        taken.add(row["id"])
+def _holders(conn: sqlite3.Connection, items: Sequence[NewItem], now: str) -> dict[str, Any]:
+    """{id: the row that holds it} for these items' ids: a live or dead item, or, for ids that are
+    their items' idempotency keys, a finished item the queue still remembers (asked only when the
+    call has such ids that no item holds)."""
+    ids = [str(i.id) for i in items]
+    holders = {row["id"]: row for row in statements.rows(conn, "existing_ids", ids=json.dumps(ids))}
+    unknown = [str(i.id) for i in items if i.remembers_id and str(i.id) not in holders]
+    if unknown:
+        for row in statements.rows(conn, "remembered_ids", ids=json.dumps(unknown), now=now):
+            holders[row["id"]] = row
+    return holders
 
 
 def _claim_dedup_keys(
