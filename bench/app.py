@@ -16,8 +16,9 @@ from uuid import uuid4
 from fastapi import Response, status
 from simplequeue.api.app import QueueApi
 from simplequeue.api.auth import Action, Caller
-from simplequeue.api.routes import ServiceDep, serialized
-from simplequeue.api.schemas import PushRequest, PushResponse
+from simplequeue.api.dependencies import ServiceDep
+from simplequeue.api.items.schemas import PushRequest, PushResponse
+from simplequeue.api.responses import serialized
 from simplequeue.domain import NewItem, encode_payload, system_clock
 from simplequeue.main import create_app, store_for
 from simplequeue.settings import Settings

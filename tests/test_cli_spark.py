@@ -195,7 +195,7 @@ def test_each_mistake_is_one_line_before_spark_starts(
 
 
 def test_the_spark_package_knows_the_services_rule_for_queue_names() -> None:
-    from simplequeue.api.schemas import QUEUE_NAME_PATTERN
+    from simplequeue.api.fields import QUEUE_NAME_PATTERN
     from simplequeue.spark.options import QUEUE_NAME_PATTERN as REPEATED
 
     assert REPEATED == QUEUE_NAME_PATTERN

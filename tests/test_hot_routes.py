@@ -17,9 +17,11 @@ from asgi_lifespan import LifespanManager
 from fastapi import Request, Response
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
+from simplequeue.api.dependencies import get_service
 from simplequeue.api.errors import Forbidden
 from simplequeue.api.hot import HotRoutes, hot_route, is_json
-from simplequeue.api.routes import HOT_OPERATIONS, get_service, router
+from simplequeue.api.items.routes import HOT_OPERATIONS
+from simplequeue.api.routes import router
 from simplequeue.main import create_app
 from simplequeue.settings import Settings
 

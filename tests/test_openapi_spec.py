@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 from openapi_spec_validator import validate
-from simplequeue.api.errors import HTTP_CODES, codes_of, domain_errors
-from simplequeue.api.schemas import ErrorCode
+from simplequeue.api.errors import HTTP_CODES, ErrorCode, codes_of, domain_errors
 from simplequeue.main import create_app
 from simplequeue.settings import Settings
 

@@ -227,7 +227,7 @@ def report(
     url = _checked(url, queue, to="read history")
     session = _session("simplequeue report", spark_ui)
     try:
-        from simplequeue.spark.report import ReportRequest, make_report
+        from simplequeue.reports.spark_report import ReportRequest, make_report
 
         request = ReportRequest(url, out, queue, since, until, api_key())
         page = make_report(session, request, lambda step: click.echo(f"report: {step}", err=True))

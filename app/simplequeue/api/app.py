@@ -12,12 +12,13 @@ from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
-from simplequeue.api.access import Observer
+from simplequeue.api.access_log import Observer
 from simplequeue.api.auth import Keyring
 from simplequeue.api.errors import install_error_handlers
 from simplequeue.api.front import DoorRules, FrontDoor
 from simplequeue.api.hot import HotRoutes
-from simplequeue.api.routes import HOT_OPERATIONS, router
+from simplequeue.api.items.routes import HOT_OPERATIONS
+from simplequeue.api.routes import router
 
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
 UI = Path(__file__).parent / "ui"

@@ -1,4 +1,5 @@
-"""Maps the domain's error tree, validation errors and HTTP errors to one JSON envelope.
+"""The one JSON error envelope: its shape in the spec (ErrorBody), and how the domain's error tree,
+validation errors and HTTP errors map to it.
 
 What nothing here recognises is answered by simplequeue.api.front."""
 
@@ -6,12 +7,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from enum import StrEnum
 from http import HTTPStatus
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field, GetJsonSchemaHandler
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import BaseRoute, Route
 from starlette.types import ExceptionHandler
@@ -44,6 +49,62 @@ def envelope(
         headers = {**(headers or {}), "Retry-After": "1"}
     content = {"error": code, "detail": detail} | ({"fields": fields} if fields is not None else {})
     return JSONResponse(content, status_code=status, headers=headers)
+
+
+class FieldError(BaseModel):
+    loc: list[str | int]
+    msg: str
+
+
+class ErrorCode(StrEnum):
+    """Every code the error envelope may carry: one per class of the domain's error tree (its name),
+    and those of errors the HTTP layer answers itself. Stable: clients switch on them."""
+
+    # The domain's (simplequeue.domain.errors); a base class's code when it is raised itself.
+    NOT_FOUND = "NotFound"
+    ITEM_NOT_FOUND = "ItemNotFound"
+    QUEUE_NOT_FOUND = "QueueNotFound"
+    CONFLICT = "Conflict"
+    ITEM_EXISTS = "ItemExists"
+    LEASE_MISMATCH = "LeaseMismatch"
+    LEASE_EXPIRED = "LeaseExpired"
+    ITEM_DEAD = "ItemDead"
+    INVALID_PAYLOAD = "InvalidPayload"
+    INVALID_CURSOR = "InvalidCursor"
+    PAYLOAD_TOO_LARGE = "PayloadTooLarge"
+    DATABASE_UNAVAILABLE = "DatabaseUnavailable"
+    SCHEMA_NOT_READY = "SchemaNotReady"
+    STORE_ERROR = "StoreError"
+    # The HTTP layer's (NotFound and PayloadTooLarge above are answered by it too).
+    QUEUE_IN_USE = "QueueInUse"
+    MALFORMED_JSON = "MalformedJSON"
+    UNAUTHORIZED = "Unauthorized"
+    FORBIDDEN = "Forbidden"
+    UNSUPPORTED_MEDIA_TYPE = "UnsupportedMediaType"
+    VALIDATION_ERROR = "ValidationError"
+    METHOD_NOT_ALLOWED = "MethodNotAllowed"
+    REQUEST_TIMEOUT = "RequestTimeout"
+    INTERNAL_ERROR = "InternalError"
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        # Generators that read x-enum-varnames (openapi-python-client) name the members as we do
+        # (ErrorCode.ITEM_NOT_FOUND), rather than upper-casing the values (ITEMNOTFOUND).
+        schema = handler.resolve_ref_schema(handler(core_schema))
+        schema["x-enum-varnames"] = [code.name for code in cls]
+        return schema
+
+
+class ErrorBody(BaseModel):
+    """The one error envelope. `error` is a stable code that clients can switch on."""
+
+    error: ErrorCode
+    detail: str
+    fields: list[FieldError] | None = Field(
+        None, description="Which inputs were invalid (ValidationError only)."
+    )
 
 
 STATUS_OF: dict[type[QueueError], int] = {

@@ -30,7 +30,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, ExceptionHandler, Message, Receive, Scope, Send
 
-from simplequeue.api.access import Observer, Served, log_served, template_of
+from simplequeue.api.access_log import Observer, Served, log_served, template_of
 from simplequeue.api.auth import Keyring, authenticate
 from simplequeue.api.errors import envelope, unexpected
 from simplequeue.api.hot import HotRoute, HotRoutes

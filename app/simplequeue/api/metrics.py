@@ -1,4 +1,5 @@
-"""Prometheus metrics at /metrics (prometheus-client), right with `serve --workers N`.
+"""Prometheus metrics at /metrics (prometheus-client), right with `serve --workers N`: what they
+count, and the route that serves them (not in the spec).
 
 - Counters of items pushed, popped, completed, failed and dead (failed on their last attempt, or
   whose lease ran out on it), by queue: this process's, summed
@@ -17,12 +18,16 @@ import os
 import time
 from collections.abc import Iterator
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from fastapi import APIRouter, Request, Response
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
-from simplequeue.api.access import Served
+from simplequeue.api.access_log import Served
+from simplequeue.api.auth import Action, Caller
+from simplequeue.api.dependencies import ServiceDep
+from simplequeue.api.errors import Forbidden
 from simplequeue.domain import Outcome, QueueStats
 
 STATES = ("ready", "leased", "delayed", "retrying", "dead")
@@ -151,3 +156,18 @@ class _QueueGauges(Collector):
             oldest.add_metric([q.name], q.oldest_ready_age_seconds or 0.0)
         yield items
         yield oldest
+
+
+router = APIRouter()
+
+
+@router.get("/metrics", include_in_schema=False)
+async def metrics(sq: ServiceDep, who: Caller, request: Request) -> Response:
+    """Prometheus' text format (admin keys only, when the service has keys)."""
+    who.require(Action.ADMINISTER)
+    if who.queues is not None:
+        raise Forbidden("metrics cover every queue: they need an admin key for all queues")
+    found: Metrics = request.app.state.metrics
+    if found.stale():
+        found.queues_read(await sq.list_queues())
+    return Response(found.exposition(), media_type=CONTENT_TYPE_LATEST)

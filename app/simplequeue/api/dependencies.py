@@ -1,0 +1,21 @@
+"""What a route asks FastAPI for besides its inputs: the service it calls (the caller, from its
+API key, is simplequeue.api.auth's Caller)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from simplequeue.service.queues import QueueService
+
+
+async def get_service(request: Request) -> QueueService:
+    # One dependency, and `async def`: FastAPI runs a plain `def` dependency in a thread pool, and
+    # resolves each dependency separately; under load both showed as top costs of a push.
+    service: QueueService = request.app.state.service
+    service.require_ready()  # 503 until the database has been reached (see QueueService.start)
+    return service
+
+
+ServiceDep = Annotated[QueueService, Depends(get_service)]

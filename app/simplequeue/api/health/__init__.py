@@ -1,0 +1,1 @@
+"""Liveness and readiness (the spec's tag `health`)."""

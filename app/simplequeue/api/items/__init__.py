@@ -1,0 +1,1 @@
+"""Items: push, pop, complete, fail, extend, and a look at one (the spec's tag `items`)."""

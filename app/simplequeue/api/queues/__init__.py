@@ -1,0 +1,1 @@
+"""Queues: their settings and counts, dead items, history (the spec's tag `queues`)."""

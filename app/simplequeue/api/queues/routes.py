@@ -1,0 +1,213 @@
+"""The queues' routes: their settings and counts, dead items (list, redrive, purge), history,
+pause and resume, a look at live items, deletion. Each parses, makes one QueueService call, and
+shapes the answer."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query, Response, status
+
+from simplequeue.api.auth import Action, Caller
+from simplequeue.api.dependencies import ServiceDep
+from simplequeue.api.fields import QUEUE_NAME_PATTERN, TIME_TEXT, UtcDatetime
+from simplequeue.api.items.schemas import Item
+from simplequeue.api.queues.schemas import (
+    DeadItemPage,
+    DeletedQueueResponse,
+    HistoryEntry,
+    HistoryPage,
+    ItemPage,
+    PeekState,
+    PurgeResponse,
+    Queue,
+    QueueList,
+    QueueSettingsRequest,
+    RedriveRequest,
+    RedriveResponse,
+)
+from simplequeue.api.responses import also, errors, json_text, page_json
+from simplequeue.domain import DeadFilter, HistoryFilter, ItemStatus, Outcome
+
+QueuePath = Annotated[str, Path(pattern=QUEUE_NAME_PATTERN, description="The queue's name.")]
+PageLimit = Annotated[int, Query(ge=1, le=1000, description="Items per page.")]
+Cursor = Annotated[
+    str | None, Query(min_length=1, max_length=200, description="The previous page's next_cursor.")
+]
+
+router = APIRouter()
+
+
+@router.get("/queues", operation_id="listQueues", tags=["queues"], responses=errors(503))
+async def list_queues(sq: ServiceDep, who: Caller) -> QueueList:
+    """Every queue with its counts (those the API key covers)."""
+    who.require(Action.READ_STATS)
+    return QueueList(queues=[Queue.of(q) for q in await sq.list_queues() if who.covers(q.name)])
+
+
+@router.get("/queues/{name}", operation_id="getQueue", tags=["queues"], responses=errors(404, 422, 503))
+async def get_queue(name: QueuePath, sq: ServiceDep, who: Caller) -> Queue:
+    """One queue's settings and counts."""
+    who.require(Action.READ_STATS, name)
+    return Queue.of(await sq.get_queue(name))
+
+
+@router.put(
+    "/queues/{name}",
+    operation_id="putQueue",
+    tags=["queues"],
+    responses=also(201, Queue, "The queue was created.") | errors(400, 413, 415, 422, 503),
+)
+async def put_queue(
+    name: QueuePath, body: QueueSettingsRequest, sq: ServiceDep, who: Caller, response: Response
+) -> Queue:
+    """Create a queue with these settings, or replace its settings (omitted fields take their
+    defaults). They apply from the next pop, fail or finish on."""
+    who.require(Action.ADMINISTER, name)
+    created, stats = await sq.put_queue(name, body.to_domain())
+    if created:
+        response.status_code = status.HTTP_201_CREATED
+    return Queue.of(stats)
+
+
+@router.get(
+    "/queues/{name}/dead",
+    operation_id="listDead",
+    tags=["queues"],
+    response_model=DeadItemPage,
+    responses=errors(404, 422, 503),
+)
+async def list_dead(
+    name: QueuePath,
+    sq: ServiceDep,
+    who: Caller,
+    since: Annotated[
+        UtcDatetime | None,
+        Query(description=f"Died at or after this time ({TIME_TEXT})."),
+    ] = None,
+    until: Annotated[
+        UtcDatetime | None,
+        Query(description=f"Died before this time ({TIME_TEXT})."),
+    ] = None,
+    limit: PageLimit = 100,
+    cursor: Cursor = None,
+) -> Response:
+    """Dead items with their errors and payloads, most recently dead first."""
+    who.require(Action.ADMINISTER, name)
+    page = await sq.list_dead(name, DeadFilter(since, until), limit, cursor)
+    return json_text(page_json([Item.json_of(v) for v in page.items], page.next_cursor))
+
+
+@router.post(
+    "/queues/{name}/redrive",
+    operation_id="redrive",
+    tags=["queues"],
+    responses=errors(400, 404, 413, 415, 422, 503),
+)
+async def redrive(name: QueuePath, body: RedriveRequest, sq: ServiceDep, who: Caller) -> RedriveResponse:
+    """Make dead items ready again (all, or those of `ids`; other ids are ignored), with their
+    attempts reset and their errors kept."""
+    who.require(Action.ADMINISTER, name)
+    return RedriveResponse(redriven=await sq.redrive(name, body.ids, body.rate_per_second))
+
+
+@router.delete(
+    "/queues/{name}/dead", operation_id="purgeDead", tags=["queues"], responses=errors(404, 422, 503)
+)
+async def purge_dead(name: QueuePath, sq: ServiceDep, who: Caller) -> PurgeResponse:
+    """Delete the queue's dead items. Their history records stay."""
+    who.require(Action.ADMINISTER, name)
+    return PurgeResponse(purged=await sq.purge_dead(name))
+
+
+@router.get(
+    "/queues/{name}/history",
+    operation_id="listHistory",
+    tags=["queues"],
+    response_model=HistoryPage,
+    responses=errors(404, 422, 503),
+)
+async def list_history(
+    name: QueuePath,
+    sq: ServiceDep,
+    who: Caller,
+    outcome: Annotated[Outcome | None, Query(description="Only completed, or only dead.")] = None,
+    since: Annotated[
+        UtcDatetime | None,
+        Query(description=f"Finished at or after this time ({TIME_TEXT})."),
+    ] = None,
+    until: Annotated[
+        UtcDatetime | None,
+        Query(description=f"Finished before this time ({TIME_TEXT})."),
+    ] = None,
+    limit: PageLimit = 100,
+    cursor: Cursor = None,
+) -> Response:
+    """Finished items (completed or dead), most recently finished first, kept for the queue's
+    retention_seconds."""
+    who.require(Action.ADMINISTER, name)
+    page = await sq.list_history(name, HistoryFilter(outcome, since, until), limit, cursor)
+    return json_text(page_json([HistoryEntry.json_of(r) for r in page.items], page.next_cursor))
+
+
+@router.post(
+    "/queues/{name}/pause", operation_id="pauseQueue", tags=["queues"], responses=errors(404, 413, 422, 503)
+)
+async def pause_queue(name: QueuePath, sq: ServiceDep, who: Caller) -> Queue:
+    """Stop handing out the queue's items (pushes are still taken); long-polls wait on."""
+    who.require(Action.ADMINISTER, name)
+    return Queue.of(await sq.pause(name))
+
+
+@router.post(
+    "/queues/{name}/resume",
+    operation_id="resumeQueue",
+    tags=["queues"],
+    responses=errors(404, 413, 422, 503),
+)
+async def resume_queue(name: QueuePath, sq: ServiceDep, who: Caller) -> Queue:
+    """Hand out the queue's items again."""
+    who.require(Action.ADMINISTER, name)
+    return Queue.of(await sq.resume(name))
+
+
+@router.get(
+    "/queues/{name}/items",
+    operation_id="peekItems",
+    tags=["queues"],
+    response_model=ItemPage,
+    responses=errors(404, 422, 503),
+)
+async def peek_items(
+    name: QueuePath,
+    sq: ServiceDep,
+    who: Caller,
+    state: Annotated[PeekState, Query(description="Which live items: as the queue's counts name them.")],
+    limit: PageLimit = 100,
+    cursor: Cursor = None,
+) -> Response:
+    """Look at a queue's live items in one state, oldest created first, without leasing them."""
+    who.require(Action.ADMINISTER, name)
+    page = await sq.peek(name, ItemStatus(state.value), limit, cursor)
+    return json_text(page_json([Item.json_of(v) for v in page.items], page.next_cursor))
+
+
+@router.delete(
+    "/queues/{name}",
+    operation_id="deleteQueue",
+    tags=["queues"],
+    responses=errors(404, 409, 422, 503),
+)
+async def delete_queue(
+    name: QueuePath,
+    sq: ServiceDep,
+    who: Caller,
+    force: Annotated[
+        bool, Query(description="Delete it even while items are leased (their workers' results are refused).")
+    ] = False,
+) -> DeletedQueueResponse:
+    """Delete a queue with its items (of every state), history and dedup keys, in one transaction.
+    409 QueueInUse while items are leased, unless `force`."""
+    who.require(Action.ADMINISTER, name)
+    deleted = await sq.delete_queue(name, force)
+    return DeletedQueueResponse(queue=name, items=deleted.items, history=deleted.history)

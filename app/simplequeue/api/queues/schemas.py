@@ -1,0 +1,219 @@
+"""The queues' request and response bodies: settings and counts, dead items, history, redrive,
+purge, deletion. Generated clients depend on these shapes."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Any
+from uuid import UUID
+
+from pydantic import BaseModel, Field, StrictBool
+
+from simplequeue import domain
+from simplequeue.api.fields import Body, Number
+from simplequeue.api.items.schemas import Item
+from simplequeue.api.responses import with_payload
+from simplequeue.domain import HistoryRecord, Outcome, QueueStats
+
+DEFAULTS = domain.QueueSettings()
+
+
+class BackoffRequest(Body):
+    """Retry delay after failed attempt n: min(cap_seconds, base_seconds * factor^(n-1)), less a random
+    part of up to `jitter` of it."""
+
+    base_seconds: Annotated[float, Number] = Field(DEFAULTS.backoff.base_seconds, ge=0, le=86400)
+    factor: Annotated[float, Number] = Field(DEFAULTS.backoff.factor, ge=1, le=10)
+    cap_seconds: Annotated[float, Number] = Field(DEFAULTS.backoff.cap_seconds, ge=0, le=604800)
+    jitter: Annotated[float, Number] = Field(DEFAULTS.backoff.jitter, ge=0, le=1)
+
+
+class QueueSettingsRequest(Body):
+    """A queue's delivery settings. PUT replaces them all: an omitted field takes its default."""
+
+    max_attempts: Annotated[int, Number] = Field(
+        DEFAULTS.max_attempts,
+        ge=1,
+        le=1000,
+        description="Pops before a failure or expiry makes an item dead.",
+    )
+    lease_seconds: Annotated[int, Number] = Field(
+        DEFAULTS.lease_seconds, ge=1, le=43200, description="Lease of a pop that gives none."
+    )
+    backoff: BackoffRequest = Field(default_factory=BackoffRequest)
+    retention_seconds: Annotated[int, Number] = Field(
+        DEFAULTS.retention_seconds, ge=0, le=31536000, description="History is kept this long."
+    )
+    dedup_window_seconds: Annotated[int, Number] = Field(
+        DEFAULTS.dedup_window_seconds,
+        ge=0,
+        le=31536000,
+        description="A dedup_key keeps matching this long after its item finished.",
+    )
+    history_payload: StrictBool = Field(
+        DEFAULTS.history_payload, description="Copy payloads into history records."
+    )
+
+    def to_domain(self) -> domain.QueueSettings:
+        b = self.backoff
+        return domain.QueueSettings(
+            max_attempts=self.max_attempts,
+            lease_seconds=self.lease_seconds,
+            backoff=domain.Backoff(b.base_seconds, b.factor, b.cap_seconds, b.jitter),
+            retention_seconds=self.retention_seconds,
+            dedup_window_seconds=self.dedup_window_seconds,
+            history_payload=self.history_payload,
+        )
+
+
+class Backoff(BaseModel):
+    """Retry delay after failed attempt n: min(cap_seconds, base_seconds * factor^(n-1)), less a random
+    part of up to `jitter` of it."""
+
+    base_seconds: float
+    factor: float
+    cap_seconds: float
+    jitter: float
+
+
+class QueueSettings(BaseModel):
+    """A queue's delivery settings, as they are (see PUT /queues/{name} for their meaning)."""
+
+    max_attempts: int
+    lease_seconds: int
+    backoff: Backoff
+    retention_seconds: int
+    dedup_window_seconds: int
+    history_payload: bool
+
+    @classmethod
+    def of(cls, settings: domain.QueueSettings) -> QueueSettings:
+        b = settings.backoff
+        return cls(
+            max_attempts=settings.max_attempts,
+            lease_seconds=settings.lease_seconds,
+            backoff=Backoff(
+                base_seconds=b.base_seconds, factor=b.factor, cap_seconds=b.cap_seconds, jitter=b.jitter
+            ),
+            retention_seconds=settings.retention_seconds,
+            dedup_window_seconds=settings.dedup_window_seconds,
+            history_payload=settings.history_payload,
+        )
+
+
+class HistoryCounts(BaseModel):
+    completed: int
+    dead: int
+
+
+class Queue(BaseModel):
+    name: str
+    ready: int = Field(description="Poppable now.")
+    leased: int
+    delayed: int
+    retrying: int
+    dead: int
+    oldest_ready_age_seconds: float | None
+    history: HistoryCounts = Field(description="Finished items still within the retention period.")
+    settings: QueueSettings
+    paused: bool = Field(description="A paused queue takes pushes and hands out nothing.")
+
+    @classmethod
+    def of(cls, stats: QueueStats) -> Queue:
+        return cls(
+            name=stats.name,
+            ready=stats.ready,
+            leased=stats.leased,
+            delayed=stats.delayed,
+            retrying=stats.retrying,
+            dead=stats.dead,
+            oldest_ready_age_seconds=stats.oldest_ready_age_seconds,
+            history=HistoryCounts(completed=stats.completed_in_history, dead=stats.dead_in_history),
+            settings=QueueSettings.of(stats.settings),
+            paused=stats.paused,
+        )
+
+
+class QueueList(BaseModel):
+    queues: list[Queue]
+
+
+class DeadItemPage(BaseModel):
+    items: list[Item] = Field(description="Most recently dead first.")
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last.")
+
+
+class ItemPage(BaseModel):
+    items: list[Item] = Field(description="Oldest created first.")
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last.")
+
+
+class PeekState(StrEnum):
+    READY = "ready"
+    DELAYED = "delayed"
+    RETRYING = "retrying"
+    LEASED = "leased"
+
+
+class DeletedQueueResponse(BaseModel):
+    queue: str
+    items: int = Field(description="Items deleted with it (of every state).")
+    history: int = Field(description="History records deleted with it.")
+
+
+class RedriveRequest(Body):
+    ids: list[UUID] | None = Field(
+        None,
+        min_length=1,
+        max_length=1000,
+        description="Only these dead items (default: all of the queue's).",
+    )
+    rate_per_second: Annotated[float, Field(gt=0, le=1000000), Number] | None = Field(
+        None,
+        description="Spread the items out: the k-th becomes poppable k / rate seconds from now.",
+    )
+
+
+class RedriveResponse(BaseModel):
+    redriven: int
+
+
+class PurgeResponse(BaseModel):
+    purged: int
+
+
+class HistoryEntry(BaseModel):
+    id: UUID
+    queue: str
+    outcome: Outcome
+    attempts: int
+    created_at: datetime
+    first_popped_at: datetime | None
+    finished_at: datetime
+    group: str | None
+    dedup_key: str | None
+    last_error: str | None
+    payload: Any = Field(description="null unless the queue keeps payloads in history.")
+
+    @classmethod
+    def json_of(cls, record: HistoryRecord) -> str:
+        entry = cls.model_construct(
+            id=record.id,
+            queue=record.queue,
+            outcome=record.outcome,
+            attempts=record.attempts,
+            created_at=record.created_at,
+            first_popped_at=record.first_popped_at,
+            finished_at=record.finished_at,
+            group=record.group,
+            dedup_key=record.dedup_key,
+            last_error=record.last_error,
+            payload=None,  # spliced in as text
+        )
+        return with_payload(entry, record.payload_json)
+
+
+class HistoryPage(BaseModel):
+    items: list[HistoryEntry] = Field(description="Most recently finished first.")
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last.")
