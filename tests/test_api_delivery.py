@@ -1,5 +1,5 @@
 """The delivery-semantics routes over HTTP, on every reachable engine (shapes, statuses, bad
-input); the behaviour behind them is covered store-side by test_delivery.py."""
+input); the behaviour behind them is covered store-side by tests/conformance/."""
 
 from __future__ import annotations
 

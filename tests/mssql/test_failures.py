@@ -28,7 +28,7 @@ from simplequeue.store.mssql.errors import Deadlocked, native_errors, translated
 from simplequeue.store.mssql.statements import Q  # noqa: E402
 from simplequeue.store.mssql.store import MssqlStore  # noqa: E402
 
-from tests.test_mssql_statements import (  # noqa: E402
+from tests.mssql.helpers import (  # noqa: E402
     QUERY_NAMES,
     URL,
     FakeConnection,

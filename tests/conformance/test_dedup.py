@@ -1,9 +1,10 @@
-"""A retried push never makes a second item: an id its producer chose stays taken while its item
-lives and for the queue's dedup window after it finished. Run against every reachable engine.
+"""Idempotent pushes: a dedup key, and an id its producer chose, each stand for one item while it
+lives and for the queue's dedup window after it finished.
 
-Two paths push: a single push goes through the service's coalescer (the store's skip_existing
-mode, where one caller's refusal must not fail its neighbours), a batch through the all-or-nothing
-mode. Each rule is held on both.
+A retried push never makes a second item. Two paths push: a single push goes through the
+service's coalescer (the store's skip_existing mode, where one caller's refusal must not fail
+its neighbours), a batch through the all-or-nothing mode; the `send` fixture holds each rule on
+both.
 """
 
 from __future__ import annotations
@@ -16,20 +17,12 @@ from datetime import datetime
 from uuid import UUID, uuid4
 
 import pytest
-from simplequeue.domain import (
-    Completion,
-    Failure,
-    ItemExists,
-    ItemNotFound,
-    LeasedItem,
-    NewItem,
-    Pushed,
-    QueueSettings,
-)
+from simplequeue.domain import Completion, Failure, ItemExists, ItemNotFound, NewItem, Pushed
 from simplequeue.service.pushing import PushCoalescer
 from simplequeue.service.upkeep import purge
 from simplequeue.store.protocol import Store
 
+from tests.conformance.helpers import configure, finish, pop_one, push
 from tests.engines import FakeClock
 from tests.factories import given, new_item
 
@@ -39,7 +32,7 @@ Push = Callable[[NewItem], Awaitable[Pushed]]
 
 
 @pytest.fixture(params=["single", "batch"])
-def push(request: pytest.FixtureRequest, store: Store) -> Push:
+def send(request: pytest.FixtureRequest, store: Store) -> Push:
     """One item pushed as a single push (coalesced) or as a batch of one; ItemExists either way
     when it is refused."""
     if request.param == "single":
@@ -53,16 +46,6 @@ def push(request: pytest.FixtureRequest, store: Store) -> Push:
     return batch
 
 
-async def configure(store: Store, queue: str, **changes: object) -> None:
-    await store.put_queue(queue, QueueSettings(**{"dedup_window_seconds": WINDOW, **changes}))  # type: ignore[arg-type]
-
-
-async def finish(store: Store, queue: str) -> LeasedItem:
-    [popped] = await store.pop(queue, 1, 30)
-    await store.complete(popped.id, popped.lease_token)
-    return popped
-
-
 def again(item: NewItem, payload: object = "retry") -> NewItem:
     """The same push sent again: same id and queue; a fresh attempt's own created_at and payload
     (a retry built anew must still find the first)."""
@@ -73,18 +56,92 @@ def original(item: NewItem) -> Pushed:
     return Pushed(item.id, item.created_at, created=False)
 
 
-# --- the retry after the item finished --------------------------------------------------------
+# --- dedup keys -----------------------------------------------------------------------------
+
+
+async def test_a_repeated_dedup_key_returns_the_original(store: Store, queue: str) -> None:
+    first = new_item(queue, "first", dedup_key="order-1")
+    [pushed] = await push(store, first)
+    assert pushed == Pushed(first.id, first.created_at, created=True)
+
+    again = new_item(queue, "again", dedup_key="order-1")
+    assert await push(store, again) == [Pushed(first.id, first.created_at, created=False)]
+    with pytest.raises(ItemNotFound):
+        await store.get_item(again.id)
+    assert (await store.get_item(first.id)).dedup_key == "order-1"
+    other_queue = new_item(queue + "-2", dedup_key="order-1")
+    assert (await push(store, other_queue))[0] == Pushed(other_queue.id, other_queue.created_at, created=True)
+
+
+async def test_a_retried_push_with_its_own_id_and_key_is_a_duplicate_not_a_conflict(
+    store: Store, queue: str
+) -> None:
+    item = new_item(queue, dedup_key="k")
+    await push(store, item)
+    assert await push(store, item) == [Pushed(item.id, item.created_at, created=False)]
+    with pytest.raises(ItemExists):  # the same id under another key is still a conflict
+        await push(store, new_item(queue, id=item.id, dedup_key="other"))
+
+
+async def test_dedup_inside_one_batch(store: Store, queue: str) -> None:
+    a, b, c = (new_item(queue, n, dedup_key=k) for n, k in enumerate(["x", "y", "x"]))
+    pushed = await push(store, a, b, c)
+    assert pushed == [
+        Pushed(a.id, a.created_at, True),
+        Pushed(b.id, b.created_at, True),
+        Pushed(a.id, a.created_at, False),
+    ]
+    assert len(await store.pop(queue, 10, 30)) == 2
+
+
+async def test_a_key_keeps_matching_for_the_window_after_its_item_finished(
+    store: Store, queue: str, clock: FakeClock
+) -> None:
+    await configure(store, queue, dedup_window_seconds=60)
+    first = new_item(queue, dedup_key="k")
+    await push(store, first)
+    popped = await pop_one(store, queue)
+    await store.complete(popped.id, popped.lease_token)
+
+    clock.advance(59)
+    assert (await push(store, new_item(queue, dedup_key="k")))[0] == Pushed(first.id, first.created_at, False)
+    clock.advance(1)
+    fresh = new_item(queue, dedup_key="k")
+    assert (await push(store, fresh))[0] == Pushed(fresh.id, fresh.created_at, True)
+
+
+async def test_a_dead_item_holds_its_key_until_purged(store: Store, queue: str, clock: FakeClock) -> None:
+    await configure(store, queue, dedup_window_seconds=0)
+    first = new_item(queue, dedup_key="k")
+    await push(store, first)
+    await store.fail(first.id, Failure("bad", retry=False))
+    assert (await push(store, new_item(queue, dedup_key="k")))[0].created is False  # type: ignore[union-attr]
+    await store.purge_dead(queue)
+    assert (await push(store, new_item(queue, dedup_key="k")))[0].created is True  # type: ignore[union-attr]
+
+
+async def test_concurrent_identical_pushes_insert_one_row(store: Store, queue: str) -> None:
+    attempts = [new_item(queue, n, dedup_key="same") for n in range(24)]
+    results = await asyncio.wait_for(asyncio.gather(*(push(store, i) for i in attempts)), timeout=60)
+    flat = [r for [r] in results]
+    winners = [r for r in flat if r is not None and r.created]
+    assert len(winners) == 1
+    assert {r.id for r in flat if r is not None} == {winners[0].id}
+    assert len(await store.pop(queue, 100, 30)) == 1
+
+
+# --- remembered ids: the retry after the item finished --------------------------------------
 
 
 async def test_a_retry_after_completion_answers_the_original_and_inserts_nothing(
-    store: Store, queue: str, push: Push, clock: FakeClock
+    store: Store, queue: str, send: Push, clock: FakeClock
 ) -> None:
-    await configure(store, queue)
+    await configure(store, queue, dedup_window_seconds=WINDOW)
     first = given(queue, "first", created_at=datetime(2026, 1, 1, 12, 0, 0, 123456, tzinfo=clock.now.tzinfo))
-    assert await push(first) == Pushed(first.id, first.created_at, created=True)
+    assert await send(first) == Pushed(first.id, first.created_at, created=True)
     await finish(store, queue)
 
-    assert await push(again(first)) == original(first)
+    assert await send(again(first)) == original(first)
 
     assert await store.pop(queue, 10, 30) == []
     with pytest.raises(ItemNotFound):
@@ -94,101 +151,101 @@ async def test_a_retry_after_completion_answers_the_original_and_inserts_nothing
 
 
 async def test_a_retry_while_the_item_lives_answers_the_original(
-    store: Store, queue: str, push: Push
+    store: Store, queue: str, send: Push
 ) -> None:
     first = given(queue, "first")
-    await push(first)
-    assert await push(again(first)) == original(first)  # ready
+    await send(first)
+    assert await send(again(first)) == original(first)  # ready
     [leased] = await store.pop(queue, 1, 30)
-    assert await push(again(first)) == original(first)  # leased
+    assert await send(again(first)) == original(first)  # leased
     assert (await store.get_item(first.id)).payload == "first"
     assert await store.pop(queue, 10, 30) == []
     await store.complete(leased.id, leased.lease_token)
 
 
 async def test_a_dead_item_holds_its_id_and_its_window_starts_when_it_is_purged(
-    store: Store, queue: str, push: Push, clock: FakeClock
+    store: Store, queue: str, send: Push, clock: FakeClock
 ) -> None:
-    await configure(store, queue)
+    await configure(store, queue, dedup_window_seconds=WINDOW)
     first = given(queue, "first")
-    await push(first)
+    await send(first)
     await store.fail(first.id, Failure("poison", retry=False))
-    assert await push(again(first)) == original(first)
+    assert await send(again(first)) == original(first)
 
     clock.advance(WINDOW * 10)  # dead for long: still held, the window has not started
-    assert await push(again(first)) == original(first)
+    assert await send(again(first)) == original(first)
     assert await store.purge_dead(queue) == 1
-    assert await push(again(first)) == original(first)
+    assert await send(again(first)) == original(first)
     clock.advance(WINDOW - 1)
-    assert await push(again(first)) == original(first)
+    assert await send(again(first)) == original(first)
     assert await store.pop(queue, 10, 30) == []
 
     clock.advance(1)
     fresh = again(first, "after the window")
-    assert await push(fresh) == Pushed(first.id, fresh.created_at, created=True)
+    assert await send(fresh) == Pushed(first.id, fresh.created_at, created=True)
     assert (await store.pop(queue, 10, 30))[0].payload == "after the window"
 
 
-async def test_a_redriven_item_keeps_its_id_remembered(store: Store, queue: str, push: Push) -> None:
-    await configure(store, queue)
+async def test_a_redriven_item_keeps_its_id_remembered(store: Store, queue: str, send: Push) -> None:
+    await configure(store, queue, dedup_window_seconds=WINDOW)
     first = given(queue, "first")
-    await push(first)
+    await send(first)
     await store.fail(first.id, Failure("poison", retry=False))
     assert await store.redrive(queue, None, None) == 1
     await finish(store, queue)
-    assert await push(again(first)) == original(first)
+    assert await send(again(first)) == original(first)
     assert await store.pop(queue, 10, 30) == []
 
 
 async def test_after_the_window_the_id_is_a_new_item(
-    store: Store, queue: str, push: Push, clock: FakeClock
+    store: Store, queue: str, send: Push, clock: FakeClock
 ) -> None:
-    await configure(store, queue)
+    await configure(store, queue, dedup_window_seconds=WINDOW)
     first = given(queue, "first")
-    await push(first)
+    await send(first)
     await finish(store, queue)
 
     clock.advance(WINDOW - 1)
-    assert await push(again(first)) == original(first)
+    assert await send(again(first)) == original(first)
     clock.advance(1)
     fresh = again(first, "second life")
-    assert await push(fresh) == Pushed(first.id, fresh.created_at, created=True)
+    assert await send(fresh) == Pushed(first.id, fresh.created_at, created=True)
     popped = await finish(store, queue)
     assert popped.payload == "second life"
     # The new item's window is its own, from its own completion.
     clock.advance(WINDOW - 1)
-    assert await push(again(first)) == original(fresh)
+    assert await send(again(first)) == original(fresh)
 
 
 async def test_a_window_of_zero_forgets_the_id_when_the_item_finishes(
-    store: Store, queue: str, push: Push
+    store: Store, queue: str, send: Push
 ) -> None:
     await configure(store, queue, dedup_window_seconds=0)
     first = given(queue, "first")
-    await push(first)
-    assert await push(again(first)) == original(first)  # still live: held whatever the window
+    await send(first)
+    assert await send(again(first)) == original(first)  # still live: held whatever the window
     await finish(store, queue)
-    assert (await push(again(first))).created is True
+    assert (await send(again(first))).created is True
 
 
 async def test_the_id_is_remembered_when_the_queue_keeps_no_history(
-    store: Store, queue: str, push: Push, clock: FakeClock
+    store: Store, queue: str, send: Push, clock: FakeClock
 ) -> None:
-    await configure(store, queue, retention_seconds=0)
+    await configure(store, queue, dedup_window_seconds=WINDOW, retention_seconds=0)
     first = given(queue, "first")
-    await push(first)
+    await send(first)
     await finish(store, queue)
     clock.advance(1)
     await purge(store, max_rows=10_000)
     assert (await store.get_queue(queue)).completed_in_history == 0
 
-    assert await push(again(first)) == original(first)
+    assert await send(again(first)) == original(first)
 
 
 async def test_the_sweep_forgets_ids_past_their_window_and_no_sooner(
     store: Store, queue: str, clock: FakeClock
 ) -> None:
-    await configure(store, queue)
+    await configure(store, queue, dedup_window_seconds=WINDOW)
     first = given(queue, "first")
     await store.push_batch([first], skip_existing=False)
     await finish(store, queue)
@@ -201,11 +258,11 @@ async def test_the_sweep_forgets_ids_past_their_window_and_no_sooner(
     assert (await store.push_batch([again(first)], skip_existing=True))[0].created is True  # type: ignore[union-attr]
 
 
-# --- batches ----------------------------------------------------------------------------------
+# --- remembered ids in batches --------------------------------------------------------------
 
 
 async def test_a_retried_batch_inserts_only_what_is_new(store: Store, queue: str) -> None:
-    await configure(store, queue)
+    await configure(store, queue, dedup_window_seconds=WINDOW)
     a, b = given(queue, "a"), given(queue, "b")
     await store.push_batch([a, b], skip_existing=False)
     [popped] = await store.pop(queue, 1, 30)
@@ -234,21 +291,21 @@ async def test_single_pushes_of_one_id_committed_together_make_one_item(store: S
     assert len(await store.pop(queue, 10, 30)) == 1
 
 
-# --- what an id is not ------------------------------------------------------------------------
+# --- what a remembered id is not ------------------------------------------------------------
 
 
 async def test_an_id_held_by_another_queue_is_refused_live_or_remembered(
-    store: Store, queue: str, push: Push
+    store: Store, queue: str, send: Push
 ) -> None:
-    await configure(store, queue)
+    await configure(store, queue, dedup_window_seconds=WINDOW)
     first = given(queue, "first")
-    await push(first)
+    await send(first)
     elsewhere = given(queue + "-other", "impostor", id=first.id)
     with pytest.raises(ItemExists):
-        await push(elsewhere)
+        await send(elsewhere)
     await finish(store, queue)
     with pytest.raises(ItemExists):
-        await push(elsewhere)
+        await send(elsewhere)
     # In a batch it fails the whole batch; coalesced, only its own caller.
     bystander = given(queue + "-other", "bystander")
     with pytest.raises(ItemExists):
@@ -262,7 +319,7 @@ async def test_an_id_held_by_another_queue_is_refused_live_or_remembered(
 async def test_with_a_dedup_key_the_key_decides_and_the_id_is_not_remembered(
     store: Store, queue: str, clock: FakeClock
 ) -> None:
-    await configure(store, queue)
+    await configure(store, queue, dedup_window_seconds=WINDOW)
     keyed = given(queue, "keyed", dedup_key="order-7")
     await store.push_batch([keyed], skip_existing=False)
     await finish(store, queue)
@@ -277,7 +334,7 @@ async def test_with_a_dedup_key_the_key_decides_and_the_id_is_not_remembered(
 async def test_ids_the_service_made_are_not_remembered(store: Store, queue: str) -> None:
     """Nobody retries with an id the service made, so its item claims nothing: the cost of the
     memory stays with producers' ids."""
-    await configure(store, queue)
+    await configure(store, queue, dedup_window_seconds=WINDOW)
     made = new_item(queue, "made by the service")
     await store.push_batch([made], skip_existing=True)
     await finish(store, queue)
@@ -285,7 +342,7 @@ async def test_ids_the_service_made_are_not_remembered(store: Store, queue: str)
 
 
 async def test_deleting_a_queue_frees_its_items_ids(store: Store, queue: str) -> None:
-    await configure(store, queue)
+    await configure(store, queue, dedup_window_seconds=WINDOW)
     live = given(queue, "live")
     await store.push_batch([live], skip_existing=False)
     await store.delete_queue(queue, force=True)
@@ -293,14 +350,14 @@ async def test_deleting_a_queue_frees_its_items_ids(store: Store, queue: str) ->
     assert (await store.push_batch([moved], skip_existing=False))[0].created is True  # type: ignore[union-attr]
 
 
-# --- under concurrency ------------------------------------------------------------------------
+# --- remembered ids under concurrency -------------------------------------------------------
 
 
 async def test_every_push_sent_twice_under_load_is_processed_once(store: Store, queue: str) -> None:
     """8 producers send each of their pushes twice, the second after a random delay (as a
     producer does whose answer was lost), some by single push and some by batch, while 4 workers
     pop and complete: each id is processed exactly once, and none is lost."""
-    await configure(store, queue)
+    await configure(store, queue, dedup_window_seconds=WINDOW)
     rng = random.Random(27)
     producers, per_producer = 8, 40
     pusher = PushCoalescer(store)
@@ -308,7 +365,7 @@ async def test_every_push_sent_twice_under_load_is_processed_once(store: Store, 
     acknowledged: set[UUID] = set()
     pushing_done = asyncio.Event()
 
-    async def send(item: NewItem, as_batch: bool) -> None:
+    async def submit(item: NewItem, as_batch: bool) -> None:
         if as_batch:
             [result] = await store.push_batch([item], skip_existing=False)
             assert result is not None
@@ -322,8 +379,8 @@ async def test_every_push_sent_twice_under_load_is_processed_once(store: Store, 
         retries = []
         for k in range(per_producer):
             item = given(queue, {"producer": n, "k": k}, id=uuid4())
-            await send(item, as_batch=k % 3 == 0)
-            retries.append(asyncio.create_task(_later(delays[k], send(again(item), as_batch=k % 2 == 0))))
+            await submit(item, as_batch=k % 3 == 0)
+            retries.append(asyncio.create_task(_later(delays[k], submit(again(item), as_batch=k % 2 == 0))))
         await asyncio.gather(*retries)
 
     async def worker() -> None:

@@ -1,0 +1,101 @@
+"""Ordered groups: a group hands out its head only, until the head is finished or dead; a redriven
+item rejoins its group at the back; under 32 workers, no two items of a group are in flight."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import defaultdict
+from uuid import UUID, uuid4
+
+from simplequeue.domain import CompleteOutcome, Completion, Failure
+from simplequeue.store.protocol import Store
+
+from tests.conformance.helpers import configure, pop_one, push
+from tests.engines import FakeClock
+from tests.factories import new_item
+
+
+async def test_a_group_hands_out_its_head_only(store: Store, queue: str, clock: FakeClock) -> None:
+    await configure(store, queue, max_attempts=2)
+    a1, a2, a3 = (new_item(queue, f"a{n}", group="a") for n in (1, 2, 3))
+    b1 = new_item(queue, "b1", group="b")
+    loose = new_item(queue, "loose")
+    await push(store, a1, a2, a3, b1, loose)
+
+    assert {p.payload for p in await store.pop(queue, 10, 30)} == {"a1", "b1", "loose"}
+    await store.complete(a1.id, None)
+    [head] = await store.pop(queue, 10, 30)
+    assert head.payload == "a2"
+    await store.fail(a2.id, Failure("retry me", head.lease_token))  # retrying: still the head
+    clock.advance(10)
+    assert [p.payload for p in await store.pop(queue, 10, 30)] == ["a2"]
+    await store.fail(a2.id, Failure("dead now", None))  # dead: no longer blocks
+    assert [p.payload for p in await store.pop(queue, 10, 30)] == ["a3"]
+
+
+async def test_complete_and_pop_moves_an_ordered_group_on(store: Store, queue: str) -> None:
+    a1, a2, a3 = (new_item(queue, f"a{n}", group="a") for n in (1, 2, 3))
+    await store.push_batch([a1, a2, a3], skip_existing=False)
+    head = await pop_one(store, queue)
+
+    # A refused completion leaves the head in place: the group stays blocked.
+    outcomes, popped = await store.complete_and_pop([Completion(a1.id, uuid4())], queue, 5, 30)
+    assert (outcomes, popped) == ([CompleteOutcome.LEASE_MISMATCH], [])
+
+    outcomes, popped = await store.complete_and_pop([Completion(a1.id, head.lease_token)], queue, 5, 30)
+    assert outcomes == [CompleteOutcome.COMPLETED]
+    assert [p.payload for p in popped] == ["a2"]  # the next head, in the same call
+
+
+async def test_a_redriven_item_rejoins_its_group_at_the_back(store: Store, queue: str) -> None:
+    a1, a2 = new_item(queue, "a1", group="a"), new_item(queue, "a2", group="a")
+    await push(store, a1, a2)
+    await store.fail(a1.id, Failure("bad", retry=False))
+    [leased] = await store.pop(queue, 10, 30)
+    assert leased.payload == "a2"
+    await store.redrive(queue, None, None)
+    assert await store.pop(queue, 10, 30) == []  # a2 is in flight, and a1 is now behind it
+    await store.complete(leased.id, leased.lease_token)
+    assert [p.payload for p in await store.pop(queue, 10, 30)] == ["a1"]
+
+
+async def test_groups_under_32_workers_never_overlap_and_finish_in_order(store: Store, queue: str) -> None:
+    groups, per_group, workers = 8, 25, 32
+    pushed: dict[str, list[UUID]] = defaultdict(list)
+    for n in range(per_group):
+        batch = [new_item(queue, n, group=f"g{g}") for g in range(groups)]
+        await push(store, *batch)
+        for g, item in enumerate(batch):
+            pushed[f"g{g}"].append(item.id)
+    for n in range(40):  # ungrouped work in between
+        await push(store, new_item(queue, -n))
+    in_flight: set[str] = set()
+    finished: dict[str, list[UUID]] = defaultdict(list)
+    overlaps: list[str] = []
+    rng = random.Random(11)
+
+    async def worker() -> None:
+        for _ in range(groups * per_group + 40):  # bounded
+            batch = await store.pop(queue, rng.randint(1, 4), 120)
+            if not batch:
+                if sum(map(len, finished.values())) == groups * per_group:
+                    return
+                await asyncio.sleep(0.005)
+                continue
+            for item in batch:
+                if item.group is not None:
+                    if item.group in in_flight:
+                        overlaps.append(item.group)
+                    in_flight.add(item.group)
+            await asyncio.sleep(0)
+            for item in batch:
+                if item.group is not None:
+                    in_flight.discard(item.group)
+                    finished[item.group].append(item.id)
+                await store.complete(item.id, item.lease_token)
+
+    await asyncio.wait_for(asyncio.gather(*(worker() for _ in range(workers))), timeout=120)
+
+    assert overlaps == []
+    assert dict(finished) == dict(pushed)

@@ -1,0 +1,77 @@
+"""Popping: the order items are handed out in (priority, then age, then insertion), how many, and
+when each queue next has work."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from simplequeue.store.protocol import Store
+
+from tests.conformance.helpers import push
+from tests.engines import FakeClock
+from tests.factories import new_item
+
+
+async def test_pop_hands_out_oldest_created_at_first_then_insertion_order(store: Store, queue: str) -> None:
+    base = datetime(2026, 1, 1, tzinfo=UTC)
+    order = [("late", 30), ("early", 10), ("tie-first", 20), ("tie-second", 20)]
+    for name, offset in order:
+        await push(store, new_item(queue, name, created_at=base + timedelta(seconds=offset)))
+
+    popped = await store.pop(queue, 10, 30)
+
+    assert [p.payload for p in popped] == ["early", "tie-first", "tie-second", "late"]
+
+
+async def test_pop_takes_at_most_max_items(store: Store, queue: str) -> None:
+    for n in range(5):
+        await push(
+            store, new_item(queue, n, created_at=datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=n))
+        )
+    first = await store.pop(queue, 3, 30)
+    second = await store.pop(queue, 3, 30)
+    assert [p.payload for p in first] == [0, 1, 2]
+    assert [p.payload for p in second] == [3, 4]
+    assert len({p.lease_token for p in first} | {p.lease_token for p in second}) == 2
+
+
+# --- priorities -----------------------------------------------------------------------------
+
+
+async def test_higher_priority_pops_first_then_oldest_then_first_pushed(
+    store: Store, queue: str, clock: FakeClock
+) -> None:
+    t = clock.now
+    items = [
+        new_item(queue, "low-old", priority=-1, created_at=t - timedelta(hours=1)),
+        new_item(queue, "mid-new", priority=0, created_at=t),
+        new_item(queue, "mid-old", priority=0, created_at=t - timedelta(minutes=1)),
+        new_item(queue, "high-a", priority=7, created_at=t),
+        new_item(queue, "high-b", priority=7, created_at=t),
+    ]
+    await push(store, *items)
+    assert [p.payload for p in await store.pop(queue, 10, 30)] == [
+        "high-a",
+        "high-b",
+        "mid-old",
+        "mid-new",
+        "low-old",
+    ]
+
+
+# --- when there is work ---------------------------------------------------------------------
+
+
+async def test_next_visible_at_tells_when_each_queue_has_work(
+    store: Store, queue: str, clock: FakeClock
+) -> None:
+    idle, busy, leased = queue + "-idle", queue + "-busy", queue + "-leased"
+    await push(store, new_item(busy, 1))
+    await push(store, new_item(leased, 2))
+    await store.pop(leased, 1, 90)
+
+    found, now = await store.next_visible_at([idle, busy, leased])
+
+    assert now == clock.now
+    assert found == {busy: clock.now, leased: clock.now + timedelta(seconds=90)}
+    assert await store.next_visible_at([]) == ({}, clock.now)

@@ -1,0 +1,239 @@
+"""Parameters by name: each query's markers in the order pyodbc takes them, every name bound at
+its call site, the fake's own refusals, and the clock bound or left to the server."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import uuid4
+
+import pytest
+from simplequeue.domain import (
+    Completion,
+    DeadFilter,
+    DeletedQueue,
+    Failure,
+    HistoryFilter,
+    ItemStatus,
+    NewItem,
+    QueueSettings,
+)
+from simplequeue.store.mssql.statements import Q, fetch
+from simplequeue.store.mssql.store import MssqlStore
+from simplequeue.store.queries import load_queries
+from sqlglot import exp
+
+from tests.mssql.helpers import (
+    NOW,
+    NOW_TEXT,
+    STATS_COLUMNS,
+    FakeConnection,
+    FakeCursor,
+    Result,
+    Results,
+    claim_rows,
+    completed_ids,
+    dead_rows,
+    fake_store,
+    history_rows,
+    ids,
+    item_row,
+    parse,
+    picked,
+    placeholders,
+    pushed,
+    result,
+    stats_row,
+    still_there,
+    visible_rows,
+)
+
+# Each query's parameters, in the order of its ? markers: the order in which pyodbc takes the values
+# that Query.bind lines up by name. The binding tests below check which value lands on which marker.
+PARAMETERS = {
+    "claim_dedup_keys": ("now", "claims"),
+    "push_batch": ("now", "items"),
+    "pop": ("now", "queue", "lease_seconds", "max_items", "lease_token"),
+    "extend": ("now", "id", "lease_token", "lease_seconds"),
+    "complete_batch": ("now", "items"),
+    "fail": ("now", "id", "lease_token", "retry", "retry_after", "draw", "error"),
+    "reap_expired": ("now", "error", "limit"),
+    "get_item": ("now", "id"),
+    "list_dead": ("now", "queue", "since", "until", "after_at", "after_seq", "limit"),
+    "pick_dead": ("queue", "ids", "limit"),
+    "revive": ("now", "queue", "plan"),
+    "purge_dead": ("now", "queue", "limit"),
+    "list_history": ("queue", "outcome", "since", "until", "after_at", "after_seq", "limit"),
+    "purge_history": ("now", "limit"),
+    "put_queue": (
+        "now",
+        "queue",
+        "max_attempts",
+        "lease_seconds",
+        "backoff_base_seconds",
+        "backoff_factor",
+        "backoff_cap_seconds",
+        "backoff_jitter",
+        "retention_seconds",
+        "dedup_window_seconds",
+        "history_payload",
+    ),
+    "next_visible_at": ("now", "queues"),
+    "queue_stats": ("now", "queue"),
+    "queue_exists": ("queue",),
+    "set_paused": ("queue", "paused"),
+    "peek": ("now", "queue", "state", "after_at", "after_seq", "limit"),
+    "delete_queue": ("now", "queue", "force"),
+    "lock_migrations": ("timeout_ms",),
+    "unlock_migrations": (),
+    "create_version_table": (),
+    "applied_versions": (),
+    "record_version": ("version", "name", "now"),
+    "compatibility_level": (),
+}
+# The same file with :name kept, for tests that read which parameter a statement takes.
+NAMED = load_queries("simplequeue.store.mssql", "named")
+
+
+def test_every_query_names_its_parameters_in_marker_order() -> None:
+    assert {name: query.params for name, query in Q.items()} == PARAMETERS
+    assert {query.style for query in Q.values()} == {"qmark"}
+
+
+@pytest.mark.parametrize("name", sorted(Q))
+def test_every_marker_is_a_named_parameter_written_once(name: str) -> None:
+    # A ? written into queries.sql would be a marker that no name binds; a name written twice would be
+    # a second marker and a second copy of its value (a batch reads a value twice through its variable).
+    query = Q[name]
+    assert placeholders(query.sql) == len(query.params)
+    assert len(set(query.params)) == len(query.params)
+    assert sorted(query.params) == sorted(NAMED[name].params)
+
+
+def test_a_variable_set_from_a_parameter_takes_the_parameters_name() -> None:
+    found = {}
+    for name, query in NAMED.items():
+        for tree in parse(query.sql):
+            if isinstance(tree, exp.Declare) and (default := tree.expressions[0].args.get("default")):
+                variable = tree.expressions[0].this[0].name
+                for placeholder in default.find_all(exp.Placeholder):
+                    found[(name, variable)] = placeholder.name
+    mismatched = {key: param for key, param in found.items() if key[1] != param}
+    # @token is the batch's short name for the lease token the store binds under its protocol name.
+    assert mismatched == {("extend", "token"): "lease_token", ("fail", "token"): "lease_token"}
+    assert ("pop", "queue") in found
+
+
+# --- what the fake refuses, as pyodbc would -------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [None, True, 1.5, uuid4(), NOW, b"orders", ["orders"]], ids=repr)
+async def test_the_fake_refuses_parameters_pyodbc_cannot_bind_without_asking(bad: Any) -> None:
+    # None needs the server to describe the batch; a bool, a float, a UUID or a datetime bind as types
+    # the statements do not expect. Every binding test below relies on this check.
+    cursor = FakeCursor(FakeConnection())
+    with pytest.raises(AssertionError, match="bind str and int only"):
+        await cursor.execute(Q["next_visible_at"].sql, NOW_TEXT, bad)
+
+
+async def test_the_fake_refuses_a_parameter_too_many_or_too_few() -> None:
+    cursor = FakeCursor(FakeConnection())
+    for params in [(NOW_TEXT,), (NOW_TEXT, "orders", "extra")]:
+        with pytest.raises(AssertionError, match="markers"):
+            await cursor.execute(Q["next_visible_at"].sql, *params)
+
+
+# --- every query bound by name at its call site ---------------------------------------------------
+
+
+async def test_a_value_missing_or_left_over_is_refused_before_the_batch_is_sent() -> None:
+    conn = FakeConnection()
+    with pytest.raises(TypeError, match=r"missing \['queues'\], unexpected \[\]"):
+        await fetch(conn, "next_visible_at", now=NOW_TEXT)
+    with pytest.raises(TypeError, match=r"missing \[\], unexpected \['queue'\]"):
+        await fetch(conn, "next_visible_at", now=NOW_TEXT, queues="[]", queue="orders")
+    assert conn.executed == []
+    await fetch(conn, "next_visible_at", queues="[]", now=NOW_TEXT)  # by name: any order
+    assert conn.params("next_visible_at") == (NOW_TEXT, "[]")
+
+
+async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_names(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    # Every call site binds through Query.bind, which raises TypeError for a name missing or left
+    # over, before anything is sent (the test above). So a query that reached the fake was bound
+    # with exactly its names; between them, these calls reach every query of queries.sql.
+    store, conn = fake
+    item_id, token = uuid4(), uuid4()
+    keyed = NewItem(uuid4(), "orders", "1", NOW, dedup_key="k")
+    conn.reply("claim_dedup_keys", claim_rows((0, keyed.id, NOW, True)))
+    conn.reply("push_batch", ids(keyed.id))
+    conn.reply("extend", Results([result(seq=7), item_row(item_id, status="leased", lease_token=token)]))
+    conn.reply("complete_batch", *[Results([completed_ids(item_id), still_there()])] * 2)
+    conn.reply("fail", Results([result(status="dead"), item_row(item_id, status="dead")]))
+    conn.reply("get_item", item_row(item_id, status="ready"))
+    conn.reply("next_visible_at", Results([result(now=NOW.replace(tzinfo=None)), visible_rows()]))
+    conn.reply("queue_stats", *[Result(STATS_COLUMNS, [stats_row("orders", None)])] * 2)
+    conn.reply("put_queue", result(created=1))
+    conn.reply("list_dead", dead_rows())
+    conn.reply("pick_dead", picked(1))
+    conn.reply("revive", result(revived=1))
+    conn.reply("purge_dead", result(purged=0))
+    conn.reply("list_history", history_rows())
+    conn.reply("reap_expired", Result(["queue", "killed"], []))
+    conn.reply("purge_history", result(history=0, keys=0, ids=0))
+    conn.reply("lock_migrations", result(result=0))
+    conn.reply("compatibility_level", result(compatibility_level=130))
+    conn.reply(
+        "applied_versions", Result(["version"], []), Result(["version"], [(1,), (2,), (3,), (4,), (5,)])
+    )
+    conn.reply("queue_exists", result(found=1))
+    conn.reply("set_paused", result(changed=1))
+    conn.reply("peek", dead_rows())
+    conn.reply("delete_queue", result(found=1, leased=0, deleted=1, items=2, history=3))
+
+    await store.push_batch([keyed], skip_existing=False)
+    await store.pop("orders", 1, None)
+    await store.extend(item_id, token, 30)
+    await store.complete(item_id, token)
+    await store.complete_batch([Completion(item_id, None)])
+    await store.fail(item_id, Failure("boom", lease_token=token, retry=False))
+    await store.get_item(item_id)
+    await store.next_visible_at(["orders"])
+    await store.list_queues()
+    await store.get_queue("orders")
+    await store.put_queue("orders", QueueSettings())
+    await store.list_dead("orders", DeadFilter(), 10, None)
+    assert await store.redrive("orders", None, None) == 1
+    await store.purge_dead("orders")
+    await store.list_history("orders", HistoryFilter(), 10, None)
+    await store.reap_expired(10)
+    await store.purge_history(10)
+    assert await store.migrate() == [1, 2, 3, 4, 5]
+    await store.check_ready()
+    assert await store.queue_exists("orders")
+    await store.set_paused("orders", True)
+    await store.peek("orders", ItemStatus.LEASED, 10, None)
+    assert await store.delete_queue("orders", force=False) == DeletedQueue(items=2, history=3)
+
+    named = [e for e in conn.executed if e.name in Q]
+    assert {e.name for e in named} == set(Q), "a query no store method sends"
+    for e in named:
+        assert len(e.params) == len(Q[e.name].params), e.name
+    assert not conn.closed, "unlock_migrations, whose errors are swallowed, was bound too"
+
+
+async def test_without_a_clock_the_server_clock_is_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    store, conn = fake_store(monkeypatch, clock=False)
+    item = NewItem(uuid4(), "orders", "null", NOW)
+    conn.reply("push_batch", ids(item.id))
+    conn.reply("next_visible_at", Results([result(now=NOW.replace(tzinfo=None)), visible_rows()]))
+
+    await store.push_batch([item], skip_existing=False)
+    await store.pop("orders", 1, 30)
+    await store.next_visible_at(["orders"])
+
+    server_clock = "COALESCE(CAST(NULLIF(N'', N'') AS DATETIME2(7)), SYSUTCDATETIME())"
+    for name in ("push_batch", "pop", "next_visible_at"):
+        assert server_clock in conn.inlined(name)
+    # created_at is the item's own time, never the clock's.
+    assert pushed(conn)[0]["created_at"] == NOW_TEXT

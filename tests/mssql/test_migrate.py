@@ -1,0 +1,177 @@
+"""MssqlStore.migrate and check_ready through the fake connection: the schemas applied once
+under an application lock, released whatever happens, with the statement bounds lifted while
+it waits."""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import pytest
+from simplequeue.domain import DatabaseUnavailable, SchemaNotReady, StoreError
+from simplequeue.store.mssql.statements import Q
+from simplequeue.store.mssql.store import MssqlStore
+
+from tests.mssql.helpers import (
+    ADMIN,
+    BOUND,
+    CLIENT_IDS,
+    DELIVERY,
+    ESCALATION,
+    LIFT,
+    NOW_TEXT,
+    FakeConnection,
+    FakeCursor,
+    Result,
+    fake_store,
+    migration_statements,
+    result,
+)
+
+
+async def test_migrate_from_zero_applies_both_schemas_under_the_lock(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    conn.reply("lock_migrations", result(result=0))
+    conn.reply("compatibility_level", result(compatibility_level=130))
+    conn.reply("applied_versions", Result(["version"], []))
+
+    assert await store.migrate() == [1, 2, 3, 4, 5]
+
+    assert conn.names == [
+        LIFT,
+        "lock_migrations",
+        "compatibility_level",
+        "create_version_table",
+        "applied_versions",
+        *migration_statements(),
+        "record_version",
+        *migration_statements(DELIVERY),
+        "record_version",
+        *migration_statements(ADMIN),
+        "record_version",
+        *migration_statements(ESCALATION),
+        "record_version",
+        *migration_statements(CLIENT_IDS),
+        "record_version",
+        "unlock_migrations",
+        BOUND,
+    ]
+    assert conn.all_params("record_version") == [
+        (1, "init", NOW_TEXT),
+        (2, "delivery", NOW_TEXT),
+        (3, "admin", NOW_TEXT),
+        (4, "lock_escalation", NOW_TEXT),
+        (5, "client_ids", NOW_TEXT),
+    ]
+    [v1, *_] = [e.inlined for e in conn.executed if e.name == "record_version"]
+    assert f"VALUES (1, N'init', COALESCE(CAST(NULLIF(N'{NOW_TEXT}', N'')" in v1
+    assert "@LockOwner = N'Session', @LockTimeout = 300000;" in conn.inlined("lock_migrations")
+    assert conn.commits == 2, "the migration, then after the lock is released"
+    assert not conn.closed
+
+
+async def test_migrate_again_applies_nothing(fake: tuple[MssqlStore, FakeConnection]) -> None:
+    store, conn = fake
+    conn.reply("lock_migrations", result(result=1))  # granted after waiting for another replica
+    conn.reply("compatibility_level", result(compatibility_level=160))
+    conn.reply("applied_versions", Result(["version"], [(1,), (2,), (3,), (4,), (5,)]))
+
+    assert await store.migrate() == []
+
+    assert conn.names == [
+        LIFT,
+        "lock_migrations",
+        "compatibility_level",
+        "create_version_table",
+        "applied_versions",
+        "unlock_migrations",
+        BOUND,
+    ]
+
+
+async def test_migrate_refuses_a_database_too_old_for_openjson(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    conn.reply("lock_migrations", result(result=0))
+    conn.reply("compatibility_level", result(compatibility_level=120))
+
+    with pytest.raises(StoreError, match=r"compatibility level 120\b.*\b130 or later"):
+        await store.migrate()
+
+    assert conn.names == [LIFT, "lock_migrations", "compatibility_level", "unlock_migrations", BOUND]
+    assert conn.rollbacks == 1
+
+
+async def test_migrate_gives_up_when_the_lock_is_not_granted(fake: tuple[MssqlStore, FakeConnection]) -> None:
+    store, conn = fake
+    conn.reply("lock_migrations", result(result=-1))
+
+    with pytest.raises(DatabaseUnavailable, match="migration lock"):
+        await store.migrate()
+
+    assert conn.names == [LIFT, "lock_migrations", "unlock_migrations", BOUND]
+
+
+async def test_a_failed_migration_rolls_back_and_still_releases_the_lock(
+    fake: tuple[MssqlStore, FakeConnection], fake_pyodbc: types.ModuleType
+) -> None:
+    store, conn = fake
+    conn.reply("lock_migrations", result(result=0))
+    conn.reply("compatibility_level", result(compatibility_level=130))
+    conn.reply("applied_versions", Result(["version"], []))
+    conn.errors[migration_statements()[1]] = fake_pyodbc.ProgrammingError("42000", "Incorrect syntax (102)")
+
+    with pytest.raises(StoreError):
+        await store.migrate()
+
+    assert conn.names[-2:] == ["unlock_migrations", BOUND]
+    assert "record_version" not in conn.names
+    assert conn.rollbacks == 1
+
+
+async def test_check_ready_wants_the_latest_version(fake: tuple[MssqlStore, FakeConnection]) -> None:
+    store, conn = fake
+    conn.reply(
+        "applied_versions",
+        Result(["version"], []),
+        Result(["version"], [(1,)]),
+        Result(["version"], [(1,), (2,)]),
+        Result(["version"], [(1,), (2,), (3,)]),
+        Result(["version"], [(1,), (2,), (3,), (4,)]),
+        Result(["version"], [(1,), (2,), (3,), (4,), (5,)]),
+    )
+
+    for _ in range(5):
+        with pytest.raises(SchemaNotReady):
+            await store.check_ready()
+    await store.check_ready()
+
+
+async def test_migrations_lift_the_bounds_and_put_them_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    store, conn = fake_store(monkeypatch)
+    seen: list[int] = []
+    original = Q["lock_migrations"].sql
+    conn.reply("lock_migrations", result(result=0))
+    conn.reply("compatibility_level", result(compatibility_level=150))
+    conn.reply("applied_versions", Result(["version"], []))
+
+    class Watching(FakeCursor):
+        async def execute(self, sql: str, *params: Any) -> FakeCursor:
+            if sql == original:
+                seen.append(conn._conn.timeout)
+            return await super().execute(sql, *params)
+
+    monkeypatch.setattr(conn, "cursor", lambda: _async(Watching(conn)))
+    await store.migrate()
+
+    assert seen == [0]  # waiting for another replica's migration is not cut off
+    assert conn.executed[0].sql == "SET LOCK_TIMEOUT -1"
+    assert conn.executed[-1].sql == "SET LOCK_TIMEOUT 5000"
+    assert conn._conn.timeout == 5
+
+
+async def _async(value: Any) -> Any:
+    return value

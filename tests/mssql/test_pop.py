@@ -1,0 +1,320 @@
+"""The pop: a locking claim of the TOP rows on the filtered pop index, in priority order, that
+waits for an ordered group's earlier items; next_visible_at, which tells a waiting pop when to
+look again; and both bound through the fake connection."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from uuid import UUID, uuid4
+
+from simplequeue.store.mssql.statements import Q
+from simplequeue.store.mssql.store import MssqlStore
+from sqlglot import exp
+
+from tests.mssql.helpers import (
+    CLOCK,
+    DELIVERY,
+    NOW,
+    NOW_TEXT,
+    FakeConnection,
+    Result,
+    Results,
+    create_index,
+    hints,
+    index_hint,
+    live_statuses,
+    next_visible_at_min,
+    parse,
+    placeholders,
+    result,
+    visible_rows,
+)
+
+
+def pop_update() -> exp.Update:
+    trees = parse(Q["pop"].sql)
+    assert [type(tree) for tree in trees] == [exp.Set, exp.Set, *[exp.Declare] * 5, exp.Update]
+    update = trees[-1]
+    assert isinstance(update, exp.Update)
+    return update
+
+
+def pop_declares() -> dict[str, str]:
+    """pop's variables: name -> initialiser."""
+    declares = [tree for tree in parse(Q["pop"].sql) if isinstance(tree, exp.Declare)]
+    return {d.expressions[0].this[0].name: d.expressions[0].args["default"].sql("tsql") for d in declares}
+
+
+def claim_select() -> exp.Select:
+    update = pop_update()
+    cte = update.find(exp.CTE)
+    assert cte is not None
+    assert update.this.name == cte.alias, "the UPDATE must target the claiming CTE"
+    assert isinstance(cte.this, exp.Select)
+    return cte.this
+
+
+def group_probe() -> exp.Select:
+    [probe] = [node.this for node in claim_select().args["where"].find_all(exp.Exists)]
+    assert isinstance(probe, exp.Select)
+    return probe
+
+
+def test_pop_claims_top_n_rows_of_sq_items_with_the_four_locking_hints_on_the_pop_index() -> None:
+    select = claim_select()
+    assert select.args.get("limit") is not None, "TOP (n)"
+    table = select.find(exp.From).this
+    assert (table.db, table.name) == ("dbo", "sq_items")
+    assert hints(table) == ["INDEX", "READCOMMITTEDLOCK", "READPAST", "ROWLOCK", "UPDLOCK"]
+    assert "sq_items_pop" in index_hint(table), "pop must walk the filtered pop index"
+
+
+def test_pop_takes_the_highest_priority_first_then_the_oldest_then_insertion_order() -> None:
+    order = claim_select().find(exp.Order)
+    assert [(o.this.name, bool(o.args.get("desc"))) for o in order.expressions] == [
+        ("priority", True),
+        ("created_at", False),
+        ("seq", False),
+    ]
+    # The pop index has the same order, so the claim stops after TOP rows of a walk.
+    columns = create_index("sq_items_pop", DELIVERY).this.args["params"].args["columns"]
+    assert [(o.this.name, bool(o.args.get("desc"))) for o in columns] == [
+        ("queue", False),
+        ("priority", True),
+        ("created_at", False),
+        ("seq", False),
+    ]
+
+
+def test_pop_claims_only_live_due_rows_and_no_expired_lease_on_its_last_attempt() -> None:
+    where = claim_select().args["where"]
+    assert live_statuses(where) == [["leased", "ready"]] * 2, "the claim's, then the group probe's"
+    assert where.this.sql("tsql").startswith("x.queue = @queue AND x.status IN ('ready', 'leased')")
+    cutoffs = [node for node in where.find_all(exp.LTE) if node.this.name == "visible_at"]
+    assert len(cutoffs) == 1
+    assert isinstance(cutoffs[0].expression, exp.Parameter)
+    assert cutoffs[0].expression.name == "now"
+    assert "(x.status = 'ready' OR x.attempts < @max_attempts)" in where.sql("tsql")
+    assert pop_declares()["max_attempts"] == "(SELECT max_attempts FROM dbo.sq_queues WHERE name = @queue)"
+
+
+def test_pops_group_probe_waits_for_locked_rows_instead_of_passing_them() -> None:
+    # READPAST here would skip an earlier item of the group that another transaction holds and hand
+    # out a later one while it is in flight; READCOMMITTEDLOCK waits and reads the committed status.
+    probe = group_probe()
+    table = probe.find(exp.From).this
+    assert (table.db, table.name, table.alias) == ("dbo", "sq_items", "e")
+    assert hints(table) == ["INDEX", "READCOMMITTEDLOCK"]
+    assert "READPAST" not in probe.sql("tsql").upper()
+    assert "sq_items_group" in index_hint(table)
+    assert "deliberately carries READCOMMITTEDLOCK but NOT READPAST" in Q["pop"].sql, "the comment says why"
+
+
+def test_pops_group_probe_looks_for_an_earlier_live_item_of_the_same_group() -> None:
+    where = claim_select().args["where"].sql("tsql")
+    assert "(x.group_key IS NULL OR NOT EXISTS(" in where, "ungrouped items need no probe"
+    probe = group_probe().args["where"]
+    assert live_statuses(probe) == [["leased", "ready"]]
+    for condition in ("e.queue = x.queue", "e.group_key = x.group_key", "e.seq < x.seq"):
+        assert condition in probe.sql("tsql")
+    # A filtered index serves the probe only if the probe repeats its filter as literals.
+    index = create_index("sq_items_group", DELIVERY).this.args["params"]
+    assert [o.this.name for o in index.args["columns"]] == ["queue", "group_key", "seq"]
+    assert index.args["where"].this.sql("tsql") in probe.sql("tsql").replace("e.", "")
+
+
+def test_pop_leases_for_the_given_seconds_or_the_queues_and_outputs_the_leased_rows() -> None:
+    update = pop_update()
+    assignments = {eq.this.name: eq.expression.sql("tsql") for eq in update.expressions}
+    assert assignments == {
+        "status": "'leased'",
+        "attempts": "attempts + 1",
+        "lease_token": "CAST(? AS UNIQUEIDENTIFIER)",
+        "visible_at": "DATEADD(SECOND, @lease_seconds, @now)",
+        "first_popped_at": "COALESCE(first_popped_at, @now)",
+    }
+    assert pop_declares()["lease_seconds"] == (
+        "COALESCE(CAST(NULLIF(?, N'') AS INTEGER), "
+        "(SELECT lease_seconds FROM dbo.sq_queues WHERE name = @queue))"
+    )
+    output = update.args["returning"].expressions
+    assert {column.table for column in output} == {"inserted"}
+    assert [column.name for column in output] == [
+        "seq",
+        "id",
+        "queue",
+        "payload",
+        "created_at",
+        "attempts",
+        "lease_token",
+        "visible_at",
+        "priority",
+        "group_key",
+    ]
+    assert not update.args["returning"].args.get("into"), "OUTPUT rows go to the client"
+
+
+def test_a_paused_queue_hands_out_nothing() -> None:
+    assert pop_declares()["paused"] == "COALESCE((SELECT paused FROM dbo.sq_queues WHERE name = @queue), 0)"
+    assert "@paused = 0" in claim_select().args["where"].sql("tsql")
+
+
+def test_next_visible_at_reads_the_clock_then_each_queues_earliest_live_item() -> None:
+    trees = parse(Q["next_visible_at"].sql)
+    assert [type(tree) for tree in trees] == [exp.Set, exp.Declare, exp.Declare, exp.Select, exp.Select]
+    assert placeholders(Q["next_visible_at"].sql) == 2, "the clock and the queues, however many"
+    clock, per_queue = trees[3:]
+    assert clock.sql("tsql") == "SELECT @now AS now"
+    assert [col.alias for col in per_queue.expressions] == ["queue", "next_visible_at"]
+    openjson = per_queue.find(exp.OpenJSON)
+    # Through an NVARCHAR(MAX) variable: OPENJSON takes no NTEXT (error 8116).
+    assert openjson.this.sql("tsql") == "@queues"
+    [column] = openjson.expressions
+    assert (column.name, column.args["kind"].sql("tsql"), column.args["path"].name) == (
+        "queue",
+        "NVARCHAR(4000)",
+        "$",
+    )
+    # CROSS APPLY of an aggregate: one row for every queue asked about, NULL for those without items.
+    [apply] = per_queue.args["joins"]
+    assert isinstance(apply.this, exp.Lateral)
+    assert apply.this.args.get("cross_apply") is True, "CROSS APPLY, not OUTER APPLY"
+    minimum = next_visible_at_min()
+    assert [col.sql("tsql") for col in minimum.expressions] == ["MIN(i.visible_at) AS next_visible_at"]
+    assert minimum.find(exp.From).this.name == "sq_items"
+    where = minimum.args["where"]
+    assert live_statuses(where) == [["leased", "ready"]]
+    assert "i.queue = q.queue" in where.sql("tsql")
+
+
+# --- binding and rows -----------------------------------------------------------------------------
+
+
+POP_COLUMNS = [
+    "seq",
+    "id",
+    "queue",
+    "payload",
+    "created_at",
+    "attempts",
+    "lease_token",
+    "visible_at",
+    "priority",
+    "group_key",
+]
+
+
+async def test_pop_binds_a_fresh_lease_and_returns_items_in_pop_order(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    older, newer, urgent, token = uuid4(), uuid4(), uuid4(), uuid4()
+    created = datetime(2026, 2, 1, 8, 0, 0, 5)
+    leased_until = datetime(2026, 3, 1, 12, 0, 45, 123456)
+    # OUTPUT rows in no particular order, UUIDs as pyodbc gives them (uppercase text), naive times.
+    token_text = str(token).upper()
+    later = created + timedelta(seconds=1)
+    conn.reply(
+        "pop",
+        Result(
+            POP_COLUMNS,
+            [
+                (8, str(newer).upper(), "orders", "[1, 2]", later, 1, token_text, leased_until, 0, None),
+                (
+                    7,
+                    str(older).upper(),
+                    "orders",
+                    '{"a": null}',
+                    created,
+                    3,
+                    token_text,
+                    leased_until,
+                    0,
+                    "g",
+                ),
+                (9, str(urgent).upper(), "orders", "0", later, 1, token_text, leased_until, 5, None),
+            ],
+        ),
+    )
+
+    items = await store.pop("orders", 5, 45)
+
+    now_text, queue, lease_seconds, max_items, lease_token = conn.params("pop")
+    assert (now_text, queue, lease_seconds, max_items) == (NOW_TEXT, "orders", "45", 5)
+    assert UUID(lease_token).version == 4
+    batch = conn.inlined("pop")
+    assert CLOCK in batch
+    assert "DECLARE @queue NVARCHAR(4000) = N'orders';" in batch
+    assert "CAST(NULLIF(N'45', N'') AS INT)" in batch
+    assert "SELECT TOP (CAST(5 AS INT)) x.seq," in batch
+    assert f"lease_token = CAST(N'{lease_token}' AS UNIQUEIDENTIFIER)," in batch
+    assert [item.id for item in items] == [urgent, older, newer]
+    first, second = items[:2]
+    assert (first.priority, second.priority, second.group) == (5, 0, "g")
+    assert second.payload == {"a": None}
+    assert second.attempts == 3
+    assert second.lease_token == token
+    assert second.created_at == created.replace(tzinfo=UTC)
+    assert second.lease_expires_at == leased_until.replace(tzinfo=UTC)
+    assert conn.commits == 1
+
+
+async def test_pop_without_a_lease_binds_an_empty_one_for_the_queues(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    await store.pop("orders", 1, None)
+    assert conn.params("pop")[2] == ""
+    assert "CAST(NULLIF(N'', N'') AS INT), (SELECT lease_seconds FROM" in conn.inlined("pop")
+
+
+async def test_pop_of_an_empty_queue_returns_nothing(fake: tuple[MssqlStore, FakeConnection]) -> None:
+    store, conn = fake
+    conn.reply("pop", Result(POP_COLUMNS, []))
+    assert await store.pop("orders", 1, 30) == []
+
+
+async def test_next_visible_at_binds_the_queues_as_one_json_array_and_returns_aware_utc(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    busy = datetime(2026, 3, 1, 12, 0, 30, 5)
+    leased = datetime(2026, 3, 1, 12, 1, 30)
+    clock = result(now=NOW.replace(tzinfo=None))
+    conn.reply(
+        "next_visible_at",
+        Results([clock, visible_rows(("idle", None), ("busy", busy), ("Leased ✓", leased))]),
+    )
+
+    found, now = await store.next_visible_at(["idle", "busy", "Leased ✓"])
+
+    assert found == {"busy": busy.replace(tzinfo=UTC), "Leased ✓": leased.replace(tzinfo=UTC)}
+    assert now == NOW
+    assert all(moment.tzinfo is UTC for moment in [*found.values(), now])
+    now_text, queues_json = conn.params("next_visible_at")
+    assert now_text == NOW_TEXT
+    assert json.loads(queues_json) == ["idle", "busy", "Leased ✓"]
+    batch = conn.inlined("next_visible_at")
+    assert CLOCK in batch
+    assert 'DECLARE @queues NVARCHAR(MAX) = N\'["idle","busy","Leased ✓"]\';' in batch
+    assert "FROM OPENJSON(@queues) WITH (queue NVARCHAR(4000) '$') AS q" in batch
+    assert conn.commits == 1
+
+
+async def test_next_visible_at_of_no_queues_still_tells_the_time(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    conn.reply("next_visible_at", Results([result(now=NOW.replace(tzinfo=None)), visible_rows()]))
+
+    assert await store.next_visible_at([]) == ({}, NOW)
+
+    assert conn.params("next_visible_at") == (NOW_TEXT, "[]")
+
+
+async def test_sql_server_has_no_notifications_so_the_probe_finds_other_pushes(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, _ = fake
+    assert store.notifications is None
