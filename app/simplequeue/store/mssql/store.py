@@ -68,11 +68,12 @@ from simplequeue.store.mssql.odbc import (
 )
 from simplequeue.store.mssql.statements import fetch, fetch_sets
 from simplequeue.store.pushes import PushPlan
+from simplequeue.store.reads import QueueReads
 
 BATCH = 1000  # rows per transaction in redrive and purge_dead, so that none holds its locks long
 
 
-class MssqlStore:
+class MssqlStore(QueueReads):
     dialect = "mssql"
     notifications = None  # no notifications: the long-poll probe finds other processes' pushes
 
@@ -330,15 +331,6 @@ class MssqlStore:
         async with self._transaction() as conn:
             found = await fetch(conn, "queue_stats", now=self._now(), queue=params.optional(queue))
         return [rows.queue_stats(row) for row in found]
-
-    async def list_queues(self) -> list[QueueStats]:
-        return await self._stats(None)
-
-    async def get_queue(self, name: str) -> QueueStats:
-        found = await self._stats(name)
-        if not found:
-            raise QueueNotFound()
-        return found[0]
 
     @retry_deadlocks
     async def put_queue(self, name: str, settings: QueueSettings) -> bool:

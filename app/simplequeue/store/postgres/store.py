@@ -55,6 +55,7 @@ from simplequeue.store.postgres.errors import UNAVAILABLE, server_of, translated
 from simplequeue.store.postgres.listen import Listener
 from simplequeue.store.postgres.statements import execute, fetch, fetch_one, fetch_value
 from simplequeue.store.pushes import PushPlan
+from simplequeue.store.reads import QueueReads
 
 BATCH = 1000  # rows per transaction in redrive and purges, so that none holds its locks long
 MIGRATION_TIMEOUT_SECONDS = 3600.0
@@ -82,7 +83,7 @@ async def keep_session(conn: asyncpg.Connection) -> None:
     """
 
 
-class PostgresStore:
+class PostgresStore(QueueReads):
     dialect = "postgresql"
 
     def __init__(
@@ -403,15 +404,6 @@ class PostgresStore:
             return [
                 rows.queue_stats(r) for r in await fetch(conn, "queue_stats", now=self._now(), queue=queue)
             ]
-
-    async def list_queues(self) -> list[QueueStats]:
-        return await self._stats(None)
-
-    async def get_queue(self, name: str) -> QueueStats:
-        found = await self._stats(name)
-        if not found:
-            raise QueueNotFound()
-        return found[0]
 
     async def put_queue(self, name: str, settings: QueueSettings) -> bool:
         async with self._conn() as conn:

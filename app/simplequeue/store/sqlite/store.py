@@ -55,6 +55,7 @@ from simplequeue.store import rows
 from simplequeue.store.cursors import decode_cursor, next_cursor
 from simplequeue.store.migrations import latest_version, load_migrations, split_statements
 from simplequeue.store.pushes import PushPlan
+from simplequeue.store.reads import QueueReads
 from simplequeue.store.sqlite import statements
 from simplequeue.store.sqlite.errors import translated_errors
 from simplequeue.store.sqlite.params import add_seconds, insert_params, to_text
@@ -64,7 +65,7 @@ T = TypeVar("T")
 BATCH = 1000  # rows per transaction in redrive and purges, so that no write holds the lock long
 
 
-class SqliteStore:
+class SqliteStore(QueueReads):
     dialect = "sqlite"
     notifications = None  # no notifications: the long-poll probe finds other processes' pushes
 
@@ -284,15 +285,6 @@ class SqliteStore:
         params = {"queue": queue, "now": to_text(self._clock())}
         async with self._read() as conn:
             return [rows.queue_stats(row) for row in await fetch(conn, "queue_stats", **params)]
-
-    async def list_queues(self) -> list[QueueStats]:
-        return await self._stats(None)
-
-    async def get_queue(self, name: str) -> QueueStats:
-        found = await self._stats(name)
-        if not found:
-            raise QueueNotFound()
-        return found[0]
 
     async def put_queue(self, name: str, settings: QueueSettings) -> bool:
         params = {"queue": name, "now": to_text(self._clock()), **rows.settings_params(settings)}
