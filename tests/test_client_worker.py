@@ -26,7 +26,8 @@ from tests.test_e2e import serving
 
 
 class Recording(httpx.AsyncBaseTransport):
-    """The app's transport, noting each pop's size and each extension's answer."""
+    """The app's transport, noting each pop's size, each extension's answer and each completion
+    request; while `hold_pops` is set, pops wait for it before they reach the app."""
 
     def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
         self.inner = inner
@@ -34,18 +35,37 @@ class Recording(httpx.AsyncBaseTransport):
         self.extends: list[int] = []  # statuses
         self.completed_by_pop = 0
         self.requests: list[str] = []  # "METHOD path", in order
+        self.completions: list[tuple[str, list[str]]] = []  # ("pop"/"batch"/"delete", ids), as sent
+        self.hold_pops: asyncio.Event | None = None
+        self.held = 0  # pops that waited for hold_pops
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        if path == "/pop":
+            self.completions.append(
+                ("pop", [r["id"] for r in json.loads(request.content).get("complete", [])])
+            )
+            if self.hold_pops is not None:
+                self.held += 1
+                await self.hold_pops.wait()
+        elif path == "/items/complete":
+            self.completions.append(("batch", [r["id"] for r in json.loads(request.content)["items"]]))
+        elif request.method == "DELETE" and path.startswith("/items/"):
+            self.completions.append(("delete", [path.rsplit("/", 1)[1]]))
         response = await self.inner.handle_async_request(request)
-        self.requests.append(f"{request.method} {request.url.path}")
-        if request.url.path == "/pop" and response.status_code == 200:
+        self.requests.append(f"{request.method} {path}")
+        if path == "/pop" and response.status_code == 200:
             body = await response.aread()
             asked = json.loads(request.content)["max_items"]
             self.pops.append((asked, len(json.loads(body)["items"])))
             self.completed_by_pop += sum(r["result"] == "completed" for r in json.loads(body)["completed"])
-        elif request.url.path.endswith("/extend"):
+        elif path.endswith("/extend"):
             self.extends.append(response.status_code)
         return response
+
+    def sent(self, route: str) -> list[list[str]]:
+        """The ids of each completion request of one route ("pop": only pops that carried some)."""
+        return [ids for kind, ids in self.completions if kind == route and ids]
 
 
 @pytest.fixture
@@ -328,10 +348,21 @@ async def test_a_pop_that_fails_for_a_while_pauses_and_pops_again() -> None:
     completed = asyncio.Event()
 
     def answer(request: httpx.Request) -> httpx.Response:
+        # The item's completion comes on a pop (its `complete`), by POST /items/complete, or alone.
+        body = json.loads(request.content) if request.content else {}
         if request.method == "DELETE":
             completed.set()
             return httpx.Response(204)
-        return pops.pop(0) if pops else httpx.Response(200, json={"items": []})
+        if request.url.path == "/items/complete":
+            completed.set()
+            return httpx.Response(200, json={"results": [_done(r) for r in body["items"]]})
+        if body.get("complete"):
+            completed.set()
+        if pops:
+            return pops.pop(0)
+        return httpx.Response(
+            200, json={"items": [], "completed": [_done(r) for r in body.get("complete", [])]}
+        )
 
     handled: list[int] = []
     async with AsyncClient(
@@ -401,7 +432,10 @@ async def test_a_busy_worker_completes_each_item_with_its_next_pop(
     async def handle(item: Item) -> None:
         handled.append(item.payload["n"])
 
-    worker = Worker(sq, queue, handle, concurrency=1, wait_seconds=0, exit_when_empty=True)
+    # No completion may wait for long enough to go alone (so that nothing depends on timing).
+    worker = Worker(
+        sq, queue, handle, concurrency=1, wait_seconds=0, exit_when_empty=True, complete_delay_seconds=30
+    )
     await asyncio.wait_for(worker.run(), 30)
     requests = app_transport.requests[1:]  # after the push
 
@@ -412,3 +446,281 @@ async def test_a_busy_worker_completes_each_item_with_its_next_pop(
     # one request per item.
     assert app_transport.completed_by_pop == 20
     assert requests == ["POST /pop"] * 21
+
+
+# --- how completions are sent: in batches, never one request per item under load ----------------
+
+
+def _done(ref: dict[str, str]) -> dict[str, str]:
+    return {"id": ref["id"], "result": "completed"}
+
+
+def handling(*items: Item) -> bool:
+    """Whether any of these items' tasks is still running (a task ends once its item's completion
+    is waiting to be sent, or its failure was answered)."""
+    names = {task.get_name() for task in asyncio.all_tasks()}
+    return any(f"simplequeue item {item.id}" in names for item in items)
+
+
+class Gates:
+    """A handler that waits until the test opens its item's gate (or all of them)."""
+
+    def __init__(self) -> None:
+        self.started: list[Item] = []
+        self.returned: list[Item] = []
+        self.gates: dict[str, asyncio.Event] = {}
+        self.all = asyncio.Event()
+
+    def open(self, *items: Item) -> None:
+        for item in items:
+            self.gates.setdefault(item.id, asyncio.Event()).set()
+
+    async def __call__(self, item: Item) -> None:
+        self.started.append(item)
+        gate = self.gates.setdefault(item.id, asyncio.Event())
+        waits = [asyncio.create_task(gate.wait()), asyncio.create_task(self.all.wait())]
+        _, pending = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        for task in pending:
+            task.cancel()
+        self.returned.append(item)
+
+
+async def test_items_finishing_during_a_long_poll_are_completed_by_one_request(
+    sq: AsyncClient, app_transport: Recording, queue: str
+) -> None:
+    await sq.push_batch([{"payload": n} for n in range(5)], queue=queue)
+    handle = Gates()
+    # Six slots for five items: once they run, a long-poll for the sixth is in flight.
+    worker = Worker(sq, queue, handle, concurrency=6, wait_seconds=10, complete_delay_seconds=0.5)
+    running = asyncio.create_task(worker.run())
+    await until(lambda: len(handle.started) == 5 and app_transport.requests.count("POST /pop") == 1)
+    handle.all.set()
+    await until(lambda: settled(sq, queue, 5))
+    worker.stop()
+    await asyncio.wait_for(running, 30)
+    assert app_transport.sent("batch") == [[i.id for i in handle.returned]]  # one request, in order
+    assert app_transport.sent("pop") == []
+    assert app_transport.sent("delete") == []
+
+
+async def test_items_finishing_while_a_pop_carries_completions_ride_on_the_next_pop(
+    sq: AsyncClient, app_transport: Recording, queue: str
+) -> None:
+    await sq.push_batch([{"payload": n} for n in range(8)], queue=queue)
+    handle = Gates()
+    # A completion never waits long enough to go alone here: each rides on a pop.
+    worker = Worker(sq, queue, handle, concurrency=4, wait_seconds=10, complete_delay_seconds=30)
+    running = asyncio.create_task(worker.run())
+    await until(lambda: len(handle.started) == 4)
+    a, b, c, d = handle.started
+    app_transport.hold_pops = asyncio.Event()
+    handle.open(a)  # its slot is free: a pop for one item, completing it, is sent (and held)
+    await until(lambda: app_transport.held == 1)
+    handle.open(b, c, d)  # they finish while that pop is in flight
+    await until(lambda: not handling(b, c, d))
+    app_transport.hold_pops.set()
+    app_transport.hold_pops = None
+    await until(lambda: len(handle.started) == 8)
+    handle.all.set()
+    await until(lambda: settled(sq, queue, 8))
+    worker.stop()
+    await asyncio.wait_for(running, 30)
+
+    carried = app_transport.sent("pop")
+    assert carried[:2] == [[a.id], [b.id, c.id, d.id]]  # the three together, on the next pop
+    assert app_transport.pops[1:3] == [(1, 1), (3, 3)]  # each asked for every free slot
+    assert sorted(i for ids in carried for i in ids) == sorted(i.id for i in handle.started)
+    assert app_transport.sent("batch") == []
+    assert app_transport.sent("delete") == []
+    assert app_transport.completed_by_pop == 8
+
+
+async def test_run_completes_every_finished_item_before_it_returns(
+    sq: AsyncClient, app_transport: Recording, queue: str
+) -> None:
+    await sq.push_batch([{"payload": n} for n in range(3)], queue=queue)
+    handle = Gates()
+    # A long-poll is in flight while they finish, and they would wait 30 s to go alone: stop()
+    # abandons the long-poll, and run() sends them before it returns.
+    worker = Worker(sq, queue, handle, concurrency=4, wait_seconds=10, complete_delay_seconds=30)
+    running = asyncio.create_task(worker.run())
+    await until(lambda: len(handle.started) == 3 and app_transport.requests.count("POST /pop") == 1)
+    handle.all.set()
+    await until(lambda: len(handle.returned) == 3 and not handling(*handle.started))
+    assert (await sq.stats(queue)).completed_in_history == 0
+    worker.stop()
+    await asyncio.wait_for(running, 30)
+    assert app_transport.sent("batch") == [[i.id for i in handle.returned]]
+    stats = await sq.stats(queue)
+    assert (stats.completed_in_history, stats.leased, stats.ready) == (3, 0, 0)
+
+
+async def test_stop_waits_for_a_pop_that_carries_completions(
+    sq: AsyncClient, app_transport: Recording, queue: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Abandoned, it would leave unknown whether its completions were done (sending them again would
+    # hear not_found). It answers at once (it does not long-poll); what it leased is handled too.
+    await sq.push_batch([{"payload": n} for n in range(4)], queue=queue)
+    handle = Gates()
+    caplog.set_level(logging.WARNING, logger="simplequeue.client")
+    worker = Worker(sq, queue, handle, concurrency=2, wait_seconds=10, complete_delay_seconds=30)
+    running = asyncio.create_task(worker.run())
+    await until(lambda: len(handle.started) == 2)
+    app_transport.hold_pops = asyncio.Event()
+    handle.open(handle.started[0])
+    await until(lambda: app_transport.held == 1)
+    worker.stop()
+    handle.all.set()
+    app_transport.hold_pops.set()
+    await asyncio.wait_for(running, 30)
+    assert len(handle.started) == 3  # the two in flight, and the one the last pop leased
+    stats = await sq.stats(queue)
+    assert (stats.completed_in_history, stats.leased, stats.ready) == (3, 0, 1)
+    sent = [i for route in ("pop", "batch", "delete") for ids in app_transport.sent(route) for i in ids]
+    assert sorted(sent) == sorted(i.id for i in handle.started)  # each once
+    assert "refused" not in caplog.text
+
+
+async def test_exit_when_empty_long_polls_a_second_by_default(sq: AsyncClient, queue: str) -> None:
+    assert Worker(sq, queue, lambda i: None).wait_seconds == 20
+    await sq.push_batch([{"payload": n} for n in range(10)], queue=queue)
+    handled: list[int] = []
+
+    async def handle(item: Item) -> None:
+        await asyncio.sleep(0.002)
+        handled.append(item.payload)
+
+    worker = Worker(sq, queue, handle, concurrency=4, exit_when_empty=True)
+    assert worker.wait_seconds == 1  # the last long-poll, after the drain, ends within a second
+    await asyncio.wait_for(worker.run(), 15)  # not the 20 s long-poll
+    assert sorted(handled) == list(range(10))
+    assert await settled(sq, queue, 10)
+
+
+async def test_failures_are_sent_one_by_one_and_completions_in_batches(
+    sq: AsyncClient, app_transport: Recording, queue: str
+) -> None:
+    await sq.put_queue(queue, max_attempts=1)
+    await sq.push_batch([{"payload": n} for n in range(20)], queue=queue)
+
+    async def handle(item: Item) -> None:
+        if item.payload % 2:
+            raise ItemFailed(f"odd: {item.payload}")
+
+    worker = Worker(sq, queue, handle, concurrency=5, wait_seconds=0.1, exit_when_empty=True)
+    await asyncio.wait_for(worker.run(), 30)
+    stats = await sq.stats(queue)
+    assert (stats.completed_in_history, stats.dead, stats.leased, stats.ready) == (10, 10, 0, 0)
+    assert sum(r.endswith("/fail") for r in app_transport.requests) == 10
+    assert app_transport.sent("delete") == []
+    completed = sorted(i for route in ("pop", "batch") for ids in app_transport.sent(route) for i in ids)
+    assert len(completed) == len(set(completed)) == 10
+    dead = (await sq.dead(queue)).items
+    assert sorted(e.errors[0].error for e in dead) == sorted(f"odd: {n}" for n in range(1, 20, 2))
+
+
+def _leased(n: int) -> dict[str, object]:
+    return {
+        "id": str(uuid4()),
+        "queue": "q",
+        "payload": n,
+        "created_at": "2026-11-23T00:00:00Z",
+        "attempts": 1,
+        "lease_token": str(uuid4()),
+        "lease_expires_at": "2026-11-23T00:00:30Z",
+        "priority": 0,
+        "group": None,
+    }
+
+
+async def nothing(item: Item) -> None:
+    """An async handler: items popped together finish together (no threads in between)."""
+
+
+class Scripted:
+    """A service for httpx.MockTransport: pops hand out `items`, then wait like a long-poll until
+    `wake` is set; a request of a kind ("pop", "pop+complete", "complete", "delete") listed in
+    `faults` meets the first fault left (an exception raised, or an answer given)."""
+
+    def __init__(self, items: int, faults: dict[str, list[Exception | httpx.Response]]) -> None:
+        self.ready = [_leased(n) for n in range(items)]
+        self.faults = faults
+        self.sent: list[tuple[str, list[str]]] = []  # (kind, ids completed)
+        self.wake = asyncio.Event()
+
+    async def __call__(self, request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content) if request.content else {}
+        if request.url.path == "/pop":
+            kind, ids = ("pop+complete" if body.get("complete") else "pop"), body.get("complete", [])
+        elif request.url.path == "/items/complete":
+            kind, ids = "complete", body["items"]
+        else:
+            kind, ids = "delete", [{"id": request.url.path.rsplit("/", 1)[1]}]
+        self.sent.append((kind, [r["id"] for r in ids]))
+        if self.faults.get(kind):
+            fault = self.faults[kind].pop(0)
+            if isinstance(fault, Exception):
+                raise fault
+            return fault
+        if kind == "complete":
+            return httpx.Response(200, json={"results": [_done(r) for r in ids]})
+        if kind == "delete":
+            return httpx.Response(204)
+        popped, self.ready = self.ready[: body["max_items"]], self.ready[body["max_items"] :]
+        if not popped and not ids and body["wait_seconds"] > 0:
+            await self.wake.wait()
+        return httpx.Response(200, json={"items": popped, "completed": [_done(r) for r in ids]})
+
+
+async def test_completions_a_failed_pop_may_have_done_are_not_sent_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # No answer after the request left (a reset): the completions may have been done. They are not
+    # sent again (the lease decides), as the client never repeats a completion.
+    service = Scripted(2, {"pop+complete": [httpx.ReadError("reset by peer")]})
+    caplog.set_level(logging.WARNING, logger="simplequeue.client")
+    async with AsyncClient(
+        "http://sq", transport=httpx.MockTransport(service), retry=RetryPolicy(attempts=1)
+    ) as client:
+        worker = Worker(
+            client, "q", nothing, concurrency=2, idle_pause_seconds=0, wait_seconds=0, exit_when_empty=True
+        )
+        await asyncio.wait_for(worker.run(), 30)
+    carried = [ids for kind, ids in service.sent if kind != "pop"]
+    assert len(carried) == 1  # the pop that failed, and nothing after it
+    assert "not sent again" in caplog.text
+
+
+async def test_completions_a_refused_pop_did_not_do_are_sent_once_more() -> None:
+    # A 503 answer: nothing was done; they go again (here on the next pop).
+    unavailable = httpx.Response(503, json={"error": "DatabaseUnavailable", "detail": "down"})
+    service = Scripted(2, {"pop+complete": [unavailable]})
+    async with AsyncClient(
+        "http://sq", transport=httpx.MockTransport(service), retry=RetryPolicy(attempts=1)
+    ) as client:
+        worker = Worker(
+            client, "q", nothing, concurrency=2, idle_pause_seconds=0, wait_seconds=0, exit_when_empty=True
+        )
+        await asyncio.wait_for(worker.run(), 30)
+    carried = [sorted(ids) for kind, ids in service.sent if kind != "pop"]
+    assert len(carried) == 2
+    assert carried[0] == carried[1]
+    assert len(carried[0]) == 2
+
+
+async def test_a_completion_batch_that_fails_without_an_answer_is_not_sent_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    service = Scripted(3, {"complete": [httpx.ReadError("reset by peer")]})
+    caplog.set_level(logging.WARNING, logger="simplequeue.client")
+    async with AsyncClient(
+        "http://sq", transport=httpx.MockTransport(service), retry=RetryPolicy(attempts=1)
+    ) as client:
+        # Four slots for three items: a long-poll waits while they finish, so they go together.
+        worker = Worker(client, "q", nothing, concurrency=4, wait_seconds=10)
+        running = asyncio.create_task(worker.run())
+        await until(lambda: any(kind == "complete" for kind, _ in service.sent))
+        worker.stop()
+        await asyncio.wait_for(running, 30)
+    assert [(kind, len(ids)) for kind, ids in service.sent] == [("pop", 0), ("pop", 0), ("complete", 3)]
+    assert "3 finished items: Unavailable" in caplog.text

@@ -86,7 +86,9 @@ class _Retry(Enum):
     ANY = "any"  # any transport failure: repeating it is harmless
 
 
-_UNSENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+UNSENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+"""Transport failures of a request that never reached the service. When one is the cause
+(`__cause__`) of an Unavailable, the request did nothing (the worker sends such completions again)."""
 
 
 def _retry_after(response: httpx.Response) -> float | None:
@@ -186,7 +188,7 @@ class AsyncClient:
                     timeout=self.timeout if request_timeout is None else request_timeout,
                 )
             except httpx.TransportError as exc:
-                repeatable = retry is _Retry.ANY or isinstance(exc, _UNSENT)
+                repeatable = retry is _Retry.ANY or isinstance(exc, UNSENT)
                 failure: SimplequeueError = Unavailable(
                     f"{method} {path}: {type(exc).__name__}: {exc}".rstrip(": "), code="Unavailable"
                 )

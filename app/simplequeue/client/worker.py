@@ -3,7 +3,9 @@ lease alive while its handler runs, then complete the item or fail it with a sho
 
 Sync handlers run in a thread (asyncio.to_thread); async ones on the loop. `stop()` (or SIGTERM /
 SIGINT, with handle_signals) stops popping; the handlers in flight finish and their items are
-completed or failed before `run()` returns. Logs name items by id, never their payloads.
+completed or failed before `run()` returns. Completions go in batches: on the next pop (its
+`complete`), or together by POST /items/complete when no pop is coming within a few milliseconds
+(see Worker). Logs name items by id, never their payloads.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ import logging
 import signal
 import traceback
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
-from simplequeue.client.core import AsyncClient
+from simplequeue.client.core import UNSENT, AsyncClient
 from simplequeue.client.errors import (
     Conflict,
     InternalError,
@@ -26,7 +29,7 @@ from simplequeue.client.errors import (
     StoreError,
     Unavailable,
 )
-from simplequeue.client.models import Item
+from simplequeue.client.models import CompleteResult, Item
 
 log = logging.getLogger("simplequeue.client.worker")
 
@@ -74,22 +77,63 @@ def _is_async(handler: Handler) -> bool:
     )
 
 
+POP_COMPLETES = 100
+"""The most completions one pop carries (POST /pop's `complete` takes up to 100)."""
+BATCH_COMPLETES = 1000
+"""The most completions one POST /items/complete sends (it takes up to 1000)."""
+HOLD_SECONDS = 0.25
+"""How long, at most, finished items wait for the answer of a pop that carries completions (it
+answers at once) to ride on the pop after it, instead of being sent alone."""
+
+
+@dataclass(slots=True)
+class _Finished:
+    """An item whose handler returned, waiting for its completion to be sent."""
+
+    item: Item
+    lost: str  # the code of the refused extension if the lease was lost meanwhile, else ""
+    at: float  # the loop's time when it finished
+
+
 class Worker:
     """Runs `handler(item)` for the items of one queue.
 
     - concurrency: handlers running at once, at most; a pop never asks for more items than there
-      are free slots (and at most batch_size, default: concurrency, at most 100).
+      are free slots (and at most batch_size, default: concurrency, at most 100). One pop is in
+      flight whenever a slot is free: it asks for every free slot.
     - lease_seconds: the lease each pop asks for; while a handler runs, the lease is extended by
       as much every extend_every seconds (default: half of it).
-    - wait_seconds: the long-poll of each pop.
+    - wait_seconds: the long-poll of a pop that carries no completions (default 20 s; 1 s with
+      exit_when_empty, so that a drain ends about a second after the queue is empty).
     - A handler that returns completes its item; one that raises fails it, with the exception's
       short traceback as the error (an ItemFailed's message alone), retried per the queue's
       backoff, dead on its last attempt.
-    - exit_when_empty: run() returns once a pop answers with nothing while no handler runs (a
-      drain, for batch jobs and tests); otherwise it runs until stop().
+    - exit_when_empty: run() returns once a pop that waited wait_seconds answers with nothing while
+      no handler runs (a drain, for batch jobs and tests); otherwise it runs until stop().
     - If an extension is refused (LeaseMismatch, LeaseExpired, ItemDead, ItemNotFound), the lease is
-      lost: the handler still finishes, and its completion is tried once, refused with 409 if
-      someone else holds the item now. Both are logged.
+      lost: the handler still finishes, and its completion is tried once, refused if someone else
+      holds the item now. Both are logged.
+
+    How completions are sent (never one request per item while the worker is busy): a handler that
+    returns frees its slot and leaves its item with the others finished, to be completed in a
+    batch.
+
+    - The next pop carries up to 100 of them (POST /pop's `complete`: one request completes them
+      and leases the next items). A pop that carries completions does not long-poll (wait 0), so
+      it answers at once; the items that finish while it is in flight wait for its answer and ride
+      on the pop after it (or, if none follows, or after HOLD_SECONDS, go as below).
+    - Items that finish while no such pop is coming (a long-poll is waiting, the loop pauses after a
+      failed pop, no slot is free, or stop() came) are sent together by POST /items/complete (up
+      to 1000 a request) once the oldest has waited complete_delay_seconds (default 5 ms).
+    - run() sends every item still waiting before it returns; a pop that carries completions is
+      waited for even after stop() (it answers at once, and what it leased is handled too).
+    - A completion is sent again only when its request certainly did nothing (answered with a
+      503, a refusal or a store error, or it never left): one that failed without an answer may
+      have arrived and is not sent again (core.RetryPolicy's rule); its item comes back when its
+      lease runs out if it was not completed. Each refused completion is logged, and its result
+      discarded.
+    - Failures are one POST /items/{id}/fail each (the API has no batch of them), sent by the
+      item's own task: its slot stays busy until the answer, the pop loop does not wait for it.
     """
 
     def __init__(
@@ -102,9 +146,10 @@ class Worker:
         batch_size: int | None = None,
         lease_seconds: int = 30,
         extend_every: float | None = None,
-        wait_seconds: float = 20,
+        wait_seconds: float | None = None,
         idle_pause_seconds: float = 1.0,
         exit_when_empty: bool = False,
+        complete_delay_seconds: float = 0.005,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -115,21 +160,25 @@ class Worker:
         self.batch_size = max(1, min(100, batch_size or concurrency))
         self.lease_seconds = lease_seconds
         self.extend_every = extend_every if extend_every is not None else lease_seconds / 2
-        self.wait_seconds = wait_seconds
+        self.wait_seconds = wait_seconds if wait_seconds is not None else 1.0 if exit_when_empty else 20.0
         self.idle_pause_seconds = idle_pause_seconds
         self.exit_when_empty = exit_when_empty
+        self.complete_delay_seconds = complete_delay_seconds
+        # A finished item waits at most this long for a pop in flight that carries completions
+        # (within its lease: what is left of it after the last extension is at least half of it).
+        self._hold = max(complete_delay_seconds, min(HOLD_SECONDS, lease_seconds / 8))
         self._async = _is_async(handler)
         self._stopping = asyncio.Event()
         self._changed = asyncio.Event()
         self._running: set[asyncio.Task[None]] = set()
-        # Items handled successfully, waiting to be completed by the next pop (one request per
-        # item instead of two). Only while no pop is in flight: a long-poll may wait for seconds,
-        # so an item finished then is completed at once instead.
-        self._finished_items: list[Item] = []
-        self._popping = False
+        self._finished: list[_Finished] = []  # oldest first
+        self._carrying = False  # a pop that carries completions is in flight
+        self._closing = False  # run() is returning: send everything now
+        self._wake = asyncio.Event()  # for the sender: something it waits on changed
 
     def stop(self) -> None:
-        """Stop popping; run() returns once the handlers in flight have finished."""
+        """Stop popping; run() returns once the handlers in flight have finished and every
+        finished item's completion was sent."""
         self._stopping.set()
         self._changed.set()
 
@@ -145,12 +194,16 @@ class Worker:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 installed.append((sig, signal.getsignal(sig)))
                 loop.add_signal_handler(sig, self._on_signal, sig)
+        self._closing = False
+        sender = asyncio.create_task(self._send_completions(), name=f"simplequeue completions {self.queue}")
         try:
             await self._loop()
         finally:
             if self._running:
                 await asyncio.gather(*self._running, return_exceptions=True)
-            await self._complete_leftovers()
+            self._closing = True
+            self._wake.set()
+            await sender  # it returns once every finished item's completion was sent
             for sig, previous in installed:
                 loop.remove_signal_handler(sig)
                 signal.signal(sig, previous)
@@ -166,40 +219,56 @@ class Worker:
                 self._changed.clear()
                 await self._changed.wait()
                 continue
-            finished, self._finished_items = self._finished_items, []
-            self._popping = True
-            try:
-                items = await self._pop(min(free, self.batch_size), finished)
-            finally:
-                self._popping = False
+            done = self._take(POP_COMPLETES)
+            items = await self._pop(min(free, self.batch_size), done)
             if items is None:
-                self._finished_items[:0] = finished  # no answer: completed by the next try
                 continue
-            if not items and self.exit_when_empty and not self._running:
+            # A drain ends on an empty answer after a wait of wait_seconds (a pop that carries
+            # completions waits 0).
+            waited = not done or self.wait_seconds == 0
+            if not items and self.exit_when_empty and waited and not self._running:
                 log.info("%s: nothing to pop and nothing running; done", self.queue)
                 self.stop()
             for item in items:
                 task = asyncio.create_task(self._handle(item), name=f"simplequeue item {item.id}")
                 self._running.add(task)
-                task.add_done_callback(self._finished)
+                task.add_done_callback(self._finished_task)
 
-    def _finished(self, task: asyncio.Task[None]) -> None:
+    def _finished_task(self, task: asyncio.Task[None]) -> None:
         self._running.discard(task)
         self._changed.set()
 
-    async def _pop(self, max_items: int, finished: list[Item]) -> list[Item] | None:
-        """One pop, completing `finished` first; abandoned when stop() comes first (a waiting
+    def _take(self, most: int) -> list[_Finished]:
+        taken, self._finished = self._finished[:most], self._finished[most:]
+        return taken
+
+    def _put_back(self, finished: list[_Finished]) -> None:
+        """Completions whose request was answered without doing them: first in line again."""
+        self._finished[:0] = finished
+        self._wake.set()
+
+    async def _pop(self, max_items: int, done: list[_Finished]) -> list[Item] | None:
+        """One pop, completing `done` first. With completions it does not long-poll, and it is
+        waited for even when stop() comes first (abandoned, it would leave unknown whether they were
+        done). Without, it long-polls, and it is abandoned when stop() comes first (a waiting
         long-poll that its client leaves leases nothing; an answer lost in that instant comes back
         when its lease runs out). None: no answer (stopped, or a passing failure)."""
-        pop = asyncio.create_task(self._complete_and_pop(max_items, finished))
-        stopping = asyncio.create_task(self._stopping.wait())
+        self._carrying = bool(done)
+        pop = asyncio.create_task(self._complete_and_pop(max_items, done))
+        waits: set[asyncio.Task[Any]] = {pop}
+        if not done:
+            waits.add(asyncio.create_task(self._stopping.wait()))
         try:
-            await asyncio.wait({pop, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
             pop.cancel()  # run() itself is being cancelled: leave no pop behind
             raise
         finally:
-            stopping.cancel()
+            for task in waits - {pop}:
+                task.cancel()
+            self._carrying = False
+            if self._finished:
+                self._wake.set()  # no pop is coming for them if this loop does not pop next
         if not pop.done():
             pop.cancel()
             with contextlib.suppress(asyncio.CancelledError, SimplequeueError):
@@ -210,13 +279,31 @@ class Worker:
         except (Unavailable, InternalError, StoreError) as exc:
             # What may pass: pause, and pop again. Anything else (a bad queue name, a lease_seconds
             # out of range) is the caller's mistake and ends run().
+            self._unsent(done, exc)
             log.warning("pop from %s: %s; pausing %.1fs", self.queue, exc.code, self.idle_pause_seconds)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stopping.wait(), self.idle_pause_seconds)
             return None
+        except BaseException as exc:
+            self._unsent(done, exc)  # sent by run() before it returns, if they were not done
+            raise
 
-    async def _complete_and_pop(self, max_items: int, finished: list[Item]) -> list[Item]:
-        if not finished:
+    def _unsent(self, done: list[_Finished], exc: BaseException) -> None:
+        """A pop that carried `done` failed: they are sent again if it did nothing, else left."""
+        if not done:
+            return
+        if _not_done(exc):
+            self._put_back(done)
+        else:
+            log.warning(
+                "%d finished items: %s; not sent again (it may have arrived): those not completed"
+                " come back when their leases run out",
+                len(done),
+                exc,
+            )
+
+    async def _complete_and_pop(self, max_items: int, done: list[_Finished]) -> list[Item]:
+        if not done:
             return await self.client.pop(
                 self.queue,
                 max_items=max_items,
@@ -224,31 +311,47 @@ class Worker:
                 lease_seconds=self.lease_seconds,
             )
         results, items = await self.client.complete_and_pop(
-            finished,
+            [f.item for f in done],
             self.queue,
             max_items=max_items,
-            wait_seconds=self.wait_seconds,
+            wait_seconds=0,  # answer at once: the items finishing meanwhile wait for it
             lease_seconds=self.lease_seconds,
         )
-        for item, result in zip(finished, results, strict=True):
-            if result.result != "completed":
-                _discarded(item, "completion", _REFUSED.get(result.result, result.result))
+        _settle(done, results)
         return items
 
-    async def _complete_leftovers(self) -> None:
-        """Items finished after the last pop: completed in batches before run() returns."""
-        while self._finished_items:
-            batch, self._finished_items = self._finished_items[:1000], self._finished_items[1000:]
+    async def _send_completions(self) -> None:
+        """The finished items no pop is about to carry, by POST /items/complete: once the oldest
+        has waited complete_delay_seconds (or HOLD_SECONDS while a pop that carries completions
+        is in flight: the next pop takes them), and all at once when run() is returning."""
+        loop = asyncio.get_running_loop()
+        while True:
+            timeout: float | None
+            if not self._finished:
+                if self._closing:
+                    return
+                timeout = None
+            elif self._closing:
+                timeout = 0.0
+            else:
+                held = self._hold if self._carrying else self.complete_delay_seconds
+                timeout = self._finished[0].at + held - loop.time()
+            if timeout is None or timeout > 0:
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout)
+                continue
+            batch = self._take(BATCH_COMPLETES)
             try:
-                results = await self.client.complete_many(batch)
-            except SimplequeueError as exc:
+                results = await self.client.complete_many([f.item for f in batch])
+            except Exception as exc:  # this task must outlive any one request
                 log.warning(
-                    "%d finished items: %s; they come back when their leases run out", len(batch), exc
+                    "%d finished items: %s; they come back when their leases run out",
+                    len(batch),
+                    exc if isinstance(exc, SimplequeueError) else type(exc).__name__,
                 )
                 continue
-            for item, result in zip(batch, results, strict=True):
-                if result.result != "completed":
-                    _discarded(item, "completion", _REFUSED.get(result.result, result.result))
+            _settle(batch, results)
 
     async def _handle(self, item: Item) -> None:
         done = asyncio.Event()
@@ -265,17 +368,22 @@ class Worker:
         finally:
             done.set()
             await keeper
+        if failure is None:
+            # Completed with others (see the class's docstring); a lost lease's completion too:
+            # tried once, its refusal logged.
+            self._finished.append(
+                _Finished(item, lost[0].code if lost else "", asyncio.get_running_loop().time())
+            )
+            if len(self._finished) == 1:
+                self._wake.set()
+            return
         try:
-            if failure is None and not (self._popping or self.stopping or lost):
-                self._finished_items.append(item)  # the loop pops next, and completes it then
-            elif failure is None:
-                await self.client.complete(item)
-            else:
-                log.warning("item %s (attempt %d) failed: %s", item.id, item.attempts, _reason(failure))
-                await self.client.fail(item, error_text(failure))
+            log.warning("item %s (attempt %d) failed: %s", item.id, item.attempts, _reason(failure))
+            await self.client.fail(item, error_text(failure))
         except (Conflict, ItemNotFound) as exc:
-            action = "completion" if failure is None else "failure"
-            _discarded(item, action, exc.code, f" after the lease was lost ({lost[0].code})" if lost else "")
+            _discarded(
+                item, "failure", exc.code, f" after the lease was lost ({lost[0].code})" if lost else ""
+            )
         except SimplequeueError as exc:
             log.warning("item %s: %s; the item comes back when its lease runs out", item.id, exc)
 
@@ -294,6 +402,24 @@ class Worker:
                 return
             except SimplequeueError as exc:
                 log.warning("item %s: lease extension failed (%s); trying again", item.id, exc.code)
+
+
+def _not_done(exc: BaseException) -> bool:
+    """Whether a request that failed with `exc` certainly did nothing: the service answered with a
+    503, a refusal (4xx) or a store error (its transaction rolled back), or the request never left.
+    No answer after it left, or an unexpected error (500), may have come after the work."""
+    if not isinstance(exc, SimplequeueError):
+        return False
+    if exc.status is None:
+        return isinstance(exc.__cause__, UNSENT)
+    return exc.status != 500 or isinstance(exc, StoreError)
+
+
+def _settle(finished: list[_Finished], results: list[CompleteResult]) -> None:
+    for entry, result in zip(finished, results, strict=True):
+        if result.result != "completed":
+            after = f" after the lease was lost ({entry.lost})" if entry.lost else ""
+            _discarded(entry.item, "completion", _REFUSED.get(result.result, result.result), after)
 
 
 # A completion's result, named as the error DELETE /items/{id} would have answered with.
