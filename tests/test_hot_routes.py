@@ -1,11 +1,15 @@
-"""The hot routes, served by the front door (simplequeue.api.hot), answer exactly as FastAPI's
-own routing and dependency solving would: the same requests go to the app as it runs and to one
-whose front door serves nothing itself, and every answer must match (status and body; request
-ids and generated ids aside). Valid requests are covered by the rest of the API suite, which
-runs through the front door; here the point is every way a request can be wrong."""
+"""The hot routes, served by the front door (simplequeue.api.hot) through their hot functions
+(simplequeue.api.items.endpoints), answer exactly as FastAPI's own routing and dependency solving
+would: the same requests go to the app as it runs and to one whose front door serves nothing
+itself, and every answer must match (status and body; request ids and generated ids aside).
+Valid requests are covered by the rest of the API suite, which runs through the front door; here
+the point is every way a request can be wrong. Then: each hot function stands for its declaration,
+and the hot path reads requests with public APIs only (no FastAPI internals)."""
 
 from __future__ import annotations
 
+import ast
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -13,13 +17,13 @@ from uuid import UUID
 
 import httpx
 import pytest
+import simplequeue.api
 from asgi_lifespan import LifespanManager
-from fastapi import Request, Response
-from fastapi.routing import APIRoute
-from pydantic import BaseModel
+from fastapi import Response
 from simplequeue.api.dependencies import get_service
 from simplequeue.api.errors import Forbidden
-from simplequeue.api.hot import HotRoutes, hot_route, is_json
+from simplequeue.api.hot import Hot, HotCall, HotRoutes, check_declared, hot_table, is_json
+from simplequeue.api.items.endpoints import HOT
 from simplequeue.api.items.routes import HOT_OPERATIONS
 from simplequeue.api.routes import router
 from simplequeue.main import create_app
@@ -108,6 +112,9 @@ CASES: list[tuple[str, str, dict[str, str], str | bytes | None]] = [
     ("POST", f"/items/{ITEM}/extend", JSON, "{}"),
     ("GET", f"/items/{ITEM}", {}, None),
     ("GET", "/items/00000000-0000-0000-0000-000000000000", {}, None),
+    ("GET", f"/items/{ITEM.upper()}", {}, None),
+    ("DELETE", f"/items/{ITEM}?lease_token=", {}, None),
+    ("DELETE", f"/items/{ITEM}?lease_token={TOKEN}&lease_token=nope", {}, None),
     # methods and paths near the hot ones (answered by FastAPI in both apps)
     ("GET", "/push", {}, None),
     ("PUT", f"/items/{ITEM}", JSON, "{}"),
@@ -169,15 +176,17 @@ async def test_hot_routes_answer_as_fastapi_does(pair: tuple[httpx.AsyncClient, 
 
 
 async def test_every_hot_route_is_served_by_the_front_door(tmp_path: Path) -> None:
-    """A dependency override reaches FastAPI's solver only: the routes the front door serves
-    ignore it, which tells the two paths apart from outside."""
-    served = HotRoutes(router.routes, HOT_OPERATIONS)
-    assert {h.route.operation_id for h in served} == HOT_OPERATIONS
+    """A dependency override reaches FastAPI's dependency solver only: the hot functions call the
+    service's function themselves and ignore it, which tells the two paths apart from outside."""
+    served = HotRoutes(HOT)
+    assert {route.hot.operation_id for route in served} == HOT_OPERATIONS
     assert served.match({"type": "http", "method": "POST", "path": "/pop"}) is not None
     matched = served.match({"type": "http", "method": "DELETE", "path": f"/items/{ITEM}"})
     assert matched is not None
+    assert matched[0].template == "/items/{item_id}"
     assert matched[1] == {"item_id": UUID(ITEM)}
     assert served.match({"type": "http", "method": "DELETE", "path": "/items/not-a-uuid"}) is None
+    assert served.match({"type": "http", "method": "PUT", "path": f"/items/{ITEM}"}) is None
     assert served.match({"type": "http", "method": "GET", "path": "/queues"}) is None
 
     async def overridden() -> None:
@@ -185,30 +194,115 @@ async def test_every_hot_route_is_served_by_the_front_door(tmp_path: Path) -> No
 
     app = create_app(Settings(database_url=f"sqlite:///{tmp_path / 'o.db'}", sweep=False), clock=FakeClock())
     app.dependency_overrides[get_service] = overridden
+    ref = {"id": ITEM, "lease_token": TOKEN}
+    each_hot_route = [
+        ("POST", "/push", {"queue": "q", "payload": 1}, 201),
+        ("POST", "/push/batch", {"queue": "q", "items": [{"payload": 2}]}, 201),
+        ("POST", "/pop", {"queue": "q"}, 200),
+        ("DELETE", f"/items/{ITEM}?lease_token={TOKEN}", None, 404),
+        ("POST", "/items/complete", {"items": [ref]}, 200),
+        ("POST", f"/items/{ITEM}/fail", {"error": "boom", "lease_token": TOKEN}, 404),
+        ("POST", f"/items/{ITEM}/extend", {"lease_token": TOKEN, "lease_seconds": 5}, 404),
+        ("GET", f"/items/{ITEM}", None, 404),
+    ]
+    assert len(each_hot_route) == len(HOT_OPERATIONS)
     async with LifespanManager(app) as manager:
         transport = httpx.ASGITransport(app=manager.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://sq") as client:
-            assert (await client.post("/push", json={"queue": "q", "payload": 1})).status_code == 201
-            assert (await client.post("/pop", json={"queue": "q"})).status_code == 200
-            assert (await client.get(f"/items/{ITEM}")).status_code == 404
+            for method, path, body, status in each_hot_route:
+                response = await client.request(method, path, json=body)
+                assert response.status_code == status, (method, path, response.text)
             assert (await client.get("/queues")).json()["detail"] == "solved by FastAPI"
 
 
-class Answer(BaseModel):
-    ok: bool
+async def _answer(call: HotCall) -> Response:
+    return Response()
 
 
-def test_a_route_the_front_door_cannot_call_is_refused_when_built() -> None:
-    async def answers_a_model() -> Answer:
-        return Answer(ok=True)
+def test_every_hot_operation_has_its_hot_function_at_its_declared_method_and_path() -> None:
+    assert set(hot_table(HOT_OPERATIONS, HOT)) == HOT_OPERATIONS
+    check_declared(HOT, router.routes)
 
-    async def takes_a_header(request: Request, x: str) -> Response:
-        return Response()
+    with pytest.raises(LookupError, match="without a hot function: getItem"):
+        hot_table(HOT_OPERATIONS, [h for h in HOT if h.operation_id != "getItem"])
+    with pytest.raises(LookupError, match="not declared hot: listQueues"):
+        hot_table(HOT_OPERATIONS, [*HOT, Hot("listQueues", "GET", "/queues", _answer)])
+    with pytest.raises(ValueError, match="two hot functions"):
+        hot_table(HOT_OPERATIONS, [*HOT, HOT[0]])
 
-    for endpoint in (answers_a_model, takes_a_header):
-        route = APIRoute("/x", endpoint, methods=["POST"])
-        with pytest.raises(TypeError):
-            hot_route(route)
+    refused = [
+        Hot("push", "PUT", "/push", _answer),  # another method
+        Hot("getItem", "GET", "/items/{item_id}", _answer),  # another template (no :uuid)
+        Hot("failItem", "POST", "/items/{item_id:uuid}/extend", _answer),  # another route's path
+    ]
+    for wrong in refused:
+        with pytest.raises(ValueError, match=f"{wrong.operation_id}: served hot at"):
+            check_declared([wrong], router.routes)
+    with pytest.raises(LookupError, match="noSuchThing: no route declares"):
+        check_declared([Hot("noSuchThing", "POST", "/push", _answer)], router.routes)
+
+
+def test_an_app_whose_hot_function_disagrees_with_its_declaration_is_refused(tmp_path: Path) -> None:
+    app = create_app(Settings(database_url=f"sqlite:///{tmp_path / 'r.db'}", sweep=False), clock=FakeClock())
+    app.hot_functions["push"] = Hot("push", "POST", "/push/", _answer)
+    with pytest.raises(ValueError, match="push: served hot at POST /push/, declared at POST /push"):
+        app.build_middleware_stack()
+
+
+def test_an_operation_asked_to_be_hot_without_a_hot_function_is_served_by_fastapi(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = create_app(Settings(database_url=f"sqlite:///{tmp_path / 'w.db'}", sweep=False), clock=FakeClock())
+    app.hot_operations.add("listQueues")
+    with caplog.at_level(logging.WARNING, logger="simplequeue"):
+        app.build_middleware_stack()
+    assert "operation listQueues has no hot function: FastAPI serves it" in caplog.text
+
+
+FASTAPI_INTERNALS = (
+    "fastapi.params",
+    "fastapi.dependencies",
+    "fastapi._compat",
+    "fastapi.utils",
+    "dependant",
+    "solve_dependencies",
+)
+ROUTE_INTERNALS = ("param_convertors", "path_regex")
+KNOWN = {
+    # The 405 answer's Allow header (every method served at the path), not the hot path: it reads
+    # Starlette's compiled route pattern; out of this module's reach for now.
+    ("errors.py", "path_regex"),
+}
+
+
+def test_the_api_uses_no_fastapi_internals() -> None:
+    """No module of simplequeue.api imports from FastAPI's internals (parameter declarations,
+    the dependency solver, its compatibility layer) or reads a route's compiled path: what the hot
+    path needs it reads from the request itself, with public APIs."""
+    folder = Path(simplequeue.api.__file__).parent
+    modules = sorted(folder.rglob("*.py"))
+    assert len(modules) > 10
+    found = []
+    for module in modules:
+        text = module.read_text()
+        name = str(module.relative_to(folder))
+        found += [(name, word) for word in (*FASTAPI_INTERNALS, *ROUTE_INTERNALS) if word in text]
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Import):
+                imported = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                imported = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+            else:
+                continue
+            found += [(name, m) for m in imported if m.startswith("fastapi.") and _internal(m)]
+    assert set(found) - KNOWN == set()
+    assert set(found) >= KNOWN, "a known use is gone: take it off KNOWN"
+
+
+def _internal(module: str) -> bool:
+    """fastapi.params, fastapi.dependencies(.*), and anything private (fastapi._compat)."""
+    parts = module.split(".")
+    return parts[1] in {"params", "dependencies"} or any(part.startswith("_") for part in parts)
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -16,9 +17,12 @@ from simplequeue.api.access_log import Observer
 from simplequeue.api.auth import Keyring
 from simplequeue.api.errors import install_error_handlers
 from simplequeue.api.front import DoorRules, FrontDoor
-from simplequeue.api.hot import HotRoutes
+from simplequeue.api.hot import Hot, HotRoutes, check_declared, hot_table
+from simplequeue.api.items.endpoints import HOT
 from simplequeue.api.items.routes import HOT_OPERATIONS
 from simplequeue.api.routes import router
+
+log = logging.getLogger("simplequeue")
 
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
 UI = Path(__file__).parent / "ui"
@@ -62,16 +66,23 @@ class QueueApi(FastAPI):
 
     door: DoorRules
     hot_operations: set[str]
-    """Operation ids the front door serves itself: the API's hot routes, and any route added to
-    the app that is written as they are (the benchmark's no-op push is)."""
+    """Operation ids the front door serves itself, each by its function in `hot_functions`; FastAPI
+    serves the others (and these too, once taken out of this set)."""
+    hot_functions: dict[str, Hot]
+    """The hot functions by operation id: the API's own (simplequeue.api.items.endpoints.HOT), and
+    any that whoever builds the app adds for a route of its own."""
 
     def build_middleware_stack(self) -> ASGIApp:
         # Built on the first request (or the lifespan), when every route and handler is in place.
         added = [r for r in self.router.routes if isinstance(r, APIRoute) and r not in router.routes]
+        served = [self.hot_functions[op] for op in sorted(self.hot_operations) if op in self.hot_functions]
+        for op in sorted(self.hot_operations - self.hot_functions.keys()):
+            log.warning("operation %s has no hot function: FastAPI serves it", op)
+        check_declared(served, [*router.routes, *added])
         return FrontDoor(
             super().build_middleware_stack(),
             self.door,
-            hot=HotRoutes([*router.routes, *added], frozenset(self.hot_operations)),
+            hot=HotRoutes(served),
             routes=router.routes,
             exception_handlers=self.exception_handlers,
         )
@@ -105,6 +116,7 @@ def build_api(
     app.mount("/ui", StaticFiles(directory=UI, html=True), name="ui")
     declare_security(app)
     install_error_handlers(app, router.routes)
+    app.hot_functions = hot_table(HOT_OPERATIONS, HOT)  # refuses a hot operation without its function
     app.hot_operations = set(HOT_OPERATIONS)
     app.door = DoorRules(keyring or Keyring(), max_body_bytes, body_timeout_seconds, access_log, observers)
     return app

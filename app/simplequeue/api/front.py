@@ -6,8 +6,9 @@ In order, for each request:
 - the body, read whole within a size limit (413) and a time limit (408), so that a client that
   trickles its body cannot hold a connection and its file descriptor for long;
 - the caller, from its API key (401 before anything is parsed; see simplequeue.api.auth);
-- the answer: a hot route (push, pop, complete, fail, extend, get an item) is called straight
-  from here (simplequeue.api.hot); every other request goes on to FastAPI's own stack;
+- the answer: a hot route (push, pop, complete, fail, extend, get an item) is looked up in a
+  small table and its hot function called straight from here (simplequeue.api.hot); every other
+  request goes on to FastAPI's own stack;
 - one access-log line and the metrics' observation, after the answer.
 
 What the app fails on unexpectedly is answered here with the 500 envelope. Starlette's own error
@@ -33,7 +34,7 @@ from starlette.types import ASGIApp, ExceptionHandler, Message, Receive, Scope, 
 from simplequeue.api.access_log import Observer, Served, log_served, template_of
 from simplequeue.api.auth import Keyring, authenticate
 from simplequeue.api.errors import envelope, unexpected
-from simplequeue.api.hot import HotRoute, HotRoutes
+from simplequeue.api.hot import HotCall, HotRoute, HotRoutes
 from simplequeue.api.request_ids import REQUEST_ID, request_id_of
 
 log = logging.getLogger("simplequeue.http")
@@ -146,10 +147,9 @@ class FrontDoor:
             await self.app(scope, receive, send)
             return
         route, path_params = hot
-        scope["route"] = route.route
         request = Request(scope, receive)
         try:
-            response = await route.call(request, body, path_params)
+            response = await route.hot.function(HotCall(request, body, path_params))
         except Exception as exc:
             handler = self._handler_for(exc)
             if handler is None:

@@ -1,52 +1,47 @@
-"""The hot routes, called straight from the front door: a plain function call per request.
+"""The hot routes: what the front door serves with plain function calls, and how they read a request.
 
 A worker's loop (pop, complete, fail, extend) and a producer's push are most of what a queue
-service answers. Through FastAPI each of them passes some ten ASGI layers, a router that tries
-the routes in turn, and a dependency solver that resolves every parameter anew; under load that
-was a third of the server's time (see bench/). For these routes the front door (simplequeue.api.
-front) instead matches the method and path itself and calls the route's own function, binding
-its parameters the way FastAPI would: the body parsed and validated in one pass by pydantic-core
-(`model_validate_json`), path and query parameters validated by their declared types, the
-service and the caller by calling their dependency functions. Validation errors take FastAPI's
-shape, so the envelope (simplequeue.api.errors) reads them as it always has.
+service answers. Through FastAPI each of them passes some ten ASGI layers, a router that tries the
+routes in turn, and a dependency solver that resolves every parameter anew; under load that was a
+third of the server's time (see bench/). For these routes the front door (simplequeue.api.front)
+looks the method and path up in a small table (`HotRoutes`) and calls the route's hot function
+with a `HotCall`. The function reads what it needs itself, in plain code: the body through
+`HotCall.body` (parsed and validated in one pass by pydantic-core), a query parameter through
+`HotCall.query`, path parameters as the route's path template converted them, the service and the
+caller by calling the functions FastAPI's routes depend on. Then it calls the same function as
+the route's FastAPI declaration (simplequeue.api.items.endpoints).
 
-The routes are still declared with FastAPI, which still writes the OpenAPI spec from them, and a
-route that this module cannot bind (a model as its answer, a parameter of another kind) is
-refused when the app is built rather than served differently.
+The declarations stay FastAPI's: the OpenAPI spec is written from them, and FastAPI serves them
+when the front door does not (`QueueApi.hot_operations`). Refusals here take FastAPI's shape (a
+RequestValidationError with the error entries FastAPI's would hold, or its 400), so the envelope
+(simplequeue.api.errors) answers them as it always has; tests/test_hot_routes.py holds both paths
+to the same answers. `check_declared` refuses, when the app is built, a hot function served at
+another method or path than its operation's declaration.
+
+Only public APIs are used: FastAPI's exceptions and route declarations (operation id, path,
+methods), Starlette's `compile_path` for the path templates, pydantic's models and TypeAdapters.
 """
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, get_args, get_origin, get_type_hints
+from typing import Any, TypeVar
 
-from fastapi import HTTPException, params
+from fastapi import HTTPException
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, TypeAdapter, ValidationError
+from starlette.convertors import Convertor
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute
+from starlette.routing import BaseRoute, compile_path
 from starlette.types import Scope
 
-
-@dataclass(slots=True)
-class Incoming:
-    """One request, as the binders read it; each adds what it refuses to `errors`."""
-
-    request: Request
-    body: bytes
-    path: Mapping[str, Any]
-    errors: list[dict[str, Any]]
-
-
-Binder = Callable[[Incoming], Any]
-"""Reads one parameter from the request; adds what it refuses to `Incoming.errors`."""
-Dependency = Callable[[Request], Awaitable[Any]]
+M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
 
 _MISSING_BODY = {"type": "missing", "loc": ("body",), "msg": "Field required", "input": None}
 _NOT_JSON = {
@@ -66,175 +61,146 @@ def is_json(content_type: str) -> bool:
     return kind == "application" and (subtype == "json" or subtype.endswith("+json"))
 
 
-def _with_prefix(error: Any, *prefix: str | int) -> dict[str, Any]:
-    found = dict(error)
-    found["loc"] = (*prefix, *found.get("loc", ()))
-    return found
+def _with_prefix(errors: Iterable[Any], *prefix: str | int) -> list[dict[str, Any]]:
+    return [{**error, "loc": (*prefix, *error.get("loc", ()))} for error in errors]
 
 
-def _body_binder(model: type[BaseModel]) -> Binder:
-    def bind(incoming: Incoming) -> Any:
-        if not incoming.body:
-            incoming.errors.append(_MISSING_BODY)
-            return None
-        if not is_json(incoming.request.headers.get("content-type", "")):
-            incoming.errors.append(_NOT_JSON)
-            return None
+@dataclass(slots=True)
+class HotCall:
+    """One request to a hot route, for its function to read: the request, its whole body (the
+    front door has read it) and its path parameters, converted by the route's path template
+    ({item_id:uuid} -> a UUID).
+
+    FastAPI reports the errors of every input at once; each hot route has one input that can be
+    wrong (a path parameter that does not convert is another route's path, answered by FastAPI
+    as 404), so these raise at the first refusal."""
+
+    request: Request
+    raw: bytes
+    path: Mapping[str, Any]
+
+    def body(self, model: type[M]) -> M:
+        """The body as `model`, or FastAPI's refusal of it."""
+        if not self.raw:
+            raise RequestValidationError([_MISSING_BODY])
+        if not is_json(self.request.headers.get("content-type", "")):
+            raise RequestValidationError([_NOT_JSON])
         try:
-            return model.model_validate_json(incoming.body)
+            return model.model_validate_json(self.raw)
         except ValidationError:
             # A body refused here is read again as FastAPI reads it (the standard library's
             # parser, then validation of its values), so that it gets the answer it always got:
             # that parser takes some text pydantic-core's refuses (an escaped lone surrogate,
             # UTF-16), and some messages differ between the two modes. Only refusals pay twice.
-            return _as_fastapi_reads(model, incoming)
+            return _as_fastapi_reads(model, self.raw)
 
-    return bind
-
-
-def _as_fastapi_reads(model: type[BaseModel], incoming: Incoming) -> Any:
-    try:
-        parsed = json.loads(incoming.body)
-    except json.JSONDecodeError as exc:
-        error = {"type": "json_invalid", "loc": ("body", exc.pos), "msg": "JSON decode error", "input": {}}
-        incoming.errors.append(error)
-        return None
-    except (RecursionError, UnicodeDecodeError) as exc:
-        raise HTTPException(status_code=400, detail="There was an error parsing the body") from exc
-    try:
-        return model.model_validate(parsed, from_attributes=True)  # as FastAPI validates a body
-    except ValidationError as exc:
-        incoming.errors.extend(_with_prefix(e, "body") for e in exc.errors(include_url=False))
-        return None
-
-
-def _path_binder(name: str) -> Binder:
-    def bind(incoming: Incoming) -> Any:
-        return incoming.path[name]  # converted by the route's own convertor ({item_id:uuid})
-
-    return bind
-
-
-def _query_binder(name: str, annotation: Any, default: Any) -> Binder:
-    adapter: TypeAdapter[Any] = TypeAdapter(annotation)
-
-    def bind(incoming: Incoming) -> Any:
-        text = incoming.request.query_params.get(name)
+    def query(self, name: str, adapter: TypeAdapter[T], default: T) -> T:
+        """The query parameter `name` validated by `adapter` (`default` when it is absent), or
+        FastAPI's refusal of it."""
+        text = self.request.query_params.get(name)
         if text is None:
             return default
         try:
             return adapter.validate_python(text)
         except ValidationError as exc:
-            incoming.errors.extend(_with_prefix(e, "query", name) for e in exc.errors(include_url=False))
-            return None
-
-    return bind
+            raise RequestValidationError(_with_prefix(exc.errors(include_url=False), "query", name)) from None
 
 
-def _request(incoming: Incoming) -> Any:
-    return incoming.request
+def _as_fastapi_reads(model: type[M], raw: bytes) -> M:
+    try:
+        parsed = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        error = {"type": "json_invalid", "loc": ("body", exc.pos), "msg": "JSON decode error", "input": {}}
+        raise RequestValidationError([error]) from exc
+    except Exception as exc:  # not UTF-8 (nor UTF-16/32), nested too deeply: FastAPI's 400
+        raise HTTPException(status_code=400, detail="There was an error parsing the body") from exc
+    try:
+        return model.model_validate(parsed, from_attributes=True)  # as FastAPI validates a body
+    except ValidationError as exc:
+        raise RequestValidationError(_with_prefix(exc.errors(include_url=False), "body")) from None
+
+
+HotFunction = Callable[[HotCall], Awaitable[Response]]
+
+
+@dataclass(frozen=True, slots=True)
+class Hot:
+    """One hot operation: its operation id, the method and path template it is declared at (as
+    in its FastAPI declaration), and the function that serves it."""
+
+    operation_id: str
+    method: str
+    path: str
+    function: HotFunction
+
+
+def hot_table(operations: Iterable[str], hot: Iterable[Hot]) -> dict[str, Hot]:
+    """The hot functions by operation id: one for each of `operations`, and none for another."""
+    table: dict[str, Hot] = {}
+    for entry in hot:
+        if entry.operation_id in table:
+            raise ValueError(f"{entry.operation_id}: two hot functions")
+        table[entry.operation_id] = entry
+    wanted = set(operations)
+    if missing := wanted - table.keys():
+        raise LookupError(f"hot operations without a hot function: {', '.join(sorted(missing))}")
+    if extra := table.keys() - wanted:
+        raise LookupError(f"hot functions of operations not declared hot: {', '.join(sorted(extra))}")
+    return table
+
+
+def check_declared(hot: Iterable[Hot], routes: Iterable[BaseRoute]) -> None:
+    """Refuses a hot function whose operation no route declares, or declares at another method or
+    path: the spec (written from the declaration) would describe another route than the one the
+    front door serves."""
+    declared = {r.operation_id: r for r in routes if isinstance(r, APIRoute) and r.operation_id}
+    for entry in hot:
+        route = declared.get(entry.operation_id)
+        if route is None:
+            raise LookupError(f"{entry.operation_id}: no route declares this hot operation")
+        if route.path != entry.path or route.methods != {entry.method}:
+            raise ValueError(
+                f"{entry.operation_id}: served hot at {entry.method} {entry.path}, "
+                f"declared at {', '.join(sorted(route.methods or ()))} {route.path}"
+            )
 
 
 @dataclass(frozen=True, slots=True)
 class HotRoute:
-    """One route's function, its dependencies (plain calls) and a binder per other parameter, in
-    FastAPI's order: dependencies first (a service that is not ready answers 503 whatever the
-    body), then path, query and body."""
+    """A hot operation as the front door matches it."""
 
-    route: APIRoute
-    method: str
-    dependencies: tuple[tuple[str, Dependency], ...]
-    binders: tuple[tuple[str, Binder], ...]
-
-    @property
-    def template(self) -> str:
-        return self.route.path_format
-
-    async def call(self, request: Request, body: bytes, path: Mapping[str, Any]) -> Response:
-        kwargs = {name: await call(request) for name, call in self.dependencies}
-        incoming = Incoming(request, body, path, [])
-        kwargs.update((name, bind(incoming)) for name, bind in self.binders)
-        if incoming.errors:
-            raise RequestValidationError(incoming.errors)
-        response: Response = await self.route.endpoint(**kwargs)
-        return response
-
-
-def hot_route(route: APIRoute) -> HotRoute:
-    """The route's function, bound for plain calls; TypeError for a route this cannot bind."""
-    endpoint = route.endpoint
-    if not inspect.iscoroutinefunction(endpoint):
-        raise TypeError(f"{route.path}: a hot route must be async")
-    hints = get_type_hints(endpoint, include_extras=True)
-    if hints.get("return") is not Response:
-        raise TypeError(f"{route.path}: a hot route answers a Response (FastAPI would validate a model)")
-    if not route.methods or len(route.methods) != 1:
-        raise TypeError(f"{route.path}: a hot route serves one method")
-    (method,) = route.methods
-    order = {"request": 0, "path": 1, "query": 2, "body": 3}
-    dependencies: list[tuple[str, Dependency]] = []
-    found: list[tuple[int, str, Binder]] = []
-    for name, parameter in inspect.signature(endpoint).parameters.items():
-        kind, read = _reader_for(route, name, hints[name], parameter.default)
-        if kind == "dependency":
-            dependencies.append((name, read))
-        else:
-            found.append((order[kind], name, read))
-    found.sort(key=lambda entry: entry[0])  # stable: declaration order within a kind
-    return HotRoute(route, method, tuple(dependencies), tuple((name, bind) for _, name, bind in found))
-
-
-def _reader_for(route: APIRoute, name: str, annotation: Any, default: Any) -> tuple[str, Any]:
-    """What the parameter is (a dependency, the request, path, query or body) and how to read it."""
-    if annotation is Request:
-        return "request", _request
-    if get_origin(annotation) is Annotated:
-        base, *extras = get_args(annotation)
-        for extra in extras:
-            if isinstance(extra, params.Depends) and extra.dependency is not None:
-                if not inspect.iscoroutinefunction(extra.dependency):
-                    raise TypeError(f"{route.path}: {name}'s dependency must be an async function")
-                return "dependency", extra.dependency
-            if isinstance(extra, params.Path) and name in route.param_convertors:
-                return "path", _path_binder(name)
-            if isinstance(extra, params.Query):
-                if default is inspect.Parameter.empty:
-                    raise TypeError(f"{route.path}: hot routes take optional query parameters only")
-                return "query", _query_binder(name, base, default)
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return "body", _body_binder(annotation)
-    raise TypeError(f"{route.path}: cannot bind parameter {name!r} of a hot route")
+    hot: Hot
+    template: str  # the path as the access log and the metrics name it: /items/{item_id}
+    pattern: re.Pattern[str]
+    convertors: Mapping[str, Convertor[Any]]
 
 
 class HotRoutes:
-    """The hot routes by method and path: exact paths in a dict, the others by their pattern."""
+    """The hot routes by method and path: exact paths in a dict, the others by their template,
+    matched and converted as Starlette's router would (`compile_path`)."""
 
-    def __init__(self, routes: list[BaseRoute], operation_ids: frozenset[str]) -> None:
+    def __init__(self, hot: Iterable[Hot]) -> None:
         self._exact: dict[tuple[str, str], HotRoute] = {}
-        self._patterns: list[tuple[str, re.Pattern[str], HotRoute]] = []
-        for route in routes:
-            if isinstance(route, APIRoute) and route.operation_id in operation_ids:
-                hot = hot_route(route)
-                if route.param_convertors:
-                    self._patterns.append((hot.method, route.path_regex, hot))
-                else:
-                    self._exact[hot.method, route.path] = hot
-        missing = operation_ids - {h.route.operation_id for h in self}
-        if missing:
-            raise LookupError(f"no such routes to serve hot: {', '.join(sorted(missing))}")
+        self._templated: list[HotRoute] = []
+        for entry in hot:
+            pattern, template, convertors = compile_path(entry.path)
+            route = HotRoute(entry, template, pattern, convertors)
+            if convertors:
+                self._templated.append(route)
+            else:
+                self._exact[entry.method, entry.path] = route
 
     def __iter__(self) -> Iterator[HotRoute]:
         yield from self._exact.values()
-        yield from (hot for _, _, hot in self._patterns)
+        yield from self._templated
 
     def match(self, scope: Scope) -> tuple[HotRoute, dict[str, Any]] | None:
         method, path = scope["method"], scope["path"]
-        hot = self._exact.get((method, path))
-        if hot is not None:
-            return hot, {}
-        for wanted, pattern, hot in self._patterns:
-            if wanted == method and (found := pattern.match(path)):
-                # Converted as Starlette's router converts them ({item_id:uuid} -> UUID).
-                convertors = hot.route.param_convertors
-                return hot, {key: convertors[key].convert(value) for key, value in found.groupdict().items()}
+        route = self._exact.get((method, path))
+        if route is not None:
+            return route, {}
+        for route in self._templated:
+            if route.hot.method == method and (found := route.pattern.match(path)):
+                convert = route.convertors
+                return route, {key: convert[key].convert(value) for key, value in found.groupdict().items()}
         return None
