@@ -76,7 +76,7 @@ async def measure(engine: str, seconds: float, tree: Path | None, measure: str, 
     table that a previous measurement filled would make whatever runs second look slower)."""
     with package_from(tree):
         async with database(engine) as url:
-            with server(url, access_log="false") as base:
+            with server(url, root=tree or ROOT, access_log="false") as base:
                 async with session(base) as http:
                     if measure == "push":
                         return await counted_rate(seconds, 1, lambda: push_one(http, kind), CONCURRENCY)

@@ -51,8 +51,9 @@ def free_port() -> int:
 
 
 @contextmanager
-def server(database_url: str, **settings: str) -> Iterator[str]:
-    """`bench.app` under uvicorn (httptools, uvloop), one process, on a loopback port."""
+def server(database_url: str, *, root: Path = ROOT, **settings: str) -> Iterator[str]:
+    """`bench.app` under uvicorn (httptools, uvloop), one process, on a loopback port; `root`: the
+    checkout whose bench/app.py serves (another commit's, for an A/B run)."""
     port = free_port()
     env = {
         **os.environ,
@@ -62,7 +63,7 @@ def server(database_url: str, **settings: str) -> Iterator[str]:
     }
     command = [sys.executable, "-m", "uvicorn", "bench.app:create", "--factory", "--no-access-log"]
     command += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
-    process = subprocess.Popen(command, env=env, cwd=ROOT)
+    process = subprocess.Popen(command, env=env, cwd=root)
     base = f"http://127.0.0.1:{port}"
     PIDS[base] = process.pid
     try:
