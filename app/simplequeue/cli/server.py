@@ -120,12 +120,15 @@ def _run(bind: str, port: int | None, workers: int, settings: Settings) -> None:
 def migrate(print_only: bool) -> None:
     """Apply pending schema migrations (safe to re-run)."""
     from simplequeue.store.factory import dialect_of
-    from simplequeue.store.migrations import load_migrations
+    from simplequeue.store.migrations import as_script, load_migrations
 
     settings = load_settings()
     if print_only:
-        for migration in load_migrations(dialect_of(settings.database_url)):
-            click.echo(f"-- migration {migration.version:04d}_{migration.name}\n{migration.sql}")
+        dialect = dialect_of(settings.database_url)
+        for migration in load_migrations(dialect):
+            click.echo(
+                f"-- migration {migration.version:04d}_{migration.name}\n{as_script(migration.sql, dialect)}"
+            )
         return
     applied = _migrate(settings)
     click.echo(f"applied migrations: {applied}" if applied else "schema is up to date")

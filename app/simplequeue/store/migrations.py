@@ -49,11 +49,33 @@ def latest_version(dialect: str) -> int:
     return load_migrations(dialect)[-1].version
 
 
-def split_statements(sql: str) -> list[str]:
-    """Split a migration into statements at semicolons that end a line.
+_BATCH_SEPARATOR = re.compile(r"^[ \t]*GO[ \t]*$", re.MULTILINE | re.IGNORECASE)
 
-    Our migration files keep one statement per such terminator (no procedural bodies),
-    which is what drivers that run one statement per call need.
+
+def split_statements(sql: str) -> list[str]:
+    """Split a migration into what is sent to the server one call at a time.
+
+    A file with batch separators (a line `GO`, as sqlcmd and SSMS read them) is split there only:
+    each batch goes whole, so a `CREATE PROCEDURE`, which SQL Server wants alone in its batch, keeps
+    the semicolons of its body. Other files keep one statement per semicolon that ends a line (no
+    procedural bodies), which is what drivers that run one statement per call need.
     """
+    if _BATCH_SEPARATOR.search(sql):
+        return [batch.strip() for batch in _BATCH_SEPARATOR.split(sql) if _has_code(batch)]
     body = "\n".join(line for line in sql.splitlines() if not line.lstrip().startswith("--"))
     return [s.strip() for s in re.split(r";\s*$", body, flags=re.MULTILINE) if s.strip()]
+
+
+def as_script(sql: str, dialect: str) -> str:
+    """A migration as a DBA runs it by hand: on SQL Server, its statements (or batches) each ended
+    by `GO`, so that sqlcmd or SSMS compiles each on its own (a column added by one statement is
+    then there for the next, and a procedure stands alone in its batch); elsewhere, as it is."""
+    if dialect != "mssql":
+        return sql
+    return "".join(
+        f"{statement}{'' if statement.endswith(';') else ';'}\nGO\n" for statement in split_statements(sql)
+    )
+
+
+def _has_code(batch: str) -> bool:
+    return any(line.strip() and not line.lstrip().startswith("--") for line in batch.splitlines())
