@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 
 from simplequeue.domain import DatabaseUnavailable, ItemExists, QueueError, SchemaNotReady, StoreError
 from simplequeue.domain.errors import DatabaseMisconfigured
@@ -14,6 +14,13 @@ from simplequeue.domain.errors import DatabaseMisconfigured
 async def translated_errors() -> AsyncIterator[None]:
     """The one place where sqlite3's exceptions (and our own waits' timeouts) become domain errors.
     What SQLite said stays on the chained cause, for the log."""
+    with translated_sync_errors():
+        yield
+
+
+@contextmanager
+def translated_sync_errors() -> Iterator[None]:
+    """translated_errors for code that runs on a sqlite3 connection directly (simplequeue.outbox)."""
     try:
         yield
     except QueueError:

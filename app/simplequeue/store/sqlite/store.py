@@ -57,7 +57,7 @@ from simplequeue.store.migrations import latest_version, load_migrations, split_
 from simplequeue.store.pushes import PushPlan
 from simplequeue.store.reads import QueueReads
 from simplequeue.store.sqlite import statements
-from simplequeue.store.sqlite.errors import translated_errors
+from simplequeue.store.sqlite.errors import translated_errors, translated_sync_errors
 from simplequeue.store.sqlite.params import add_seconds, insert_params, to_text
 from simplequeue.store.sqlite.statements import execute, execute_many, fetch, fetch_one, on_thread
 
@@ -437,6 +437,18 @@ def _in_transaction(conn: sqlite3.Connection, body: Callable[..., T], *args: Any
         raise
     conn.execute("COMMIT")
     return result
+
+
+def push_on(conn: sqlite3.Connection, items: Sequence[NewItem], now: datetime) -> list[Pushed]:
+    """The store's push, all or nothing, run on a connection the caller holds inside its own
+    transaction (simplequeue.outbox): the same statements a push through the service runs."""
+    # The store reads its rows by name; the caller's connection keeps its own row factory after.
+    factory, conn.row_factory = conn.row_factory, sqlite3.Row
+    try:
+        with translated_sync_errors():
+            return [r for r in _push_batch(conn, items, False, now) if r is not None]
+    finally:
+        conn.row_factory = factory
 
 
 def _push_batch(
