@@ -33,19 +33,23 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID, uuid4
 
-from simplequeue.domain import NewItem, QueueError, SchemaNotReady, encode_payload, system_clock
+from simplequeue.domain import NewItem, SchemaNotReady, encode_payload, system_clock
 from simplequeue.store.migrations import latest_version
 from simplequeue.store.sqlite.store import push_on
 
 MAX_PAYLOAD_BYTES = 256 * 1024  # the service's default (SIMPLEQUEUE_MAX_PAYLOAD_BYTES)
 
 
-class NotInTransaction(QueueError):
+class NotInTransaction(RuntimeError):
     """The connection is not inside a transaction: begin one (or write first), then push."""
 
+    def __init__(self) -> None:
+        super().__init__((type(self).__doc__ or "").strip())
 
-class InvalidInput(QueueError):
-    """A queue name, key, priority or delay the service would refuse."""
+
+class InvalidInput(ValueError):
+    """A queue name, key, priority or delay the service would refuse. (Not a QueueError: those are
+    the service's answers, each a code of the HTTP API's envelope.)"""
 
 
 @dataclass(frozen=True, slots=True)
