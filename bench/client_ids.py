@@ -34,7 +34,8 @@ from pathlib import Path
 
 import aiohttp
 
-from bench.infra import ROOT, database, server
+from bench.infra import PIDS, ROOT, database, server
+from bench.profile import CpuMeter
 from bench.scenarios import CONCURRENCY, counted_rate, post, session
 
 KINDS = ("no id", "producer's id")
@@ -71,15 +72,24 @@ def package_from(tree: Path | None) -> Iterator[None]:
             os.environ["PYTHONPATH"] = before
 
 
-async def measure(engine: str, seconds: float, tree: Path | None, measure: str, kind: str) -> float:
+async def measure(
+    engine: str, seconds: float, tree: Path | None, measure: str, kind: str, meter: CpuMeter | None = None
+) -> float:
     """Operations per second of one measure and kind, on a fresh database and server of their own (a
-    table that a previous measurement filled would make whatever runs second look slower)."""
+    table that a previous measurement filled would make whatever runs second look slower). `tree`:
+    another checkout (its bench/app.py serves too) or a copy of the package alone; `meter`, if
+    given, reads the server's CPU in the window."""
+    root = tree if tree is not None and (tree / "bench").is_dir() else ROOT
     with package_from(tree):
         async with database(engine) as url:
-            with server(url, root=tree or ROOT, access_log="false") as base:
+            with server(url, root=root, access_log="false") as base:
+                if meter is not None:
+                    meter.server_pid = PIDS[base]
                 async with session(base) as http:
                     if measure == "push":
-                        return await counted_rate(seconds, 1, lambda: push_one(http, kind), CONCURRENCY)
+                        return await counted_rate(
+                            seconds, 1, lambda: push_one(http, kind), CONCURRENCY, meter
+                        )
                     for _ in range(FILL // 1000):
                         items = [item(kind, n) for n in range(1000)]
                         await post(http, "/push/batch", {"queue": "work", "items": items})
@@ -91,7 +101,7 @@ async def measure(engine: str, seconds: float, tree: Path | None, measure: str, 
                         finished.extend({"id": i["id"], "lease_token": i["lease_token"]} for i in popped)
                         return len(popped)
 
-                    return await counted_rate(seconds, 1, acknowledging, CONCURRENCY)
+                    return await counted_rate(seconds, 1, acknowledging, CONCURRENCY, meter)
 
 
 def item(kind: str, n: int) -> dict[str, object]:

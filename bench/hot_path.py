@@ -26,15 +26,15 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-from collections import defaultdict, deque
+from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bench import profile
-from bench.client_ids import FILL, MEASURES, item, package_from, push_one, spread
-from bench.infra import PIDS, ROOT, database, server
-from bench.scenarios import CONCURRENCY, counted_rate, post, session
+from bench import client_ids, profile
+from bench.client_ids import MEASURES, spread
+from bench.infra import ROOT
+from bench.scenarios import CONCURRENCY
 
 KIND = "producer's id"  # as the SDK pushes
 PACKAGE = Path("app/simplequeue")
@@ -79,30 +79,10 @@ def served_from(tree: Path) -> str:
 
 async def measure(engine: str, seconds: float, tree: Path, what: str) -> tuple[float, float]:
     """Operations per second, and the server's CPU microseconds per operation, of one measure on
-    a fresh database and server (as bench.client_ids.measure, with the server's CPU read)."""
-    with package_from(tree):
-        async with database(engine) as url:
-            with server(url, access_log="false") as base:
-                meter = profile.CpuMeter(server_pid=PIDS[base], postgres=False)
-                async with session(base) as http:
-                    if what == "push":
-                        rate = await counted_rate(
-                            seconds, 1, lambda: push_one(http, KIND), CONCURRENCY, meter
-                        )
-                        return rate, meter.per_operation()["server"]
-                    for _ in range(FILL // 1000):
-                        items = [item(KIND, n) for n in range(1000)]
-                        await post(http, "/push/batch", {"queue": "work", "items": items})
-                    finished: deque[dict[str, str]] = deque()
-
-                    async def acknowledging() -> int:
-                        done = [finished.popleft()] if finished else []
-                        popped = (await post(http, "/pop", {"queue": "work", "complete": done}))["items"]
-                        finished.extend({"id": i["id"], "lease_token": i["lease_token"]} for i in popped)
-                        return len(popped)
-
-                    rate = await counted_rate(seconds, 1, acknowledging, CONCURRENCY, meter)
-                    return rate, meter.per_operation()["server"]
+    a fresh database and server (bench.client_ids.measure, with the server's CPU read)."""
+    meter = profile.CpuMeter(postgres=False)
+    rate = await client_ids.measure(engine, seconds, tree, what, KIND, meter)
+    return rate, meter.per_operation()["server"]
 
 
 async def main() -> None:

@@ -371,7 +371,6 @@ async def test_a_push_claims_producers_ids_by_seeks_not_scans(
         "delays": [0.0, 0.0],
         "not_befores": [None, None],
         "claims": [True, True],
-        "firsts": [True, True],
     }
     for query, values in (("push_claiming", push), ("id_holders", {"ids": ids, "now": None})):
         plan = json.loads(await generic_plan_of(schema, query, **values))

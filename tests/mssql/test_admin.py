@@ -45,20 +45,7 @@ def test_put_queue_updates_under_a_key_lock_or_inserts_and_says_which() -> None:
 def test_queue_stats_rows_carry_every_column_queue_stats_reads() -> None:
     [select] = statements("queue_stats")
     assert isinstance(select, exp.Select)
-    assert [col.alias_or_name for col in select.expressions] == [
-        "name",
-        *rows.settings_params(QueueSettings()),
-        "paused",
-        "ready",
-        "leased",
-        "delayed",
-        "retrying",
-        "dead",
-        "oldest_ready",
-        "completed_in_history",
-        "dead_in_history",
-        "now",
-    ]
+    assert [col.alias_or_name for col in select.expressions] == STATS_COLUMNS
     # An expired lease on its last attempt counts as dead, not ready.
     assert "dead.dead + COALESCE(live.expired_dead, 0) AS dead" in select.sql("tsql")
     applied = {lateral.alias: lateral.this.this for lateral in select.find_all(exp.Lateral)}

@@ -61,19 +61,6 @@ def dedup_leaders(items: Sequence[NewItem]) -> list[int]:
     return leaders
 
 
-def id_claims(items: Sequence[NewItem]) -> list[bool]:
-    """For each item, whether its push claims its id: the id is its idempotency key, and no earlier
-    item of the call claims that id (one of another queue with the same id is then refused, as any
-    taken id is)."""
-    seen: set[UUID] = set()
-    claims = []
-    for item in items:
-        claims.append(item.remembers_id and item.id not in seen)
-        if item.remembers_id:
-            seen.add(item.id)
-    return claims
-
-
 def id_holder_answer(item: NewItem, holder: tuple[str, datetime] | None) -> Pushed | None:
     """What a push of `item`, whose id was not inserted, answers given the queue and created_at of
     the item that holds the id (live, or finished within its window; None: nothing holds it now):

@@ -29,7 +29,7 @@ RETURNING id
 -- goes in; an unclaimed one does not (the store asks id_holders what holds it). Concurrent pushes
 -- of one id wait for each other on sq_client_ids' primary key, so one claims it and the others find
 -- the claim; a completion that is finishing the id's item holds the claim's row too, and the push
--- then reads the window it set. :firsts marks the one item per id that claims it.
+-- then reads the window it set. The store sends each id once (store.pushes.PushPlan.fresh).
 -- The look-up in sq_items is a scalar subquery, not NOT EXISTS: an anti-join may be planned as a
 -- hash join over a scan of sq_items, and a pooled session keeps the generic plan it made while the
 -- table was small (seen: a fresh database's pushes slowing as the table grew). A subquery per
@@ -41,9 +41,9 @@ WITH new_queues AS (
 ), claimed AS (
     INSERT INTO sq_client_ids (id, queue, created_at)
     SELECT c.id, c.queue, c.created_at
-    FROM unnest(:ids::uuid[], :queues::text[], :created_ats::timestamptz[], :firsts::bool[])
-        AS c(id, queue, created_at, first)
-    WHERE c.first AND (SELECT i.seq FROM sq_items AS i WHERE i.id = c.id) IS NULL
+    FROM unnest(:ids::uuid[], :queues::text[], :created_ats::timestamptz[], :claims::bool[])
+        AS c(id, queue, created_at, claim)
+    WHERE c.claim AND (SELECT i.seq FROM sq_items AS i WHERE i.id = c.id) IS NULL
     ON CONFLICT (id) DO UPDATE
     SET queue = excluded.queue, created_at = excluded.created_at, expires_at = NULL
     WHERE sq_client_ids.expires_at <= COALESCE(:now::timestamptz, now())

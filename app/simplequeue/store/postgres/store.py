@@ -42,7 +42,6 @@ from simplequeue.domain import (
 )
 from simplequeue.domain.rules import (
     complete_outcomes,
-    id_claims,
     in_pop_order,
     redrive_delay,
     why_not_extended,
@@ -236,7 +235,6 @@ class PostgresStore(QueueReads):
                 "push_claiming",
                 **values,
                 claims=[i.remembers_id for i in items],
-                firsts=id_claims(items),
             )
         else:
             found = await fetch(conn, "push_batch", **values)
