@@ -25,7 +25,6 @@ keys, remembered ids, ordered groups and payload rules). What the caller must kn
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from typing import Any
 from uuid import UUID, uuid4
 
 from simplequeue.domain import NewItem, SchemaNotReady, encode_payload, system_clock
+from simplequeue.domain.names import QUEUE_NAME, key_problem, text_problem
 from simplequeue.store.migrations import latest_version
 from simplequeue.store.sqlite.store import push_on
 
@@ -117,18 +117,13 @@ def push_many(
     return [Pushed(r.id, r.created) for r in results]
 
 
-# The service's rules for names and keys (simplequeue.api.fields, which this module may not import:
-# the API sits above the store; tests/test_outbox.py holds the two equal).
-QUEUE_NAME = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
-
-
 def _key(value: Any, where: str) -> str | None:
     if value is None:
         return None
-    if not isinstance(value, str) or not value or "\x00" in value or value.endswith(" "):
-        raise InvalidInput(f"{where} must be non-empty text without NUL, not ending with a space")
-    if len(value.encode("utf-16-le")) > 256:
-        raise InvalidInput(f"{where} holds at most 128 UTF-16 code units")
+    if not isinstance(value, str):
+        raise InvalidInput(f"{where} must be text")
+    if problem := text_problem(value) or key_problem(value):
+        raise InvalidInput(f"{where}: {problem}")
     return value
 
 

@@ -11,7 +11,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
-QUEUE_NAME_PATTERN = r"^[A-Za-z0-9._-]{1,128}$"
+from simplequeue.domain.names import QUEUE_NAME_PATTERN as QUEUE_NAME_PATTERN  # the spec reads it here
+from simplequeue.domain.names import key_problem, text_problem
 
 
 def _to_utc(value: datetime) -> datetime:
@@ -25,12 +26,8 @@ def _to_utc(value: datetime) -> datetime:
 
 
 def _storable_text(value: str) -> str:
-    if "\x00" in value:
-        raise ValueError("text must not contain NUL characters")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ValueError("text must be valid Unicode (no lone surrogates)") from exc
+    if problem := text_problem(value):
+        raise ValueError(problem)
     return value
 
 
@@ -79,13 +76,9 @@ enforces it, and the length in UTF-16 code units, with plainer messages."""
 
 
 def _key_text(value: str) -> str:
-    # The same rules on every engine, set by the strictest: SQL Server's NVARCHAR(128) counts UTF-16
-    # code units (a character beyond U+FFFF takes two), and its = ignores trailing spaces, so "k"
-    # and "k " would be one key there and two elsewhere.
-    if value.endswith(" "):
-        raise ValueError("a key must not end with a space")
-    if len(value.encode("utf-16-le")) > 256:
-        raise ValueError("a key holds at most 128 UTF-16 code units (a character beyond U+FFFF counts two)")
+    # Emptiness is the schema's (min_length): its own error, in FastAPI's words.
+    if value and (problem := key_problem(value)):
+        raise ValueError(problem)
     return value
 
 

@@ -14,7 +14,7 @@ import httpx
 DEFAULT_BATCH_SIZE = 500
 # Under the service's default 8 MiB request limit, with room for the batch's own JSON.
 DEFAULT_BATCH_BYTES = 4 * 1024 * 1024
-# The service's rule for a queue's name (simplequeue.api.fields.QUEUE_NAME_PATTERN; the spark
+# The service's rule for a queue's name (simplequeue.domain.names.QUEUE_NAME_PATTERN; the spark
 # package imports nothing of the server, so it is repeated here and a test holds the two equal).
 QUEUE_NAME_PATTERN = r"^[A-Za-z0-9._-]{1,128}$"
 QUEUE_NAME = re.compile(QUEUE_NAME_PATTERN)

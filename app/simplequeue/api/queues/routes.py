@@ -10,7 +10,7 @@ from fastapi import APIRouter, Path, Query, Response, status
 
 from simplequeue.api.auth import Action, Caller
 from simplequeue.api.dependencies import ServiceDep
-from simplequeue.api.fields import QUEUE_NAME_PATTERN, TIME_TEXT, UtcDatetime
+from simplequeue.api.fields import TIME_TEXT, UtcDatetime
 from simplequeue.api.items.schemas import Item
 from simplequeue.api.queues.schemas import (
     DeadItemPage,
@@ -28,6 +28,7 @@ from simplequeue.api.queues.schemas import (
 )
 from simplequeue.api.responses import also, errors, json_text, page_json
 from simplequeue.domain import DeadFilter, HistoryFilter, ItemStatus, Outcome
+from simplequeue.domain.names import QUEUE_NAME_PATTERN
 
 QueuePath = Annotated[str, Path(pattern=QUEUE_NAME_PATTERN, description="The queue's name.")]
 PageLimit = Annotated[int, Query(ge=1, le=1000, description="Items per page.")]

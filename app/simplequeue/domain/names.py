@@ -1,0 +1,34 @@
+"""What the service stores as a queue's name, and as a key (group, dedup_key): the same rules
+wherever an item comes in (the HTTP API's fields, simplequeue.outbox)."""
+
+from __future__ import annotations
+
+import re
+
+QUEUE_NAME_PATTERN = r"^[A-Za-z0-9._-]{1,128}$"
+QUEUE_NAME = re.compile(QUEUE_NAME_PATTERN)
+
+
+def text_problem(value: str) -> str | None:
+    """Why text cannot be stored (PostgreSQL cannot hold NUL; UTF-8 has no lone surrogates), or None."""
+    if "\x00" in value:
+        return "text must not contain NUL characters"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "text must be valid Unicode (no lone surrogates)"
+    return None
+
+
+def key_problem(value: str) -> str | None:
+    """Why text cannot be a key, beyond text_problem's rules, or None. The same rules on every
+    engine, set by the strictest: SQL Server's NVARCHAR(128) counts UTF-16 code units (a character
+    beyond U+FFFF takes two), and its = ignores trailing spaces, so "k" and "k " would be one key
+    there and two elsewhere."""
+    if not value:
+        return "a key must not be empty"
+    if value.endswith(" "):
+        return "a key must not end with a space"
+    if len(value.encode("utf-16-le", "surrogatepass")) > 256:
+        return "a key holds at most 128 UTF-16 code units (a character beyond U+FFFF counts two)"
+    return None
