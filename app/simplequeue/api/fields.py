@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
-from simplequeue.domain.names import QUEUE_NAME_PATTERN as QUEUE_NAME_PATTERN  # the spec reads it here
+from simplequeue.domain.names import QUEUE_NAME_PATTERN as QUEUE_NAME_PATTERN  # re-exported: tests compare
 from simplequeue.domain.names import key_problem, text_problem
 
 
