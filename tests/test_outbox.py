@@ -155,6 +155,8 @@ def test_a_database_without_the_schema_is_named(tmp_path: Path) -> None:
     conn.close()
 
 
-def test_only_sqlite3_connections_are_taken() -> None:
-    with pytest.raises(TypeError, match=r"sqlite3\.Connection"):
-        outbox.push(object(), "q", 1)  # type: ignore[arg-type]
+async def test_a_connection_of_another_kind_is_refused_by_name(conn: sqlite3.Connection) -> None:
+    with pytest.raises(TypeError, match="takes a connection of sqlite3, psycopg, pyodbc or SQLAlchemy"):
+        outbox.push(object(), "q", 1)
+    with pytest.raises(TypeError, match=r"is a sync connection: use outbox\.push_many"):
+        await outbox.push_async(conn, "q", 1)

@@ -1,0 +1,109 @@
+"""PostgreSQL: sq_push_batch (migrations/postgresql, SECURITY DEFINER) on the caller's psycopg or
+asyncpg connection, under a savepoint: on PostgreSQL an error aborts the whole transaction, so a
+refused push (an id another queue holds, a missing schema) is rolled back to the savepoint and
+leaves the caller's transaction usable."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from simplequeue.outbox.items import (
+    SAVEPOINT,
+    SETTINGS_SQL,
+    Checked,
+    NotInTransaction,
+    Pushed,
+    as_uuid,
+    batch_json,
+    check_limits,
+    is_missing_table,
+    limits_from,
+    no_schema,
+    refusal,
+)
+
+PUSH_SQL = "SELECT id, created FROM sq_push_batch({}::json)"
+
+
+def translate(exc: BaseException) -> BaseException:
+    """The outbox's error for what the database said, or the error itself."""
+    if type(exc).__module__.startswith("simplequeue."):
+        return exc
+    if is_missing_table(exc):
+        return no_schema("postgresql")
+    return refusal(exc) or exc
+
+
+def push_psycopg(conn: Any, items: Sequence[Checked]) -> list[Pushed]:
+    """On a psycopg.Connection. IDLE is outside a transaction (autocommit, or nothing run yet),
+    INTRANS inside; INERROR is inside a failed one, which PostgreSQL refuses to go on with."""
+    from psycopg.pq import TransactionStatus
+
+    if conn.info.transaction_status not in (TransactionStatus.INTRANS, TransactionStatus.INERROR):
+        raise NotInTransaction()
+    with conn.cursor() as cur:
+        cur.execute(f"SAVEPOINT {SAVEPOINT}")
+        try:
+            try:
+                cur.execute(SETTINGS_SQL)
+                check_limits(items, limits_from(cur.fetchone(), "postgresql"))
+                cur.execute(PUSH_SQL.format("%s"), (batch_json(items),))
+                rows = cur.fetchall()
+            except Exception as exc:
+                if (translated := translate(exc)) is not exc:
+                    raise translated from exc
+                raise
+        except BaseException:
+            cur.execute(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}")
+            cur.execute(f"RELEASE SAVEPOINT {SAVEPOINT}")
+            raise
+        cur.execute(f"RELEASE SAVEPOINT {SAVEPOINT}")
+    return [Pushed(as_uuid(i), bool(c)) for i, c in rows]
+
+
+async def push_psycopg_async(conn: Any, items: Sequence[Checked]) -> list[Pushed]:
+    """On a psycopg.AsyncConnection: as push_psycopg."""
+    from psycopg.pq import TransactionStatus
+
+    if conn.info.transaction_status not in (TransactionStatus.INTRANS, TransactionStatus.INERROR):
+        raise NotInTransaction()
+    async with conn.cursor() as cur:
+        await cur.execute(f"SAVEPOINT {SAVEPOINT}")
+        try:
+            try:
+                await cur.execute(SETTINGS_SQL)
+                check_limits(items, limits_from(await cur.fetchone(), "postgresql"))
+                await cur.execute(PUSH_SQL.format("%s"), (batch_json(items),))
+                rows = await cur.fetchall()
+            except Exception as exc:
+                if (translated := translate(exc)) is not exc:
+                    raise translated from exc
+                raise
+        except BaseException:
+            await cur.execute(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}")
+            await cur.execute(f"RELEASE SAVEPOINT {SAVEPOINT}")
+            raise
+        await cur.execute(f"RELEASE SAVEPOINT {SAVEPOINT}")
+    return [Pushed(as_uuid(i), bool(c)) for i, c in rows]
+
+
+async def push_asyncpg(conn: Any, items: Sequence[Checked]) -> list[Pushed]:
+    """On an asyncpg.Connection or a pool's connection proxy. The savepoint is plain SQL rather
+    than a nested conn.transaction(), which asyncpg refuses in a transaction begun by a BEGIN."""
+    if not conn.is_in_transaction():
+        raise NotInTransaction()
+    await conn.execute(f"SAVEPOINT {SAVEPOINT}")
+    try:
+        try:
+            check_limits(items, limits_from(await conn.fetchrow(SETTINGS_SQL), "postgresql"))
+            rows = await conn.fetch(PUSH_SQL.format("$1"), batch_json(items))
+        except Exception as exc:
+            if (translated := translate(exc)) is not exc:
+                raise translated from exc
+            raise
+    except BaseException:
+        await conn.execute(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}; RELEASE SAVEPOINT {SAVEPOINT}")
+        raise
+    await conn.execute(f"RELEASE SAVEPOINT {SAVEPOINT}")
+    return [Pushed(as_uuid(r[0]), bool(r[1])) for r in rows]
