@@ -23,7 +23,10 @@ import pytest
 from tests.test_e2e import serving
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = ["README.md", "docs/getting-started.md", "docs/api.md", "docs/clients.md"]
+PAGES = ["README.md", "docs/getting-started.md", "docs/api.md", "docs/clients.md", "docs/outbox.md"]
+# Pages whose blocks also use a database of their own, as an application does: DATABASE_URL names a
+# migrated PostgreSQL database, and SIMPLEQUEUE_DATABASE_URL the page's service's SQLite file.
+ON_DATABASES = {"docs/outbox.md"}
 BLOCK = re.compile(r"^<!-- run -->\n```(\w+)\n(.*?)^```$", re.M | re.S)
 ADDRESS = re.compile(r"(127\.0\.0\.1|localhost):8000")
 RUNS_IN = 120  # seconds a page's blocks may take in all (a long-poll is at most a few seconds)
@@ -51,7 +54,9 @@ def test_every_page_marks_what_runs() -> None:
 
 
 @pytest.mark.parametrize("page", PAGES)
-def test_the_blocks_of_a_page_run_in_order_against_a_live_service(page: str, tmp_path: Path) -> None:
+def test_the_blocks_of_a_page_run_in_order_against_a_live_service(
+    page: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     missing = [tool for tool in ("bash", "curl", "jq") if shutil.which(tool) is None]
     if missing:  # scripts/test installs them; under CI their absence fails rather than skips
         message = f"the documentation's shell blocks need {', '.join(missing)}"
@@ -59,10 +64,15 @@ def test_the_blocks_of_a_page_run_in_order_against_a_live_service(page: str, tmp
             pytest.fail(message)
         pytest.skip(message)
     found = blocks(page)
-    with serving(f"sqlite:///{tmp_path / 'docs.db'}") as base:
+    database_url = f"sqlite:///{tmp_path / 'docs.db'}"
+    databases = {}
+    if page in ON_DATABASES:
+        databases = {"SIMPLEQUEUE_DATABASE_URL": database_url, "DATABASE_URL": _migrated_postgres(request)}
+    with serving(database_url) as base:
         address = base.removeprefix("http://")
         env = {
             **os.environ,
+            **databases,
             "SIMPLEQUEUE_URL": base,
             "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
         }
@@ -98,6 +108,19 @@ def test_the_blocks_of_a_page_run_in_order_against_a_live_service(page: str, tmp
             assert ran.returncode == 0, (
                 f"{page}:{block.line} failed:\n{ran.stdout[-2000:]}\n{ran.stderr[-2000:]}"
             )
+
+
+def _migrated_postgres(request: pytest.FixtureRequest) -> str:
+    url: str = request.getfixturevalue("postgres_url")
+    migrated = subprocess.run(
+        [sys.executable, "-m", "simplequeue", "migrate"],
+        env={**os.environ, "SIMPLEQUEUE_DATABASE_URL": url},
+        capture_output=True,
+        text=True,
+        timeout=RUNS_IN,
+    )
+    assert migrated.returncode == 0, migrated.stderr[-2000:]
+    return url
 
 
 def test_the_site_builds_strictly(tmp_path: Path) -> None:
