@@ -30,12 +30,10 @@ from tests.mssql.helpers import (
     FakeCursor,
     Result,
     Results,
-    claim_rows,
     completed_ids,
     dead_rows,
     fake_store,
     history_rows,
-    ids,
     item_row,
     parse,
     picked,
@@ -46,11 +44,11 @@ from tests.mssql.helpers import (
     still_there,
     visible_rows,
 )
+from tests.mssql.test_push_procedures import answers, procedures_sent_as_written
 
 # Each query's parameters, in the order of its ? markers: the order in which pyodbc takes the values
 # that Query.bind lines up by name. The binding tests below check which value lands on which marker.
 PARAMETERS = {
-    "claim_dedup_keys": ("now", "claims"),
     "push_batch": ("now", "items"),
     "pop": ("now", "queue", "lease_seconds", "max_items", "lease_token"),
     "extend": ("now", "id", "lease_token", "lease_seconds"),
@@ -157,16 +155,16 @@ async def test_a_value_missing_or_left_over_is_refused_before_the_batch_is_sent(
 
 
 async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_names(
-    fake: tuple[MssqlStore, FakeConnection],
+    fake: tuple[MssqlStore, FakeConnection], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Every call site binds through Query.bind, which raises TypeError for a name missing or left
     # over, before anything is sent (the test above). So a query that reached the fake was bound
     # with exactly its names; between them, these calls reach every query of queries.sql.
     store, conn = fake
+    procedures_sent_as_written(monkeypatch)
     item_id, token = uuid4(), uuid4()
     keyed = NewItem(uuid4(), "orders", "1", NOW, dedup_key="k")
-    conn.reply("claim_dedup_keys", claim_rows((0, keyed.id, NOW, True)))
-    conn.reply("push_batch", ids(keyed.id))
+    conn.reply("push_batch", answers((0, keyed.id, NOW, True)))
     conn.reply("extend", Results([result(seq=7), item_row(item_id, status="leased", lease_token=token)]))
     conn.reply("complete_batch", *[Results([completed_ids(item_id), still_there()])] * 2)
     conn.reply("fail", Results([result(status="dead"), item_row(item_id, status="dead")]))
@@ -184,7 +182,7 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     conn.reply("lock_migrations", result(result=0))
     conn.reply("compatibility_level", result(compatibility_level=130))
     conn.reply(
-        "applied_versions", Result(["version"], []), Result(["version"], [(1,), (2,), (3,), (4,), (5,)])
+        "applied_versions", Result(["version"], []), Result(["version"], [(1,), (2,), (3,), (4,), (5,), (6,)])
     )
     conn.reply("queue_exists", result(found=1))
     conn.reply("set_paused", result(changed=1))
@@ -208,7 +206,7 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     await store.list_history("orders", HistoryFilter(), 10, None)
     await store.reap_expired(10)
     await store.purge_history(10)
-    assert await store.migrate() == [1, 2, 3, 4, 5]
+    assert await store.migrate() == [1, 2, 3, 4, 5, 6]
     await store.check_ready()
     assert await store.queue_exists("orders")
     await store.set_paused("orders", True)
@@ -225,7 +223,7 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
 async def test_without_a_clock_the_server_clock_is_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
     store, conn = fake_store(monkeypatch, clock=False)
     item = NewItem(uuid4(), "orders", "null", NOW)
-    conn.reply("push_batch", ids(item.id))
+    conn.reply("push_batch", answers((0, item.id, NOW, True)))
     conn.reply("next_visible_at", Results([result(now=NOW.replace(tzinfo=None)), visible_rows()]))
 
     await store.push_batch([item], skip_existing=False)

@@ -27,17 +27,19 @@ from tests.mssql.helpers import (
     migration_statements,
     result,
 )
+from tests.mssql.test_push_procedures import PUSH_PROCEDURES, procedures_sent_as_written
 
 
 async def test_migrate_from_zero_applies_both_schemas_under_the_lock(
-    fake: tuple[MssqlStore, FakeConnection],
+    fake: tuple[MssqlStore, FakeConnection], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store, conn = fake
+    procedures_sent_as_written(monkeypatch)
     conn.reply("lock_migrations", result(result=0))
     conn.reply("compatibility_level", result(compatibility_level=130))
     conn.reply("applied_versions", Result(["version"], []))
 
-    assert await store.migrate() == [1, 2, 3, 4, 5]
+    assert await store.migrate() == [1, 2, 3, 4, 5, 6]
 
     assert conn.names == [
         LIFT,
@@ -55,6 +57,8 @@ async def test_migrate_from_zero_applies_both_schemas_under_the_lock(
         "record_version",
         *migration_statements(CLIENT_IDS),
         "record_version",
+        *migration_statements(PUSH_PROCEDURES),
+        "record_version",
         "unlock_migrations",
         BOUND,
     ]
@@ -64,6 +68,7 @@ async def test_migrate_from_zero_applies_both_schemas_under_the_lock(
         (3, "admin", NOW_TEXT),
         (4, "lock_escalation", NOW_TEXT),
         (5, "client_ids", NOW_TEXT),
+        (6, "push_procedures", NOW_TEXT),
     ]
     [v1, *_] = [e.inlined for e in conn.executed if e.name == "record_version"]
     assert f"VALUES (1, N'init', COALESCE(CAST(NULLIF(N'{NOW_TEXT}', N'')" in v1
@@ -76,7 +81,7 @@ async def test_migrate_again_applies_nothing(fake: tuple[MssqlStore, FakeConnect
     store, conn = fake
     conn.reply("lock_migrations", result(result=1))  # granted after waiting for another replica
     conn.reply("compatibility_level", result(compatibility_level=160))
-    conn.reply("applied_versions", Result(["version"], [(1,), (2,), (3,), (4,), (5,)]))
+    conn.reply("applied_versions", Result(["version"], [(1,), (2,), (3,), (4,), (5,), (6,)]))
 
     assert await store.migrate() == []
 
@@ -142,9 +147,10 @@ async def test_check_ready_wants_the_latest_version(fake: tuple[MssqlStore, Fake
         Result(["version"], [(1,), (2,), (3,)]),
         Result(["version"], [(1,), (2,), (3,), (4,)]),
         Result(["version"], [(1,), (2,), (3,), (4,), (5,)]),
+        Result(["version"], [(1,), (2,), (3,), (4,), (5,), (6,)]),
     )
 
-    for _ in range(5):
+    for _ in range(6):
         with pytest.raises(SchemaNotReady):
             await store.check_ready()
     await store.check_ready()
@@ -152,6 +158,7 @@ async def test_check_ready_wants_the_latest_version(fake: tuple[MssqlStore, Fake
 
 async def test_migrations_lift_the_bounds_and_put_them_back(monkeypatch: pytest.MonkeyPatch) -> None:
     store, conn = fake_store(monkeypatch)
+    procedures_sent_as_written(monkeypatch)
     seen: list[int] = []
     original = Q["lock_migrations"].sql
     conn.reply("lock_migrations", result(result=0))

@@ -58,14 +58,14 @@ def json_text(value: object) -> str:
 
 
 def push_json(items: Sequence[NewItem]) -> str:
-    """The batch as push_batch's OPENJSON reads it: in the id index's order, for its locks, with each
-    item's place in `items` as n, for the order of insertion. The payload is a JSON string holding the
-    payload's text, so that the text arrives exactly (an object would come back re-serialised). The
-    delay goes as whole seconds and microseconds, which the server adds to its clock. remember (0 or
-    1, read as BIT) says whether the id is the item's idempotency key, to be claimed in sq_client_ids;
-    each id is sent once, so each remembered id is claimed by one item."""
-    numbered = sorted(enumerate(items), key=lambda pair: index_order(pair[1].id))
-    return json_text([_push_entry(n, item) for n, item in numbered])
+    """The call as dbo.sq_push_items reads it (migrations/mssql/0006_push_procedures.sql): every
+    item, each with its place in `items` as n, which orders the inserts and the answers (the
+    procedure reads the items into tables keyed like the indexes it locks, so the array's own order
+    does not matter). The payload is a JSON string holding the payload's text, so that the text
+    arrives exactly (an object would come back re-serialised). The delay goes as whole seconds and
+    microseconds, which the server adds to its clock. remember (0 or 1, read as BIT) says whether
+    the id is the item's idempotency key (NewItem.remembers_id), to be claimed in sq_client_ids."""
+    return json_text([_push_entry(n, item) for n, item in enumerate(items)])
 
 
 def _push_entry(n: int, item: NewItem) -> dict[str, object]:
@@ -86,27 +86,10 @@ def _push_entry(n: int, item: NewItem) -> dict[str, object]:
     }
 
 
-def claims_json(items: Sequence[NewItem], leaders: list[int]) -> str:
-    """claim_dedup_keys' array: one claim per distinct key of the call (its first item's), by place."""
-    return json_text(
-        [
-            {
-                "n": n,
-                "queue": item.queue,
-                "key": item.dedup_key,
-                "id": str(item.id),
-                "created_at": timestamp(item.created_at),
-            }
-            for n, item in enumerate(items)
-            if item.dedup_key is not None and leaders[n] == n
-        ]
-    )
-
-
 def complete_json(items: Sequence[Completion]) -> str:
     """The batch as complete_batch's OPENJSON reads it; null where no token was given. In the id
-    index's order, as push_json: two batches that share items lock them in the same order and so
-    wait for each other instead of deadlocking."""
+    index's order: two batches that share items lock them in the same order and so wait for each
+    other instead of deadlocking."""
     ordered = sorted(items, key=lambda item: index_order(item.id))
     return json_text(
         [

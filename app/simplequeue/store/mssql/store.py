@@ -30,6 +30,7 @@ from simplequeue.domain import (
     FinishedHook,
     HistoryFilter,
     HistoryRecord,
+    ItemExists,
     ItemNotFound,
     ItemStatus,
     ItemView,
@@ -43,6 +44,7 @@ from simplequeue.domain import (
     QueueSettings,
     QueueStats,
     SchemaNotReady,
+    StoreError,
     ignore_finished,
     tell,
 )
@@ -61,13 +63,13 @@ from simplequeue.store.mssql.migrate import apply_pending, migration_session
 from simplequeue.store.mssql.odbc import (
     Connection,
     Param,
+    Row,
     committed,
     create_pool,
     odbc_connection_string,
     run_batch,
 )
 from simplequeue.store.mssql.statements import fetch, fetch_sets
-from simplequeue.store.pushes import PushPlan
 from simplequeue.store.reads import QueueReads
 
 BATCH = 1000  # rows per transaction in redrive and purge_dead, so that none holds its locks long
@@ -155,51 +157,25 @@ class MssqlStore(QueueReads):
 
     @retry_deadlocks
     async def push_batch(self, items: Sequence[NewItem], *, skip_existing: bool) -> list[Pushed | None]:
-        """One transaction: the call's dedup keys are claimed first (one batch, only if it has any),
-        then the items to insert go in one batch and one round trip, whatever their number, which
-        also claims the ids that are their items' idempotency keys (NewItem.remembers_id).
-
-        Of items that repeat a dedup key, or a remembered id of their queue, the first speaks for the
-        others; an item whose key another item holds is that item's duplicate. An id that appears
-        twice among the rest fails the call (all or nothing) or keeps its first occurrence
-        (skip_existing). push_batch inserts, in the order given, only ids it does not find, and a
-        remembered id only if it claims it (see queries.sql for why that is race-free). An item left
-        out whose id is remembered hears what holds the id: as a retry of that item if it is of the
-        same queue (id_holder_answer); any other item left out is ItemExists in all-or-nothing mode,
-        which rolls everything back, and None with skip_existing.
-        """
+        """One batch, one transaction: dbo.sq_push_items, the procedure that applications push
+        through too (migrations/mssql/0006_push_procedures.sql), does the whole push: which items
+        speak for the others, the dedup keys and remembered ids claimed, the inserts, and each
+        item's answer. Of items that repeat a dedup key, or a remembered id of their queue, the
+        first speaks for the others; an item whose key another item holds is that item's
+        duplicate; an item whose remembered id an item of its queue holds is a retry of it. Any
+        other item left out (its id exists, or another item of the call has it) is refused:
+        ItemExists in all-or-nothing mode, which rolls everything back, and None with
+        skip_existing."""
         if not items:
             return []
-        plan = PushPlan(items, skip_existing=skip_existing)
-        async with self._transaction() as conn:  # an ItemExists from the plan rolls it back
-            winners = await self._claim_dedup_keys(conn, items, plan.leaders)
-            fresh = [items[n] for n in plan.fresh(winners)]
-            inserted: set[UUID] = set()
-            holders: dict[UUID, tuple[str, datetime]] = {}
-            if fresh:
-                sent = params.push_json(fresh)
-                found, holding = await fetch_sets(conn, "push_batch", now=self._now(), items=sent)
-                inserted = {rows.as_uuid(row["id"]) for row in found}
-                holders = {
-                    rows.as_uuid(row["id"]): (row["queue"], rows.as_utc(row["created_at"])) for row in holding
-                }
-            return plan.results(winners, inserted, holders)
-
-    async def _claim_dedup_keys(
-        self, conn: Connection, items: Sequence[NewItem], leaders: list[int]
-    ) -> dict[int, Pushed | None]:
-        """{place of a key's first item: None where this call took the key, else the item holding it}."""
-        if not any(item.dedup_key is not None for item in items):
-            return {}
-        found = await fetch(
-            conn, "claim_dedup_keys", now=self._now(), claims=params.claims_json(items, leaders)
-        )
-        return {
-            row["n"]: None
-            if row["taken"]
-            else Pushed(rows.as_uuid(row["item_id"]), rows.as_utc(row["created_at"]), created=False)
-            for row in found
-        }
+        async with self._transaction() as conn:  # an ItemExists raised here rolls it back
+            found = await fetch(conn, "push_batch", now=self._now(), items=params.push_json(items))
+            results = [_pushed(row) for row in found]
+            if len(results) != len(items):
+                raise StoreError(f"SQL Server answered {len(results)} of {len(items)} items pushed")
+            if not skip_existing and None in results:
+                raise ItemExists()
+        return results
 
     @retry_deadlocks
     async def pop(self, queue: str, max_items: int, lease_seconds: int | None) -> list[LeasedItem]:
@@ -481,6 +457,13 @@ class MssqlStore(QueueReads):
         async with self._transaction() as conn:
             [row] = await fetch(conn, "purge_history", now=self._now(), limit=limit)
         return max(int(row["history"]), int(row["keys"]), int(row["ids"]))
+
+
+def _pushed(row: Row) -> Pushed | None:
+    """One item's answer from push_batch's row: created 1 or 0, or NULL for refused (None)."""
+    if row["created"] is None:
+        return None
+    return Pushed(rows.as_uuid(row["id"]), rows.as_utc(row["created_at"]), created=bool(row["created"]))
 
 
 def _server_of(url: str) -> str | None:
