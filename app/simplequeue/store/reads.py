@@ -2,15 +2,43 @@
 
 from __future__ import annotations
 
-from simplequeue.domain import QueueNotFound, QueueStats
+from collections.abc import Sequence
+
+from simplequeue.domain import (
+    DeadFilter,
+    HistoryFilter,
+    HistoryRecord,
+    ItemStatus,
+    ItemView,
+    Page,
+    QueueNotFound,
+    QueueStats,
+)
+from simplequeue.store import rows
+from simplequeue.store.cursors import decode_cursor, next_cursor
+from simplequeue.store.rows import Row
 
 
 class QueueReads:
-    """Listing queues and reading one, from a dialect's `_stats`: every queue's counts and settings
-    in one statement (or one queue's, when named)."""
+    """Queues, from a dialect's `_stats`: every queue's counts and settings in one statement (or one
+    queue's, when named). Pages of items and history, from its `_fetch_page`: one statement a page."""
+
+    def _now(self) -> object:
+        """The clock as this dialect's statements take it."""
+        raise NotImplementedError
 
     async def _stats(self, queue: str | None) -> list[QueueStats]:
         raise NotImplementedError
+
+    async def _fetch_page(self, statement: str, limit: int, **values: object) -> Sequence[Row]:
+        """Up to `limit` rows of a page's statement. The values are as the domain has them (times as
+        datetimes, None for a filter or cursor left out): each dialect binds them its own way. Item
+        rows carry the clock they were read at as `now`."""
+        raise NotImplementedError
+
+    async def _page(self, statement: str, limit: int, cursor: str | None, **values: object) -> Sequence[Row]:
+        after_at, after_seq = decode_cursor(cursor)
+        return await self._fetch_page(statement, limit, after_at=after_at, after_seq=after_seq, **values)
 
     async def list_queues(self) -> list[QueueStats]:
         return await self._stats(None)
@@ -20,3 +48,24 @@ class QueueReads:
         if not found:
             raise QueueNotFound()
         return found[0]
+
+    async def peek(self, queue: str, state: ItemStatus, limit: int, cursor: str | None) -> Page[ItemView]:
+        page = await self._page("peek", limit, cursor, now=self._now(), queue=queue, state=state.value)
+        return Page([rows.item_view(row, row["now"]) for row in page], next_cursor(page, limit, "created_at"))
+
+    async def list_dead(
+        self, queue: str, where: DeadFilter, limit: int, cursor: str | None
+    ) -> Page[ItemView]:
+        page = await self._page(
+            "list_dead", limit, cursor, now=self._now(), queue=queue, since=where.since, until=where.until
+        )
+        return Page([rows.item_view(row, row["now"]) for row in page], next_cursor(page, limit, "died_at"))
+
+    async def list_history(
+        self, queue: str, where: HistoryFilter, limit: int, cursor: str | None
+    ) -> Page[HistoryRecord]:
+        outcome = where.outcome.value if where.outcome else None
+        page = await self._page(
+            "list_history", limit, cursor, queue=queue, outcome=outcome, since=where.since, until=where.until
+        )
+        return Page([rows.history_record(row) for row in page], next_cursor(page, limit, "finished_at"))

@@ -24,12 +24,9 @@ from simplequeue.domain import (
     Clock,
     CompleteOutcome,
     Completion,
-    DeadFilter,
     DeletedQueue,
     Failure,
     FinishedHook,
-    HistoryFilter,
-    HistoryRecord,
     ItemExists,
     ItemNotFound,
     ItemStatus,
@@ -37,7 +34,6 @@ from simplequeue.domain import (
     LeasedItem,
     NewItem,
     Outcome,
-    Page,
     Pushed,
     QueueInUse,
     QueueNotFound,
@@ -55,7 +51,6 @@ from simplequeue.domain.rules import (
     why_refused,
 )
 from simplequeue.store import rows
-from simplequeue.store.cursors import decode_cursor, next_cursor
 from simplequeue.store.migrations import latest_version
 from simplequeue.store.mssql import params
 from simplequeue.store.mssql.errors import deadlock_unavailable, retry_deadlocks, translated_errors
@@ -303,6 +298,16 @@ class MssqlStore(QueueReads):
         return earliest, rows.as_utc(clock["now"])
 
     @retry_deadlocks
+    async def _fetch_page(self, statement: str, limit: int, **values: object) -> list[Row]:
+        # Every value of a page but its limit is optional, so text ('' for none).
+        bound: dict[str, Param] = {
+            name: params.optional_time(v) if isinstance(v, datetime) else params.optional(v)
+            for name, v in values.items()
+        }
+        async with self._transaction() as conn:
+            return await fetch(conn, statement, limit=limit, **bound)
+
+    @retry_deadlocks
     async def _stats(self, queue: str | None) -> list[QueueStats]:
         async with self._transaction() as conn:
             found = await fetch(conn, "queue_stats", now=self._now(), queue=params.optional(queue))
@@ -335,21 +340,6 @@ class MssqlStore(QueueReads):
         return bool(row["found"])
 
     @retry_deadlocks
-    async def peek(self, queue: str, state: ItemStatus, limit: int, cursor: str | None) -> Page[ItemView]:
-        after_at, after_seq = decode_cursor(cursor)
-        values: dict[str, Param] = {
-            "now": self._now(),
-            "queue": queue,
-            "state": state.value,
-            "after_at": params.optional_time(after_at),
-            "after_seq": params.optional(after_seq),
-            "limit": limit,
-        }
-        async with self._transaction() as conn:
-            page = await fetch(conn, "peek", **values)
-        return Page([rows.item_view(row, row["now"]) for row in page], next_cursor(page, limit, "created_at"))
-
-    @retry_deadlocks
     async def set_paused(self, queue: str, paused: bool) -> None:
         async with self._transaction() as conn:
             [row] = await fetch(conn, "set_paused", queue=queue, paused=int(paused))
@@ -365,27 +355,6 @@ class MssqlStore(QueueReads):
         if not row["deleted"]:
             raise QueueInUse()
         return DeletedQueue(items=int(row["items"]), history=int(row["history"]))
-
-    @retry_deadlocks
-    async def list_dead(
-        self, queue: str, where: DeadFilter, limit: int, cursor: str | None
-    ) -> Page[ItemView]:
-        after_at, after_seq = decode_cursor(cursor)
-        values: dict[str, Param] = {
-            "now": self._now(),
-            "queue": queue,
-            "since": params.optional_time(where.since),
-            "until": params.optional_time(where.until),
-            "after_at": params.optional_time(after_at),
-            "after_seq": params.optional(after_seq),
-            "limit": limit,
-        }
-        async with self._transaction() as conn:
-            page = await fetch(conn, "list_dead", **values)
-        return Page(
-            [rows.item_view(row, row["now"]) for row in page],
-            next_cursor(page, limit, "died_at"),
-        )
 
     @deadlock_unavailable
     async def redrive(self, queue: str, ids: Sequence[UUID] | None, rate_per_second: float | None) -> int:
@@ -413,27 +382,6 @@ class MssqlStore(QueueReads):
             purged += done
             if done < BATCH:
                 return purged
-
-    @retry_deadlocks
-    async def list_history(
-        self, queue: str, where: HistoryFilter, limit: int, cursor: str | None
-    ) -> Page[HistoryRecord]:
-        after_at, after_seq = decode_cursor(cursor)
-        values: dict[str, Param] = {
-            "queue": queue,
-            "outcome": where.outcome.value if where.outcome else "",
-            "since": params.optional_time(where.since),
-            "until": params.optional_time(where.until),
-            "after_at": params.optional_time(after_at),
-            "after_seq": params.optional(after_seq),
-            "limit": limit,
-        }
-        async with self._transaction() as conn:
-            page = await fetch(conn, "list_history", **values)
-        return Page(
-            [rows.history_record(row) for row in page],
-            next_cursor(page, limit, "finished_at"),
-        )
 
     @retry_deadlocks
     async def reap_expired(self, limit: int) -> int:

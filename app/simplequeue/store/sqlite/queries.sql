@@ -166,7 +166,7 @@ WHERE i.id = :id
 
 -- name: list_dead
 SELECT i.seq, i.id, i.queue, i.payload, i.status, i.attempts, i.errors, i.created_at, i.visible_at, i.lease_token,
-       i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at, q.max_attempts
+       i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at, q.max_attempts, :now AS now
 FROM sq_items AS i INDEXED BY sq_items_dead JOIN sq_queues AS q ON q.name = i.queue
 WHERE i.queue = :queue AND i.status = 'dead'
   AND (:since IS NULL OR i.died_at >= :since)
@@ -251,7 +251,7 @@ UPDATE sq_queues SET paused = :paused WHERE name = :queue
 -- name: peek
 -- Live items in one state at :now (as queue_stats counts them), oldest created first.
 SELECT i.seq, i.id, i.queue, i.payload, i.status, i.attempts, i.errors, i.created_at, i.visible_at, i.lease_token,
-       i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at, q.max_attempts
+       i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at, q.max_attempts, :now AS now
 FROM sq_items AS i INDEXED BY sq_items_pop JOIN sq_queues AS q ON q.name = i.queue
 WHERE i.queue = :queue AND i.status IN ('ready', 'leased')
   AND CASE :state

@@ -21,19 +21,15 @@ from simplequeue.domain import (
     CompleteOutcome,
     Completion,
     DatabaseMisconfigured,
-    DeadFilter,
     DeletedQueue,
     Failure,
     FinishedHook,
-    HistoryFilter,
-    HistoryRecord,
     ItemNotFound,
     ItemStatus,
     ItemView,
     LeasedItem,
     NewItem,
     Outcome,
-    Page,
     Pushed,
     QueueInUse,
     QueueNotFound,
@@ -52,7 +48,6 @@ from simplequeue.domain.rules import (
     why_refused,
 )
 from simplequeue.store import rows
-from simplequeue.store.cursors import decode_cursor, next_cursor
 from simplequeue.store.migrations import latest_version, load_migrations, split_statements
 from simplequeue.store.pushes import PushPlan
 from simplequeue.store.reads import QueueReads
@@ -281,6 +276,14 @@ class SqliteStore(QueueReads):
             found = await fetch(conn, "next_visible_at", queues=json.dumps(queues))
         return {row["queue"]: rows.as_utc(row["next"]) for row in found if row["next"]}, now
 
+    def _now(self) -> datetime:
+        return self._clock()
+
+    async def _fetch_page(self, statement: str, limit: int, **values: object) -> list[sqlite3.Row]:
+        bound = {name: to_text(v) if isinstance(v, datetime) else v for name, v in values.items()}
+        async with self._read() as conn:
+            return await fetch(conn, statement, limit=limit, **bound)
+
     async def _stats(self, queue: str | None) -> list[QueueStats]:
         params = {"queue": queue, "now": to_text(self._clock())}
         async with self._read() as conn:
@@ -296,21 +299,6 @@ class SqliteStore(QueueReads):
     async def queue_exists(self, name: str) -> bool:
         async with self._read() as conn:
             return await fetch_one(conn, "queue_exists", queue=name) is not None
-
-    async def peek(self, queue: str, state: ItemStatus, limit: int, cursor: str | None) -> Page[ItemView]:
-        after_at, after_seq = decode_cursor(cursor)
-        now = self._clock()
-        params = {
-            "queue": queue,
-            "state": state.value,
-            "now": to_text(now),
-            "limit": limit,
-            "after_at": to_text(after_at) if after_at else None,
-            "after_seq": after_seq,
-        }
-        async with self._read() as conn:
-            page = await fetch(conn, "peek", **params)
-        return Page([rows.item_view(row, now) for row in page], next_cursor(page, limit, "created_at"))
 
     async def set_paused(self, queue: str, paused: bool) -> None:
         async with self._write() as conn:
@@ -329,24 +317,6 @@ class SqliteStore(QueueReads):
             await execute(conn, "delete_queue_dedup", queue=queue)
             await execute(conn, "delete_queue", queue=queue)
         return DeletedQueue(items=items, history=history)
-
-    async def list_dead(
-        self, queue: str, where: DeadFilter, limit: int, cursor: str | None
-    ) -> Page[ItemView]:
-        after_at, after_seq = decode_cursor(cursor)
-        now = self._clock()
-        params = {
-            "queue": queue,
-            "since": to_text(where.since) if where.since else None,
-            "until": to_text(where.until) if where.until else None,
-            "limit": limit,
-            "after_at": to_text(after_at) if after_at else None,
-            "after_seq": after_seq,
-        }
-        async with self._read() as conn:
-            page = await fetch(conn, "list_dead", **params)
-        items = [rows.item_view(row, now) for row in page]
-        return Page(items, next_cursor(page, limit, "died_at"))
 
     async def redrive(self, queue: str, ids: Sequence[UUID] | None, rate_per_second: float | None) -> int:
         now = self._clock()
@@ -384,26 +354,6 @@ class SqliteStore(QueueReads):
             purged += len(seqs)
             if len(seqs) < BATCH:
                 return purged
-
-    async def list_history(
-        self, queue: str, where: HistoryFilter, limit: int, cursor: str | None
-    ) -> Page[HistoryRecord]:
-        after_at, after_seq = decode_cursor(cursor)
-        params = {
-            "queue": queue,
-            "outcome": where.outcome.value if where.outcome else None,
-            "since": to_text(where.since) if where.since else None,
-            "until": to_text(where.until) if where.until else None,
-            "after_at": to_text(after_at) if after_at else None,
-            "after_seq": after_seq,
-            "limit": limit,
-        }
-        async with self._read() as conn:
-            page = await fetch(conn, "list_history", **params)
-        return Page(
-            [rows.history_record(row) for row in page],
-            next_cursor(page, limit, "finished_at"),
-        )
 
     async def reap_expired(self, limit: int) -> int:
         now = to_text(self._clock())
