@@ -10,6 +10,7 @@ left over is an error at once, not a wrong value at some position.
 from __future__ import annotations
 
 import re
+import textwrap
 from dataclasses import dataclass
 from importlib.resources import files
 from typing import Any, Literal
@@ -17,7 +18,7 @@ from typing import Any, Literal
 Style = Literal["named", "numbered", "qmark"]
 
 _HEADER = re.compile(r"^--\s*(name|fragment):\s*(\w+)\s*$", re.MULTILINE)
-_INCLUDE = re.compile(r"^[ \t]*--\s*include:\s*(\w+)[ \t]*$", re.MULTILINE)
+_INCLUDE = re.compile(r"^([ \t]*)--\s*include:\s*(\w+)[ \t]*$", re.MULTILINE)
 # Literals, quoted names and comments are passed over; `::` is PostgreSQL's cast, not a parameter.
 _TOKEN = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|::|:([A-Za-z_]\w*)")
 
@@ -64,7 +65,7 @@ def load_queries(package: str, style: Style) -> dict[str, Query]:
     """The named queries of `package`'s queries.sql (a dialect's folder).
 
     A block headed ``-- fragment: <name>`` is not a query: it is SQL that several queries share,
-    written once. A query takes it in whole with a line ``-- include: <name>``.
+    written once. A query takes it in whole with a line ``-- include: <name>``, indented as that line.
     """
     return parse_queries((files(package) / "queries.sql").read_text(encoding="utf-8"), style, package)
 
@@ -77,9 +78,11 @@ def parse_queries(text: str, style: Style, where: str = "queries.sql") -> dict[s
     fragments = {name: body.strip() for kind, name, body in blocks if kind == "fragment"}
 
     def included(match: re.Match[str]) -> str:
-        if match[1] not in fragments:
-            raise ValueError(f"{where}: no fragment {match[1]!r} to include")
-        return fragments[match[1]]
+        indent, name = match[1], match[2]
+        if name not in fragments:
+            raise ValueError(f"{where}: no fragment {name!r} to include")
+        # At the include's indentation: a fragment of a column list reads as the list's own lines.
+        return textwrap.indent(fragments[name], indent)
 
     queries = {
         name: compile_query(name, _INCLUDE.sub(included, body).strip(), style)

@@ -109,6 +109,28 @@ SET status = 'leased',
 OUTPUT inserted.seq, inserted.id, inserted.queue, inserted.payload, inserted.created_at, inserted.attempts,
        inserted.lease_token, inserted.visible_at, inserted.priority, inserted.group_key;
 
+-- fragment: item_row
+-- An item as simplequeue.store.rows reads it (with its queue's max_attempts and the batch's clock),
+-- written once so that every batch that answers with an item answers with the same columns.
+SELECT i.id, i.queue, i.payload, i.status, i.attempts, i.errors, i.created_at, i.visible_at, i.lease_token,
+       i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at, q.max_attempts, @now AS now
+FROM dbo.sq_items AS i
+JOIN dbo.sq_queues AS q ON q.name = i.queue
+
+-- fragment: history_insert
+-- Every batch that finishes items writes their history records through this one column list.
+INSERT INTO dbo.sq_history (id, queue, outcome, attempts, created_at, first_popped_at, finished_at,
+                            group_key, dedup_key, last_error, payload)
+
+-- fragment: finished_columns
+id UNIQUEIDENTIFIER NOT NULL,
+queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL,
+attempts INT NOT NULL,
+created_at DATETIME2(7) NOT NULL,
+first_popped_at DATETIME2(7) NULL,
+group_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
+dedup_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
+
 -- name: extend
 -- Two result sets: the row the compare-and-set moved (none: refused), then the item as it is now,
 -- from which the store says why a refusal happened.
@@ -121,10 +143,7 @@ UPDATE dbo.sq_items
 SET visible_at = DATEADD(SECOND, CAST(:lease_seconds AS INT), @now)
 OUTPUT inserted.seq
 WHERE id = @id AND status = 'leased' AND lease_token = @token AND visible_at > @now;
-SELECT i.id, i.queue, i.payload, i.status, i.attempts, i.errors, i.created_at, i.visible_at, i.lease_token,
-       i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at, q.max_attempts, @now AS now
-FROM dbo.sq_items AS i
-JOIN dbo.sq_queues AS q ON q.name = i.queue
+-- include: item_row
 WHERE i.id = @id;
 
 -- name: complete_batch
@@ -154,13 +173,7 @@ DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SY
 SET @now = CAST(@now AS DATETIME2(6));
 DECLARE @items NVARCHAR(MAX) = :items;
 DECLARE @done TABLE (
-    id UNIQUEIDENTIFIER NOT NULL,
-    queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL,
-    attempts INT NOT NULL,
-    created_at DATETIME2(7) NOT NULL,
-    first_popped_at DATETIME2(7) NULL,
-    group_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
-    dedup_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
+    -- include: finished_columns
     remember_id BIT NOT NULL,
     errors NVARCHAR(MAX) NOT NULL,
     payload NVARCHAR(MAX) NULL,
@@ -176,8 +189,7 @@ JOIN OPENJSON(@items) WITH (id UNIQUEIDENTIFIER, token UNIQUEIDENTIFIER) AS j ON
 JOIN dbo.sq_queues AS q WITH (FORCESEEK) ON q.name = i.queue
 WHERE i.status <> 'dead' AND (j.token IS NULL OR i.lease_token = j.token)
   AND NOT (i.status = 'leased' AND i.visible_at <= @now AND i.attempts >= q.max_attempts);
-INSERT INTO dbo.sq_history (id, queue, outcome, attempts, created_at, first_popped_at, finished_at,
-                            group_key, dedup_key, last_error, payload)
+-- include: history_insert
 SELECT d.id, d.queue, 'completed', d.attempts, d.created_at, d.first_popped_at, @now, d.group_key, d.dedup_key,
        (SELECT TOP (1) e.error
         FROM OPENJSON(d.errors) AS a
@@ -224,15 +236,9 @@ DECLARE @retry_after FLOAT = CAST(NULLIF(:retry_after, N'') AS FLOAT);
 DECLARE @draw FLOAT = CAST(:draw AS FLOAT);
 DECLARE @error NVARCHAR(MAX) = :error;
 DECLARE @failed TABLE (
-    id UNIQUEIDENTIFIER NOT NULL,
-    queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL,
+    -- include: finished_columns
     status VARCHAR(6) NOT NULL,
-    attempts INT NOT NULL,
-    created_at DATETIME2(7) NOT NULL,
-    first_popped_at DATETIME2(7) NULL,
     died_at DATETIME2(7) NULL,
-    group_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
-    dedup_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
     payload NVARCHAR(MAX) NULL
 );
 UPDATE i
@@ -245,8 +251,8 @@ SET status = CASE WHEN f.dies = 1 THEN 'dead' ELSE 'ready' END,
         i.errors, 'append $',
         JSON_QUERY((SELECT @now AS [at], @error AS [error] FOR JSON PATH, WITHOUT_ARRAY_WRAPPER))
     )
-OUTPUT inserted.id, inserted.queue, inserted.status, inserted.attempts, inserted.created_at,
-       inserted.first_popped_at, inserted.died_at, inserted.group_key, inserted.dedup_key,
+OUTPUT inserted.id, inserted.queue, inserted.attempts, inserted.created_at, inserted.first_popped_at,
+       inserted.group_key, inserted.dedup_key, inserted.status, inserted.died_at,
        CASE WHEN q.history_payload = 1 THEN inserted.payload END
 INTO @failed
 FROM dbo.sq_items AS i
@@ -265,17 +271,13 @@ CROSS APPLY (
 ) AS s
 WHERE i.id = @id AND i.status <> 'dead' AND (@token IS NULL OR i.lease_token = @token)
   AND NOT (i.status = 'leased' AND i.visible_at <= @now AND i.attempts >= q.max_attempts);
-INSERT INTO dbo.sq_history (id, queue, outcome, attempts, created_at, first_popped_at, finished_at,
-                            group_key, dedup_key, last_error, payload)
+-- include: history_insert
 SELECT d.id, d.queue, 'dead', d.attempts, d.created_at, d.first_popped_at, d.died_at, d.group_key, d.dedup_key,
        @error, d.payload
 FROM @failed AS d
 WHERE d.status = 'dead';
 SELECT status FROM @failed;
-SELECT i.id, i.queue, i.payload, i.status, i.attempts, i.errors, i.created_at, i.visible_at, i.lease_token,
-       i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at, q.max_attempts, @now AS now
-FROM dbo.sq_items AS i
-JOIN dbo.sq_queues AS q ON q.name = i.queue
+-- include: item_row
 WHERE i.id = @id;
 
 -- name: reap_expired
@@ -293,13 +295,7 @@ SET @now = CAST(@now AS DATETIME2(6));
 SET DEADLOCK_PRIORITY LOW;
 DECLARE @error NVARCHAR(MAX) = :error;
 DECLARE @killed TABLE (
-    id UNIQUEIDENTIFIER NOT NULL,
-    queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL,
-    attempts INT NOT NULL,
-    created_at DATETIME2(7) NOT NULL,
-    first_popped_at DATETIME2(7) NULL,
-    group_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
-    dedup_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
+    -- include: finished_columns
     payload NVARCHAR(MAX) NOT NULL
 );
 WITH expired AS (
@@ -320,8 +316,7 @@ SET status = 'dead',
 OUTPUT inserted.id, inserted.queue, inserted.attempts, inserted.created_at, inserted.first_popped_at,
        inserted.group_key, inserted.dedup_key, inserted.payload
 INTO @killed;
-INSERT INTO dbo.sq_history (id, queue, outcome, attempts, created_at, first_popped_at, finished_at,
-                            group_key, dedup_key, last_error, payload)
+-- include: history_insert
 SELECT k.id, k.queue, 'dead', k.attempts, k.created_at, k.first_popped_at, @now, k.group_key, k.dedup_key,
        @error, CASE WHEN q.history_payload = 1 THEN k.payload END
 FROM @killed AS k
@@ -332,10 +327,7 @@ SET DEADLOCK_PRIORITY NORMAL;
 -- name: get_item
 SET NOCOUNT ON;
 DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
-SELECT i.id, i.queue, i.payload, i.status, i.attempts, i.errors, i.created_at, i.visible_at, i.lease_token,
-       i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at, q.max_attempts, @now AS now
-FROM dbo.sq_items AS i
-JOIN dbo.sq_queues AS q ON q.name = i.queue
+-- include: item_row
 WHERE i.id = CAST(:id AS UNIQUEIDENTIFIER);
 
 -- name: list_dead
