@@ -4,12 +4,16 @@ and what each operation declares to the spec besides its own answer (`also`, `er
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from fastapi import Response, status
 from pydantic import BaseModel
 
 from simplequeue.api.errors import ErrorBody, codes_of
+from simplequeue.domain import Page
+
+T = TypeVar("T")
 
 
 def serialized(body: BaseModel, status_code: int = status.HTTP_200_OK) -> Response:
@@ -27,8 +31,10 @@ def json_text(text: str, status_code: int = status.HTTP_200_OK) -> Response:
     return Response(text, status_code=status_code, media_type="application/json")
 
 
-def page_json(entries: list[str], next_cursor: str | None) -> str:
-    return '{"items":[' + ",".join(entries) + '],"next_cursor":' + json.dumps(next_cursor) + "}"
+def page_response(page: Page[T], json_of: Callable[[T], str]) -> Response:
+    """A page, each entry serialized by `json_of` (payloads spliced in), and its next cursor."""
+    entries = ",".join(json_of(entry) for entry in page.items)
+    return json_text('{"items":[' + entries + '],"next_cursor":' + json.dumps(page.next_cursor) + "}")
 
 
 def with_payload(model: BaseModel, payload_json: str | None) -> str:

@@ -34,7 +34,7 @@ LeaseTokenQuery = Annotated[
 ]
 
 
-router = APIRouter()
+router = APIRouter(tags=["items"])
 
 HOT_OPERATIONS = frozenset(
     {"push", "pushBatch", "pop", "completeItem", "completeItems", "failItem", "extendLease", "getItem"}
@@ -47,7 +47,6 @@ endpoints.HOT): a worker's and a producer's loop."""
     "/push",
     status_code=status.HTTP_201_CREATED,
     operation_id="push",
-    tags=["items"],
     response_model=PushResponse,
     responses=also(
         200, PushResponse, "The dedup_key or the id matched an item of the queue: nothing was inserted."
@@ -65,7 +64,6 @@ async def push(body: PushRequest, sq: ServiceDep, who: Caller) -> Response:
     "/push/batch",
     status_code=status.HTTP_201_CREATED,
     operation_id="pushBatch",
-    tags=["items"],
     response_model=PushBatchResponse,
     responses=also(200, PushBatchResponse, "Every item was a duplicate: nothing was inserted.")
     | errors(400, 409, 413, 415, 422, 503),
@@ -80,7 +78,6 @@ async def push_batch(body: PushBatchRequest, sq: ServiceDep, who: Caller) -> Res
 @router.post(
     "/pop",
     operation_id="pop",
-    tags=["items"],
     response_model=PopResponse,
     responses=errors(400, 413, 415, 422, 503),
 )
@@ -95,7 +92,6 @@ async def pop(body: PopRequest, sq: ServiceDep, who: Caller, request: Request) -
     "/items/{item_id:uuid}",
     status_code=status.HTTP_204_NO_CONTENT,
     operation_id="completeItem",
-    tags=["items"],
     responses=errors(404, 409, 422, 503),
 )
 async def complete_item(
@@ -109,7 +105,6 @@ async def complete_item(
 @router.post(
     "/items/complete",
     operation_id="completeItems",
-    tags=["items"],
     response_model=CompleteBatchResponse,
     responses=errors(400, 413, 415, 422, 503),
 )
@@ -121,7 +116,6 @@ async def complete_items(body: CompleteBatchRequest, sq: ServiceDep, who: Caller
 @router.post(
     "/items/{item_id:uuid}/fail",
     operation_id="failItem",
-    tags=["items"],
     response_model=Item,
     responses=errors(400, 404, 409, 413, 415, 422, 503),
 )
@@ -134,7 +128,6 @@ async def fail_item(item_id: ItemId, body: FailRequest, sq: ServiceDep, who: Cal
 @router.post(
     "/items/{item_id:uuid}/extend",
     operation_id="extendLease",
-    tags=["items"],
     response_model=Item,
     responses=errors(400, 404, 409, 413, 415, 422, 503),
 )
@@ -147,7 +140,6 @@ async def extend_lease(item_id: ItemId, body: ExtendRequest, sq: ServiceDep, who
 @router.get(
     "/items/{item_id:uuid}",
     operation_id="getItem",
-    tags=["items"],
     response_model=Item,
     responses=errors(404, 422, 503),
 )

@@ -4,7 +4,7 @@ shapes the answer."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Response, status
 
@@ -26,7 +26,7 @@ from simplequeue.api.queues.schemas import (
     RedriveRequest,
     RedriveResponse,
 )
-from simplequeue.api.responses import also, errors, json_text, page_json
+from simplequeue.api.responses import also, errors, page_response
 from simplequeue.domain import DeadFilter, HistoryFilter, ItemStatus, Outcome
 from simplequeue.domain.names import QUEUE_NAME_PATTERN
 
@@ -36,17 +36,23 @@ Cursor = Annotated[
     str | None, Query(min_length=1, max_length=200, description="The previous page's next_cursor.")
 ]
 
-router = APIRouter()
+
+def time_query(description: str) -> Any:
+    """A time filter's query parameter, its description followed by the times the API reads."""
+    return Query(description=f"{description} ({TIME_TEXT}).")
 
 
-@router.get("/queues", operation_id="listQueues", tags=["queues"], responses=errors(503))
+router = APIRouter(tags=["queues"])
+
+
+@router.get("/queues", operation_id="listQueues", responses=errors(503))
 async def list_queues(sq: ServiceDep, who: Caller) -> QueueList:
     """Every queue with its counts (those the API key covers)."""
     who.require(Action.READ_STATS)
     return QueueList(queues=[Queue.of(q) for q in await sq.list_queues() if who.covers(q.name)])
 
 
-@router.get("/queues/{name}", operation_id="getQueue", tags=["queues"], responses=errors(404, 422, 503))
+@router.get("/queues/{name}", operation_id="getQueue", responses=errors(404, 422, 503))
 async def get_queue(name: QueuePath, sq: ServiceDep, who: Caller) -> Queue:
     """One queue's settings and counts."""
     who.require(Action.READ_STATS, name)
@@ -56,7 +62,6 @@ async def get_queue(name: QueuePath, sq: ServiceDep, who: Caller) -> Queue:
 @router.put(
     "/queues/{name}",
     operation_id="putQueue",
-    tags=["queues"],
     responses=also(201, Queue, "The queue was created.") | errors(400, 413, 415, 422, 503),
 )
 async def put_queue(
@@ -74,7 +79,6 @@ async def put_queue(
 @router.get(
     "/queues/{name}/dead",
     operation_id="listDead",
-    tags=["queues"],
     response_model=DeadItemPage,
     responses=errors(404, 422, 503),
 )
@@ -82,27 +86,19 @@ async def list_dead(
     name: QueuePath,
     sq: ServiceDep,
     who: Caller,
-    since: Annotated[
-        UtcDatetime | None,
-        Query(description=f"Died at or after this time ({TIME_TEXT})."),
-    ] = None,
-    until: Annotated[
-        UtcDatetime | None,
-        Query(description=f"Died before this time ({TIME_TEXT})."),
-    ] = None,
+    since: Annotated[UtcDatetime | None, time_query("Died at or after this time")] = None,
+    until: Annotated[UtcDatetime | None, time_query("Died before this time")] = None,
     limit: PageLimit = 100,
     cursor: Cursor = None,
 ) -> Response:
     """Dead items with their errors and payloads, most recently dead first."""
     who.require(Action.ADMINISTER, name)
-    page = await sq.list_dead(name, DeadFilter(since, until), limit, cursor)
-    return json_text(page_json([Item.json_of(v) for v in page.items], page.next_cursor))
+    return page_response(await sq.list_dead(name, DeadFilter(since, until), limit, cursor), Item.json_of)
 
 
 @router.post(
     "/queues/{name}/redrive",
     operation_id="redrive",
-    tags=["queues"],
     responses=errors(400, 404, 413, 415, 422, 503),
 )
 async def redrive(name: QueuePath, body: RedriveRequest, sq: ServiceDep, who: Caller) -> RedriveResponse:
@@ -112,9 +108,7 @@ async def redrive(name: QueuePath, body: RedriveRequest, sq: ServiceDep, who: Ca
     return RedriveResponse(redriven=await sq.redrive(name, body.ids, body.rate_per_second))
 
 
-@router.delete(
-    "/queues/{name}/dead", operation_id="purgeDead", tags=["queues"], responses=errors(404, 422, 503)
-)
+@router.delete("/queues/{name}/dead", operation_id="purgeDead", responses=errors(404, 422, 503))
 async def purge_dead(name: QueuePath, sq: ServiceDep, who: Caller) -> PurgeResponse:
     """Delete the queue's dead items. Their history records stay."""
     who.require(Action.ADMINISTER, name)
@@ -124,7 +118,6 @@ async def purge_dead(name: QueuePath, sq: ServiceDep, who: Caller) -> PurgeRespo
 @router.get(
     "/queues/{name}/history",
     operation_id="listHistory",
-    tags=["queues"],
     response_model=HistoryPage,
     responses=errors(404, 422, 503),
 )
@@ -133,14 +126,8 @@ async def list_history(
     sq: ServiceDep,
     who: Caller,
     outcome: Annotated[Outcome | None, Query(description="Only completed, or only dead.")] = None,
-    since: Annotated[
-        UtcDatetime | None,
-        Query(description=f"Finished at or after this time ({TIME_TEXT})."),
-    ] = None,
-    until: Annotated[
-        UtcDatetime | None,
-        Query(description=f"Finished before this time ({TIME_TEXT})."),
-    ] = None,
+    since: Annotated[UtcDatetime | None, time_query("Finished at or after this time")] = None,
+    until: Annotated[UtcDatetime | None, time_query("Finished before this time")] = None,
     limit: PageLimit = 100,
     cursor: Cursor = None,
 ) -> Response:
@@ -148,12 +135,10 @@ async def list_history(
     retention_seconds."""
     who.require(Action.ADMINISTER, name)
     page = await sq.list_history(name, HistoryFilter(outcome, since, until), limit, cursor)
-    return json_text(page_json([HistoryEntry.json_of(r) for r in page.items], page.next_cursor))
+    return page_response(page, HistoryEntry.json_of)
 
 
-@router.post(
-    "/queues/{name}/pause", operation_id="pauseQueue", tags=["queues"], responses=errors(404, 413, 422, 503)
-)
+@router.post("/queues/{name}/pause", operation_id="pauseQueue", responses=errors(404, 413, 422, 503))
 async def pause_queue(name: QueuePath, sq: ServiceDep, who: Caller) -> Queue:
     """Stop handing out the queue's items (pushes are still taken); long-polls wait on."""
     who.require(Action.ADMINISTER, name)
@@ -163,7 +148,6 @@ async def pause_queue(name: QueuePath, sq: ServiceDep, who: Caller) -> Queue:
 @router.post(
     "/queues/{name}/resume",
     operation_id="resumeQueue",
-    tags=["queues"],
     responses=errors(404, 413, 422, 503),
 )
 async def resume_queue(name: QueuePath, sq: ServiceDep, who: Caller) -> Queue:
@@ -175,7 +159,6 @@ async def resume_queue(name: QueuePath, sq: ServiceDep, who: Caller) -> Queue:
 @router.get(
     "/queues/{name}/items",
     operation_id="peekItems",
-    tags=["queues"],
     response_model=ItemPage,
     responses=errors(404, 422, 503),
 )
@@ -189,14 +172,12 @@ async def peek_items(
 ) -> Response:
     """Look at a queue's live items in one state, oldest created first, without leasing them."""
     who.require(Action.ADMINISTER, name)
-    page = await sq.peek(name, ItemStatus(state.value), limit, cursor)
-    return json_text(page_json([Item.json_of(v) for v in page.items], page.next_cursor))
+    return page_response(await sq.peek(name, ItemStatus(state.value), limit, cursor), Item.json_of)
 
 
 @router.delete(
     "/queues/{name}",
     operation_id="deleteQueue",
-    tags=["queues"],
     responses=errors(404, 409, 422, 503),
 )
 async def delete_queue(
