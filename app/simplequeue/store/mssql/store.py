@@ -174,6 +174,12 @@ class MssqlStore(QueueReads):
 
     @retry_deadlocks
     async def pop(self, queue: str, max_items: int, lease_seconds: int | None) -> list[LeasedItem]:
+        async with self._transaction() as conn:
+            return await self._pop(conn, queue, max_items, lease_seconds)
+
+    async def _pop(
+        self, conn: Connection, queue: str, max_items: int, lease_seconds: int | None
+    ) -> list[LeasedItem]:
         values: dict[str, Param] = {
             "now": self._now(),
             "queue": queue,
@@ -181,8 +187,7 @@ class MssqlStore(QueueReads):
             "max_items": max_items,
             "lease_token": str(uuid4()),
         }
-        async with self._transaction() as conn:
-            found = await fetch(conn, "pop", **values)
+        found = await fetch(conn, "pop", **values)
         return in_pop_order([(row["seq"], rows.leased_item(row)) for row in found])
 
     @retry_deadlocks
@@ -229,18 +234,11 @@ class MssqlStore(QueueReads):
         """complete_batch's batch, then pop's, in one transaction: the pop sees the completions (a
         completed group head lets its next go), and an item completed here is gone, so it is not
         popped again. A deadlock retries both."""
-        values: dict[str, Param] = {
-            "now": self._now(),
-            "queue": queue,
-            "lease_seconds": params.optional(lease_seconds),
-            "max_items": max_items,
-            "lease_token": str(uuid4()),
-        }
         async with self._transaction() as conn:
             outcomes, queues = await self._complete(conn, completions) if completions else ([], [])
-            found = await fetch(conn, "pop", **values)
+            popped = await self._pop(conn, queue, max_items, lease_seconds)
         tell(self._on_finished, Outcome.COMPLETED, queues)
-        return outcomes, in_pop_order([(row["seq"], rows.leased_item(row)) for row in found])
+        return outcomes, popped
 
     async def _complete(
         self, conn: Connection, items: Sequence[Completion]
