@@ -7,6 +7,7 @@ import json
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from typing import Any
 
 import asyncpg
 import pytest
@@ -349,12 +350,32 @@ async def test_a_completion_reads_its_queue_once_and_sq_dedup_or_sq_client_ids_o
         assert sum(int(str(n["Actual Loops"])) for n in claims) == (1 if remembered else 0), ids
 
 
+async def nested_plans_of(schema: tuple[str, str], query: str, **values: object) -> list[dict[str, Any]]:
+    """The plans of the statements a function runs, as a pooled session runs them (generic plans
+    reused): auto_explain, told to explain nested statements, hands each one to the client."""
+    url, name = schema
+    conn = await asyncpg.connect(url, server_settings={"search_path": name, **PLANNER_SETTINGS})
+    found: list[dict[str, Any]] = []
+    # Each message reads "duration: 0.052 ms  plan:" and the plan's JSON.
+    conn.add_log_listener(lambda _, message: found.append(json.loads(message.message.split("plan:", 1)[1])))
+    try:
+        await conn.execute(
+            "LOAD 'auto_explain'; SET auto_explain.log_min_duration = 0;"
+            " SET auto_explain.log_nested_statements = on; SET auto_explain.log_format = json;"
+            " SET auto_explain.log_level = notice; SET client_min_messages = notice"
+        )
+        await conn.fetch(Q[query].sql, *Q[query].bind(**values))
+        return [plan for plan in found if plan["Query Text"] != Q[query].sql]
+    finally:
+        await conn.close()
+
+
 @pytest.mark.parametrize("statistics", ["stale", "analysed"])
 async def test_a_push_claims_producers_ids_by_seeks_not_scans(
     schema: tuple[str, str], statistics: str
 ) -> None:
-    """push_claiming (a push with producers' ids) and id_holders (what a retry finds) look each id up
-    in sq_items and sq_client_ids by key, however many items and remembered ids there are."""
+    """The push (sq_push_rows) claims producers' ids and, for a retry, finds what holds them, by key
+    in sq_items and sq_client_ids, however many items and remembered ids there are."""
     await crowd(schema)
     if statistics == "analysed":
         await analyze(schema)
@@ -370,18 +391,23 @@ async def test_a_push_claims_producers_ids_by_seeks_not_scans(
         "dedup_keys": [None, None],
         "delays": [0.0, 0.0],
         "not_befores": [None, None],
-        "claims": [True, True],
+        "remember": [True, True],
+        "skip_existing": False,
     }
-    for query, values in (("push_claiming", push), ("id_holders", {"ids": ids, "now": None})):
-        plan = json.loads(await generic_plan_of(schema, query, **values))
-        nodes = list(plan_nodes(plan[0]["Plan"]))
+    await nested_plans_of(schema, "push", **push)
+    # The retry: nothing goes in, and each answer comes from what holds the id.
+    plans = await nested_plans_of(schema, "push", **push)
+    claim = [p for p in plans if "INSERT INTO sq_client_ids" in p["Query Text"]]
+    answers = [p for p in plans if "FROM sq_client_ids AS k" in p["Query Text"]]
+    assert len(claim) == 1, [p["Query Text"][:60] for p in plans]
+    assert len(answers) == 1, [p["Query Text"][:60] for p in plans]
+    for plan, relations in ((claim[0], ("sq_items",)), (answers[0], ("sq_items", "sq_client_ids"))):
+        nodes = list(plan_nodes(plan["Plan"]))
         scans = [n for n in nodes if "Scan" in str(n["Node Type"])]
-        # push_claiming takes its claims through sq_client_ids' primary key (ON CONFLICT's arbiter).
-        sought = ("sq_items",) if query == "push_claiming" else ("sq_items", "sq_client_ids")
-        for relation in sought:
+        for relation in relations:
             looked_up = [n for n in scans if n.get("Relation Name") == relation]
-            assert looked_up, (query, relation, plan)
-            assert all(n["Node Type"] != "Seq Scan" for n in looked_up), (query, relation, plan)
-        if query == "push_claiming":
-            [claims] = [n for n in nodes if n.get("Subplan Name") == "CTE claimed"]
-            assert claims["Conflict Arbiter Indexes"] == ["sq_client_ids_pkey"], claims
+            assert looked_up, (relation, plan)
+            assert all(n["Node Type"] != "Seq Scan" for n in looked_up), (relation, plan)
+    # The claims go through sq_client_ids' primary key (ON CONFLICT's arbiter).
+    [claims] = [n for n in plan_nodes(claim[0]["Plan"]) if n.get("Subplan Name") == "CTE claimed"]
+    assert claims["Conflict Arbiter Indexes"] == ["sq_client_ids_pkey"], claims

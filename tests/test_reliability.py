@@ -415,8 +415,10 @@ async def test_a_store_call_cancelled_mid_statement_leaves_no_connection_behind(
         await tx.rollback()
         # The pool's only connection was in an unknown state: it must not be handed out again as is.
         assert await store.push_batch([new_item(queue, 2)], skip_existing=True)
-        [item] = await store.pop(queue, 5, 30)
-        assert item.payload == 2
+        # Whether the cancelled push committed is unknown to its caller (the server may finish a
+        # statement whose client has gone, once the lock is free), as after any lost answer.
+        popped = await store.pop(queue, 5, 30)
+        assert 2 in [item.payload for item in popped]
     finally:
         await holder.close()
         await store.close()

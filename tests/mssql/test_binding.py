@@ -86,6 +86,7 @@ PARAMETERS = {
     "create_version_table": (),
     "applied_versions": (),
     "record_version": ("version", "name", "now"),
+    "write_setting": ("name", "value"),
     "compatibility_level": (),
 }
 # The same file with :name kept, for tests that read which parameter a statement takes.
@@ -206,7 +207,7 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     await store.list_history("orders", HistoryFilter(), 10, None)
     await store.reap_expired(10)
     await store.purge_history(10)
-    assert await store.migrate() == [1, 2, 3, 4, 5, 6]
+    assert await store.migrate(max_payload_bytes=1024) == [1, 2, 3, 4, 5, 6]
     await store.check_ready()
     assert await store.queue_exists("orders")
     await store.set_paused("orders", True)

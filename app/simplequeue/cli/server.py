@@ -144,7 +144,7 @@ def _migrate(settings: Settings) -> list[int]:
         store = store_for(settings)
         await store.open()
         try:
-            return await store.migrate()
+            return await store.migrate(max_payload_bytes=settings.max_payload_bytes)
         finally:
             await store.close()
 

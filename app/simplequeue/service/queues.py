@@ -112,7 +112,7 @@ class QueueService:
             await self._store.open()
             self._opened = True
         if migrate:
-            await self._store.migrate()
+            await self._store.migrate(max_payload_bytes=self._limits.max_payload_bytes)
         if self._store.notifications is not None and not self._listening:
             await self._store.notifications.start(self._waiting.notify)
             self._listening = True

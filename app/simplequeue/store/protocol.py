@@ -56,8 +56,10 @@ class Lifecycle(Protocol):
 
     async def close(self) -> None: ...
 
-    async def migrate(self) -> list[int]:
-        """Apply pending migrations under a lock; return the versions applied."""
+    async def migrate(self, *, max_payload_bytes: int | None = None) -> list[int]:
+        """Apply pending migrations under a lock; return the versions applied. max_payload_bytes
+        (the service's setting) is written to sq_settings, where pushes that do not go through the
+        service (sq_push, simplequeue.outbox) read it."""
 
     async def check_ready(self) -> None:
         """Raise DatabaseUnavailable or SchemaNotReady unless the store can serve."""

@@ -708,6 +708,11 @@ SELECT version FROM dbo.sq_schema_version ORDER BY version;
 INSERT INTO dbo.sq_schema_version (version, name, applied_at)
 VALUES (:version, :name, COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME()));
 
+-- name: write_setting
+-- A limit of the service's, for the pushes that do not go through it (sq_settings).
+DECLARE @name NVARCHAR(64) = :name, @value NVARCHAR(256) = :value;
+UPDATE dbo.sq_settings SET value = @value WHERE name = @name;
+
 -- name: compatibility_level
 -- OPENJSON needs 130 (SQL Server 2016); a database restored from an older server keeps its level.
 SELECT compatibility_level FROM sys.databases WHERE database_id = DB_ID();

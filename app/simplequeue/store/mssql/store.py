@@ -133,14 +133,17 @@ class MssqlStore(QueueReads):
             yield conn
 
     @deadlock_unavailable
-    async def migrate(self) -> list[int]:
+    async def migrate(self, *, max_payload_bytes: int | None = None) -> list[int]:
         async with (
             translated_errors(self._server),
             self._acquire() as conn,
             migration_session(conn, self._timeout),
             committed(conn),
         ):
-            return await apply_pending(conn, self._now())
+            applied = await apply_pending(conn, self._now())
+            if max_payload_bytes is not None:
+                await fetch(conn, "write_setting", name="max_payload_bytes", value=str(max_payload_bytes))
+            return applied
 
     @retry_deadlocks
     async def check_ready(self) -> None:

@@ -38,6 +38,11 @@ _MISCONFIGURED = (asyncpg.InvalidCatalogNameError, asyncpg.InvalidAuthorizationS
 _TRY_AGAIN = (asyncpg.DeadlockDetectedError, asyncpg.QueryCanceledError, asyncpg.LockNotAvailableError)
 
 
+# What sq_push_rows raises (migrations/postgresql/0005_push_functions.sql) for an item it refuses:
+# its id is another queue's item's, or appears twice in an all-or-nothing push.
+ITEM_EXISTS = "SQ409"
+
+
 @asynccontextmanager
 async def translated_errors(server: str | None = None) -> AsyncIterator[None]:
     """The one place where asyncpg's exceptions become domain errors. What the driver said stays
@@ -53,11 +58,13 @@ async def translated_errors(server: str | None = None) -> AsyncIterator[None]:
         raise StoreError() from exc
     except _MISCONFIGURED as exc:
         raise DatabaseMisconfigured(misconfiguration(exc, server)) from exc
-    except asyncpg.UndefinedTableError as exc:
+    except (asyncpg.UndefinedTableError, asyncpg.UndefinedFunctionError) as exc:
         raise SchemaNotReady() from exc
     except (*UNAVAILABLE, *_TRY_AGAIN) as exc:
         raise DatabaseUnavailable() from exc
     except asyncpg.PostgresError as exc:
+        if exc.sqlstate == ITEM_EXISTS:
+            raise ItemExists() from exc
         raise StoreError() from exc
 
 

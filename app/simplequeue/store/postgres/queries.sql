@@ -2,74 +2,18 @@
 -- $now is NULL in production, so every time comes from the database's clock (one clock for
 -- every replica; seed 004); tests bind a fake clock in its place.
 
--- name: push_batch
--- One statement: queues registered, items inserted in the order given. Existing ids are left out
--- (the caller learns which from RETURNING). The statement trigger NOTIFYs each queue at commit.
--- An item is visible at the later of not_before and now plus its delay (GREATEST skips NULLs).
-WITH new_queues AS (
-    INSERT INTO sq_queues (name, created_at)
-    SELECT DISTINCT q, COALESCE(:now::timestamptz, now()) FROM unnest(:queues::text[]) AS q
-    ON CONFLICT (name) DO NOTHING
-)
-INSERT INTO sq_items (id, queue, payload, created_at, visible_at, priority, group_key, dedup_key)
-SELECT t.id, t.queue, t.payload::json, t.created_at,
-       GREATEST(t.not_before, COALESCE(:now::timestamptz, now()) + t.delay * interval '1 second'),
-       t.priority, t.group_key, t.dedup_key
-FROM unnest(:ids::uuid[], :queues::text[], :payloads::text[], :created_ats::timestamptz[], :priorities::int[], :groups::text[], :dedup_keys::text[],
-            :delays::float8[], :not_befores::timestamptz[]) WITH ORDINALITY
-    AS t(id, queue, payload, created_at, priority, group_key, dedup_key, delay, not_before, ord)
-ORDER BY t.ord
-ON CONFLICT (id) DO NOTHING
-RETURNING id
-
--- name: push_claiming
--- push_batch for a call with items whose producer-given id is their idempotency key
--- (:claims[n] true). Their ids are claimed in sq_client_ids first, in this statement: a new id, or
--- one whose window after its item finished has passed, unless an item holds it now. A claimed id
--- goes in; an unclaimed one does not (the store asks id_holders what holds it). Concurrent pushes
--- of one id wait for each other on sq_client_ids' primary key, so one claims it and the others find
--- the claim; a completion that is finishing the id's item holds the claim's row too, and the push
--- then reads the window it set. The store sends each id once (store.pushes.PushPlan.fresh).
--- The look-up in sq_items is a scalar subquery, not NOT EXISTS: an anti-join may be planned as a
--- hash join over a scan of sq_items, and a pooled session keeps the generic plan it made while the
--- table was small (seen: a fresh database's pushes slowing as the table grew). A subquery per
--- claimed id seeks sq_items_id_key.
-WITH new_queues AS (
-    INSERT INTO sq_queues (name, created_at)
-    SELECT DISTINCT q, COALESCE(:now::timestamptz, now()) FROM unnest(:queues::text[]) AS q
-    ON CONFLICT (name) DO NOTHING
-), claimed AS (
-    INSERT INTO sq_client_ids (id, queue, created_at)
-    SELECT c.id, c.queue, c.created_at
-    FROM unnest(:ids::uuid[], :queues::text[], :created_ats::timestamptz[], :claims::bool[])
-        AS c(id, queue, created_at, claim)
-    WHERE c.claim AND (SELECT i.seq FROM sq_items AS i WHERE i.id = c.id) IS NULL
-    ON CONFLICT (id) DO UPDATE
-    SET queue = excluded.queue, created_at = excluded.created_at, expires_at = NULL
-    WHERE sq_client_ids.expires_at <= COALESCE(:now::timestamptz, now())
-    RETURNING id
-)
-INSERT INTO sq_items (id, queue, payload, created_at, visible_at, priority, group_key, dedup_key, remember_id)
-SELECT t.id, t.queue, t.payload::json, t.created_at,
-       GREATEST(t.not_before, COALESCE(:now::timestamptz, now()) + t.delay * interval '1 second'),
-       t.priority, t.group_key, t.dedup_key, t.claim
-FROM unnest(:ids::uuid[], :queues::text[], :payloads::text[], :created_ats::timestamptz[], :priorities::int[], :groups::text[], :dedup_keys::text[],
-            :delays::float8[], :not_befores::timestamptz[], :claims::bool[]) WITH ORDINALITY
-    AS t(id, queue, payload, created_at, priority, group_key, dedup_key, delay, not_before, claim, ord)
-WHERE NOT t.claim OR t.id IN (SELECT id FROM claimed)
-ORDER BY t.ord
-ON CONFLICT (id) DO NOTHING
-RETURNING id
-
--- name: id_holders
--- What holds each of these ids now: a live or dead item, or a claim whose window has not passed.
-SELECT i.id, i.queue, i.created_at FROM sq_items AS i WHERE i.id = ANY (:ids::uuid[])
-UNION ALL
-SELECT k.id, k.queue, k.created_at FROM sq_client_ids AS k
-WHERE k.id = ANY (:ids::uuid[]) AND (k.expires_at IS NULL OR k.expires_at > COALESCE(:now::timestamptz, now()))
+-- name: push
+-- The push is sq_push_rows (migrations/postgresql/0005_push_functions.sql), the function that callers
+-- pushing inside their own transactions reach through sq_push and sq_push_batch: one implementation.
+-- One row per item, in order: (NULL, NULL, NULL) for an item left out with skip_existing.
+SELECT id, created_at, created
+FROM sq_push_rows(:ids::uuid[], :queues::text[], :payloads::text[], :created_ats::timestamptz[], :priorities::int[],
+                  :groups::text[], :dedup_keys::text[], :delays::float8[], :not_befores::timestamptz[],
+                  :remember::bool[], :skip_existing::bool, :now::timestamptz)
 
 -- name: lock_groups
--- Pushes into one ordered group take turns, so that a group's seq order is its commit order: a
+-- A redrive rejoins ordered groups at their back, which is a push into them; pushes (sq_push_rows)
+-- and redrives into one group take turns, so that a group's seq order is its commit order: a
 -- pop that sees an item of a group then also sees every item pushed into it before. Sorted, so
 -- that two batches never wait on each other's locks in opposite orders.
 SELECT count(pg_advisory_xact_lock(hashtext(g.queue), hashtext(g.group_key)))
@@ -77,21 +21,6 @@ FROM (
     SELECT DISTINCT queue, group_key FROM unnest(:queues::text[], :groups::text[]) AS t(queue, group_key)
     ORDER BY 1, 2
 ) AS g
-
--- name: claim_dedup_keys
--- Returns the keys this call took: new ones, and those whose window after their item finished
--- has passed. A key being taken by a concurrent push makes this wait for that push's commit.
-INSERT INTO sq_dedup (queue, dedup_key, item_id, created_at)
-SELECT * FROM unnest(:queues::text[], :keys::text[], :ids::uuid[], :created_ats::timestamptz[])
-ON CONFLICT (queue, dedup_key) DO UPDATE
-SET item_id = excluded.item_id, created_at = excluded.created_at, expires_at = NULL
-WHERE sq_dedup.expires_at <= COALESCE(:now::timestamptz, now())
-RETURNING queue, dedup_key
-
--- name: dedup_winners
-SELECT d.queue, d.dedup_key, d.item_id, d.created_at
-FROM unnest(:queues::text[], :keys::text[]) AS c(queue, dedup_key)
-JOIN sq_dedup AS d ON d.queue = c.queue AND d.dedup_key = c.dedup_key
 
 -- name: pop
 -- SKIP LOCKED: concurrent poppers pass over rows another transaction is claiming instead of
@@ -526,3 +455,7 @@ SELECT version FROM sq_schema_version ORDER BY version
 
 -- name: record_version
 INSERT INTO sq_schema_version (version, name) VALUES (:version, :name)
+
+-- name: write_setting
+-- A limit of the service's, for the pushes that do not go through it (sq_settings).
+UPDATE sq_settings SET value = :value WHERE name = :name

@@ -8,7 +8,6 @@ import random
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import Any
 from uuid import UUID, uuid4
 
 import asyncpg
@@ -53,7 +52,6 @@ from simplequeue.store.migrations import latest_version, load_migrations
 from simplequeue.store.postgres.errors import UNAVAILABLE, server_of, translated_errors
 from simplequeue.store.postgres.listen import Listener
 from simplequeue.store.postgres.statements import execute, fetch, fetch_one, fetch_value
-from simplequeue.store.pushes import PushPlan
 from simplequeue.store.reads import QueueReads
 
 BATCH = 1000  # rows per transaction in redrive and purges, so that none holds its locks long
@@ -71,7 +69,9 @@ log = logging.getLogger("simplequeue.postgres")
 # running them (complete: ~0.5 ms of ~1.1). tests/test_query_plans.py holds the generic plans of
 # the hot statements to their indexes at scale; the statements whose optional filters need a plan
 # made for their values opt out (statements.CUSTOM_PLANNED).
-PLANNER_SETTINGS = {"enable_sort": "off", "plan_cache_mode": "force_generic_plan"}
+# No JIT: a sort priced out crosses jit_above_cost, and compiling a plan (~300 ms, seen on the
+# push function's statements) costs far more than any statement of ours runs.
+PLANNER_SETTINGS = {"enable_sort": "off", "plan_cache_mode": "force_generic_plan", "jit": "off"}
 
 
 async def keep_session(conn: asyncpg.Connection) -> None:
@@ -114,8 +114,11 @@ class PostgresStore(QueueReads):
         # min_size=0: the service starts (and answers 503) while the database is down.
         # command_timeout bounds each statement from our side (a frozen server never answers);
         # statement_timeout and lock_timeout make the server give up too, so that a statement we
-        # abandoned stops holding its locks.
-        limit_ms = str(round(self._timeout * 1000))
+        # abandoned stops holding its locks. The server's limits are the shorter, so that it gives up
+        # first and says so: a statement our timeout cut off could still commit once its lock is
+        # free (the server does not notice a closed socket while it waits), and a 503 would then
+        # hide a push that happened.
+        limit_ms = str(round(self._timeout * 1000 * 0.8))
         self._pool = await asyncpg.create_pool(
             self._url,
             min_size=0,
@@ -158,7 +161,7 @@ class PostgresStore(QueueReads):
             finally:
                 await self._pool.release(conn)
 
-    async def migrate(self) -> list[int]:
+    async def migrate(self, *, max_payload_bytes: int | None = None) -> list[int]:
         applied: list[int] = []
         async with self._conn(bounded=False) as conn, conn.transaction():
             # DDL on a big table, or waiting for another replica's migration, may take a while.
@@ -178,6 +181,8 @@ class PostgresStore(QueueReads):
                         deadline_seconds=slow,
                     )
                     applied.append(migration.version)
+            if max_payload_bytes is not None:
+                await execute(conn, "write_setting", name="max_payload_bytes", value=str(max_payload_bytes))
         return applied
 
     async def check_ready(self) -> None:
@@ -188,99 +193,29 @@ class PostgresStore(QueueReads):
             raise SchemaNotReady()
 
     async def push_batch(self, items: Sequence[NewItem], *, skip_existing: bool) -> list[Pushed | None]:
-        plan = PushPlan(items, skip_existing=skip_existing)
-        now = self._now()
-        async with self._conn() as conn:
-            keyed = plan.keyed()
-            if not keyed and not plan.grouped(plan.leading()) and skip_existing:
-                fresh = [items[n] for n in plan.fresh({})]  # the common case: one statement
-                inserted = await self._insert(conn, fresh, now)
-                return plan.results({}, inserted, await self._id_holders(conn, fresh, inserted, now))
-            async with conn.transaction():  # an ItemExists from plan.results rolls it back
-                winners = await self._claim_dedup_keys(conn, [items[n] for n in keyed], now) if keyed else {}
-                by_place = plan.by_place(winners)
-                places = plan.fresh(by_place)
-                if grouped := plan.grouped(places):
-                    await execute(
-                        conn,
-                        "lock_groups",
-                        queues=[i.queue for i in grouped],
-                        groups=[i.group for i in grouped],
-                    )
-                fresh = [items[n] for n in places]
-                inserted = await self._insert(conn, fresh, now)
-                return plan.results(by_place, inserted, await self._id_holders(conn, fresh, inserted, now))
-
-    async def _insert(
-        self, conn: asyncpg.pool.PoolConnectionProxy, items: Sequence[NewItem], now: datetime | None
-    ) -> set[UUID]:
-        """The ids inserted. Items whose id is their idempotency key go in only if they claim it."""
+        """One statement: sq_push_rows, the SQL function that callers pushing in their own
+        transactions reach too (sq_push, sq_push_batch). An item refused in all-or-nothing mode
+        raises there (SQLSTATE SQ409: ItemExists), which undoes the whole call."""
         if not items:
-            return set()
-        values: dict[str, Any] = {
-            "ids": [i.id for i in items],
-            "queues": [i.queue for i in items],
-            "payloads": [i.payload_json for i in items],
-            "created_ats": [i.created_at for i in items],
-            "now": now,
-            "priorities": [i.priority for i in items],
-            "groups": [i.group for i in items],
-            "dedup_keys": [i.dedup_key for i in items],
-            "delays": [i.delay_seconds for i in items],
-            "not_befores": [i.not_before for i in items],
-        }
-        if any(i.remembers_id for i in items):
+            return []
+        async with self._conn() as conn:
             found = await fetch(
                 conn,
-                "push_claiming",
-                **values,
-                claims=[i.remembers_id for i in items],
+                "push",
+                ids=[i.id for i in items],
+                queues=[i.queue for i in items],
+                payloads=[i.payload_json for i in items],
+                created_ats=[i.created_at for i in items],
+                priorities=[i.priority for i in items],
+                groups=[i.group for i in items],
+                dedup_keys=[i.dedup_key for i in items],
+                delays=[i.delay_seconds for i in items],
+                not_befores=[i.not_before for i in items],
+                remember=[i.remembers_id for i in items],
+                skip_existing=skip_existing,
+                now=self._now(),
             )
-        else:
-            found = await fetch(conn, "push_batch", **values)
-        return {r["id"] for r in found}
-
-    async def _id_holders(
-        self,
-        conn: asyncpg.pool.PoolConnectionProxy,
-        items: Sequence[NewItem],
-        inserted: set[UUID],
-        now: datetime | None,
-    ) -> dict[UUID, tuple[str, datetime]]:
-        """{id: (queue, created_at) of what holds it} for the ids that are items' idempotency keys
-        and did not go in: a retry finds its first attempt's item, live or remembered."""
-        missing = [i.id for i in items if i.remembers_id and i.id not in inserted]
-        if not missing:
-            return {}
-        found = await fetch(conn, "id_holders", ids=missing, now=now)
-        held: dict[UUID, tuple[str, datetime]] = {}
-        for r in found:  # the item's own row comes first and is kept
-            held.setdefault(r["id"], (r["queue"], r["created_at"]))
-        return held
-
-    async def _claim_dedup_keys(
-        self, conn: asyncpg.pool.PoolConnectionProxy, claims: list[NewItem], now: datetime | None
-    ) -> dict[tuple[str, str], Pushed | None]:
-        """{(queue, key): None where this call took the key, else the item that holds it}."""
-        queues, keys = [i.queue for i in claims], [i.dedup_key for i in claims]
-        taken = {
-            (r["queue"], r["dedup_key"])
-            for r in await fetch(
-                conn,
-                "claim_dedup_keys",
-                queues=queues,
-                keys=keys,
-                ids=[i.id for i in claims],
-                created_ats=[i.created_at for i in claims],
-                now=now,
-            )
-        }
-        return {
-            (r["queue"], r["dedup_key"]): None
-            if (r["queue"], r["dedup_key"]) in taken
-            else Pushed(r["item_id"], r["created_at"], created=False)
-            for r in await fetch(conn, "dedup_winners", queues=queues, keys=keys)
-        }
+        return [None if r["id"] is None else Pushed(r["id"], r["created_at"], r["created"]) for r in found]
 
     async def pop(self, queue: str, max_items: int, lease_seconds: int | None) -> list[LeasedItem]:
         async with self._conn() as conn:

@@ -329,3 +329,7 @@ CREATE TABLE IF NOT EXISTS sq_schema_version (
 
 -- name: record_version
 INSERT INTO sq_schema_version (version, name, applied_at) VALUES (:version, :name, :now)
+
+-- name: write_setting
+-- A limit of the service's, for the pushes that do not go through it (sq_settings).
+UPDATE sq_settings SET value = :value WHERE name = :name

@@ -167,7 +167,7 @@ class SqliteStore(QueueReads):
             finally:
                 self._readers.put_nowait(conn)
 
-    async def migrate(self) -> list[int]:
+    async def migrate(self, *, max_payload_bytes: int | None = None) -> list[int]:
         applied: list[int] = []
         async with self._write() as conn:
             await execute(conn, "create_version_table")
@@ -185,6 +185,8 @@ class SqliteStore(QueueReads):
                     now=to_text(self._clock()),
                 )
                 applied.append(migration.version)
+            if max_payload_bytes is not None:
+                await execute(conn, "write_setting", name="max_payload_bytes", value=str(max_payload_bytes))
         return applied
 
     async def check_ready(self) -> None:
