@@ -9,8 +9,8 @@
 --
 -- sq_push and sq_push_batch are SECURITY DEFINER with a fixed search_path: a role that may only
 -- EXECUTE them (GRANT EXECUTE ON FUNCTION sq_push(text, json, integer, double precision, text, text,
--- uuid, timestamptz, timestamptz), sq_push_batch(json) TO app) pushes without any right on the
--- tables. EXECUTE is revoked from PUBLIC, since PostgreSQL grants it to everyone by default.
+-- uuid, timestamptz, timestamptz), sq_push_batch(json), sq_push_limits() TO app) pushes without any
+-- right on the tables. EXECUTE is revoked from PUBLIC, since PostgreSQL grants it to everyone by default.
 
 -- Limits that only the service knows (its settings); `simplequeue migrate` and the service's start
 -- write the service's values here, and the SQL entry points and simplequeue.outbox read them.
@@ -379,6 +379,25 @@ BEGIN
 END
 $$;
 
+-- What a pushing application checks before it pushes (simplequeue.outbox): the schema's version and
+-- the service's payload limits, readable by a role that may only EXECUTE the push functions.
+CREATE OR REPLACE FUNCTION sq_push_limits()
+RETURNS TABLE (schema_version integer, max_payload_bytes integer, max_payload_depth integer)
+LANGUAGE plpgsql STABLE
+SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    -- PL/pgSQL, not SQL: its body is not checked at creation, when the migration runner's
+    -- sq_schema_version may not exist yet (a DBA's script from `migrate --print`).
+    RETURN QUERY
+    SELECT (SELECT max(v.version) FROM sq_schema_version AS v),
+           (SELECT s.value::integer FROM sq_settings AS s WHERE s.name = 'max_payload_bytes'),
+           (SELECT s.value::integer FROM sq_settings AS s WHERE s.name = 'max_payload_depth');
+END
+$$;
+
+REVOKE ALL ON FUNCTION sq_push_limits() FROM PUBLIC;
 REVOKE ALL ON FUNCTION sq_push_rows(uuid[], text[], text[], timestamptz[], integer[], text[], text[],
     double precision[], timestamptz[], boolean[], boolean, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION sq_checked_key(json, text) FROM PUBLIC;
