@@ -259,3 +259,41 @@ async def test_a_long_poll_waiting_before_the_commit_is_woken_by_it(case: Case) 
         assert item.payload == "after the commit"
     finally:
         waiting.close()
+
+
+@pytest.mark.parametrize(
+    "target",
+    [t for t in DRIVERS if t[1] == "postgresql"],
+    ids=[d for d, e in DRIVERS if e == "postgresql"],
+    indirect=True,
+)
+async def test_a_role_that_may_only_execute_the_entry_points_pushes(case: Case) -> None:
+    # docs/outbox.md's grants, nothing else: the helpers read the schema's version and limits
+    # through sq_push_limits(), never from the tables.
+    role, queue = f"sq_outbox_{uuid4().hex[:12]}", _queue()
+    functions = [
+        "sq_push(text, json, integer, double precision, text, text, uuid, timestamptz, timestamptz)",
+        "sq_push_batch(json)",
+        "sq_push_limits()",
+    ]
+    await plain(
+        case.engine,
+        case.where,
+        f"CREATE ROLE {role} NOLOGIN",
+        f"GRANT USAGE ON SCHEMA public TO {role}",
+        f"GRANT EXECUTE ON FUNCTION {', '.join(functions)} TO {role}",
+    )
+    try:
+        await case.caller.begin()
+        await case.caller.execute(f"SET LOCAL ROLE {role}")
+        first = await case.caller.push(queue, {"n": 1}, dedup_key="k")
+        again = await case.caller.push(queue, {"n": 2}, dedup_key="k")
+        assert again == outbox.Pushed(first.id, created=False)
+        with pytest.raises(PayloadTooLarge):  # the limit, read by the role
+            await case.caller.push(queue, "x" * 300_000)
+        [_, second] = await case.caller.push_many(queue, [{"payload": 3, "dedup_key": "k"}, {"payload": 4}])
+        await case.caller.commit()
+    finally:
+        await plain(case.engine, case.where, f"DROP OWNED BY {role}", f"DROP ROLE {role}")
+    assert second.created
+    assert sorted(str(i.payload) for i in await case.store.pop(queue, 10, 30)) == ["4", "{'n': 1}"]

@@ -14,7 +14,6 @@ from typing import Any
 
 from simplequeue.outbox import mssql, postgres
 from simplequeue.outbox.items import (
-    SETTINGS_SQL,
     Checked,
     NotInTransaction,
     Pushed,
@@ -26,7 +25,7 @@ from simplequeue.outbox.items import (
 from simplequeue.outbox.sqlite import push_aiosqlite, push_checked
 
 _STATEMENTS = {
-    "postgresql": (SETTINGS_SQL, "SELECT id, created FROM sq_push_batch(CAST(:items AS json))"),
+    "postgresql": (postgres.LIMITS_SQL, "SELECT id, created FROM sq_push_batch(CAST(:items AS json))"),
     "mssql": (mssql.CHECK_SQL, "EXEC dbo.sq_push_batch @items = :items"),
 }
 _TRANSLATE = {"postgresql": postgres.translate, "mssql": mssql.translate}

@@ -29,7 +29,8 @@ __all__ = ["QUEUE_NAME", "InvalidInput", "ItemExists", "NotInTransaction", "Push
 
 SAVEPOINT = "simplequeue_push"
 
-# One query on every engine: the schema's version and the limits `simplequeue migrate` wrote.
+# SQLite's and SQL Server's: the schema's version and the limits `simplequeue migrate` wrote.
+# (PostgreSQL reads the same row from sq_push_limits(), which an EXECUTE-only role may call.)
 # Run inside the push's savepoint: on PostgreSQL a missing table would abort the caller's transaction.
 SETTINGS_SQL = (
     "SELECT (SELECT max(version) FROM sq_schema_version),"

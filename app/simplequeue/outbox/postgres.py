@@ -1,7 +1,10 @@
 """PostgreSQL: sq_push_batch (migrations/postgresql, SECURITY DEFINER) on the caller's psycopg or
 asyncpg connection, under a savepoint: on PostgreSQL an error aborts the whole transaction, so a
 refused push (an id another queue holds, a missing schema) is rolled back to the savepoint and
-leaves the caller's transaction usable."""
+leaves the caller's transaction usable.
+
+The schema's version and limits come from sq_push_limits() (SECURITY DEFINER too), not from the
+tables: the application's role needs EXECUTE on sq_push, sq_push_batch and sq_push_limits only."""
 
 from __future__ import annotations
 
@@ -10,19 +13,21 @@ from typing import Any
 
 from simplequeue.outbox.items import (
     SAVEPOINT,
-    SETTINGS_SQL,
     Checked,
     NotInTransaction,
     Pushed,
     as_uuid,
     batch_json,
     check_limits,
+    codes_of,
     is_missing_table,
     limits_from,
     no_schema,
     refusal,
 )
 
+# The row limits_from reads: (schema_version, max_payload_bytes, max_payload_depth).
+LIMITS_SQL = "SELECT schema_version, max_payload_bytes, max_payload_depth FROM sq_push_limits()"
 PUSH_SQL = "SELECT id, created FROM sq_push_batch({}::json)"
 
 
@@ -30,7 +35,9 @@ def translate(exc: BaseException) -> BaseException:
     """The outbox's error for what the database said, or the error itself."""
     if type(exc).__module__.startswith("simplequeue."):
         return exc
-    if is_missing_table(exc):
+    # A function that is not there (undefined_function: a schema before v5, or none on the
+    # search_path) is a schema not ready, as a missing table is.
+    if is_missing_table(exc) or "42883" in codes_of(exc):
         return no_schema("postgresql")
     return refusal(exc) or exc
 
@@ -46,7 +53,7 @@ def push_psycopg(conn: Any, items: Sequence[Checked]) -> list[Pushed]:
         cur.execute(f"SAVEPOINT {SAVEPOINT}")
         try:
             try:
-                cur.execute(SETTINGS_SQL)
+                cur.execute(LIMITS_SQL)
                 check_limits(items, limits_from(cur.fetchone(), "postgresql"))
                 cur.execute(PUSH_SQL.format("%s"), (batch_json(items),))
                 rows = cur.fetchall()
@@ -72,7 +79,7 @@ async def push_psycopg_async(conn: Any, items: Sequence[Checked]) -> list[Pushed
         await cur.execute(f"SAVEPOINT {SAVEPOINT}")
         try:
             try:
-                await cur.execute(SETTINGS_SQL)
+                await cur.execute(LIMITS_SQL)
                 check_limits(items, limits_from(await cur.fetchone(), "postgresql"))
                 await cur.execute(PUSH_SQL.format("%s"), (batch_json(items),))
                 rows = await cur.fetchall()
@@ -96,7 +103,7 @@ async def push_asyncpg(conn: Any, items: Sequence[Checked]) -> list[Pushed]:
     await conn.execute(f"SAVEPOINT {SAVEPOINT}")
     try:
         try:
-            check_limits(items, limits_from(await conn.fetchrow(SETTINGS_SQL), "postgresql"))
+            check_limits(items, limits_from(await conn.fetchrow(LIMITS_SQL), "postgresql"))
             rows = await conn.fetch(PUSH_SQL.format("$1"), batch_json(items))
         except Exception as exc:
             if (translated := translate(exc)) is not exc:
