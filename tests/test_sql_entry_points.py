@@ -199,7 +199,7 @@ async def test_an_id_of_another_queue_raises_sq409_and_a_savepoint_keeps_the_tra
         await conn.execute("INSERT INTO ep_orders (id) VALUES ($1)", order)
         error = await _refused(conn, f"{PUSH}($1, '2'::json, id => $2)", queue, item)
         assert error.sqlstate == "SQ409"
-        assert str(error) == f"simplequeue: item id {item} exists in another queue"
+        assert str(error) == f"simplequeue: item id {item} is already taken by another item"
         batch = [{"queue": queue, "payload": 3}, {"queue": queue, "payload": 4, "id": str(item)}]
         assert (await _refused(conn, BATCH, json.dumps(batch))).sqlstate == "SQ409"
         await conn.fetch(f"{PUSH}($1, '5'::json)", queue)
@@ -276,11 +276,6 @@ async def test_sq_push_batch_refuses_by_the_services_rules_and_writes_nothing(
     assert await seen.fetchval(ROWS) == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG in 0005: a NUL (or a lone surrogate) in the payload is refused while reading items[0].queue "
-    "(->> parses the whole element), so the message names items[0].queue, not the payload",
-)
 async def test_a_nul_in_the_payload_is_named_as_the_payloads(conn: asyncpg.Connection) -> None:
     async with conn.transaction():
         error = await _refused(conn, BATCH, json.dumps([_item(payload={"a": "b\x00"})]))
@@ -443,12 +438,6 @@ async def test_a_listener_is_notified_at_the_commit_not_before(
 
 
 @pytest.mark.skipif(shutil.which("psql") is None, reason="psql is not installed")
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG in 0005: set_config('search_path', ..., true) lasts one transaction; psql -f runs each "
-    "statement in its own, so SET search_path FROM CURRENT takes the session's path ($user, public, "
-    "pg_temp searched first): a caller's temporary tables and triggers run as the functions' owner",
-)
 def test_migrate_print_run_by_psql_fixes_the_search_path_too() -> None:
     with postgres_database() as url:
         env = os.environ | {"SIMPLEQUEUE_DATABASE_URL": url}

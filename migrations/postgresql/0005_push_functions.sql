@@ -21,13 +21,6 @@ CREATE TABLE IF NOT EXISTS sq_settings (
 INSERT INTO sq_settings (name, value) VALUES ('max_payload_bytes', '262144'), ('max_payload_depth', '64')
 ON CONFLICT (name) DO NOTHING;
 
--- The functions resolve the tables in the schema this migration runs in, and nowhere else: a
--- SECURITY DEFINER function whose search_path the caller could change would run the caller's
--- tables and operators with the owner's rights. SET search_path FROM CURRENT below takes this.
-SELECT pg_catalog.set_config(
-    'search_path', pg_catalog.quote_ident(pg_catalog.current_schema()) || ', pg_temp', true
-);
-
 -- The push, in the order every engine follows: queues registered, dedup keys claimed, ordered groups
 -- locked, producers' ids claimed, items inserted; then each item's answer, in order.
 --   Of items that repeat a dedup key, or a remembered id of their queue (remember[n]: the producer
@@ -49,21 +42,77 @@ AS $$
 DECLARE
     v_now timestamptz := COALESCE(p_now, pg_catalog.clock_timestamp());
     v_keyed boolean := array_remove(p_dedup_keys, NULL) <> '{}';
+    v_ids uuid[];
+    v_ats timestamptz[];
+    v_created boolean[];
+BEGIN
+    IF NOT v_keyed AND NOT true = ANY (p_remember) AND array_remove(p_groups, NULL) = '{}' THEN
+        -- The common case (no dedup keys, no remembered ids, no ordered groups): one statement. An
+        -- id already there, or given twice, goes in (and answers) once; the rest answer NULL.
+        WITH new_queues AS (
+            INSERT INTO sq_queues (name, created_at)
+            SELECT DISTINCT q, v_now FROM unnest(p_queues) AS q
+            ON CONFLICT (name) DO NOTHING
+        ), inserted AS (
+            INSERT INTO sq_items (id, queue, payload, created_at, visible_at, priority)
+            SELECT t.i, t.q, t.p::json, t.c, GREATEST(t.nb, v_now + t.d * interval '1 second'), t.pr
+            FROM unnest(p_ids, p_queues, p_payloads, p_created_ats, p_priorities, p_delays, p_not_befores)
+                WITH ORDINALITY AS t(i, q, p, c, pr, d, nb, o)
+            ORDER BY t.o
+            ON CONFLICT (id) DO NOTHING
+            RETURNING id
+        )
+        SELECT array_agg(CASE WHEN s.went_in THEN s.i END ORDER BY s.o),
+               array_agg(CASE WHEN s.went_in THEN s.c END ORDER BY s.o),
+               array_agg(CASE WHEN s.went_in THEN true END ORDER BY s.o)
+        INTO v_ids, v_ats, v_created
+        FROM (
+            SELECT t.o, t.i, t.c,
+                   t.i IN (SELECT id FROM inserted) AND row_number() OVER (PARTITION BY t.i ORDER BY t.o) = 1
+                       AS went_in
+            FROM unnest(p_ids, p_created_ats) WITH ORDINALITY AS t(i, c, o)
+        ) AS s;
+    ELSE
+        INSERT INTO sq_queues (name, created_at)
+        SELECT DISTINCT q, v_now FROM unnest(p_queues) AS q
+        ON CONFLICT (name) DO NOTHING;
+        SELECT r.ids, r.ats, r.created INTO v_ids, v_ats, v_created
+        FROM sq_push_planned(
+            p_ids, p_queues, p_payloads, p_created_ats, p_priorities, p_groups, p_dedup_keys, p_delays,
+            p_not_befores, p_remember, p_skip_existing, v_now
+        ) AS r;
+    END IF;
+    IF NOT p_skip_existing AND array_position(v_ids, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'SQ409',
+            MESSAGE = format('simplequeue: item id %s is already taken by another item',
+                             p_ids[array_position(v_ids, NULL)]);
+    END IF;
+    RETURN QUERY SELECT * FROM unnest(v_ids, v_ats, v_created);
+END
+$$;
+
+-- sq_push_rows for the items that need more than one INSERT: dedup keys, remembered ids or ordered
+-- groups. The answers, by place; the caller (sq_push_rows) refuses or skips what is NULL.
+CREATE OR REPLACE FUNCTION sq_push_planned(
+    p_ids uuid[], p_queues text[], p_payloads text[], p_created_ats timestamptz[], p_priorities integer[],
+    p_groups text[], p_dedup_keys text[], p_delays double precision[], p_not_befores timestamptz[],
+    p_remember boolean[], p_skip_existing boolean, v_now timestamptz,
+    OUT ids uuid[], OUT ats timestamptz[], OUT created boolean[]
+)
+LANGUAGE plpgsql
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_keyed boolean := array_remove(p_dedup_keys, NULL) <> '{}';
     v_leaders bigint[];      -- by place: the place of the item that speaks for it (NULL: itself)
     v_taken boolean[];       -- by place: this call took the item's dedup key
     v_winner_ids uuid[];     -- by place: the item holding the key this item's leader lost
     v_winner_ats timestamptz[];
     v_fresh boolean[];       -- by place: to insert
     v_inserted uuid[];
-    v_ids uuid[];
-    v_ats timestamptz[];
-    v_created boolean[];
     v_refused bigint;
 BEGIN
-    INSERT INTO sq_queues (name, created_at)
-    SELECT DISTINCT q, v_now FROM unnest(p_queues) AS q
-    ON CONFLICT (name) DO NOTHING;
-
     IF v_keyed OR true = ANY (p_remember) THEN
         SELECT array_agg(s.leader ORDER BY s.o) INTO v_leaders
         FROM (
@@ -189,17 +238,9 @@ BEGIN
     )
     SELECT array_agg(a.i ORDER BY p.o), array_agg(a.at ORDER BY p.o),
            array_agg(CASE WHEN a.i IS NULL THEN NULL WHEN a.o = p.o THEN a.created ELSE false END ORDER BY p.o)
-    INTO v_ids, v_ats, v_created
+    INTO ids, ats, created
     FROM generate_series(1, cardinality(p_ids)) AS p(o)
     JOIN own AS a ON a.o = COALESCE(v_leaders[p.o], p.o);
-
-    IF NOT p_skip_existing AND array_position(v_ids, NULL) IS NOT NULL THEN
-        RAISE EXCEPTION USING
-            ERRCODE = 'SQ409',
-            MESSAGE = format('simplequeue: item id %s exists in another queue',
-                             p_ids[array_position(v_ids, NULL)]);
-    END IF;
-    RETURN QUERY SELECT * FROM unnest(v_ids, v_ats, v_created);
 END
 $$;
 
@@ -223,7 +264,6 @@ CREATE OR REPLACE FUNCTION sq_push_batch(items json)
 RETURNS SETOF sq_pushed
 LANGUAGE plpgsql
 SECURITY DEFINER
-SET search_path FROM CURRENT
 AS $$
 DECLARE
     v_max_bytes integer;
@@ -256,17 +296,13 @@ BEGIN
     INTO v_max_bytes, v_max_depth
     FROM sq_settings;
 
-    FOR v_item IN SELECT e FROM json_array_elements(items) AS e LOOP
-        v_where := format('items[%s]', v_n);
-        IF json_typeof(v_item) IS DISTINCT FROM 'object' THEN
-            RAISE EXCEPTION USING ERRCODE = 'SQ400', MESSAGE = format('simplequeue: %s must be an object', v_where);
-        END IF;
-        BEGIN
-            v_key := 'queue';
-            IF json_typeof(v_item -> 'queue') IS DISTINCT FROM 'string'
-               OR (v_item ->> 'queue') !~ '^[A-Za-z0-9._-]{1,128}$' THEN
-                RAISE EXCEPTION USING ERRCODE = 'SQ400',
-                    MESSAGE = format('simplequeue: %s.queue must be 1..128 characters of [A-Za-z0-9._-]', v_where);
+    -- One block (one subtransaction) for the call: a value that does not cast names its item and
+    -- field from v_where and v_key, which the handler still sees.
+    BEGIN
+        FOR v_item IN SELECT e FROM json_array_elements(items) AS e LOOP
+            v_where := format('items[%s]', v_n);
+            IF json_typeof(v_item) IS DISTINCT FROM 'object' THEN
+                RAISE EXCEPTION USING ERRCODE = 'SQ400', MESSAGE = format('simplequeue: %s must be an object', v_where);
             END IF;
             v_key := 'payload';
             IF v_item -> 'payload' IS NULL THEN
@@ -282,6 +318,17 @@ BEGIN
                 RAISE EXCEPTION USING ERRCODE = 'SQ400',
                     MESSAGE = format('simplequeue: %s.payload must not contain NUL characters (\u0000)', v_where);
             END IF;
+            IF strpos(v_payload, '\u') > 0 THEN
+                -- An escape that is no character (a lone surrogate) fails here, named as the payload's,
+                -- rather than later when a field of the item is read (->> parses the whole item).
+                PERFORM v_payload::jsonb;
+            END IF;
+            v_key := 'queue';
+            IF json_typeof(v_item -> 'queue') IS DISTINCT FROM 'string'
+               OR (v_item ->> 'queue') !~ '^[A-Za-z0-9._-]{1,128}$' THEN
+                RAISE EXCEPTION USING ERRCODE = 'SQ400',
+                    MESSAGE = format('simplequeue: %s.queue must be 1..128 characters of [A-Za-z0-9._-]', v_where);
+            END IF;
             -- Counting brackets bounds the depth from above, so most payloads skip the walk.
             IF length(v_payload) - length(translate(v_payload, '[{', '')) > v_max_depth
                AND jsonb_path_exists(v_payload::jsonb, format(
@@ -290,17 +337,17 @@ BEGIN
                     'simplequeue: %s.payload nests arrays and objects deeper than %s levels', v_where, v_max_depth);
             END IF;
             v_key := 'priority';
-            v_priorities := v_priorities || COALESCE((v_item ->> 'priority')::integer, 0);
+            v_priorities := v_priorities || COALESCE(sq_checked_number(v_item -> 'priority', v_where || '.priority', true)::integer, 0);
             v_key := 'delay_seconds';
-            v_delays := v_delays || COALESCE((v_item ->> 'delay_seconds')::double precision, 0);
+            v_delays := v_delays || COALESCE(sq_checked_number(v_item -> 'delay_seconds', v_where || '.delay_seconds', false), 0);
             IF NOT v_delays[v_n + 1] BETWEEN 0 AND 31536000 THEN
                 RAISE EXCEPTION USING ERRCODE = 'SQ400',
                     MESSAGE = format('simplequeue: %s.delay_seconds must be from 0 to 31536000', v_where);
             END IF;
             v_key := 'not_before';
-            v_not_befores := v_not_befores || (v_item ->> 'not_before')::timestamptz;
+            v_not_befores := v_not_befores || sq_checked_time(v_item -> 'not_before', v_where || '.not_before');
             v_key := 'created_at';
-            v_created_ats := v_created_ats || COALESCE((v_item ->> 'created_at')::timestamptz, v_now);
+            v_created_ats := v_created_ats || COALESCE(sq_checked_time(v_item -> 'created_at', v_where || '.created_at'), v_now);
             v_key := 'group_key';
             v_groups := v_groups || sq_checked_key(v_item -> 'group_key', v_where || '.group_key');
             v_key := 'dedup_key';
@@ -309,15 +356,15 @@ BEGIN
             v_ids := v_ids || COALESCE((v_item ->> 'id')::uuid, gen_random_uuid());
             -- A producer's own id is its push's idempotency key, unless a dedup_key decides.
             v_remember := v_remember || (v_item ->> 'id' IS NOT NULL AND v_dedup_keys[v_n + 1] IS NULL);
-        EXCEPTION
-            WHEN data_exception OR invalid_text_representation OR untranslatable_character THEN
-                RAISE EXCEPTION USING ERRCODE = 'SQ400',
-                    MESSAGE = format('simplequeue: %s.%s: %s', v_where, v_key, SQLERRM);
-        END;
-        v_queues := v_queues || (v_item ->> 'queue');
-        v_payloads := v_payloads || v_payload;
-        v_n := v_n + 1;
-    END LOOP;
+            v_queues := v_queues || (v_item ->> 'queue');
+            v_payloads := v_payloads || v_payload;
+            v_n := v_n + 1;
+        END LOOP;
+    EXCEPTION
+        WHEN data_exception OR invalid_text_representation OR untranslatable_character THEN
+            RAISE EXCEPTION USING ERRCODE = 'SQ400',
+                MESSAGE = format('simplequeue: %s.%s: %s', v_where, v_key, SQLERRM);
+    END;
 
     RETURN QUERY
     SELECT r.id, r.created
@@ -353,6 +400,41 @@ BEGIN
 END
 $$;
 
+-- A number as JSON has it (the text "5" is not one), whole if asked; casting it to the column's type
+-- checks its range.
+CREATE OR REPLACE FUNCTION sq_checked_number(value json, name text, whole boolean) RETURNS double precision
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+BEGIN
+    IF value IS NULL OR json_typeof(value) = 'null' THEN
+        RETURN NULL;
+    END IF;
+    IF json_typeof(value) <> 'number' OR whole AND (value #>> '{}') !~ '^-?\d+$' THEN
+        RAISE EXCEPTION USING ERRCODE = 'SQ400',
+            MESSAGE = format('simplequeue: %s must be %s', name, CASE WHEN whole THEN 'a whole number' ELSE 'a number' END);
+    END IF;
+    RETURN (value #>> '{}')::double precision;
+END
+$$;
+
+-- A moment as the service takes it: ISO 8601 with a date, a time and an offset (not 'now', 'epoch',
+-- 'infinity', nor a time in the session's zone).
+CREATE OR REPLACE FUNCTION sq_checked_time(value json, name text) RETURNS timestamptz
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    IF value IS NULL OR json_typeof(value) = 'null' THEN
+        RETURN NULL;
+    END IF;
+    IF json_typeof(value) <> 'string'
+       OR (value #>> '{}') !~ '^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|z|[+-]\d{2}(:?\d{2})?)$' THEN
+        RAISE EXCEPTION USING ERRCODE = 'SQ400',
+            MESSAGE = format('simplequeue: %s must be an ISO 8601 time with an offset', name);
+    END IF;
+    RETURN (value #>> '{}')::timestamptz;
+END
+$$;
+
 -- One item, with named arguments: SELECT * FROM sq_push('emails', '{"order": 42}', dedup_key => 'order-42').
 CREATE OR REPLACE FUNCTION sq_push(
     queue text, payload json, priority integer DEFAULT NULL, delay_seconds double precision DEFAULT NULL,
@@ -361,7 +443,6 @@ CREATE OR REPLACE FUNCTION sq_push(
 ) RETURNS SETOF sq_pushed
 LANGUAGE plpgsql
 SECURITY DEFINER
-SET search_path FROM CURRENT
 AS $$
 BEGIN
     IF sq_push.payload IS NULL THEN
@@ -385,7 +466,6 @@ CREATE OR REPLACE FUNCTION sq_push_limits()
 RETURNS TABLE (schema_version integer, max_payload_bytes integer, max_payload_depth integer)
 LANGUAGE plpgsql STABLE
 SECURITY DEFINER
-SET search_path FROM CURRENT
 AS $$
 BEGIN
     -- PL/pgSQL, not SQL: its body is not checked at creation, when the migration runner's
@@ -398,9 +478,27 @@ END
 $$;
 
 REVOKE ALL ON FUNCTION sq_push_limits() FROM PUBLIC;
+
+-- The SECURITY DEFINER functions resolve names in the schema this migration runs in, and nowhere
+-- else (pg_temp last, so a caller's temporary table never stands in for ours): a function whose
+-- search_path the caller could change would run the caller's tables, triggers and operators with
+-- the owner's rights. Set explicitly, not FROM CURRENT, so that it holds whether the script runs
+-- in one transaction (`simplequeue migrate`) or a statement at a time (`psql -f`).
+DO $$
+BEGIN
+    EXECUTE format('ALTER FUNCTION sq_push(text, json, integer, double precision, text, text, uuid, timestamptz,'
+                   ' timestamptz) SET search_path = %I, pg_temp', current_schema());
+    EXECUTE format('ALTER FUNCTION sq_push_batch(json) SET search_path = %I, pg_temp', current_schema());
+    EXECUTE format('ALTER FUNCTION sq_push_limits() SET search_path = %I, pg_temp', current_schema());
+END
+$$;
 REVOKE ALL ON FUNCTION sq_push_rows(uuid[], text[], text[], timestamptz[], integer[], text[], text[],
     double precision[], timestamptz[], boolean[], boolean, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION sq_push_planned(uuid[], text[], text[], timestamptz[], integer[], text[], text[],
+    double precision[], timestamptz[], boolean[], boolean, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION sq_checked_key(json, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION sq_checked_number(json, text, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION sq_checked_time(json, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION sq_push_batch(json) FROM PUBLIC;
 REVOKE ALL ON FUNCTION sq_push(text, json, integer, double precision, text, text, uuid, timestamptz, timestamptz)
     FROM PUBLIC;
