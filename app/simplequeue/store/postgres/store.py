@@ -8,6 +8,7 @@ import random
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
+from typing import Any
 from uuid import UUID, uuid4
 
 import asyncpg
@@ -17,19 +18,15 @@ from simplequeue.domain import (
     Clock,
     CompleteOutcome,
     Completion,
-    DeadFilter,
     DeletedQueue,
     Failure,
     FinishedHook,
-    HistoryFilter,
-    HistoryRecord,
     ItemNotFound,
     ItemStatus,
     ItemView,
     LeasedItem,
     NewItem,
     Outcome,
-    Page,
     Pushed,
     QueueInUse,
     QueueNotFound,
@@ -47,7 +44,6 @@ from simplequeue.domain.rules import (
     why_refused,
 )
 from simplequeue.store import rows
-from simplequeue.store.cursors import decode_cursor, next_cursor
 from simplequeue.store.migrations import latest_version, load_migrations
 from simplequeue.store.postgres.errors import UNAVAILABLE, server_of, translated_errors
 from simplequeue.store.postgres.listen import Listener
@@ -332,6 +328,10 @@ class PostgresStore(QueueReads):
                 return {}, now or await conn.fetchval("SELECT now()")
         return {r["queue"]: r["next"] for r in found if r["next"] is not None}, found[0]["now"]
 
+    async def _fetch_page(self, statement: str, limit: int, **values: Any) -> list[asyncpg.Record]:
+        async with self._conn() as conn:
+            return await fetch(conn, statement, limit=limit, **values)
+
     async def _stats(self, queue: str | None) -> list[QueueStats]:
         async with self._conn() as conn:
             return [
@@ -349,21 +349,6 @@ class PostgresStore(QueueReads):
         async with self._conn() as conn:
             return bool(await fetch_value(conn, "queue_exists", queue=name))
 
-    async def peek(self, queue: str, state: ItemStatus, limit: int, cursor: str | None) -> Page[ItemView]:
-        after_at, after_seq = decode_cursor(cursor)
-        async with self._conn() as conn:
-            page = await fetch(
-                conn,
-                "peek",
-                queue=queue,
-                state=state.value,
-                limit=limit,
-                after_at=after_at,
-                after_seq=after_seq,
-                now=self._now(),
-            )
-        return Page([rows.item_view(r, r["now"]) for r in page], next_cursor(page, limit, "created_at"))
-
     async def set_paused(self, queue: str, paused: bool) -> None:
         async with self._conn() as conn:
             if not await execute(conn, "set_paused", queue=queue, paused=paused):
@@ -377,27 +362,6 @@ class PostgresStore(QueueReads):
         if not row["deleted"]:
             raise QueueInUse()
         return DeletedQueue(items=row["items"], history=row["history"])
-
-    async def list_dead(
-        self, queue: str, where: DeadFilter, limit: int, cursor: str | None
-    ) -> Page[ItemView]:
-        after_at, after_seq = decode_cursor(cursor)
-        async with self._conn() as conn:
-            page = await fetch(
-                conn,
-                "list_dead",
-                queue=queue,
-                since=where.since,
-                until=where.until,
-                limit=limit,
-                after_at=after_at,
-                after_seq=after_seq,
-                now=self._now(),
-            )
-        return Page(
-            [rows.item_view(r, r["now"]) for r in page],
-            next_cursor(page, limit, "died_at"),
-        )
 
     async def redrive(self, queue: str, ids: Sequence[UUID] | None, rate_per_second: float | None) -> int:
         wanted = list(ids) if ids is not None else None
@@ -424,27 +388,6 @@ class PostgresStore(QueueReads):
             purged += done
             if done < BATCH:
                 return purged
-
-    async def list_history(
-        self, queue: str, where: HistoryFilter, limit: int, cursor: str | None
-    ) -> Page[HistoryRecord]:
-        after_at, after_seq = decode_cursor(cursor)
-        async with self._conn() as conn:
-            page = await fetch(
-                conn,
-                "list_history",
-                queue=queue,
-                outcome=where.outcome.value if where.outcome else None,
-                since=where.since,
-                until=where.until,
-                after_at=after_at,
-                after_seq=after_seq,
-                limit=limit,
-            )
-        return Page(
-            [rows.history_record(r) for r in page],
-            next_cursor(page, limit, "finished_at"),
-        )
 
     async def reap_expired(self, limit: int) -> int:
         async with self._conn() as conn:
