@@ -1,5 +1,8 @@
-"""The push flow every dialect shares: which items of a call speak for the others, which go to the
-database, and what each item answers. A dialect runs only its statements between the steps:
+"""The push flow: which items of a call speak for the others, which go to the database, and what
+each item answers. SQLite runs it here, with only its statements between the steps; PostgreSQL
+and SQL Server run the same steps in SQL (sq_push_rows, dbo.sq_push_items), the entry points that
+applications pushing inside their own transactions call too, and the conformance suite holds all
+three to the same answers:
 
     plan = PushPlan(items, skip_existing=...)
     winners = <claim the dedup keys of plan.keyed()>      # {place: None (taken here) | the holder}
