@@ -3,12 +3,13 @@ INSERT) with and without a push in it, 32 connections at a time, on PostgreSQL.
 
     python -m bench.outbox [--rounds 3] [--seconds 4]
 
-Three loops, each on a fresh migrated database, rounds alternating their order:
+Four loops, each on a fresh migrated database, rounds alternating their order:
 
 - the business INSERT alone, one transaction each (the baseline);
 - the same transaction with `SELECT * FROM sq_push(...)` before its COMMIT (what any language does);
 - the same with simplequeue.outbox.push_async (what a Python application does: its checks, the
-  schema version and limits read, a savepoint).
+  schema version and limits read, a savepoint);
+- the same with a bare INSERT INTO sq_items instead of a push: the floor of any push.
 
 The machine is shared and noisy: only ratios within one run mean anything. The issue's target is a
 transaction with a push at ≥ 0.6x the business INSERT alone.
@@ -36,7 +37,13 @@ ORDERS = """CREATE TABLE orders (
 )"""
 ORDER = "INSERT INTO orders (customer, total) VALUES ($1, $2) RETURNING id"
 PAYLOAD = {"event": "order.created", "lines": ["a", "b"]}
-LOOPS = ("business INSERT alone", "+ sq_push (SQL)", "+ outbox.push_async")
+LOOPS = ("business INSERT alone", "+ sq_push (SQL)", "+ outbox.push_async", "+ a bare INSERT INTO sq_items")
+# The last is no push (no queue, no checks, no answer) but the floor of any: one more row in the
+# queue's table, its indexes, and the trigger whose NOTIFY wakes waiting pops at commit.
+BARE = (
+    "INSERT INTO sq_items (id, queue, payload, created_at, visible_at)"
+    " VALUES (gen_random_uuid(), 'emails', $1::json, clock_timestamp(), clock_timestamp())"
+)
 
 
 async def migrated(url: str) -> None:
@@ -68,6 +75,8 @@ def transaction(pool: asyncpg.Pool, loop: str) -> Callable[[], Awaitable[int]]:
                 )
             elif loop == LOOPS[2]:
                 await outbox.push_async(conn, "emails", {**PAYLOAD, "order": order})
+            elif loop == LOOPS[3]:
+                await conn.execute(BARE, json.dumps({**PAYLOAD, "order": order}))
         return 1
 
     return one

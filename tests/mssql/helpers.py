@@ -357,20 +357,6 @@ def fake_store(monkeypatch: pytest.MonkeyPatch, *, clock: bool = True) -> tuple[
 # --- the fake's replies, as pyodbc gives rows -----------------------------------------------------
 
 
-def ids(*item_ids: UUID, held: Sequence[tuple[UUID, str, datetime]] = ()) -> Results:
-    """push_batch's two result sets: the ids inserted (OUTPUT rows, as pyodbc gives UNIQUEIDENTIFIER:
-    uppercase text), then what holds each remembered id not inserted: (id, queue, created_at)."""
-    return Results(
-        [
-            Result(["id"], [(str(item_id).upper(),) for item_id in item_ids]),
-            Result(
-                ["id", "queue", "created_at"],
-                [(str(i).upper(), queue, at.replace(tzinfo=None)) for i, queue, at in held],
-            ),
-        ]
-    )
-
-
 def completed_ids(*item_ids: UUID, queue: str = "orders") -> Result:
     """complete_batch's first result set: the ids completed, with their queue."""
     return Result(["id", "queue"], [(str(item_id).upper(), queue) for item_id in item_ids])
@@ -383,22 +369,6 @@ def pushed(conn: FakeConnection) -> list[dict[str, Any]]:
     items = json.loads(items_json)
     assert isinstance(items, list)
     return items
-
-
-def claimed(conn: FakeConnection) -> list[dict[str, Any]]:
-    """The keys claim_dedup_keys was asked to claim."""
-    _, claims_json = conn.params("claim_dedup_keys")
-    assert isinstance(claims_json, str)
-    claims = json.loads(claims_json)
-    assert isinstance(claims, list)
-    return claims
-
-
-def claim_rows(*found: tuple[int, UUID, datetime, bool]) -> Result:
-    return Result(
-        ["n", "item_id", "created_at", "taken"],
-        [(n, str(item_id).upper(), at.replace(tzinfo=None), int(taken)) for n, item_id, at, taken in found],
-    )
 
 
 def item_row(item_id: UUID, *, status: str, lease_token: UUID | None = None, **overrides: Any) -> Result:

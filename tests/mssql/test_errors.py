@@ -49,6 +49,12 @@ DUPLICATE = "Cannot insert duplicate key row in object 'dbo.sq_items' with uniqu
             SchemaNotReady,
         ),
         (
+            "ProgrammingError",
+            "42000",
+            SERVER + "Could not find stored procedure 'dbo.sq_push_items'. (2812) (SQLExecute)",
+            SchemaNotReady,
+        ),
+        (
             "OperationalError",
             "08001",
             DRIVER + "Login timeout expired (0) (SQLDriverConnect)",

@@ -20,6 +20,9 @@ T = TypeVar("T")
 _ITEM_ID_INDEX = "sq_items_id_key"
 _DUPLICATE_KEY = {2601, 2627}
 _INVALID_OBJECT = 208
+# A procedure the migrations create (dbo.sq_push_items) is not there: a service newer than its
+# database's schema, as 208 is for a table.
+_NO_PROCEDURE = 2812
 _DEADLOCK_VICTIM = 1205
 # Azure SQL's "try again later" errors: the database is moving, busy or throttled, or not yet open;
 # and 1222, a lock not granted within the session's LOCK_TIMEOUT.
@@ -111,7 +114,7 @@ def _domain_error(exc: Exception, server: str | None = None) -> QueueError | Dea
         return Deadlocked()
     if codes & _DUPLICATE_KEY and _ITEM_ID_INDEX in message:
         return ItemExists()
-    if _INVALID_OBJECT in codes or state == "42S02":
+    if codes & {_INVALID_OBJECT, _NO_PROCEDURE} or state == "42S02":
         return SchemaNotReady()
     operational = isinstance(exc, sys.modules["pyodbc"].OperationalError)
     # What the driver said stays on the chained cause, for the log; clients get a plain sentence.
