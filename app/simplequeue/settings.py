@@ -35,6 +35,11 @@ class ApiKeySetting(BaseModel):
         default=None, min_length=1, description="Glob patterns of the queues it may use (default: all)."
     )
     name: str | None = Field(default=None, description="How logs name the key (default: role and position).")
+    access_key_id: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9]{16,128}$",
+        description="For the Amazon SQS door: the access key id whose SigV4 secret is `key`.",
+    )
 
     @field_validator("key")
     @classmethod
@@ -112,6 +117,19 @@ class Settings(BaseSettings):
     )
     allow_anonymous: bool = Field(
         default=False, description="Serve on a non-loopback address without API keys anyway."
+    )
+    public_url: str | None = Field(
+        default=None,
+        description="The service's address as callers reach it (e.g. behind a proxy), for the queue URLs "
+        "the Amazon SQS door answers with; default: the request's own scheme and host.",
+    )
+    sqs_account_id: str = Field(
+        default="000000000000", pattern=r"^\d{12}$", description="The account id in SQS queue URLs and ARNs."
+    )
+    sqs_region: str = Field(
+        default="us-east-1",
+        pattern=r"^[a-z0-9-]{1,32}$",
+        description="The region in SQS ARNs and signatures.",
     )
 
     @field_validator("database_url")
