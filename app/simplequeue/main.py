@@ -44,6 +44,7 @@ def keyring_for(settings: Settings) -> Keyring:
                 role=Role(k.role),
                 queues=tuple(k.queues) if k.queues is not None else None,
             ),
+            access_key_id=k.access_key_id,
         )
         for n, k in enumerate(settings.api_keys, start=1)
     )

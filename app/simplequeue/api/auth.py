@@ -6,6 +6,10 @@ anything but loopback that way unless told to; see simplequeue.cli). With keys, 
 the open paths needs `Authorization: Bearer <key>`: none or unknown is 401, a key whose role or
 queues do not cover the request is 403. Keys are held as SHA-256 digests and compared in constant
 time against every key; they never reach a log line or an answer.
+
+A key with an `access_key_id` is also an AWS access key for the Amazon SQS door, its `key` the
+SigV4 secret: `Keyring.sigv4` finds it by id, and simplequeue.api.sqs.sigv4 checks the request's
+signature with it (an HMAC, compared in constant time). The secret never leaves that check.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from fnmatch import fnmatchcase
-from typing import Annotated
+from typing import Annotated, NamedTuple
 
 from fastapi import Depends, Request
 from starlette.responses import Response
@@ -87,11 +91,32 @@ OPEN = Grant(name="anonymous", role=Role.ADMIN)
 class ApiKey:
     key: str
     grant: Grant
+    access_key_id: str | None = None
+    """For the Amazon SQS door: the access key id whose SigV4 secret is `key`."""
+
+
+class SigV4Key(NamedTuple):
+    """What an access key id stands for: its SigV4 secret and its Grant. Its repr hides the secret."""
+
+    secret: str
+    grant: Grant
+
+    def __repr__(self) -> str:
+        return f"SigV4Key(secret=<hidden>, grant={self.grant!r})"
 
 
 class Keyring:
     def __init__(self, keys: Iterable[ApiKey] = ()) -> None:
+        keys = list(keys)
         self._digests = [(_digest(k.key), k.grant) for k in keys]
+        # SigV4 needs the secret itself (an HMAC key), not a digest. An access key id is no secret
+        # (every signed request carries it), so finding it by dictionary says nothing of any key.
+        self._sigv4: dict[str, SigV4Key] = {}
+        for k in keys:
+            if k.access_key_id is not None:
+                if k.access_key_id in self._sigv4:
+                    raise ValueError(f"api_keys: access_key_id {k.access_key_id!r} is given twice")
+                self._sigv4[k.access_key_id] = SigV4Key(k.key, k.grant)
 
     @property
     def enabled(self) -> bool:
@@ -105,6 +130,12 @@ class Keyring:
             if hmac.compare_digest(known, digest):
                 found = grant
         return found
+
+    def sigv4(self, access_key_id: str) -> SigV4Key | None:
+        """The secret and Grant of a SigV4 access key id, None for an unknown one; for
+        `sigv4.verify(..., secrets=lambda akid: (k.secret if (k := keyring.sigv4(akid)) else None))`.
+        The signature itself is compared in constant time there."""
+        return self._sigv4.get(access_key_id)
 
 
 def _digest(key: str) -> bytes:
