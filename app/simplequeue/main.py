@@ -12,6 +12,7 @@ from simplequeue import __version__
 from simplequeue.api.app import QueueApi, build_api
 from simplequeue.api.auth import ApiKey, Grant, Keyring, Role
 from simplequeue.api.metrics import Metrics
+from simplequeue.api.sqs.routes import SqsConfig
 from simplequeue.domain import Clock, FinishedHook, ignore_finished, system_clock
 from simplequeue.service.queues import Limits, QueueService, Upkeep
 from simplequeue.settings import Settings
@@ -86,7 +87,7 @@ def create_app(
         finally:
             await service.stop()
 
-    return build_api(
+    app = build_api(
         title="simplequeue",
         version=__version__,
         lifespan=lifespan,
@@ -96,6 +97,8 @@ def create_app(
         access_log=settings.access_log,
         observers=[metrics.observe],
     )
+    app.state.sqs = SqsConfig(settings.public_url, settings.sqs_account_id, settings.sqs_region)
+    return app
 
 
 def app_from_env() -> QueueApi:

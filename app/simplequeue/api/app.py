@@ -21,6 +21,7 @@ from simplequeue.api.hot import Hot, HotRoutes, check_declared, hot_table
 from simplequeue.api.items.endpoints import HOT
 from simplequeue.api.items.routes import HOT_OPERATIONS
 from simplequeue.api.routes import router
+from simplequeue.api.sqs.routes import sqs_routes
 
 log = logging.getLogger("simplequeue")
 
@@ -114,6 +115,8 @@ def build_api(
     # The dashboard: static files of the package, calling the API above from the browser (the
     # data needs an admin key when the service has keys; the files themselves hold none).
     app.mount("/ui", StaticFiles(directory=UI, html=True), name="ui")
+    # The Amazon SQS door (simplequeue.api.sqs): POST / and POST /{account_id}/{queue}, outside the spec.
+    app.router.routes.extend(sqs_routes())
     declare_security(app)
     install_error_handlers(app, router.routes)
     app.hot_functions = hot_table(HOT_OPERATIONS, HOT)  # refuses a hot operation without its function

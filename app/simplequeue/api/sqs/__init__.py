@@ -1,0 +1,14 @@
+"""The Amazon SQS door: SQS's wire protocols on the service's own port (issue 24).
+
+`POST /` dispatched by `X-Amz-Target: AmazonSQS.<Action>` (AWS JSON 1.0, what current SDKs send) or
+by the form's `Action` (the query protocol, with XML answers), and `POST /{account_id}/{queue}` (the
+query protocol posting to a queue URL). Unchanged boto3, aws-cli and the AWS SDKs use a simplequeue
+queue by changing only their endpoint URL.
+
+- protocol.py: requests decoded into one shape (JSON's), answers encoded in the caller's protocol;
+- errors.py: SQS's error codes and their exact wire shapes;
+- urls.py: queue URLs and ARNs;
+- params.py: reading and checking an action's parameters;
+- queues.py, messages.py: the actions, each a call of QueueService;
+- routes.py: the routes (outside the OpenAPI spec) and the dispatch.
+"""

@@ -1,0 +1,140 @@
+"""SQS's errors: the codes callers switch on, and their exact shapes on the wire.
+
+An error has two codes. The JSON protocol's (`__type`, `com.amazonaws.sqs#QueueDoesNotExist`) and
+the query protocol's legacy one (`AWS.SimpleQueueService.NonExistentQueue`), which JSON answers
+carry too, in `x-amzn-query-error: <code>;Sender`: botocore fills `Error.Code` from that header
+(SQS is "awsQueryCompatible"), so code written against the query protocol keeps working. The legacy
+codes are those of botocore's query-protocol model of SQS (before 1.34.90).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from xml.sax.saxutils import escape
+
+from simplequeue.domain import (
+    DatabaseUnavailable,
+    InvalidPayload,
+    PayloadTooLarge,
+    QueueError,
+    QueueNotFound,
+    SchemaNotReady,
+)
+
+NAMESPACE = "http://queue.amazonaws.com/doc/2012-11-05/"
+JSON_CONTENT_TYPE = "application/x-amz-json-1.0"
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    query_code: str
+    status: int = 400
+    sender: bool = True  # the caller's fault (Sender) or the service's (Receiver)
+
+
+KINDS: dict[str, Kind] = {
+    # SQS's own (its model's error shapes).
+    "QueueDoesNotExist": Kind("AWS.SimpleQueueService.NonExistentQueue"),
+    "QueueNameExists": Kind("QueueAlreadyExists"),
+    "QueueDeletedRecently": Kind("AWS.SimpleQueueService.QueueDeletedRecently"),
+    "PurgeQueueInProgress": Kind("AWS.SimpleQueueService.PurgeQueueInProgress", 403),
+    "UnsupportedOperation": Kind("AWS.SimpleQueueService.UnsupportedOperation"),
+    "TooManyEntriesInBatchRequest": Kind("AWS.SimpleQueueService.TooManyEntriesInBatchRequest"),
+    "BatchEntryIdsNotDistinct": Kind("AWS.SimpleQueueService.BatchEntryIdsNotDistinct"),
+    "BatchRequestTooLong": Kind("AWS.SimpleQueueService.BatchRequestTooLong"),
+    "EmptyBatchRequest": Kind("AWS.SimpleQueueService.EmptyBatchRequest"),
+    "InvalidBatchEntryId": Kind("AWS.SimpleQueueService.InvalidBatchEntryId"),
+    "MessageNotInflight": Kind("AWS.SimpleQueueService.MessageNotInflight"),
+    "ReceiptHandleIsInvalid": Kind("ReceiptHandleIsInvalid"),
+    "InvalidAttributeName": Kind("InvalidAttributeName"),
+    "InvalidAttributeValue": Kind("InvalidAttributeValue"),
+    "InvalidMessageContents": Kind("InvalidMessageContents"),
+    "OverLimit": Kind("OverLimit", 403),
+    # The errors common to every AWS service.
+    "MissingParameter": Kind("MissingParameter"),
+    "InvalidParameterValue": Kind("InvalidParameterValue"),
+    "InvalidParameterCombination": Kind("InvalidParameterCombination"),
+    "MalformedQueryString": Kind("MalformedQueryString", 404),
+    "InvalidAction": Kind("InvalidAction"),
+    "AccessDenied": Kind("AccessDenied", 403),
+    "InvalidClientTokenId": Kind("InvalidClientTokenId", 403),
+    "SignatureDoesNotMatch": Kind("SignatureDoesNotMatch", 403),
+    "RequestExpired": Kind("RequestExpired", 400),
+    "IncompleteSignature": Kind("IncompleteSignature", 400),
+    "MissingAuthenticationToken": Kind("MissingAuthenticationToken", 403),
+    "InternalFailure": Kind("InternalFailure", 500, sender=False),
+    "ServiceUnavailable": Kind("ServiceUnavailable", 503, sender=False),
+}
+
+
+class SqsError(Exception):
+    """An SQS error to answer: `code` is the JSON protocol's (a key of KINDS)."""
+
+    def __init__(self, code: str, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.kind = KINDS[code]
+        self.status = status if status is not None else self.kind.status
+
+    @property
+    def query_code(self) -> str:
+        return self.kind.query_code
+
+    @property
+    def fault(self) -> str:
+        return "Sender" if self.kind.sender else "Receiver"
+
+
+def missing(name: str) -> SqsError:
+    return SqsError("MissingParameter", f"The request must contain the parameter {name}.")
+
+
+def invalid(name: str, value: object, reason: str) -> SqsError:
+    return SqsError(
+        "InvalidParameterValue", f"Value {value} for parameter {name} is invalid. Reason: {reason}"
+    )
+
+
+def no_queue() -> SqsError:
+    return SqsError("QueueDoesNotExist", "The specified queue does not exist.")
+
+
+def unsupported(action: str) -> SqsError:
+    return SqsError("UnsupportedOperation", f"{action} is not supported by simplequeue's SQS door.")
+
+
+def from_domain(exc: QueueError) -> SqsError:
+    """The service's errors, as SQS names them."""
+    if isinstance(exc, QueueNotFound):
+        return no_queue()
+    if isinstance(exc, PayloadTooLarge):
+        return SqsError("InvalidParameterValue", f"One or more parameters are invalid. Reason: {exc.detail}")
+    if isinstance(exc, InvalidPayload):
+        return SqsError("InvalidMessageContents", exc.detail)
+    if isinstance(exc, DatabaseUnavailable | SchemaNotReady):
+        return SqsError("ServiceUnavailable", "The service is unavailable; try again.")
+    return SqsError("InternalFailure", "The request processing has failed because of an internal error.")
+
+
+def json_error(error: SqsError) -> tuple[int, dict[str, str], bytes]:
+    """(status, headers, body) of the JSON protocol's answer."""
+    type_ = f"com.amazonaws.sqs#{error.code}"
+    body = json.dumps({"__type": type_, "message": error.message}).encode()
+    headers = {
+        "content-type": JSON_CONTENT_TYPE,
+        "x-amzn-errortype": type_,
+        "x-amzn-query-error": f"{error.query_code};{error.fault}",
+    }
+    return error.status, headers, body
+
+
+def xml_error(error: SqsError, request_id: str) -> tuple[int, dict[str, str], bytes]:
+    """(status, headers, body) of the query protocol's answer: an ErrorResponse."""
+    body = (
+        f'<?xml version="1.0"?><ErrorResponse xmlns="{NAMESPACE}"><Error><Type>{error.fault}</Type>'
+        f"<Code>{escape(error.query_code)}</Code><Message>{escape(error.message)}</Message><Detail/>"
+        f"</Error><RequestId>{escape(request_id)}</RequestId></ErrorResponse>"
+    )
+    return error.status, {"content-type": "text/xml"}, body.encode()

@@ -1,0 +1,295 @@
+"""The actions on messages: SendMessage(Batch), ReceiveMessage, DeleteMessage(Batch),
+ChangeMessageVisibility(Batch).
+
+An SQS message is an item whose payload is a JSON string, its body: the REST API pops it as that
+string. An item pushed through the REST API with any other payload is received as its compact JSON
+text. A receipt handle is the item's id and lease token (opaque to callers: base64url), and a
+visibility timeout is a lease.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import hashlib
+import json
+import re
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+from simplequeue.api.auth import Action
+from simplequeue.api.sqs import params
+from simplequeue.api.sqs.context import Context
+from simplequeue.api.sqs.errors import SqsError, from_domain, invalid, missing
+from simplequeue.api.sqs.queues import existing, queue_param
+from simplequeue.api.sqs.urls import is_fifo
+from simplequeue.domain import (
+    Completion,
+    Draft,
+    ItemDead,
+    ItemNotFound,
+    LeasedItem,
+    LeaseExpired,
+    LeaseMismatch,
+    QueueError,
+)
+
+MAX_DELAY_SECONDS = 900
+MAX_VISIBILITY_SECONDS = 43200
+MAX_WAIT_SECONDS = 20
+MAX_BATCH_BODY_BYTES = 262144
+FIFO_KEY = re.compile(r"[\x21-\x7e]{1,128}")  # alphanumerics and punctuation, as SQS allows
+NOT_FOR_THIS_QUEUE = "The request include parameter that is not valid for this queue type."
+SYSTEM_ATTRIBUTES = (
+    "ApproximateReceiveCount",
+    "SentTimestamp",
+    "ApproximateFirstReceiveTimestamp",
+    "MessageGroupId",
+)
+
+
+def md5(text: str) -> str:
+    return hashlib.md5(text.encode("utf-8")).hexdigest()
+
+
+# --- receipt handles ---------------------------------------------------------------------------
+
+
+def receipt_handle(item: LeasedItem) -> str:
+    return base64.urlsafe_b64encode(item.id.bytes + item.lease_token.bytes).decode().rstrip("=")
+
+
+def lease_of(handle: str) -> tuple[UUID, UUID]:
+    """(item id, lease token) of a receipt handle this door gave; ReceiptHandleIsInvalid otherwise."""
+    try:
+        raw = base64.urlsafe_b64decode(handle + "=" * (-len(handle) % 4))
+    except (binascii.Error, ValueError):
+        raw = b""
+    if len(raw) != 32 or len(handle) != 43:
+        raise SqsError(
+            "ReceiptHandleIsInvalid", f'The input receipt handle "{handle}" is not a valid receipt handle.'
+        )
+    return UUID(bytes=raw[:16]), UUID(bytes=raw[16:])
+
+
+# --- sending -----------------------------------------------------------------------------------
+
+
+def _draft(queue: str, p: dict[str, Any]) -> Draft:
+    """The item one SendMessage (or a batch's entry) asks for."""
+    body = params.body(p)
+    params.no_message_attributes(p)
+    delay = params.integer(p, "DelaySeconds", 0, MAX_DELAY_SECONDS, None)
+    group = params.text(p, "MessageGroupId", required=False)
+    dedup = params.text(p, "MessageDeduplicationId", required=False)
+    if not is_fifo(queue):
+        if group is not None:
+            raise invalid("MessageGroupId", group, NOT_FOR_THIS_QUEUE)
+        if dedup is not None:
+            raise invalid("MessageDeduplicationId", dedup, NOT_FOR_THIS_QUEUE)
+        return Draft(payload=body, delay_seconds=float(delay or 0))
+    if delay is not None:
+        raise invalid("DelaySeconds", delay, NOT_FOR_THIS_QUEUE)
+    if group is None:
+        raise missing("MessageGroupId")
+    if dedup is None:
+        raise SqsError(
+            "InvalidParameterValue",
+            "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId "
+            "provided explicitly",
+        )
+    for name, value in (("MessageGroupId", group), ("MessageDeduplicationId", dedup)):
+        if not FIFO_KEY.fullmatch(value):
+            raise invalid(name, value, "it must be 1 to 128 alphanumeric or punctuation characters.")
+    return Draft(payload=body, group=group, dedup_key=dedup)
+
+
+async def send_message(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
+    queue = queue_param(ctx, p)
+    draft = _draft(queue, p)
+    ctx.authorize(Action.PUSH, queue)
+    await existing(ctx, queue)
+    try:
+        pushed = await ctx.service.push(queue, draft)
+    except QueueError as exc:
+        raise from_domain(exc) from None
+    return {"MD5OfMessageBody": md5(draft.payload), "MessageId": str(pushed.id)}
+
+
+async def send_message_batch(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
+    queue = queue_param(ctx, p)
+    entries = params.entries(p)
+    if sum(len(str(e.get("MessageBody", "")).encode()) for e in entries) > MAX_BATCH_BODY_BYTES:
+        raise SqsError(
+            "BatchRequestTooLong", f"Batch requests cannot be longer than {MAX_BATCH_BODY_BYTES} bytes."
+        )
+    ctx.authorize(Action.PUSH, queue)
+    await existing(ctx, queue)
+
+    async def send(entry: dict[str, Any]) -> dict[str, Any]:
+        try:
+            draft = _draft(queue, entry)
+            pushed = await ctx.service.push(queue, draft)
+        except SqsError as exc:
+            return params.failed(entry["Id"], exc)
+        except QueueError as exc:
+            return params.failed(entry["Id"], from_domain(exc))
+        return {"Id": entry["Id"], "MessageId": str(pushed.id), "MD5OfMessageBody": md5(draft.payload)}
+
+    # Each entry is a push of its own (its own outcome); the service shares their commits.
+    return _batch(await asyncio.gather(*(send(e) for e in entries)))
+
+
+def _batch(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "Successful": [o for o in outcomes if "Code" not in o],
+        "Failed": [o for o in outcomes if "Code" in o],
+    }
+
+
+# --- receiving ---------------------------------------------------------------------------------
+
+
+async def receive_message(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
+    queue = queue_param(ctx, p)
+    count = params.integer(p, "MaxNumberOfMessages", 1, 10, 1)
+    wait = params.integer(p, "WaitTimeSeconds", 0, MAX_WAIT_SECONDS, 0)
+    lease = params.integer(p, "VisibilityTimeout", 0, MAX_VISIBILITY_SECONDS, None)
+    wanted = {*params.names(p, "AttributeNames"), *params.names(p, "MessageSystemAttributeNames")}
+    params.names(p, "MessageAttributeNames")  # accepted; messages carry none yet
+    ctx.authorize(Action.CONSUME, queue)
+    await existing(ctx, queue)
+    try:
+        items = await ctx.service.pop(
+            queue, max_items=count, wait_seconds=float(wait), lease_seconds=lease, gone=ctx.gone
+        )
+        messages = [await _message(ctx, item, wanted) for item in items]
+    except QueueError as exc:
+        raise from_domain(exc) from None
+    return {"Messages": messages} if messages else {}
+
+
+async def _message(ctx: Context, item: LeasedItem, wanted: set[str]) -> dict[str, Any]:
+    payload = json.loads(item.payload_json)
+    body = (
+        payload
+        if isinstance(payload, str)
+        else json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    )
+    message: dict[str, Any] = {
+        "MessageId": str(item.id),
+        "ReceiptHandle": receipt_handle(item),
+        "MD5OfBody": md5(body),
+        "Body": body,
+    }
+    names = set(SYSTEM_ATTRIBUTES) if ("All" in wanted) else wanted & set(SYSTEM_ATTRIBUTES)
+    attributes: dict[str, str] = {}
+    if "ApproximateReceiveCount" in names:
+        attributes["ApproximateReceiveCount"] = str(item.attempts)
+    if "SentTimestamp" in names:
+        attributes["SentTimestamp"] = _ms(item.created_at)
+    if "ApproximateFirstReceiveTimestamp" in names:
+        first = datetime.now(UTC) if item.attempts <= 1 else None
+        if first is None:
+            first = (await ctx.service.get_item(item.id)).first_popped_at or datetime.now(UTC)
+        attributes["ApproximateFirstReceiveTimestamp"] = _ms(first)
+    if "MessageGroupId" in names and item.group is not None:
+        attributes["MessageGroupId"] = item.group
+    if attributes:
+        message["Attributes"] = attributes
+    return message
+
+
+def _ms(at: datetime) -> str:
+    return str(int(at.timestamp() * 1000))
+
+
+# --- deleting and changing visibility ----------------------------------------------------------
+
+
+async def delete_message(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
+    queue = queue_param(ctx, p)
+    item_id, token = lease_of(params.required_text(p, "ReceiptHandle"))
+    ctx.authorize(Action.CONSUME, queue)
+    await existing(ctx, queue)
+    try:
+        await ctx.service.complete(item_id, token)
+    except (ItemNotFound, LeaseMismatch, ItemDead):
+        pass  # a stale handle: SQS answers success (the message was deleted, or is another's now)
+    except QueueError as exc:
+        raise from_domain(exc) from None
+    return {}
+
+
+async def delete_message_batch(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
+    queue = queue_param(ctx, p)
+    entries = params.entries(p)
+    ctx.authorize(Action.CONSUME, queue)
+    await existing(ctx, queue)
+    outcomes: list[dict[str, Any]] = []
+    completions: list[Completion] = []
+    for entry in entries:
+        try:
+            item_id, token = lease_of(params.required_text(entry, "ReceiptHandle"))
+        except SqsError as exc:
+            outcomes.append(params.failed(entry["Id"], exc))
+            continue
+        completions.append(Completion(item_id, token))
+        outcomes.append({"Id": entry["Id"]})
+    if completions:
+        try:
+            await ctx.service.complete_many(completions)  # every outcome is a success to SQS
+        except QueueError as exc:
+            raise from_domain(exc) from None
+    return _batch(outcomes)
+
+
+async def _change(ctx: Context, handle: str, seconds: int) -> None:
+    item_id, token = lease_of(handle)
+    try:
+        await ctx.service.extend(item_id, token, seconds)
+    except (ItemNotFound, LeaseMismatch):
+        raise invalid(
+            "ReceiptHandle",
+            handle,
+            "Message does not exist or is not available for visibility timeout change.",
+        ) from None
+    except (LeaseExpired, ItemDead):
+        raise SqsError("MessageNotInflight", "The message referred to isn't in flight.") from None
+    except QueueError as exc:
+        raise from_domain(exc) from None
+
+
+def _visibility(p: dict[str, Any]) -> int:
+    seconds = params.integer(p, "VisibilityTimeout", 0, MAX_VISIBILITY_SECONDS, None)
+    if seconds is None:
+        raise missing("VisibilityTimeout")
+    return seconds
+
+
+async def change_message_visibility(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
+    queue = queue_param(ctx, p)
+    handle = params.required_text(p, "ReceiptHandle")
+    seconds = _visibility(p)
+    ctx.authorize(Action.CONSUME, queue)
+    await existing(ctx, queue)
+    await _change(ctx, handle, seconds)
+    return {}
+
+
+async def change_message_visibility_batch(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
+    queue = queue_param(ctx, p)
+    entries = params.entries(p)
+    ctx.authorize(Action.CONSUME, queue)
+    await existing(ctx, queue)
+
+    async def change(entry: dict[str, Any]) -> dict[str, Any]:
+        try:
+            await _change(ctx, params.required_text(entry, "ReceiptHandle"), _visibility(entry))
+        except SqsError as exc:
+            return params.failed(entry["Id"], exc)
+        return {"Id": entry["Id"]}
+
+    return _batch(await asyncio.gather(*(change(e) for e in entries)))

@@ -1,0 +1,132 @@
+"""Reading an action's parameters, with SQS's limits and SQS's errors for breaking them.
+
+Numbers arrive as JSON numbers (the JSON protocol) or as text (the query protocol); both are taken.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from simplequeue.api.sqs.errors import SqsError, invalid, missing
+
+T = TypeVar("T")
+
+MAX_BATCH = 10
+BATCH_ENTRY_ID = re.compile(r"[A-Za-z0-9_-]{1,80}")
+# What an SQS message body may hold: XML's characters (#x9 #xA #xD #x20-#xD7FF #xE000-#xFFFD
+# #x10000-#x10FFFF), so that the query protocol can carry every body.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def text(params: dict[str, Any], name: str, *, required: bool = True) -> str | None:
+    value = params.get(name)
+    if value is None:
+        if required:
+            raise missing(name)
+        return None
+    if not isinstance(value, str):
+        raise invalid(name, value, "it must be a string.")
+    return value
+
+
+def required_text(params: dict[str, Any], name: str) -> str:
+    value = text(params, name)
+    assert value is not None
+    return value
+
+
+def integer(params: dict[str, Any], name: str, low: int, high: int, default: T) -> int | T:
+    value = params.get(name)
+    if value is None:
+        return default
+    number: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and re.fullmatch(r"-?\d{1,12}", value.strip()):
+        number = int(value)
+    if number is None or not low <= number <= high:
+        raise invalid(name, value, f"it must be an integer between {low} and {high}.")
+    return number
+
+
+def names(params: dict[str, Any], name: str) -> list[str]:
+    value = params.get(name)
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise invalid(name, value, "it must be a list of strings.")
+    return value
+
+
+def mapping(params: dict[str, Any], name: str) -> dict[str, Any]:
+    value = params.get(name)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise invalid(name, value, "it must be a map.")
+    return value
+
+
+def body(params: dict[str, Any], name: str = "MessageBody") -> str:
+    value = required_text(params, name)
+    if not value:
+        raise missing(name)
+    if _NOT_XML.search(value):
+        raise SqsError(
+            "InvalidMessageContents",
+            "Invalid characters found. Valid unicode characters are #x9 | #xA | #xD | #x20 to #xD7FF | "
+            "#xE000 to #xFFFD | #x10000 to #x10FFFF",
+        )
+    return value
+
+
+def no_message_attributes(params: dict[str, Any]) -> None:
+    """Message attributes are not stored yet: refused, never dropped without a word."""
+    if params.get("MessageAttributes") or params.get("MessageSystemAttributes"):
+        raise SqsError(
+            "InvalidParameterValue",
+            "message attributes are not supported yet by simplequeue's SQS door: "
+            "send the message without them.",
+        )
+
+
+def entries(
+    params: dict[str, Any], check: Callable[[dict[str, Any]], None] | None = None
+) -> list[dict[str, Any]]:
+    """A batch's entries: 1 to 10, each with an Id of its own."""
+    value = params.get("Entries")
+    if value is None:
+        raise missing("Entries")
+    if not isinstance(value, list) or not all(isinstance(e, dict) for e in value):
+        raise invalid("Entries", value, "it must be a list of entries.")
+    if not value:
+        raise SqsError(
+            "EmptyBatchRequest", "There should be at least one SendMessageBatchRequestEntry in the request."
+        )
+    if len(value) > MAX_BATCH:
+        raise SqsError(
+            "TooManyEntriesInBatchRequest",
+            f"Maximum number of entries per request are {MAX_BATCH}. You have sent {len(value)}.",
+        )
+    ids: set[str] = set()
+    for entry in value:
+        entry_id = entry.get("Id")
+        if entry_id is None:
+            raise missing("Id")
+        if not isinstance(entry_id, str) or not BATCH_ENTRY_ID.fullmatch(entry_id):
+            raise SqsError(
+                "InvalidBatchEntryId",
+                "A batch entry id can only contain alphanumeric characters, hyphens and underscores. "
+                "It can be at most 80 letters long.",
+            )
+        if entry_id in ids:
+            raise SqsError("BatchEntryIdsNotDistinct", f"Id {entry_id} repeated.")
+        ids.add(entry_id)
+    return value
+
+
+def failed(entry_id: str, error: SqsError) -> dict[str, Any]:
+    """A batch entry's failure, as the batch's `Failed` lists it."""
+    return {"Id": entry_id, "SenderFault": error.kind.sender, "Code": error.code, "Message": error.message}

@@ -1,0 +1,140 @@
+"""The SQS door's routes and its dispatch: `POST /` and `POST /{account_id}/{queue}`.
+
+They are no part of the OpenAPI spec (the REST API's contract): SQS's own model describes them. A
+request is decoded in whichever protocol it came (simplequeue.api.sqs.protocol), its action called,
+and the answer or the error written in that protocol. Every error is SQS's, never the REST API's
+envelope: SQS's clients read no other.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Match, Route
+from starlette.types import Scope
+
+from simplequeue.api.auth import Grant
+from simplequeue.api.request_ids import REQUEST_ID
+from simplequeue.api.sqs import messages, queues
+from simplequeue.api.sqs.context import Context
+from simplequeue.api.sqs.errors import (
+    JSON_CONTENT_TYPE,
+    SqsError,
+    from_domain,
+    json_error,
+    unsupported,
+    xml_error,
+)
+from simplequeue.api.sqs.protocol import Call, Wire, decode, to_json, to_xml
+from simplequeue.api.sqs.urls import Place, base_url, queue_of_path
+from simplequeue.domain import QueueError
+from simplequeue.service.queues import QueueService
+
+log = logging.getLogger("simplequeue.sqs")
+
+Handler = Callable[[Context, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+ACTIONS: dict[str, Handler] = {
+    "CreateQueue": queues.create_queue,
+    "GetQueueUrl": queues.get_queue_url,
+    "ListQueues": queues.list_queues,
+    "GetQueueAttributes": queues.get_queue_attributes,
+    "SetQueueAttributes": queues.set_queue_attributes,
+    "DeleteQueue": queues.delete_queue,
+    "SendMessage": messages.send_message,
+    "SendMessageBatch": messages.send_message_batch,
+    "ReceiveMessage": messages.receive_message,
+    "DeleteMessage": messages.delete_message,
+    "DeleteMessageBatch": messages.delete_message_batch,
+    "ChangeMessageVisibility": messages.change_message_visibility,
+    "ChangeMessageVisibilityBatch": messages.change_message_visibility_batch,
+}
+
+DOOR_PATH = re.compile(r"/(\d{12}/[^/]+)?")
+
+
+@dataclass(frozen=True, slots=True)
+class SqsConfig:
+    """The settings the door answers by (SIMPLEQUEUE_PUBLIC_URL, _SQS_ACCOUNT_ID, _SQS_REGION)."""
+
+    public_url: str | None = None
+    account_id: str = "000000000000"
+    region: str = "us-east-1"
+
+
+def is_sqs_request(scope: Scope) -> bool:
+    """A request the SQS door answers: a POST to `/` or to a queue URL's path."""
+    return scope["method"] == "POST" and DOOR_PATH.fullmatch(scope["path"]) is not None
+
+
+class SqsDoor(Route):
+    """Matches the door's POSTs only: any other method at `/` is answered as before (404)."""
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        if scope["type"] == "http" and is_sqs_request(scope):
+            return Match.FULL, {"endpoint": self.endpoint, "path_params": {}}
+        return Match.NONE, {}
+
+
+async def serve(request: Request) -> Response:
+    request_id = REQUEST_ID.get()
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in request.scope["headers"]}
+    wire = Wire.JSON if "x-amz-target" in headers else Wire.QUERY
+    action = "?"
+    try:
+        call = decode(headers, request.url.query, await request.body())
+        wire, action = call.wire, call.action
+        result = await _call(request, headers, call)
+    except SqsError as exc:
+        return _error(exc, wire, request_id)
+    except QueueError as exc:
+        error = from_domain(exc)
+        if error.status >= 500:
+            log.warning("request %s: SQS %s failed: %s: %s", request_id, action, exc.code, exc.detail)
+        return _error(error, wire, request_id)
+    except Exception:
+        log.exception("request %s: SQS %s failed unexpectedly", request_id, action)
+        return _error(from_domain(QueueError()), wire, request_id)
+    answer_headers = {"x-amzn-requestid": request_id}
+    if wire is Wire.JSON:
+        return Response(to_json(result), 200, answer_headers, media_type=JSON_CONTENT_TYPE)
+    return Response(to_xml(action, result, request_id), 200, answer_headers, media_type="text/xml")
+
+
+async def _call(request: Request, headers: dict[str, str], call: Call) -> dict[str, Any]:
+    config: SqsConfig = getattr(request.app.state, "sqs", None) or SqsConfig()
+    grant = _caller(request)
+    handler = ACTIONS.get(call.action)
+    if handler is None:
+        raise unsupported(call.action)
+    place = Place(
+        base_url(config.public_url, request.url.scheme, headers.get("host", request.url.netloc)),
+        config.account_id,
+        config.region,
+    )
+    service: QueueService = request.app.state.service
+    service.require_ready()
+    path_queue = queue_of_path(request.url.path, config.account_id)
+    return await handler(Context(service, place, grant, path_queue, request.is_disconnected), call.params)
+
+
+def _caller(request: Request) -> Grant:
+    grant: Grant | None = getattr(request.state, "grant", None)
+    if grant is None:
+        raise SqsError("MissingAuthenticationToken", "Request is missing Authentication Token")
+    return grant
+
+
+def _error(error: SqsError, wire: Wire, request_id: str) -> Response:
+    status, headers, body = json_error(error) if wire is Wire.JSON else xml_error(error, request_id)
+    return Response(body, status, {**headers, "x-amzn-requestid": request_id})
+
+
+def sqs_routes() -> list[Route]:
+    return [SqsDoor("/", serve, methods=["POST"], include_in_schema=False, name="sqs")]
