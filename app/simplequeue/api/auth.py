@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -36,6 +37,15 @@ also in the repository): everything else needs a key once keys exist."""
 def is_open(path: str) -> bool:
     """The open paths, and the dashboard's static files (its data comes from the API, with a key)."""
     return path in OPEN_PATHS or path == "/ui" or path.startswith("/ui/")
+
+
+SIGV4_PATH = re.compile(r"/(\d{12}/[^/]+)?")
+
+
+def signs_itself(scope: Scope) -> bool:
+    """A request to the Amazon SQS door (simplequeue.api.sqs): POST / or POST /{account_id}/{queue}.
+    It carries an AWS SigV4 signature rather than a Bearer key, and the door checks it itself."""
+    return scope["method"] == "POST" and SIGV4_PATH.fullmatch(scope["path"]) is not None
 
 
 class Role(StrEnum):
@@ -149,7 +159,7 @@ def authenticate(keyring: Keyring, scope: Scope) -> Response | None:
     if keyring.enabled:
         presented = _bearer(scope)
         grant = keyring.grant_for(presented) if presented else None
-        if grant is None and not is_open(scope["path"]):
+        if grant is None and not is_open(scope["path"]) and not signs_itself(scope):
             why = "unknown API key" if presented else "an API key is required"
             detail = f"{why}: send Authorization: Bearer <key>"
             return envelope(401, "Unauthorized", detail, headers=BEARER_CHALLENGE)

@@ -9,9 +9,9 @@ envelope: SQS's clients read no other.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from starlette.requests import Request
@@ -19,7 +19,8 @@ from starlette.responses import Response
 from starlette.routing import Match, Route
 from starlette.types import Scope
 
-from simplequeue.api.auth import Grant
+from simplequeue.api.auth import Grant, signs_itself
+from simplequeue.api.front import DoorRules
 from simplequeue.api.request_ids import REQUEST_ID
 from simplequeue.api.sqs import messages, queues
 from simplequeue.api.sqs.context import Context
@@ -32,6 +33,7 @@ from simplequeue.api.sqs.errors import (
     xml_error,
 )
 from simplequeue.api.sqs.protocol import Call, Wire, decode, to_json, to_xml
+from simplequeue.api.sqs.sigv4 import SigV4Refusal, verify
 from simplequeue.api.sqs.urls import Place, base_url, queue_of_path
 from simplequeue.domain import QueueError
 from simplequeue.service.queues import QueueService
@@ -56,8 +58,6 @@ ACTIONS: dict[str, Handler] = {
     "ChangeMessageVisibilityBatch": messages.change_message_visibility_batch,
 }
 
-DOOR_PATH = re.compile(r"/(\d{12}/[^/]+)?")
-
 
 @dataclass(frozen=True, slots=True)
 class SqsConfig:
@@ -68,16 +68,11 @@ class SqsConfig:
     region: str = "us-east-1"
 
 
-def is_sqs_request(scope: Scope) -> bool:
-    """A request the SQS door answers: a POST to `/` or to a queue URL's path."""
-    return scope["method"] == "POST" and DOOR_PATH.fullmatch(scope["path"]) is not None
-
-
 class SqsDoor(Route):
     """Matches the door's POSTs only: any other method at `/` is answered as before (404)."""
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
-        if scope["type"] == "http" and is_sqs_request(scope):
+        if scope["type"] == "http" and signs_itself(scope):
             return Match.FULL, {"endpoint": self.endpoint, "path_params": {}}
         return Match.NONE, {}
 
@@ -88,9 +83,11 @@ async def serve(request: Request) -> Response:
     wire = Wire.JSON if "x-amz-target" in headers else Wire.QUERY
     action = "?"
     try:
-        call = decode(headers, request.url.query, await request.body())
+        body = await request.body()
+        grant = _caller(request, body)
+        call = decode(headers, request.url.query, body)
         wire, action = call.wire, call.action
-        result = await _call(request, headers, call)
+        result = await _call(request, headers, call, grant)
     except SqsError as exc:
         return _error(exc, wire, request_id)
     except QueueError as exc:
@@ -107,9 +104,8 @@ async def serve(request: Request) -> Response:
     return Response(to_xml(action, result, request_id), 200, answer_headers, media_type="text/xml")
 
 
-async def _call(request: Request, headers: dict[str, str], call: Call) -> dict[str, Any]:
+async def _call(request: Request, headers: dict[str, str], call: Call, grant: Grant) -> dict[str, Any]:
     config: SqsConfig = getattr(request.app.state, "sqs", None) or SqsConfig()
-    grant = _caller(request)
     handler = ACTIONS.get(call.action)
     if handler is None:
         raise unsupported(call.action)
@@ -124,11 +120,38 @@ async def _call(request: Request, headers: dict[str, str], call: Call) -> dict[s
     return await handler(Context(service, place, grant, path_queue, request.is_disconnected), call.params)
 
 
-def _caller(request: Request) -> Grant:
+def _caller(request: Request, body: bytes) -> Grant:
+    """Who calls: with no keys, anyone (the front door said so); with keys, the key whose SigV4
+    signature the request carries (or a Bearer key the front door knew)."""
     grant: Grant | None = getattr(request.state, "grant", None)
-    if grant is None:
+    if grant is not None:
+        return grant
+    door: DoorRules | None = getattr(request.app, "door", None)
+    if door is None:
         raise SqsError("MissingAuthenticationToken", "Request is missing Authentication Token")
-    return grant
+    keyring = door.keyring
+    scope = request.scope
+    headers: dict[str, str] = {}
+    for key, value in scope["headers"]:
+        name, text = key.decode("latin-1").lower(), value.decode("latin-1")
+        headers[name] = f"{headers[name]},{text}" if name in headers else text
+    raw_path = scope.get("raw_path") or scope["path"].encode()
+    try:
+        access_key_id = verify(
+            scope["method"],
+            raw_path.decode("latin-1"),
+            scope.get("query_string", b"").decode("latin-1"),
+            headers,
+            body,
+            lambda akid: k.secret if (k := keyring.sigv4(akid)) is not None else None,
+            datetime.now(UTC),
+        )
+    except SigV4Refusal as refusal:
+        raise SqsError(refusal.code, refusal.message, refusal.status) from None
+    key = keyring.sigv4(access_key_id)
+    if key is None:  # the keyring changed between the two looks; it does not, but say so if it did
+        raise SqsError("InvalidClientTokenId", "The security token included in the request is invalid.")
+    return key.grant
 
 
 def _error(error: SqsError, wire: Wire, request_id: str) -> Response:
