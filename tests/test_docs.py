@@ -23,7 +23,14 @@ import pytest
 from tests.test_e2e import serving
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = ["README.md", "docs/getting-started.md", "docs/api.md", "docs/clients.md", "docs/outbox.md"]
+PAGES = [
+    "README.md",
+    "docs/getting-started.md",
+    "docs/api.md",
+    "docs/clients.md",
+    "docs/outbox.md",
+    "docs/sqs.md",
+]
 # Pages whose blocks also use a database of their own, as an application does: DATABASE_URL names a
 # migrated PostgreSQL database, and SIMPLEQUEUE_DATABASE_URL the page's service's SQLite file.
 ON_DATABASES = {"docs/outbox.md"}

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -195,3 +196,10 @@ def test_aws_cli(sqs_base: str, name: str) -> None:
     assert (message["MessageId"], message["Body"]) == (sent["MessageId"], "from the cli")
     aws(sqs_base, "delete-message", "--queue-url", url, "--receipt-handle", message["ReceiptHandle"])
     assert aws(sqs_base, "receive-message", "--queue-url", url) is None
+
+
+def test_the_boto3_example_of_the_docs(sqs_base: str, capsys: pytest.CaptureFixture[str]) -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "sqs.md").read_text(encoding="utf-8")
+    example = page.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(example.replace("http://127.0.0.1:8000", sqs_base), "docs/sqs.md", "exec"), {})
+    assert '{"to": "ada@example.com"}' in capsys.readouterr().out
