@@ -3,20 +3,24 @@ format, registered on the session), its aggregates computed with Spark, and thos
 written as Parquet.
 
 Wait time is created_at to first_popped_at; processing time is first_popped_at to finished_at.
+Errors are grouped once their variable parts are replaced (shaping.ERROR_PATTERNS), each group
+with one of its messages as it was written, for an example.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
+
+from simplequeue.reports.shaping import ERROR_PATTERNS, group_queues
 
 TOP_ERRORS = 10
 QUANTILES = (0.5, 0.95, 0.99)
@@ -38,6 +42,11 @@ class Aggregates:
     throughput: list[dict[str, Any]]
     attempts: list[dict[str, Any]]
     top_errors: list[dict[str, Any]]
+    # The queues folded into "other (K queues)" by the charts, as one summary row (quantiles
+    # cannot be summed, so Spark works them out), or None when every queue is drawn.
+    other: dict[str, Any] | None = None
+    # The most frequent errors over every queue: error, count, queues (how many had it), example.
+    errors_overall: list[dict[str, Any]] = field(default_factory=list)
 
 
 def history(spark: SparkSession, request: ReportRequest) -> DataFrame:
@@ -52,6 +61,35 @@ def history(spark: SparkSession, request: ReportRequest) -> DataFrame:
     return reader.load()
 
 
+def normalised_error(column: str) -> Column:
+    result = F.coalesce(F.col(column), F.lit("(no error recorded)"))
+    for pattern, placeholder in ERROR_PATTERNS:
+        result = F.regexp_replace(result, pattern, placeholder)
+    return result
+
+
+def _summary_columns() -> list[Column]:
+    quantiles = F.array(*[F.lit(q) for q in QUANTILES])
+    return [
+        F.count("*").alias("finished"),
+        F.sum(F.when(F.col("outcome") == "completed", 1).otherwise(0)).alias("completed"),
+        F.sum(F.when(F.col("outcome") == "dead", 1).otherwise(0)).alias("dead"),
+        F.percentile_approx("wait_s", quantiles).alias("wait"),
+        F.percentile_approx("processing_s", quantiles).alias("processing"),
+        F.min("finished_at").alias("first_finished_at"),
+        F.max("finished_at").alias("last_finished_at"),
+    ]
+
+
+def _summary_row(row: dict[str, Any]) -> dict[str, Any]:
+    row["dead_ratio"] = row["dead"] / row["finished"] if row["finished"] else None
+    for name in ("wait", "processing"):
+        values = row.pop(name) or [None] * len(QUANTILES)
+        for q, v in zip(QUANTILES, values, strict=True):
+            row[f"{name}_p{round(q * 100)}_s"] = v
+    return row
+
+
 def aggregate(frame: DataFrame) -> Aggregates:
     timed = (
         frame.withColumn(
@@ -60,50 +98,46 @@ def aggregate(frame: DataFrame) -> Aggregates:
             "processing_s", F.unix_micros("finished_at") / 1e6 - F.unix_micros("first_popped_at") / 1e6
         )
     ).cache()
-    quantiles = F.array(*[F.lit(q) for q in QUANTILES])
-    summary = (
-        timed.groupBy("queue")
-        .agg(
-            F.count("*").alias("finished"),
-            F.sum(F.when(F.col("outcome") == "completed", 1).otherwise(0)).alias("completed"),
-            F.sum(F.when(F.col("outcome") == "dead", 1).otherwise(0)).alias("dead"),
-            F.percentile_approx("wait_s", quantiles).alias("wait"),
-            F.percentile_approx("processing_s", quantiles).alias("processing"),
-            F.min("finished_at").alias("first_finished_at"),
-            F.max("finished_at").alias("last_finished_at"),
-        )
-        .withColumn("dead_ratio", F.col("dead") / F.col("finished"))
-        .orderBy("queue")
-    )
-    rows = []
-    for r in summary.collect():
-        row = r.asDict()
-        for name in ("wait", "processing"):
-            values = row.pop(name) or [None] * len(QUANTILES)
-            for q, v in zip(QUANTILES, values, strict=True):
-                row[f"{name}_p{round(q * 100)}_s"] = v
-        rows.append(row)
+    summary = timed.groupBy("queue").agg(*_summary_columns()).orderBy("queue")
+    rows = [_summary_row(r.asDict()) for r in summary.collect()]
+    grouping = group_queues(rows)
+    other = None
+    if grouping.others:
+        folded = timed.where(F.col("queue").isin(grouping.others)).agg(*_summary_columns()).first()
+        if folded is not None:
+            other = _summary_row({"queue": grouping.other_label, **folded.asDict()})
     throughput = (
         timed.groupBy("queue", F.date_trunc("minute", "finished_at").alias("minute"), "outcome")
         .count()
         .orderBy("queue", "minute", "outcome")
     )
     attempts = timed.groupBy("queue", "attempts").count().orderBy("queue", "attempts")
-    errors = (
-        timed.where(F.col("outcome") == "dead")
-        .groupBy("queue", F.coalesce("last_error", F.lit("(no error recorded)")).alias("error"))
-        .count()
+    dead = timed.where(F.col("outcome") == "dead").withColumn("error", normalised_error("last_error"))
+    errors = dead.groupBy("queue", "error").agg(
+        F.count("*").alias("count"), F.min(F.coalesce("last_error", F.lit(""))).alias("example")
     )
     ranked = errors.withColumn(
         "rank",
         F.row_number().over(Window.partitionBy("queue").orderBy(F.desc("count"), "error")),
     )
     top = ranked.where(F.col("rank") <= TOP_ERRORS).orderBy("queue", "rank")
+    overall = (
+        dead.groupBy("error")
+        .agg(
+            F.count("*").alias("count"),
+            F.countDistinct("queue").alias("queues"),
+            F.min(F.coalesce("last_error", F.lit(""))).alias("example"),
+        )
+        .orderBy(F.desc("count"), "error")
+        .limit(TOP_ERRORS)
+    )
     result = Aggregates(
         summary=rows,
         throughput=[r.asDict() for r in throughput.collect()],
         attempts=[r.asDict() for r in attempts.collect()],
         top_errors=[r.asDict() for r in top.collect()],
+        other=other,
+        errors_overall=[r.asDict() for r in overall.collect()],
     )
     timed.unpersist()
     return result
@@ -137,7 +171,13 @@ def write_parquet(out: Path, aggregates: Aggregates) -> list[str]:
         ),
         "attempts": pa.schema([("queue", pa.string()), ("attempts", pa.int32()), ("count", pa.int64())]),
         "top_errors": pa.schema(
-            [("queue", pa.string()), ("rank", pa.int32()), ("error", pa.string()), ("count", pa.int64())]
+            [
+                ("queue", pa.string()),
+                ("rank", pa.int32()),
+                ("error", pa.string()),
+                ("count", pa.int64()),
+                ("example", pa.string()),
+            ]
         ),
     }
     written = []

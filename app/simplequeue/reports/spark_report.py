@@ -7,7 +7,8 @@ Spark, write the aggregates as Parquet, draw PNG charts and one report.html that
       summary.parquet        per queue: completed, dead, dead_ratio, wait and processing p50/p95/p99
       throughput.parquet     per queue, minute and outcome: items finished
       attempts.parquet       per queue and attempts: items
-      top_errors.parquet     per queue: the most frequent last errors of dead items
+      top_errors.parquet     per queue: the most frequent last errors of dead items, grouped
+                             with numbers, ids and addresses replaced; one example each
 
 The history is read and aggregated in simplequeue.reports.history, drawn in .charts, and shown
 by .page.
