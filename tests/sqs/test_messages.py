@@ -253,3 +253,26 @@ def test_pushed_through_rest_received_through_sqs(sqs: Any, sqs_base: str, url: 
         assert message["MD5OfBody"] == md5(expected)
         sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
     assert httpx.get(f"{sqs_base}/queues/{name}").json()["history"]["completed"] == 2
+
+
+def test_receive_with_visibility_zero_leaves_it_visible(sqs: Any, url: str) -> None:
+    sent = sqs.send_message(QueueUrl=url, MessageBody="peek")
+    [first] = receive(sqs, url, VisibilityTimeout=0)
+    [second] = receive(sqs, url, WaitTimeSeconds=2, VisibilityTimeout=30)
+    assert first["MessageId"] == second["MessageId"] == sent["MessageId"]
+    sqs.delete_message(QueueUrl=url, ReceiptHandle=second["ReceiptHandle"])
+
+
+def test_a_fifo_batch_keeps_its_order(sqs: Any, name: str) -> None:
+    url = sqs.create_queue(QueueName=f"{name}.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+    entries = [
+        {"Id": f"e{n}", "MessageBody": str(n), "MessageGroupId": "g", "MessageDeduplicationId": f"d{n}"}
+        for n in range(10)
+    ]
+    assert len(sqs.send_message_batch(QueueUrl=url, Entries=entries)["Successful"]) == 10
+    bodies: list[str] = []
+    while len(bodies) < 10:
+        [message] = receive(sqs, url, MaxNumberOfMessages=10, WaitTimeSeconds=1)
+        bodies.append(message["Body"])
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    assert bodies == [str(n) for n in range(10)]

@@ -138,6 +138,10 @@ async def send_message_batch(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
             return params.failed(entry["Id"], from_domain(exc))
         return {"Id": entry["Id"], "MessageId": str(pushed.id), "MD5OfMessageBody": md5(draft.payload)}
 
+    if is_fifo(queue):
+        # A FIFO batch is sent in its order: each entry (it has a deduplication id) commits on its
+        # own, so they go one after another.
+        return _batch([await send(e) for e in entries])
     # Each entry is a push of its own (its own outcome); the service shares their commits.
     return _batch(await asyncio.gather(*(send(e) for e in entries)))
 
