@@ -500,6 +500,8 @@ def test_operation_ids_are_stable() -> None:
         "redrive",
         "purgeDead",
         "listHistory",
+        "getQueueActivity",
+        "getActivity",
     }
     assert ids == expected
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
@@ -411,3 +411,64 @@ async def test_a_push_claims_producers_ids_by_seeks_not_scans(
     # The claims go through sq_client_ids' primary key (ON CONFLICT's arbiter).
     [claims] = [n for n in plan_nodes(claim[0]["Plan"]) if n.get("Subplan Name") == "CTE claimed"]
     assert claims["Conflict Arbiter Indexes"] == ["sq_client_ids_pkey"], claims
+
+
+async def test_activity_reads_index_ranges_from_its_window_at_a_million_history_rows(
+    schema: tuple[str, str],
+) -> None:
+    """The dashboard's activity counts: a week of history (a million records over 20 queues), a
+    hundred thousand live and dead items; the last hour's counts read ranges of sq_history_queue,
+    sq_items_visible and sq_items_dead from the window's start, in the plan a pooled session reuses,
+    for one queue and for every queue, and touch only the window's rows."""
+    url, name = schema
+    conn = await asyncpg.connect(url, server_settings={"search_path": name})
+    try:
+        await conn.execute(
+            "INSERT INTO sq_queues (name, created_at) SELECT 'q' || n, now() FROM generate_series(0, 19) AS n"
+        )
+        await conn.execute(  # one record every 0.6 s over the week before now
+            "INSERT INTO sq_history (id, queue, outcome, attempts, created_at, finished_at)"
+            " SELECT gen_random_uuid(), 'q' || (n % 20),"
+            "  CASE WHEN n % 100 = 0 THEN 'dead' ELSE 'completed' END, 1,"
+            "  now() - n * interval '600 milliseconds' - interval '2 seconds',"
+            "  now() - n * interval '600 milliseconds'"
+            " FROM generate_series(1, 1000000) AS n"
+        )
+        await conn.execute(
+            "INSERT INTO sq_items"
+            " (id, queue, payload, created_at, visible_at, status, died_at, attempts, errors)"
+            " SELECT gen_random_uuid(), 'q' || (n % 20), '1', now() - n * interval '1 second',"
+            "  now() - n * interval '1 second', CASE WHEN n % 10 = 0 THEN 'dead' ELSE 'ready' END,"
+            "  CASE WHEN n % 10 = 0 THEN now() - n * interval '1 second' END, n % 2,"
+            "  CASE WHEN n % 2 = 1 THEN jsonb_build_array(jsonb_build_object('at', now(), 'error', 'x'))"
+            "   ELSE '[]' END"
+            " FROM generate_series(1, 100000) AS n"
+        )
+        await conn.execute("ANALYZE")
+    finally:
+        await conn.close()
+
+    now = datetime.now(UTC)
+    since = now.replace(second=0, microsecond=0) - timedelta(hours=1)
+    for queue in ("q7", None):
+        values = {
+            "queue": queue,
+            "since": since,
+            "until": now + timedelta(minutes=1),
+            "bucket": 60,
+            "limit": 61,
+        }
+        nodes = await executed_generic_plan(schema, "activity", **values)
+        tables = [n for n in nodes if n.get("Relation Name") in ("sq_history", "sq_items")]
+        assert tables
+        assert all("Seq Scan" not in str(n["Node Type"]) for n in tables), tables
+        ranges = [n for n in nodes if "Index Name" in n]
+        assert {n["Index Name"] for n in ranges} >= {"sq_history_queue", "sq_items_visible", "sq_items_dead"}
+        for scan in ranges:
+            # A range from the window's start, for the named queues (one range per queue).
+            assert "queue = ANY" in str(scan["Index Cond"]), scan
+            assert ">= $" in str(scan["Index Cond"]), scan
+        # An hour of a week's history is 6,000 records of every queue: the index ranges hand out that
+        # many rows, not a million.
+        read = sum(int(str(n["Actual Rows"])) * int(str(n["Actual Loops"])) for n in ranges)
+        assert read < 25_000, ranges

@@ -17,6 +17,7 @@ from simplequeue.domain import (
     NewItem,
     QueueSettings,
 )
+from simplequeue.domain.activity import ActivityWindow
 from simplequeue.store.mssql.statements import Q, fetch
 from simplequeue.store.mssql.store import MssqlStore
 from simplequeue.store.queries import load_queries
@@ -61,6 +62,7 @@ PARAMETERS = {
     "revive": ("now", "queue", "plan"),
     "purge_dead": ("now", "queue", "limit"),
     "list_history": ("queue", "outcome", "since", "until", "after_at", "after_seq", "limit"),
+    "activity": ("queue", "since", "until", "bucket", "limit"),
     "purge_history": ("now", "limit"),
     "put_queue": (
         "now",
@@ -178,6 +180,7 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     conn.reply("revive", result(revived=1))
     conn.reply("purge_dead", result(purged=0))
     conn.reply("list_history", history_rows())
+    conn.reply("activity", Result(["bucket", "pushed", "completed", "failed", "dead"], []))
     conn.reply("reap_expired", Result(["queue", "killed"], []))
     conn.reply("purge_history", result(history=0, keys=0, ids=0))
     conn.reply("lock_migrations", result(result=0))
@@ -205,6 +208,7 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     assert await store.redrive("orders", None, None) == 1
     await store.purge_dead("orders")
     await store.list_history("orders", HistoryFilter(), 10, None)
+    await store.activity("orders", ActivityWindow(NOW.replace(microsecond=0), 60, 2))
     await store.reap_expired(10)
     await store.purge_history(10)
     assert await store.migrate(max_payload_bytes=1024) == [1, 2, 3, 4, 5, 6]

@@ -38,6 +38,7 @@ from simplequeue.domain import (
     SchemaNotReady,
     encode_payload,
 )
+from simplequeue.domain.activity import ActivityBucket, activity_window
 from simplequeue.domain.rules import repeat_rounds
 from simplequeue.service.events import Events, NoEvents
 from simplequeue.service.pushing import PushCoalescer
@@ -319,6 +320,16 @@ class QueueService:
     async def peek(self, queue: str, state: ItemStatus, limit: int, cursor: str | None) -> Page[ItemView]:
         await self._known(queue)
         return await self._store.peek(queue, state, limit, cursor)
+
+    async def activity(
+        self, queue: str | None, since: datetime | None, bucket_seconds: int
+    ) -> list[ActivityBucket]:
+        """Counts per bucket from the one holding `since` (default: an hour ago) to now, of one queue
+        or (None) every queue. Raises InvalidWindow (domain.activity) for a window out of bounds."""
+        window = activity_window(self._clock(), since, bucket_seconds)
+        if queue is not None:
+            await self._known(queue)
+        return await self._store.activity(queue, window)
 
     async def _known(self, queue: str) -> None:
         """Every call that names a queue answers an unknown one alike: QueueNotFound."""

@@ -30,6 +30,7 @@ from simplequeue.domain import (
     QueueSettings,
     QueueStats,
 )
+from simplequeue.domain.activity import ActivityBucket, ActivityWindow
 
 ReadyCallback = Callable[[str | None, int], None]
 """Called with (queue, count) when items became ready through another process; with
@@ -146,6 +147,13 @@ class Inspection(Protocol):
         self, queue: str, where: HistoryFilter, limit: int, cursor: str | None
     ) -> Page[HistoryRecord]:
         """Finished items, most recently finished first. Raises InvalidCursor."""
+
+    async def activity(self, queue: str | None, window: ActivityWindow) -> list[ActivityBucket]:
+        """Every bucket of the window with its counts (None: every queue's together), counted in the
+        database: pushed by created_at (live items and history records), completed and dead by
+        finished_at (history), failed by each recorded error's time (items still held, live or
+        dead). Each part is a range of an index (sq_history_queue, sq_items_visible, sq_items_dead)
+        from the window's start, so the cost follows the window, not what the tables hold."""
 
 
 class Administration(Protocol):

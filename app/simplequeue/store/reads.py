@@ -14,6 +14,7 @@ from simplequeue.domain import (
     QueueNotFound,
     QueueStats,
 )
+from simplequeue.domain.activity import ActivityBucket, ActivityWindow, fill
 from simplequeue.store import rows
 from simplequeue.store.cursors import decode_cursor, next_cursor
 from simplequeue.store.rows import Row
@@ -69,3 +70,18 @@ class QueueReads:
             "list_history", limit, cursor, queue=queue, outcome=outcome, since=where.since, until=where.until
         )
         return Page([rows.history_record(row) for row in page], next_cursor(page, limit, "finished_at"))
+
+    async def activity(self, queue: str | None, window: ActivityWindow) -> list[ActivityBucket]:
+        found = await self._fetch_page(
+            "activity",
+            window.buckets,
+            queue=queue,
+            since=window.since,
+            until=window.until,
+            bucket=window.bucket_seconds,
+        )
+        counted = {
+            int(r["bucket"]): (int(r["pushed"]), int(r["completed"]), int(r["failed"]), int(r["dead"]))
+            for r in found
+        }
+        return fill(window, counted)

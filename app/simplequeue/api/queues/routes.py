@@ -4,15 +4,19 @@ shapes the answer."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Response, status
+from fastapi.exceptions import RequestValidationError
 
 from simplequeue.api.auth import Action, Caller
 from simplequeue.api.dependencies import ServiceDep
+from simplequeue.api.errors import Forbidden
 from simplequeue.api.fields import TIME_TEXT, UtcDatetime
 from simplequeue.api.items.schemas import Item
 from simplequeue.api.queues.schemas import (
+    Activity,
     DeadItemPage,
     DeletedQueueResponse,
     HistoryEntry,
@@ -28,6 +32,13 @@ from simplequeue.api.queues.schemas import (
 )
 from simplequeue.api.responses import also, errors, page_response
 from simplequeue.domain import DeadFilter, HistoryFilter, ItemStatus, Outcome
+from simplequeue.domain.activity import (
+    MAX_AGE,
+    MAX_BUCKET_SECONDS,
+    MAX_BUCKETS,
+    MIN_BUCKET_SECONDS,
+    InvalidWindow,
+)
 from simplequeue.domain.names import QUEUE_NAME_PATTERN
 
 QueuePath = Annotated[str, Path(pattern=QUEUE_NAME_PATTERN, description="The queue's name.")]
@@ -193,3 +204,55 @@ async def delete_queue(
     who.require(Action.ADMINISTER, name)
     deleted = await sq.delete_queue(name, force)
     return DeletedQueueResponse(queue=name, items=deleted.items, history=deleted.history)
+
+
+BucketSeconds = Annotated[
+    int,
+    Query(
+        ge=MIN_BUCKET_SECONDS,
+        le=MAX_BUCKET_SECONDS,
+        description=f"The buckets' length in seconds. Of a window of more than {MAX_BUCKETS} buckets, "
+        "the latest are counted.",
+    ),
+]
+ACTIVITY_SINCE = time_query(
+    f"From the bucket holding this time; an hour ago if omitted, at most {MAX_AGE.days} days ago "
+    "(an earlier time counts from then: the answer's since says where the window starts)"
+)
+
+
+async def _activity(sq: ServiceDep, queue: str | None, since: datetime | None, bucket: int) -> Activity:
+    try:
+        found = await sq.activity(queue, since, bucket)
+    except InvalidWindow as e:
+        raise RequestValidationError(
+            [{"type": "value_error", "loc": ("query", e.field), "msg": str(e)}]
+        ) from e
+    return Activity.of(queue, found, bucket)
+
+
+@router.get("/queues/{name}/activity", operation_id="getQueueActivity", responses=errors(404, 422, 503))
+async def queue_activity(
+    name: QueuePath,
+    sq: ServiceDep,
+    who: Caller,
+    since: Annotated[UtcDatetime | None, ACTIVITY_SINCE] = None,
+    bucket: BucketSeconds = 60,
+) -> Activity:
+    """Items pushed, completed, failed and dead per bucket of time, counted in the database."""
+    who.require(Action.READ_STATS, name)
+    return await _activity(sq, name, since, bucket)
+
+
+@router.get("/activity", operation_id="getActivity", responses=errors(422, 503))
+async def all_activity(
+    sq: ServiceDep,
+    who: Caller,
+    since: Annotated[UtcDatetime | None, ACTIVITY_SINCE] = None,
+    bucket: BucketSeconds = 60,
+) -> Activity:
+    """Every queue's activity together, per bucket of time. Only for keys that cover every queue."""
+    who.require(Action.READ_STATS)
+    if who.queues is not None:
+        raise Forbidden("this key covers some queues only: ask for each queue's activity")
+    return await _activity(sq, None, since, bucket)

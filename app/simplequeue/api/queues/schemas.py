@@ -3,7 +3,7 @@ purge, deletion. Generated clients depend on these shapes."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Annotated, Any
 from uuid import UUID
@@ -15,6 +15,7 @@ from simplequeue.api.fields import Body, Number
 from simplequeue.api.items.schemas import Item
 from simplequeue.api.responses import with_payload
 from simplequeue.domain import HistoryRecord, Outcome, QueueStats
+from simplequeue.domain.activity import ActivityBucket
 
 DEFAULTS = domain.QueueSettings()
 
@@ -217,3 +218,44 @@ class HistoryEntry(BaseModel):
 class HistoryPage(BaseModel):
     items: list[HistoryEntry] = Field(description="Most recently finished first.")
     next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last.")
+
+
+class ActivityCounts(BaseModel):
+    """One bucket's counts: pushed by the items' created_at, completed and dead by when they
+    finished, failed by when each failure was recorded."""
+
+    start: datetime = Field(description="The bucket's start; it lasts bucket_seconds.")
+    pushed: int
+    completed: int
+    failed: int = Field(
+        description="Failures recorded on items still held (live or dead); those of items that "
+        "completed since are not counted (history keeps no time per failure)."
+    )
+    dead: int
+
+
+class Activity(BaseModel):
+    """Counts per bucket of time, oldest first, every bucket from since's to now's."""
+
+    queue: str | None = Field(description="The queue, or null for every queue together.")
+    since: datetime = Field(description="The first bucket's start.")
+    until: datetime = Field(description="The last bucket's end.")
+    bucket_seconds: int
+    buckets: list[ActivityCounts]
+
+    @classmethod
+    def of(cls, queue: str | None, buckets: list[ActivityBucket], bucket_seconds: int) -> Activity:
+        since = buckets[0].start
+        until = buckets[-1].start + timedelta(seconds=bucket_seconds)
+        return cls(
+            queue=queue,
+            since=since,
+            until=until,
+            bucket_seconds=bucket_seconds,
+            buckets=[
+                ActivityCounts(
+                    start=b.start, pushed=b.pushed, completed=b.completed, failed=b.failed, dead=b.dead
+                )
+                for b in buckets
+            ],
+        )

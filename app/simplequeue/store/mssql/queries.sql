@@ -716,3 +716,61 @@ UPDATE dbo.sq_settings SET value = @value WHERE name = @name;
 -- name: compatibility_level
 -- OPENJSON needs 130 (SQL Server 2016); a database restored from an older server keeps its level.
 SELECT compatibility_level FROM sys.databases WHERE database_id = DB_ID();
+
+-- name: activity
+-- Counts per bucket of the window [@since, @until), for one queue or ('' for none) every queue; only
+-- the buckets that have any. Each part seeks a range of an index from @since on, for each queue
+-- (@queues, joined first, one seek each):
+--   completed, dead  sq_history_queue, by finished_at;
+--   pushed           the history records' created_at, within the same range (an item created since
+--                    @since finished since then), and live items' created_at from sq_items_visible
+--                    (a live item's visible_at is never before it was pushed);
+--   failed           each recorded error's time, of live items (sq_items_visible: visible_at moves
+--                    forward with each pop and failure) and of dead items not purged (sq_items_dead:
+--                    died_at is after every failure). The failures of items that completed since
+--                    are not counted: history keeps their attempts and last error, not when.
+-- DATEDIFF_BIG(SECOND, ...) counts second boundaries, which from a whole-second @since is the floor.
+SET NOCOUNT ON;
+DECLARE @queue NVARCHAR(4000) = NULLIF(:queue, N'');
+DECLARE @since DATETIME2(7) = CAST(:since AS DATETIME2(7));
+DECLARE @until DATETIME2(7) = CAST(:until AS DATETIME2(7));
+DECLARE @bucket INT = CAST(:bucket AS INT);
+DECLARE @queues TABLE (name NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL PRIMARY KEY);
+INSERT INTO @queues (name) SELECT name FROM dbo.sq_queues WHERE @queue IS NULL OR name = @queue;
+WITH events AS (
+    SELECT h.finished_at AS moment, IIF(h.outcome = 'completed', 'c', 'd') AS kind
+    FROM @queues AS q
+    JOIN dbo.sq_history AS h WITH (INDEX(sq_history_queue), FORCESEEK) ON h.queue = q.name
+    WHERE h.finished_at >= @since AND h.finished_at < @until
+    UNION ALL
+    SELECT h.created_at, 'p'
+    FROM @queues AS q
+    JOIN dbo.sq_history AS h WITH (INDEX(sq_history_queue), FORCESEEK) ON h.queue = q.name
+    WHERE h.finished_at >= @since AND h.created_at >= @since
+    UNION ALL
+    SELECT i.created_at, 'p'
+    FROM @queues AS q
+    JOIN dbo.sq_items AS i WITH (INDEX(sq_items_visible), FORCESEEK) ON i.queue = q.name
+    WHERE i.status IN ('ready', 'leased') AND i.visible_at >= @since AND i.created_at >= @since
+    UNION ALL
+    SELECT e.moment, 'f'
+    FROM @queues AS q
+    JOIN dbo.sq_items AS i WITH (INDEX(sq_items_visible), FORCESEEK) ON i.queue = q.name
+    CROSS APPLY OPENJSON(i.errors) WITH (moment DATETIME2(7) '$.at') AS e
+    WHERE i.status IN ('ready', 'leased') AND i.visible_at >= @since AND i.attempts > 0
+    UNION ALL
+    SELECT e.moment, 'f'
+    FROM @queues AS q
+    JOIN dbo.sq_items AS i WITH (INDEX(sq_items_dead), FORCESEEK) ON i.queue = q.name
+    CROSS APPLY OPENJSON(i.errors) WITH (moment DATETIME2(7) '$.at') AS e
+    WHERE i.status = 'dead' AND i.died_at >= @since
+)
+SELECT TOP (CAST(:limit AS INT))
+       CAST(DATEDIFF_BIG(SECOND, @since, moment) / @bucket AS INT) AS bucket,
+       SUM(IIF(kind = 'p', 1, 0)) AS pushed, SUM(IIF(kind = 'c', 1, 0)) AS completed,
+       SUM(IIF(kind = 'f', 1, 0)) AS failed, SUM(IIF(kind = 'd', 1, 0)) AS dead
+FROM events
+WHERE moment >= @since AND moment < @until
+GROUP BY CAST(DATEDIFF_BIG(SECOND, @since, moment) / @bucket AS INT)
+ORDER BY bucket
+OPTION (RECOMPILE);

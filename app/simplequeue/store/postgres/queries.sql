@@ -459,3 +459,55 @@ INSERT INTO sq_schema_version (version, name) VALUES (:version, :name)
 -- name: write_setting
 -- A limit of the service's, for the pushes that do not go through it (sq_settings).
 UPDATE sq_settings SET value = :value WHERE name = :name
+
+-- name: activity
+-- Counts per bucket of the window [:since, :until), for one queue or (:queue NULL) every queue; only
+-- the buckets that have any. Each part reads a range of an index from :since on, for each queue
+-- (queue = ANY of an array: one range per queue, never a scan of the table):
+--   completed, dead  sq_history_queue, by finished_at;
+--   pushed           the history records' created_at, within the same range (an item created since
+--                    :since finished since then), and live items' created_at from sq_items_visible
+--                    (a live item's visible_at is never before it was pushed);
+--   failed           each recorded error's time, of live items (sq_items_visible: visible_at moves
+--                    forward with each pop and failure) and of dead items not purged (sq_items_dead:
+--                    died_at is after every failure). The failures of items that completed since
+--                    are not counted: history keeps their attempts and last error, not when.
+-- A dead item is counted pushed once (by its history record, not its row); a redriven item once
+-- more while it lives, and again when it finishes.
+WITH events AS (
+    SELECT h.finished_at AS at, CASE WHEN h.outcome = 'completed' THEN 'c' ELSE 'd' END AS kind
+    FROM sq_history AS h
+    WHERE h.queue = ANY (ARRAY(SELECT name FROM sq_queues WHERE :queue::text IS NULL OR name = :queue))
+      AND h.finished_at >= :since::timestamptz AND h.finished_at < :until::timestamptz
+    UNION ALL
+    SELECT h.created_at, 'p'
+    FROM sq_history AS h
+    WHERE h.queue = ANY (ARRAY(SELECT name FROM sq_queues WHERE :queue::text IS NULL OR name = :queue))
+      AND h.finished_at >= :since::timestamptz AND h.created_at >= :since::timestamptz
+    UNION ALL
+    SELECT i.created_at, 'p'
+    FROM sq_items AS i
+    WHERE i.queue = ANY (ARRAY(SELECT name FROM sq_queues WHERE :queue::text IS NULL OR name = :queue))
+      AND i.status IN ('ready', 'leased') AND i.visible_at >= :since::timestamptz
+      AND i.created_at >= :since::timestamptz
+    UNION ALL
+    SELECT (e.value ->> 'at')::timestamptz, 'f'
+    FROM sq_items AS i CROSS JOIN LATERAL jsonb_array_elements(i.errors) AS e
+    WHERE i.queue = ANY (ARRAY(SELECT name FROM sq_queues WHERE :queue::text IS NULL OR name = :queue))
+      AND i.status IN ('ready', 'leased') AND i.visible_at >= :since::timestamptz AND i.attempts > 0
+    UNION ALL
+    SELECT (e.value ->> 'at')::timestamptz, 'f'
+    FROM sq_items AS i CROSS JOIN LATERAL jsonb_array_elements(i.errors) AS e
+    WHERE i.queue = ANY (ARRAY(SELECT name FROM sq_queues WHERE :queue::text IS NULL OR name = :queue))
+      AND i.status = 'dead' AND i.died_at >= :since::timestamptz
+)
+SELECT floor(extract(epoch FROM e.at - :since::timestamptz) / :bucket::int)::int AS bucket,
+       count(*) FILTER (WHERE e.kind = 'p') AS pushed,
+       count(*) FILTER (WHERE e.kind = 'c') AS completed,
+       count(*) FILTER (WHERE e.kind = 'f') AS failed,
+       count(*) FILTER (WHERE e.kind = 'd') AS dead
+FROM events AS e
+WHERE e.at >= :since::timestamptz AND e.at < :until::timestamptz
+GROUP BY 1
+ORDER BY 1
+LIMIT :limit

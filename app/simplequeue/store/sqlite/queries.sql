@@ -333,3 +333,52 @@ INSERT INTO sq_schema_version (version, name, applied_at) VALUES (:version, :nam
 -- name: write_setting
 -- A limit of the service's, for the pushes that do not go through it (sq_settings).
 UPDATE sq_settings SET value = :value WHERE name = :name
+
+-- name: activity
+-- Counts per bucket of the window [:since, :until), for one queue or (:queue NULL) every queue; only
+-- the buckets that have any. Each part reads a range of an index from :since on, for each queue:
+--   completed, dead  sq_history_queue, by finished_at;
+--   pushed           the history records' created_at, within the same range (an item created since
+--                    :since finished since then), and live items' created_at from sq_items_visible
+--                    (a live item's visible_at is never before it was pushed);
+--   failed           each recorded error's time, of live items (sq_items_visible: visible_at moves
+--                    forward with each pop and failure) and of dead items not purged (sq_items_dead:
+--                    died_at is after every failure). The failures of items that completed since
+--                    are not counted: history keeps their attempts and last error, not when.
+-- Buckets are counted in whole seconds of the fixed-width text (its first 19 characters):
+-- strftime('%s') would round a time 0.9995 s past a second up into the next one.
+WITH events(at, kind) AS (
+    SELECT h.finished_at, CASE WHEN h.outcome = 'completed' THEN 'c' ELSE 'd' END
+    FROM sq_history AS h INDEXED BY sq_history_queue
+    WHERE h.queue IN (SELECT name FROM sq_queues WHERE :queue IS NULL OR name = :queue)
+      AND h.finished_at >= :since AND h.finished_at < :until
+    UNION ALL
+    SELECT h.created_at, 'p'
+    FROM sq_history AS h INDEXED BY sq_history_queue
+    WHERE h.queue IN (SELECT name FROM sq_queues WHERE :queue IS NULL OR name = :queue)
+      AND h.finished_at >= :since AND h.created_at >= :since
+    UNION ALL
+    SELECT i.created_at, 'p'
+    FROM sq_items AS i INDEXED BY sq_items_visible
+    WHERE i.queue IN (SELECT name FROM sq_queues WHERE :queue IS NULL OR name = :queue)
+      AND i.status IN ('ready', 'leased') AND i.visible_at >= :since AND i.created_at >= :since
+    UNION ALL
+    SELECT json_extract(e.value, '$.at'), 'f'
+    FROM sq_items AS i INDEXED BY sq_items_visible, json_each(i.errors) AS e
+    WHERE i.queue IN (SELECT name FROM sq_queues WHERE :queue IS NULL OR name = :queue)
+      AND i.status IN ('ready', 'leased') AND i.visible_at >= :since AND i.attempts > 0
+    UNION ALL
+    SELECT json_extract(e.value, '$.at'), 'f'
+    FROM sq_items AS i INDEXED BY sq_items_dead, json_each(i.errors) AS e
+    WHERE i.queue IN (SELECT name FROM sq_queues WHERE :queue IS NULL OR name = :queue)
+      AND i.status = 'dead' AND i.died_at >= :since
+)
+SELECT (CAST(strftime('%s', substr(at, 1, 19)) AS INTEGER) - CAST(strftime('%s', substr(:since, 1, 19)) AS INTEGER))
+           / :bucket AS bucket,
+       sum(kind = 'p') AS pushed, sum(kind = 'c') AS completed, sum(kind = 'f') AS failed,
+       sum(kind = 'd') AS dead
+FROM events
+WHERE at >= :since AND at < :until
+GROUP BY 1
+ORDER BY 1
+LIMIT :limit
