@@ -203,3 +203,11 @@ def test_the_boto3_example_of_the_docs(sqs_base: str, capsys: pytest.CaptureFixt
     example = page.split("```python\n", 1)[1].split("```", 1)[0]
     exec(compile(example.replace("http://127.0.0.1:8000", sqs_base), "docs/sqs.md", "exec"), {})
     assert '{"to": "ada@example.com"}' in capsys.readouterr().out
+
+
+def test_metrics_name_each_action(sqs: Any, sqs_base: str, url: str) -> None:
+    sqs.send_message(QueueUrl=url, MessageBody="counted")
+    json_call(sqs_base, "NoSuchAction", "{}")
+    metrics = httpx.get(sqs_base + "/metrics").text
+    assert 'route="/ (SQS SendMessage)",status="200"' in metrics
+    assert 'route="/ (SQS)",status="400"' in metrics  # an action it does not know: no label of its own

@@ -60,6 +60,18 @@ ACTIONS: dict[str, Handler] = {
 
 
 @dataclass(frozen=True, slots=True)
+class Named:
+    """How the access log and the metrics name an SQS request (their `route`): by its action, of a
+    bounded set, never by anything the caller chose."""
+
+    path_format: str
+
+
+NAMED = {action: Named(f"/ (SQS {action})") for action in ACTIONS}
+UNNAMED = Named("/ (SQS)")
+
+
+@dataclass(frozen=True, slots=True)
 class SqsConfig:
     """The settings the door answers by (SIMPLEQUEUE_PUBLIC_URL, _SQS_ACCOUNT_ID, _SQS_REGION)."""
 
@@ -82,11 +94,13 @@ async def serve(request: Request) -> Response:
     headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in request.scope["headers"]}
     wire = Wire.JSON if "x-amz-target" in headers else Wire.QUERY
     action = "?"
+    request.scope["route"] = UNNAMED
     try:
         body = await request.body()
         grant = _caller(request, body)
         call = decode(headers, request.url.query, body)
         wire, action = call.wire, call.action
+        request.scope["route"] = NAMED.get(action, UNNAMED)
         result = await _call(request, headers, call, grant)
     except SqsError as exc:
         return _error(exc, wire, request_id)
