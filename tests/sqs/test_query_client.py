@@ -1,0 +1,67 @@
+"""The query protocol as a real client speaks it: boto3 1.28 / botocore 1.31.80 (the last SQS model
+before the JSON protocol), in a venv of its own, runs tests/sqs/query_client.py against the door on
+every engine. SIMPLEQUEUE_TEST_QUERY_PYTHON may name a python that has it; else the venv is built
+here (skipped when it cannot be installed, failed under CI)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.engines import REQUIRE_POSTGRES
+
+OLD_CLIENT = ["botocore==1.31.80", "boto3==1.28.80"]
+SCRIPT = Path(__file__).with_name("query_client.py")
+
+
+@pytest.fixture(scope="module")
+def old_python(tmp_path_factory: pytest.TempPathFactory) -> str:
+    given = os.environ.get("SIMPLEQUEUE_TEST_QUERY_PYTHON")
+    if given:
+        return given
+    venv = Path(tmp_path_factory.mktemp("query-venv"))
+    python = venv / "bin" / "python"
+    built = subprocess.run([sys.executable, "-m", "venv", str(venv)], capture_output=True, text=True)
+    if built.returncode == 0:
+        built = subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *OLD_CLIENT],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    if built.returncode != 0:
+        message = f"cannot install {' '.join(OLD_CLIENT)}: {built.stderr[-500:]}"
+        if REQUIRE_POSTGRES:  # under CI
+            pytest.fail(message)
+        pytest.skip(message)
+    return str(python)
+
+
+def test_boto3_1_28_speaks_the_query_protocol(old_python: str, sqs_base: str, name: str) -> None:
+    ran = subprocess.run(
+        [old_python, str(SCRIPT), sqs_base, name], capture_output=True, text=True, timeout=120
+    )
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    out: dict[str, Any] = json.loads(ran.stdout)
+    assert (out["botocore"], out["protocol"]) == ("1.31.80", "query")
+    assert out["url"] == f"{sqs_base}/000000000000/{name}"
+    assert out["sent"]["MD5OfMessageBody"] == "5d41402abc4b2a76b9719d911017c592"
+    assert out["batch"] == {"ok": ["a"], "failed": [["b", "InvalidParameterValue"]]}
+    assert out["bodies"] == ["a & <b>", "hello"]
+    assert out["counts"] == ["1", "1"]
+    assert out["deleted"] == ["m0", "m1"]
+    assert out["attributes"]["VisibilityTimeout"] == "40"
+    assert out["attributes"]["ApproximateNumberOfMessagesNotVisible"] == "0"
+    assert out["listed"] == [out["url"]]
+    assert out["errors"] == {
+        "GetQueueUrl": ["AWS.SimpleQueueService.NonExistentQueue", 400],
+        "DeleteMessage": ["ReceiptHandleIsInvalid", 400],
+        "SendMessage": ["InvalidParameterValue", 400],
+        "PurgeQueue": ["AWS.SimpleQueueService.UnsupportedOperation", 400],
+    }
