@@ -20,6 +20,7 @@ from simplequeue.api.front import DoorRules, FrontDoor
 from simplequeue.api.hot import Hot, HotRoutes, check_declared, hot_table
 from simplequeue.api.items.endpoints import HOT
 from simplequeue.api.items.routes import HOT_OPERATIONS
+from simplequeue.api.page_headers import WithPageHeaders
 from simplequeue.api.routes import router
 from simplequeue.api.sqs.routes import sqs_routes
 
@@ -114,7 +115,7 @@ def build_api(
     app.include_router(router)
     # The dashboard: static files of the package, calling the API above from the browser (the
     # data needs an admin key when the service has keys; the files themselves hold none).
-    app.mount("/ui", StaticFiles(directory=UI, html=True), name="ui")
+    app.mount("/ui", WithPageHeaders(StaticFiles(directory=UI, html=True)), name="ui")
     # The Amazon SQS door (simplequeue.api.sqs): POST / and POST /{account_id}/{queue}, outside the spec.
     app.router.routes.extend(sqs_routes())
     declare_security(app)
