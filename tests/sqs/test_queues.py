@@ -17,6 +17,8 @@ def test_create_queue_answers_its_url_and_the_same_url_again(sqs: Any, sqs_base:
     assert url == f"{sqs_base}/{ACCOUNT}/{name}"
     assert sqs.create_queue(QueueName=name, Attributes={"VisibilityTimeout": "45"})["QueueUrl"] == url
     assert sqs.create_queue(QueueName=name)["QueueUrl"] == url
+    for same in ({"FifoQueue": "false"}, {"DelaySeconds": "0", "ReceiveMessageWaitTimeSeconds": "0"}):
+        assert sqs.create_queue(QueueName=name, Attributes=same)["QueueUrl"] == url
     with pytest.raises(ClientError) as e:
         sqs.create_queue(QueueName=name, Attributes={"VisibilityTimeout": "46"})
     assert error_code(e) == "QueueAlreadyExists"

@@ -44,7 +44,8 @@ NOT_YET = frozenset(
         "FifoThroughputLimit",
     }
 )
-FIFO_ONLY = frozenset({"FifoQueue", "ContentBasedDeduplication"})
+AS_CREATED = {**DEFAULT_ONLY, "FifoQueue": "false"}
+"""What a queue's attributes are when GetQueueAttributes does not name them."""
 READABLE = (
     "QueueArn",
     "ApproximateNumberOfMessages",
@@ -151,7 +152,7 @@ async def create_queue(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
         return {"QueueUrl": ctx.place.queue_url(name)}
     now = _attributes_of(ctx, stats)
     for key, value in attributes.items():
-        if now.get(key, DEFAULT_ONLY.get(key)) != value:
+        if now.get(key, AS_CREATED.get(key)) != value:
             raise SqsError(
                 "QueueNameExists",
                 f"A queue already exists with the same name and a different value for attribute {key}",
