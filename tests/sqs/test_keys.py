@@ -19,10 +19,12 @@ from tests.test_e2e import serving
 ADMIN = ("AKIDADMIN0000000001", "admin-secret-" + "a" * 32)
 CONSUMER = ("AKIDCONSUMER000001", "consumer-secret-" + "c" * 32)
 JOBS_PRODUCER = ("AKIDJOBSPRODUCER01", "producer-secret-" + "p" * 32)
+JOBS_CONSUMER = ("AKIDJOBSCONSUMER01", "consumer-secret-" + "j" * 32)
 KEYS = [
     {"key": ADMIN[1], "role": "admin", "access_key_id": ADMIN[0]},
     {"key": CONSUMER[1], "role": "consumer", "access_key_id": CONSUMER[0]},
     {"key": JOBS_PRODUCER[1], "role": "producer", "queues": ["jobs-*"], "access_key_id": JOBS_PRODUCER[0]},
+    {"key": JOBS_CONSUMER[1], "role": "consumer", "queues": ["jobs-*"], "access_key_id": JOBS_CONSUMER[0]},
 ]
 
 
@@ -88,7 +90,9 @@ def test_roles_and_queues(keyed: str) -> None:
         assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
     producer.send_message(QueueUrl=jobs, MessageBody="allowed")
     assert producer.get_queue_url(QueueName="jobs-mail")["QueueUrl"] == jobs
-    assert producer.list_queues()["QueueUrls"] == [jobs]  # only the queues its globs cover
+    listed = producer.list_queues()["QueueUrls"]
+    assert jobs in listed
+    assert all("/jobs-" in u for u in listed)  # only the queues its globs cover
     assert consumer.get_queue_attributes(QueueUrl=jobs, AttributeNames=["All"])["Attributes"]
 
 
@@ -115,3 +119,27 @@ def test_the_door_settings(tmp_path: Path) -> None:
         with pytest.raises(ClientError) as e:
             sqs.send_message(QueueUrl=f"{base}/000000000000/placed", MessageBody="x")
         assert error_code(e) == "AWS.SimpleQueueService.NonExistentQueue"
+
+
+def test_a_key_limited_to_some_queues_touches_their_messages_only(keyed: str) -> None:
+    admin = client(keyed, ADMIN)
+    jobs = admin.create_queue(QueueName="jobs-own")["QueueUrl"]
+    other = admin.create_queue(QueueName="not-jobs")["QueueUrl"]
+    admin.send_message(QueueUrl=other, MessageBody="not yours")
+    [message] = admin.receive_message(QueueUrl=other)["Messages"]
+    handle = message["ReceiptHandle"]
+    limited = client(keyed, JOBS_CONSUMER)
+    for call in (
+        lambda: limited.delete_message(QueueUrl=jobs, ReceiptHandle=handle),
+        lambda: limited.change_message_visibility(QueueUrl=jobs, ReceiptHandle=handle, VisibilityTimeout=0),
+    ):
+        with pytest.raises(ClientError) as e:
+            call()
+        assert error_code(e) == "ReceiptHandleIsInvalid"
+    batch = limited.delete_message_batch(QueueUrl=jobs, Entries=[{"Id": "m", "ReceiptHandle": handle}])
+    assert [(f["Id"], f["Code"]) for f in batch["Failed"]] == [("m", "ReceiptHandleIsInvalid")]
+    counts = admin.get_queue_attributes(
+        QueueUrl=other, AttributeNames=["ApproximateNumberOfMessagesNotVisible"]
+    )
+    assert counts["Attributes"] == {"ApproximateNumberOfMessagesNotVisible": "1"}  # still there, still leased
+    admin.delete_message(QueueUrl=other, ReceiptHandle=handle)
