@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import hashlib
 import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.sqs.conftest import error_code
+from tests.sqs.conftest import error_code, sqs_client
+from tests.test_e2e import serving
 
 
 def md5(text: str) -> str:
@@ -73,10 +76,6 @@ def test_delay_seconds(sqs: Any, url: str) -> None:
 
 
 def test_long_poll_wakes_on_a_send(sqs: Any, sqs_base: str, url: str) -> None:
-    from concurrent.futures import ThreadPoolExecutor
-
-    from tests.sqs.conftest import sqs_client
-
     with ThreadPoolExecutor(1) as pool:
         started = time.monotonic()
         waiting = pool.submit(receive, sqs_client(sqs_base), url, WaitTimeSeconds=10)
@@ -276,3 +275,20 @@ def test_a_fifo_batch_keeps_its_order(sqs: Any, name: str) -> None:
         bodies.append(message["Body"])
         sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
     assert bodies == [str(n) for n in range(10)]
+
+
+def test_visibility_zero_wakes_a_long_poll_at_once(tmp_path: Path) -> None:
+    # The watcher rechecks every 30 s here: only the door's own signal can wake the waiting receive.
+    env = {"SIMPLEQUEUE_WAIT_RECHECK_SECONDS": "30"}
+    with serving(f"sqlite:///{tmp_path / 'wake.db'}", env=env) as base, ThreadPoolExecutor(1) as pool:
+        sqs = sqs_client(base)
+        url = sqs.create_queue(QueueName="wake")["QueueUrl"]
+        sqs.send_message(QueueUrl=url, MessageBody="back")
+        [held] = receive(sqs, url, VisibilityTimeout=600)
+        waiting = pool.submit(receive, sqs_client(base), url, WaitTimeSeconds=10)
+        time.sleep(1)
+        started = time.monotonic()
+        sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=held["ReceiptHandle"], VisibilityTimeout=0)
+        [message] = waiting.result(timeout=15)
+        assert message["MessageId"] == held["MessageId"]
+        assert time.monotonic() - started < 5

@@ -10,3 +10,9 @@ async def queue_exists(service: QueueService, name: str) -> bool:
     sends to a queue that exists only (a push through the REST API makes one)."""
     service.require_ready()
     return await service._store.queue_exists(name)
+
+
+def visible_now(service: QueueService, queue: str) -> None:
+    """A lease was cut to nothing (SQS's ChangeMessageVisibility 0): long-polls waiting on the queue
+    here hear of it now, not at the watcher's next probe."""
+    service._waiting.notify(queue, 1)

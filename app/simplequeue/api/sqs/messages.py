@@ -35,6 +35,7 @@ from simplequeue.domain import (
     LeaseMismatch,
     QueueError,
 )
+from simplequeue.service.sqs import visible_now
 
 MAX_DELAY_SECONDS = 900
 MAX_VISIBILITY_SECONDS = 43200
@@ -272,7 +273,7 @@ async def delete_message_batch(ctx: Context, p: dict[str, Any]) -> dict[str, Any
 async def _change(ctx: Context, queue: str, handle: str, seconds: int) -> None:
     item_id, token = await _lease_in(ctx, queue, handle)
     try:
-        await ctx.service.extend(item_id, token, seconds)
+        view = await ctx.service.extend(item_id, token, seconds)
     except (ItemNotFound, LeaseMismatch):
         raise invalid(
             "ReceiptHandle",
@@ -283,6 +284,8 @@ async def _change(ctx: Context, queue: str, handle: str, seconds: int) -> None:
         raise SqsError("MessageNotInflight", "The message referred to isn't in flight.") from None
     except QueueError as exc:
         raise from_domain(exc) from None
+    if seconds == 0:
+        visible_now(ctx.service, view.queue)
 
 
 def _visibility(p: dict[str, Any]) -> int:
