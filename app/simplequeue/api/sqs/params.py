@@ -102,9 +102,7 @@ def entries(
     if not isinstance(value, list) or not all(isinstance(e, dict) for e in value):
         raise invalid("Entries", value, "it must be a list of entries.")
     if not value:
-        raise SqsError(
-            "EmptyBatchRequest", "There should be at least one SendMessageBatchRequestEntry in the request."
-        )
+        raise SqsError("EmptyBatchRequest", "There should be at least one entry in the batch request.")
     if len(value) > MAX_BATCH:
         raise SqsError(
             "TooManyEntriesInBatchRequest",

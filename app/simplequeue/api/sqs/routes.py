@@ -107,10 +107,10 @@ async def serve(request: Request) -> Response:
     except QueueError as exc:
         error = from_domain(exc)
         if error.status >= 500:
-            log.warning("request %s: SQS %s failed: %s: %s", request_id, action, exc.code, exc.detail)
+            log.warning("request %s: SQS %r failed: %s: %s", request_id, action[:80], exc.code, exc.detail)
         return _error(error, wire, request_id)
     except Exception:
-        log.exception("request %s: SQS %s failed unexpectedly", request_id, action)
+        log.exception("request %s: SQS %r failed unexpectedly", request_id, action[:80])
         return _error(from_domain(QueueError()), wire, request_id)
     answer_headers = {"x-amzn-requestid": request_id}
     if wire is Wire.JSON:
