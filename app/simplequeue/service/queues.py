@@ -331,6 +331,17 @@ class QueueService:
             await self._known(queue)
         return await self._store.activity(queue, window)
 
+    async def queue_exists(self, name: str) -> bool:
+        """Whether the queue exists: one indexed lookup, where `get_queue` counts its items too.
+        (SQS sends only to a queue that exists; a push through the REST API makes one.)"""
+        self.require_ready()
+        return await self._store.queue_exists(name)
+
+    def made_visible(self, queue: str) -> None:
+        """A lease was cut to nothing (SQS's ChangeMessageVisibility 0): long-polls waiting on the
+        queue here hear of it now, not at the watcher's next probe."""
+        self._waiting.notify(queue, 1)
+
     async def _known(self, queue: str) -> None:
         """Every call that names a queue answers an unknown one alike: QueueNotFound."""
         if not await self._store.queue_exists(queue):

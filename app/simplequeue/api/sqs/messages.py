@@ -35,7 +35,6 @@ from simplequeue.domain import (
     LeaseMismatch,
     QueueError,
 )
-from simplequeue.service.sqs import visible_now
 
 MAX_DELAY_SECONDS = 900
 MAX_VISIBILITY_SECONDS = 43200
@@ -285,7 +284,7 @@ async def _change(ctx: Context, queue: str, handle: str, seconds: int) -> None:
     except QueueError as exc:
         raise from_domain(exc) from None
     if seconds == 0:
-        visible_now(ctx.service, view.queue)
+        ctx.service.made_visible(view.queue)
 
 
 def _visibility(p: dict[str, Any]) -> int:

@@ -19,7 +19,6 @@ from simplequeue.api.sqs.context import Context
 from simplequeue.api.sqs.errors import SqsError, from_domain, missing, no_queue
 from simplequeue.api.sqs.urls import checked_name, creatable, is_fifo, queue_of_url
 from simplequeue.domain import QueueNotFound, QueueSettings, QueueStats
-from simplequeue.service.sqs import queue_exists
 
 MAX_ATTEMPTS = 1000
 """SQS redelivers a message whose visibility runs out for as long as it is kept; the service's
@@ -70,7 +69,7 @@ def queue_param(ctx: Context, p: dict[str, Any]) -> str:
 
 
 async def existing(ctx: Context, name: str) -> str:
-    if not await queue_exists(ctx.service, name):
+    if not await ctx.service.queue_exists(name):
         raise no_queue()
     return name
 
