@@ -61,6 +61,7 @@ PARAMETERS = {
     "pick_dead": ("queue", "ids", "limit"),
     "revive": ("now", "queue", "plan"),
     "purge_dead": ("now", "queue", "limit"),
+    "purge_live": ("now", "queue", "limit"),
     "list_history": ("queue", "outcome", "since", "until", "after_at", "after_seq", "limit"),
     "activity": ("queue", "since", "until", "bucket", "limit"),
     "purge_history": ("now", "limit"),
@@ -179,6 +180,7 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     conn.reply("pick_dead", picked(1))
     conn.reply("revive", result(revived=1))
     conn.reply("purge_dead", result(purged=0))
+    conn.reply("purge_live", result(purged=0))
     conn.reply("list_history", history_rows())
     conn.reply("activity", Result(["bucket", "pushed", "completed", "failed", "dead"], []))
     conn.reply("reap_expired", Result(["queue", "killed"], []))
@@ -207,6 +209,7 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     await store.list_dead("orders", DeadFilter(), 10, None)
     assert await store.redrive("orders", None, None) == 1
     await store.purge_dead("orders")
+    await store.purge_live("orders")
     await store.list_history("orders", HistoryFilter(), 10, None)
     await store.activity("orders", ActivityWindow(NOW.replace(microsecond=0), 60, 2))
     await store.reap_expired(10)

@@ -63,6 +63,7 @@ def test_the_batches_that_write_are_the_ones_expected() -> None:
         "reap_expired",
         "revive",
         "purge_dead",
+        "purge_live",
         "purge_history",
         "put_queue",
         "set_paused",

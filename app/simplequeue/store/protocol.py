@@ -169,6 +169,12 @@ class Administration(Protocol):
     async def purge_dead(self, queue: str) -> int:
         """Delete the queue's dead items (in bounded batches); return how many."""
 
+    async def purge_live(self, queue: str) -> int:
+        """Delete the queue's live items (ready, delayed, retrying, leased; in bounded batches) and
+        return how many: SQS's PurgeQueue. No history is written (a purge is not a completion); dead
+        items stay, and so does a lease that ran out on its last attempt (dead already). Their dedup
+        keys and remembered ids start their windows, as purge_dead's do."""
+
     async def set_paused(self, queue: str, paused: bool) -> None:
         """A paused queue takes pushes and hands out nothing. Raises QueueNotFound."""
 

@@ -448,6 +448,44 @@ JOIN dbo.sq_queues AS q ON q.name = d.queue
 WHERE d.remember_id = 1;
 SELECT COUNT(*) AS purged FROM @gone;
 
+-- name: purge_live
+-- A batch of the queue's live items go (ready, delayed, retrying, leased; no history: a purge is
+-- not a completion), and the windows of their dedup keys and remembered ids start, as purge_dead's
+-- do. A lease that ran out on its last attempt is dead already (the sweep records it): it stays.
+-- READPAST leaves items a concurrent pop, completion or purge holds.
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @queue NVARCHAR(4000) = :queue;
+DECLARE @max_attempts INT = (SELECT q.max_attempts FROM dbo.sq_queues AS q WHERE q.name = @queue);
+DECLARE @gone TABLE (
+    id UNIQUEIDENTIFIER NOT NULL,
+    queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL,
+    dedup_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
+    remember_id BIT NOT NULL
+);
+WITH doomed AS (
+    SELECT TOP (CAST(:limit AS INT)) x.id, x.queue, x.dedup_key, x.remember_id
+    FROM dbo.sq_items AS x WITH (INDEX(sq_items_pop), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
+    WHERE x.queue = @queue AND x.status IN ('ready', 'leased')
+      AND NOT (x.status = 'leased' AND x.visible_at <= @now AND x.attempts >= @max_attempts)
+    ORDER BY x.seq
+)
+DELETE FROM doomed
+OUTPUT deleted.id, deleted.queue, deleted.dedup_key, deleted.remember_id INTO @gone;
+UPDATE k
+SET expires_at = DATEADD(SECOND, q.dedup_window_seconds, @now)
+FROM dbo.sq_dedup AS k WITH (FORCESEEK)
+JOIN @gone AS d ON k.queue = d.queue AND k.dedup_key = d.dedup_key AND k.item_id = d.id
+JOIN dbo.sq_queues AS q ON q.name = d.queue;
+UPDATE k
+SET expires_at = DATEADD(SECOND, q.dedup_window_seconds, @now)
+FROM dbo.sq_client_ids AS k WITH (FORCESEEK)
+JOIN @gone AS d ON k.id = d.id
+JOIN dbo.sq_queues AS q ON q.name = d.queue
+WHERE d.remember_id = 1;
+SELECT COUNT(*) AS purged FROM @gone;
+
 -- name: list_history
 -- A page of history records, most recently finished first, after the cursor's (finished_at, seq) if
 -- one is given, with optional filters ('' for none). RECOMPILE: the plan is made for this call's

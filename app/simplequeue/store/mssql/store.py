@@ -384,6 +384,17 @@ class MssqlStore(QueueReads):
             if done < BATCH:
                 return purged
 
+    @deadlock_unavailable
+    async def purge_live(self, queue: str) -> int:
+        purged = 0
+        while True:
+            async with self._transaction() as conn:
+                [row] = await fetch(conn, "purge_live", now=self._now(), queue=queue, limit=BATCH)
+            done = int(row["purged"])
+            purged += done
+            if done < BATCH:
+                return purged
+
     @retry_deadlocks
     async def reap_expired(self, limit: int) -> int:
         async with self._transaction() as conn:

@@ -298,6 +298,33 @@ WITH gone AS (
 )
 SELECT count(*) FROM gone
 
+-- name: purge_live
+-- A batch of the queue's live items go (ready, delayed, retrying, leased; no history: a purge is
+-- not a completion); the windows of their dedup keys and remembered ids start, as purge_dead's do.
+-- A lease that ran out on its last attempt is dead already (the sweep records it): it stays.
+WITH gone AS (
+    DELETE FROM sq_items WHERE seq = ANY (ARRAY(
+        SELECT i.seq FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
+        WHERE i.queue = :queue AND i.status IN ('ready', 'leased')
+          AND NOT (i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now())
+                   AND i.attempts >= q.max_attempts)
+        ORDER BY i.seq LIMIT :limit
+        FOR UPDATE OF i SKIP LOCKED
+    ))
+    RETURNING id, queue, dedup_key, remember_id
+), windows AS (
+    UPDATE sq_dedup AS k
+    SET expires_at = COALESCE(:now::timestamptz, now()) + q.dedup_window_seconds * interval '1 second'
+    FROM gone AS d JOIN sq_queues AS q ON q.name = d.queue
+    WHERE d.dedup_key IS NOT NULL AND k.queue = d.queue AND k.dedup_key = d.dedup_key AND k.item_id = d.id
+), ids AS (
+    UPDATE sq_client_ids AS k
+    SET expires_at = COALESCE(:now::timestamptz, now()) + q.dedup_window_seconds * interval '1 second'
+    FROM gone AS d JOIN sq_queues AS q ON q.name = d.queue
+    WHERE d.remember_id AND k.id = d.id
+)
+SELECT count(*) FROM gone
+
 -- name: list_history
 SELECT seq, id, queue, outcome, attempts, created_at, first_popped_at, finished_at, group_key, dedup_key,
        last_error, payload::text AS payload

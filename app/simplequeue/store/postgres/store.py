@@ -389,6 +389,15 @@ class PostgresStore(QueueReads):
             if done < BATCH:
                 return purged
 
+    async def purge_live(self, queue: str) -> int:
+        purged = 0
+        while True:
+            async with self._conn() as conn:
+                done: int = await fetch_value(conn, "purge_live", queue=queue, limit=BATCH, now=self._now())
+            purged += done
+            if done < BATCH:
+                return purged
+
     async def reap_expired(self, limit: int) -> int:
         async with self._conn() as conn:
             killed = await fetch(conn, "reap", now=self._now(), limit=limit, error=LEASE_EXPIRED_ERROR)

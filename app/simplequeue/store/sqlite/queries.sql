@@ -183,6 +183,15 @@ WHERE i.queue = :queue AND i.status = 'dead'
 ORDER BY i.died_at, i.seq
 LIMIT :limit
 
+-- name: live_to_purge
+-- A batch of the queue's live items (ready, delayed, retrying, leased) for purge_live. A lease that
+-- ran out on its last attempt is dead already (the sweep records it): it stays, as dead items do.
+SELECT i.seq FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
+WHERE i.queue = :queue AND i.status IN ('ready', 'leased')
+  AND NOT (i.status = 'leased' AND i.visible_at <= :now AND i.attempts >= q.max_attempts)
+ORDER BY i.seq
+LIMIT :limit
+
 -- name: revive
 -- A new seq: a redriven item rejoins its ordered group at the back.
 UPDATE sq_items

@@ -357,6 +357,20 @@ class SqliteStore(QueueReads):
             if len(seqs) < BATCH:
                 return purged
 
+    async def purge_live(self, queue: str) -> int:
+        purged = 0
+        while True:
+            async with self._write() as conn:
+                now = to_text(self._clock())
+                params = {"queue": queue, "now": now, "limit": BATCH}
+                seqs = [row["seq"] for row in await fetch(conn, "live_to_purge", **params)]
+                await execute(conn, "start_dedup_windows", seqs=json.dumps(seqs), now=now)
+                await execute(conn, "remember_ids", seqs=json.dumps(seqs), now=now)
+                await execute(conn, "delete_items", seqs=json.dumps(seqs))
+            purged += len(seqs)
+            if len(seqs) < BATCH:
+                return purged
+
     async def reap_expired(self, limit: int) -> int:
         now = to_text(self._clock())
         async with self._write() as conn:

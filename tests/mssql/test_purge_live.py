@@ -1,0 +1,68 @@
+"""purge_live (SQS's PurgeQueue) on SQL Server: the batch's statements, then its binding. Its
+behaviour runs in the conformance suite on the engines that are there."""
+
+from __future__ import annotations
+
+from simplequeue.store.mssql.statements import Q
+from simplequeue.store.mssql.store import BATCH, MssqlStore
+from sqlglot import exp
+
+from tests.mssql.helpers import (
+    NOW_TEXT,
+    FakeConnection,
+    declared,
+    hints,
+    index_hint,
+    placeholders,
+    result,
+    statements,
+    table_named,
+)
+
+
+def test_purge_live_deletes_a_batch_of_live_items_and_keeps_a_lease_dead_already() -> None:
+    delete, _, _, count = statements("purge_live")
+    assert isinstance(delete, exp.Delete)
+    select = delete.find(exp.CTE).this
+    table = select.find(exp.From).this
+    assert hints(table) == ["INDEX", "READCOMMITTEDLOCK", "READPAST", "ROWLOCK", "UPDLOCK"]
+    assert "sq_items_pop" in index_hint(table)
+    assert select.args.get("limit") is not None
+    assert select.args["where"].this.sql("tsql") == (
+        "x.queue = @queue AND x.status IN ('ready', 'leased') "
+        "AND NOT (x.status = 'leased' AND x.visible_at <= @now AND x.attempts >= @max_attempts)"
+    )
+    assert [o.sql("tsql") for o in select.args["order"].expressions] == ["x.seq"]
+    assert [col.sql("tsql") for col in delete.args["returning"].expressions][-1] == "deleted.remember_id"
+    assert count.sql("tsql") == "SELECT COUNT(*) AS purged FROM @gone"
+
+
+def test_purge_live_writes_no_history_and_starts_the_windows_as_purge_dead() -> None:
+    _, windows, id_windows, _ = statements("purge_live")
+    assert "sq_history" not in Q["purge_live"].sql
+    assert "max_attempts FROM dbo.sq_queues" in declared("purge_live")
+    assert "remember_id BIT NOT NULL" in declared("purge_live")
+    assert isinstance(windows, exp.Update)
+    assert "k.item_id = d.id" in windows.sql("tsql")
+    assert isinstance(id_windows, exp.Update)
+    claims = table_named(id_windows, "sq_client_ids")
+    assert (claims.alias, hints(claims)) == ("k", ["FORCESEEK"])
+    assert id_windows.args["where"].this.sql("tsql") == "d.remember_id = 1"
+    _, dead_windows, dead_id_windows, _ = statements("purge_dead")
+    assert windows.sql("tsql") == dead_windows.sql("tsql")
+    assert id_windows.sql("tsql") == dead_id_windows.sql("tsql")
+
+
+def test_purge_live_takes_the_clock_the_queue_and_the_batch_size() -> None:
+    assert placeholders(Q["purge_live"].sql) == 3
+    assert Q["purge_live"].params == ("now", "queue", "limit")
+
+
+async def test_purge_live_repeats_full_batches(fake: tuple[MssqlStore, FakeConnection]) -> None:
+    store, conn = fake
+    conn.reply("purge_live", result(purged=BATCH), result(purged=3))
+
+    assert await store.purge_live("orders") == BATCH + 3
+
+    assert conn.all_params("purge_live") == [(NOW_TEXT, "orders", BATCH)] * 2
+    assert conn.commits == 2
