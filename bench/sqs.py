@@ -17,7 +17,11 @@ Every figure is messages deleted (completed) per second by THREADS concurrent lo
 window after a warm-up; every loop stops at the window's end or after MAX_ITERATIONS. Each figure
 is on a fresh database and a fresh server (a fresh moto server for "moto"), all on 127.0.0.1, each
 stopped afterwards. Rounds alternate the order of the three, and the table shows each figure's
-median with its range, then the ratios: sqs / rest (target at least 0.7x) and sqs / moto.
+median with its range, then the ratios: sqs / rest (target at least 0.7x) and sqs / moto. A
+second table shows where the CPU went in the window, per message deleted: the load generator (this
+process: botocore or httpx, 8 threads), the server (simplequeue's or moto's process) and PostgreSQL
+(every postgres process on the machine). On a small machine the clients share the cores with the
+server, so a client that costs more CPU per message slows the server down too.
 
 The machine is noisy: only ratios within one run mean anything.
 """
@@ -42,7 +46,8 @@ import boto3  # type: ignore[import-untyped]
 import httpx
 from botocore.config import Config  # type: ignore[import-untyped]
 
-from bench.infra import database, free_port, server
+from bench.infra import PIDS, database, free_port, server
+from bench.profile import CpuMeter
 
 KINDS = ("sqs", "rest", "moto")
 THREADS = 8
@@ -52,6 +57,7 @@ WARMUP = 1.0
 MAX_ITERATIONS = 100_000  # per loop: a bound on count besides the window's bound on time
 QUEUE = "bench-sqs"
 TARGET = 0.7  # sqs / rest
+SIDES = ("load generator", "server", "postgres", "total")
 
 
 class Window:
@@ -133,8 +139,9 @@ def rest_loop(http: httpx.Client, window: Window) -> None:
         window.count(sum(1 for r in results if r["result"] == "completed"))
 
 
-def run_loops(seconds: float, loops: list[Callable[[Window], None]]) -> float:
-    """Messages deleted per second in the window by the loops, each in a thread of its own."""
+def run_loops(seconds: float, loops: list[Callable[[Window], None]], meter: CpuMeter) -> float:
+    """Messages deleted per second in the window by the loops, each in a thread of its own; the
+    meter reads the CPU spent in the window."""
     window = Window(seconds)
 
     def guarded(loop: Callable[[Window], None]) -> None:
@@ -145,32 +152,38 @@ def run_loops(seconds: float, loops: list[Callable[[Window], None]]) -> float:
             raise
 
     with ThreadPoolExecutor(max_workers=len(loops)) as pool:
-        for future in [pool.submit(guarded, loop) for loop in loops]:
+        futures = [pool.submit(guarded, loop) for loop in loops]
+        time.sleep(max(0.0, window.start - time.monotonic()))
+        meter.start()
+        time.sleep(max(0.0, window.end - time.monotonic()))
+        meter.stop()
+        for future in futures:
             future.result()
+    meter.count = window.deleted
     return window.deleted / window.seconds
 
 
-def boto3_rate(endpoint: str, seconds: float) -> float:
+def boto3_rate(endpoint: str, seconds: float, meter: CpuMeter) -> float:
     clients = [sqs_client(endpoint) for _ in range(THREADS)]  # made here: making clients is not thread-safe
     url = clients[0].create_queue(QueueName=QUEUE)["QueueUrl"]
     try:
-        return run_loops(seconds, [partial(sqs_loop, c, url) for c in clients])
+        return run_loops(seconds, [partial(sqs_loop, c, url) for c in clients], meter)
     finally:
         for client in clients:
             client.close()
 
 
-def httpx_rate(base: str, seconds: float) -> float:
+def httpx_rate(base: str, seconds: float, meter: CpuMeter) -> float:
     clients = [httpx.Client(base_url=base, timeout=10) for _ in range(THREADS)]
     try:
-        return run_loops(seconds, [partial(rest_loop, h) for h in clients])
+        return run_loops(seconds, [partial(rest_loop, h) for h in clients], meter)
     finally:
         for client in clients:
             client.close()
 
 
 @contextmanager
-def moto_server() -> Iterator[str]:
+def moto_server() -> Iterator[tuple[str, int]]:
     """moto's server (every AWS service in memory, SQS among them) on a loopback port, stopped afterwards."""
     port = free_port()
     command = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
@@ -189,7 +202,7 @@ def moto_server() -> Iterator[str]:
             if time.monotonic() > deadline:
                 raise RuntimeError("moto's server did not answer in 30 s")
             time.sleep(0.1)
-        yield base
+        yield base, process.pid
     finally:
         process.terminate()
         try:
@@ -199,16 +212,19 @@ def moto_server() -> Iterator[str]:
             process.wait()
 
 
-async def measure(engine: str, kind: str, seconds: float) -> float:
-    """Messages deleted per second of one kind, on a fresh database and server of their own."""
+async def measure(engine: str, kind: str, seconds: float) -> tuple[float, dict[str, float]]:
+    """Messages deleted per second of one kind, on a fresh database and server of their own, and
+    the CPU microseconds per message by side."""
     if kind == "moto":
-        with moto_server() as base:
-            return await asyncio.to_thread(boto3_rate, base, seconds)
+        with moto_server() as (base, pid):
+            meter = CpuMeter(pid, postgres=False)
+            rate = await asyncio.to_thread(boto3_rate, base, seconds, meter)
+            return rate, meter.per_operation()
     async with database(engine) as url:
         with server(url, access_log="false") as base:
-            if kind == "sqs":
-                return await asyncio.to_thread(boto3_rate, base, seconds)
-            return await asyncio.to_thread(httpx_rate, base, seconds)
+            meter = CpuMeter(PIDS[base], postgres=engine == "postgresql")
+            rate = await asyncio.to_thread(boto3_rate if kind == "sqs" else httpx_rate, base, seconds, meter)
+            return rate, meter.per_operation()
 
 
 def spread(values: list[float]) -> str:
@@ -226,13 +242,16 @@ async def main() -> None:
     engines = args.engines.split(",")
 
     figures: dict[tuple[str, str], list[float]] = defaultdict(list)
+    cpu: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     total = args.rounds * len(engines) * len(KINDS)
     done = 0
     for round_ in range(args.rounds):
         for engine in engines:
             for kind in KINDS if round_ % 2 == 0 else KINDS[::-1]:
-                rate = await measure(engine, kind, args.seconds)
+                rate, per_message = await measure(engine, kind, args.seconds)
                 figures[(engine, kind)].append(rate)
+                for side, micros in per_message.items():
+                    cpu[(engine, kind, side)].append(micros)
                 done += 1
                 print(f"[{done}/{total}] round {round_ + 1} {engine} {kind}: {rate:,.0f}/s", flush=True)
 
@@ -249,6 +268,15 @@ async def main() -> None:
             f"{engine:10} {cells}  sqs / rest: {sqs / rest:.2f}x (target >= {TARGET}x)  "
             f"sqs / moto: {sqs / moto:.2f}x"
         )
+    print("\nCPU per message deleted, in the window (median of the rounds, microseconds)")
+    for engine in engines:
+        for kind in KINDS:
+            cells = "  ".join(
+                f"{side}: {statistics.median(cpu[(engine, kind, side)]):6,.0f}"
+                for side in SIDES
+                if (engine, kind, side) in cpu
+            )
+            print(f"{engine:10} {kind:4}  {cells}")
 
 
 if __name__ == "__main__":
