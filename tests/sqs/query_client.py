@@ -46,7 +46,9 @@ for what, call in {
     "SendMessage": lambda: sqs.send_message(
         QueueUrl=url, MessageBody="x", MessageAttributes={"k": {"DataType": "String", "StringValue": "v"}}
     ),
-    "PurgeQueue": lambda: sqs.purge_queue(QueueUrl=url),
+    "AddPermission": lambda: sqs.add_permission(
+        QueueUrl=url, Label="x", AWSAccountIds=["123456789012"], Actions=["SendMessage"]
+    ),
 }.items():
     try:
         call()

@@ -90,6 +90,7 @@ class QueueService:
         self._opened = False
         self._listening = False
         self._ready = False
+        self._purged_at: dict[str, datetime] = {}  # purge_live's last purge of each queue, here
 
     # --- life cycle ------------------------------------------------------------------------------
 
@@ -364,6 +365,27 @@ class QueueService:
     async def purge_dead(self, queue: str) -> int:
         await self._known(queue)
         return await self._store.purge_dead(queue)
+
+    async def purge_live(self, queue: str, *, once_in_seconds: float = 0.0) -> int | None:
+        """Delete the queue's live items (SQS's PurgeQueue; dead ones and history stay) and answer
+        how many; None, deleting nothing, when this process purged the queue less than
+        once_in_seconds ago (SQS's PurgeQueueInProgress). That memory is this process's own: a
+        replica that did not purge the queue does not know of the purge. Raises QueueNotFound."""
+        await self._known(queue)
+        now = self._clock()
+        last = self._purged_at.get(queue)
+        if last is not None and (now - last).total_seconds() < once_in_seconds:
+            return None
+        for name, at in list(self._purged_at.items()):  # only the recent ones are worth keeping
+            if (now - at).total_seconds() >= once_in_seconds:
+                del self._purged_at[name]
+        self._purged_at[queue] = now  # before the await: a purge that overlaps this one is refused
+        try:
+            return await self._store.purge_live(queue)
+        except BaseException:
+            if self._purged_at.get(queue) == now:
+                del self._purged_at[queue]
+            raise
 
     async def pause(self, queue: str) -> QueueStats:
         await self._store.set_paused(queue, True)

@@ -1,5 +1,5 @@
 """The actions on queues: CreateQueue, GetQueueUrl, ListQueues, GetQueueAttributes,
-SetQueueAttributes, DeleteQueue.
+SetQueueAttributes, DeleteQueue, PurgeQueue.
 
 A queue's SQS attributes map onto its settings where the service has a field for them
 (VisibilityTimeout is the lease); those it does not hold yet are taken at SQS's default value only,
@@ -24,6 +24,9 @@ MAX_ATTEMPTS = 1000
 """SQS redelivers a message whose visibility runs out for as long as it is kept; the service's
 items go dead after max_attempts pops, whose highest value this is."""
 FIFO_DEDUP_WINDOW_SECONDS = 300  # SQS's deduplication interval
+PURGE_INTERVAL_SECONDS = 60
+"""SQS allows one PurgeQueue of a queue in 60 seconds; another is PurgeQueueInProgress. Counted by
+the process that answers (QueueService.purge_live): replicas do not share it."""
 
 SETTABLE = frozenset({"VisibilityTimeout"})
 DEFAULT_ONLY = {"DelaySeconds": "0", "ReceiveMessageWaitTimeSeconds": "0"}
@@ -235,4 +238,21 @@ async def delete_queue(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
         await ctx.service.delete_queue(name, force=True)
     except QueueNotFound as exc:
         raise from_domain(exc) from None
+    return {}
+
+
+async def purge_queue(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
+    """Every live message of the queue goes (received or not, delayed or not), with no history:
+    a purge is not a completion. Dead items stay (the HTTP API's dead letters)."""
+    name = queue_param(ctx, p)
+    ctx.authorize(Action.ADMINISTER, name)
+    try:
+        purged = await ctx.service.purge_live(name, once_in_seconds=PURGE_INTERVAL_SECONDS)
+    except QueueNotFound as exc:
+        raise from_domain(exc) from None
+    if purged is None:
+        raise SqsError(
+            "PurgeQueueInProgress",
+            f"Only one PurgeQueue operation on {name} is allowed every {PURGE_INTERVAL_SECONDS} seconds.",
+        )
     return {}

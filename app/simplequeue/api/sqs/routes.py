@@ -49,6 +49,7 @@ ACTIONS: dict[str, Handler] = {
     "GetQueueAttributes": queues.get_queue_attributes,
     "SetQueueAttributes": queues.set_queue_attributes,
     "DeleteQueue": queues.delete_queue,
+    "PurgeQueue": queues.purge_queue,
     "SendMessage": messages.send_message,
     "SendMessageBatch": messages.send_message_batch,
     "ReceiveMessage": messages.receive_message,
