@@ -81,6 +81,7 @@ PARAMETERS = {
     "next_visible_at": ("now", "queues"),
     "queue_stats": ("now", "queue"),
     "queue_exists": ("queue",),
+    "queue_created_at": ("queue",),
     "set_paused": ("queue", "paused"),
     "peek": ("now", "queue", "state", "after_at", "after_seq", "limit"),
     "delete_queue": ("now", "queue", "force"),
@@ -191,6 +192,7 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
         "applied_versions", Result(["version"], []), Result(["version"], [(1,), (2,), (3,), (4,), (5,), (6,)])
     )
     conn.reply("queue_exists", result(found=1))
+    conn.reply("queue_created_at", result(created_at=NOW.replace(tzinfo=None)))
     conn.reply("set_paused", result(changed=1))
     conn.reply("peek", dead_rows())
     conn.reply("delete_queue", result(found=1, leased=0, deleted=1, items=2, history=3))
@@ -217,6 +219,7 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     assert await store.migrate(max_payload_bytes=1024) == [1, 2, 3, 4, 5, 6]
     await store.check_ready()
     assert await store.queue_exists("orders")
+    assert await store.queue_created_at("orders") == NOW
     await store.set_paused("orders", True)
     await store.peek("orders", ItemStatus.LEASED, 10, None)
     assert await store.delete_queue("orders", force=False) == DeletedQueue(items=2, history=3)

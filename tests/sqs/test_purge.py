@@ -4,6 +4,7 @@ and the history stay, one purge of a queue per 60 seconds, admin keys only."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -137,3 +138,20 @@ def test_only_an_admin_key_purges(keyed: str) -> None:
     assert counts(admin, url)[0] == "1"
     admin.purge_queue(QueueUrl=url)
     assert counts(admin, url)[0] == "0"
+
+
+# --- GetQueueAttributes: CreatedTimestamp, LastModifiedTimestamp --------------------------------
+
+
+def test_created_and_last_modified_timestamps_are_the_creation_time(sqs: Any, name: str) -> None:
+    before = int(time.time())
+    url = sqs.create_queue(QueueName=name)["QueueUrl"]
+    after = int(time.time())
+    every = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    assert before - 1 <= int(every["CreatedTimestamp"]) <= after + 1
+    assert every["LastModifiedTimestamp"] == every["CreatedTimestamp"]
+    sqs.set_queue_attributes(QueueUrl=url, Attributes={"VisibilityTimeout": "45"})
+    named = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["CreatedTimestamp"])["Attributes"]
+    assert named == {"CreatedTimestamp": every["CreatedTimestamp"]}
+    modified = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["LastModifiedTimestamp"])
+    assert modified["Attributes"] == {"LastModifiedTimestamp": every["CreatedTimestamp"]}

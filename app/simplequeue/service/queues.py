@@ -338,6 +338,11 @@ class QueueService:
         self.require_ready()
         return await self._store.queue_exists(name)
 
+    async def queue_created_at(self, name: str) -> datetime:
+        """When the queue was made (SQS's CreatedTimestamp). Raises QueueNotFound."""
+        self.require_ready()
+        return await self._store.queue_created_at(name)
+
     def made_visible(self, queue: str) -> None:
         """A lease was cut to nothing (SQS's ChangeMessageVisibility 0): long-polls waiting on the
         queue here hear of it now, not at the watcher's next probe."""

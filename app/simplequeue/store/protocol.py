@@ -133,6 +133,10 @@ class Inspection(Protocol):
 
     async def queue_exists(self, name: str) -> bool: ...
 
+    async def queue_created_at(self, name: str) -> datetime:
+        """When the queue was made (configured or first pushed to); replacing its settings does not
+        move it. Raises QueueNotFound."""
+
     async def peek(self, queue: str, state: ItemStatus, limit: int, cursor: str | None) -> Page[ItemView]:
         """Live items in one state (ready, delayed, retrying or leased) as they are at this moment,
         oldest created first, leasing nothing. Raises InvalidCursor."""

@@ -59,7 +59,10 @@ READABLE = (
     "FifoQueue",
     "ContentBasedDeduplication",
 )
-KNOWN = frozenset({*READABLE, *NOT_YET, "CreatedTimestamp", "LastModifiedTimestamp", "All"})
+TIMESTAMPS = ("CreatedTimestamp", "LastModifiedTimestamp")
+"""Epoch seconds, as text, of sq_queues.created_at: the service keeps no time of a settings change,
+so LastModifiedTimestamp is the creation time too."""
+KNOWN = frozenset({*READABLE, *NOT_YET, *TIMESTAMPS, "All"})
 
 
 def queue_param(ctx: Context, p: dict[str, Any]) -> str:
@@ -205,9 +208,12 @@ async def get_queue_attributes(ctx: Context, p: dict[str, Any]) -> dict[str, Any
     ctx.authorize(Action.READ_STATS, name)
     try:
         stats = await ctx.service.get_queue(name)
+        values = _attributes_of(ctx, stats)
+        if "All" in wanted or any(key in wanted for key in TIMESTAMPS):
+            created = str(int((await ctx.service.queue_created_at(name)).timestamp()))
+            values |= dict.fromkeys(TIMESTAMPS, created)
     except QueueNotFound as exc:
         raise from_domain(exc) from None
-    values = _attributes_of(ctx, stats)
     if "All" not in wanted:
         values = {k: v for k, v in values.items() if k in wanted}
     return {"Attributes": values} if values else {}

@@ -607,6 +607,11 @@ SET NOCOUNT ON;
 DECLARE @queue NVARCHAR(4000) = :queue;
 SELECT CASE WHEN EXISTS (SELECT 1 FROM dbo.sq_queues WHERE name = @queue) THEN 1 ELSE 0 END AS found;
 
+-- name: queue_created_at
+SET NOCOUNT ON;
+DECLARE @queue NVARCHAR(4000) = :queue;
+SELECT created_at FROM dbo.sq_queues WHERE name = @queue;
+
 -- name: set_paused
 SET NOCOUNT ON;
 SET XACT_ABORT ON;

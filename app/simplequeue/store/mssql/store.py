@@ -335,6 +335,13 @@ class MssqlStore(QueueReads):
         return bool(row["created"])
 
     @retry_deadlocks
+    async def queue_created_at(self, name: str) -> datetime:
+        async with self._transaction() as conn:
+            found = await fetch(conn, "queue_created_at", queue=name)
+        if not found:
+            raise QueueNotFound()
+        return rows.as_utc(found[0]["created_at"])
+
     async def queue_exists(self, name: str) -> bool:
         async with self._transaction() as conn:
             [row] = await fetch(conn, "queue_exists", queue=name)

@@ -385,6 +385,9 @@ RETURNING xmax = 0 AS created
 -- name: queue_exists
 SELECT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue)
 
+-- name: queue_created_at
+SELECT created_at FROM sq_queues WHERE name = :queue
+
 -- name: set_paused
 UPDATE sq_queues SET paused = :paused WHERE name = :queue
 

@@ -349,6 +349,13 @@ class PostgresStore(QueueReads):
         async with self._conn() as conn:
             return bool(await fetch_value(conn, "queue_exists", queue=name))
 
+    async def queue_created_at(self, name: str) -> datetime:
+        async with self._conn() as conn:
+            row = await fetch_one(conn, "queue_created_at", queue=name)
+        if row is None:
+            raise QueueNotFound()
+        return rows.as_utc(row["created_at"])
+
     async def set_paused(self, queue: str, paused: bool) -> None:
         async with self._conn() as conn:
             if not await execute(conn, "set_paused", queue=queue, paused=paused):

@@ -242,6 +242,9 @@ FROM json_each(:queues) AS q
 -- name: queue_exists
 SELECT 1 FROM sq_queues WHERE name = :queue
 
+-- name: queue_created_at
+SELECT created_at FROM sq_queues WHERE name = :queue
+
 -- name: put_queue
 INSERT INTO sq_queues (name, created_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_factor,
                        backoff_cap_seconds, backoff_jitter, retention_seconds, dedup_window_seconds, history_payload)

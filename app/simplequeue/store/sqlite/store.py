@@ -302,6 +302,13 @@ class SqliteStore(QueueReads):
         async with self._read() as conn:
             return await fetch_one(conn, "queue_exists", queue=name) is not None
 
+    async def queue_created_at(self, name: str) -> datetime:
+        async with self._read() as conn:
+            row = await fetch_one(conn, "queue_created_at", queue=name)
+        if row is None:
+            raise QueueNotFound()
+        return rows.as_utc(row["created_at"])
+
     async def set_paused(self, queue: str, paused: bool) -> None:
         async with self._write() as conn:
             if not await execute(conn, "set_paused", queue=queue, paused=paused):
