@@ -20,7 +20,7 @@ from simplequeue.outbox.items import (
     limits_from,
     no_schema,
 )
-from simplequeue.store.sqlite.store import push_on
+from simplequeue.store.sqlite.transactions import push_on
 
 
 def push_checked(conn: sqlite3.Connection, items: Sequence[Checked], *, begin: bool = False) -> list[Pushed]:

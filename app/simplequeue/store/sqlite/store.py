@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
-from uuid import UUID, uuid4
+from uuid import UUID
 
 import aiosqlite
 
@@ -41,19 +41,16 @@ from simplequeue.domain import (
     tell,
 )
 from simplequeue.domain.rules import (
-    complete_outcomes,
-    in_pop_order,
     redrive_delay,
     why_not_extended,
     why_refused,
 )
 from simplequeue.store import rows
 from simplequeue.store.migrations import latest_version, load_migrations, split_statements
-from simplequeue.store.pushes import PushPlan
 from simplequeue.store.reads import QueueReads
-from simplequeue.store.sqlite import statements
-from simplequeue.store.sqlite.errors import translated_errors, translated_sync_errors
-from simplequeue.store.sqlite.params import add_seconds, insert_params, to_text
+from simplequeue.store.sqlite import transactions
+from simplequeue.store.sqlite.errors import translated_errors
+from simplequeue.store.sqlite.params import add_seconds, to_text
 from simplequeue.store.sqlite.statements import execute, execute_many, fetch, fetch_one, on_thread
 
 T = TypeVar("T")
@@ -155,7 +152,7 @@ class SqliteStore(QueueReads):
         request cut off just after its commit would (leased items come back when their leases
         expire)."""
         async with self._writer_turn() as writer:
-            return await on_thread(writer, _in_transaction, body, *args)
+            return await on_thread(writer, transactions.in_transaction, body, *args)
 
     @asynccontextmanager
     async def _read(self) -> AsyncIterator[aiosqlite.Connection]:
@@ -198,10 +195,11 @@ class SqliteStore(QueueReads):
 
     async def push_batch(self, items: Sequence[NewItem], *, skip_existing: bool) -> list[Pushed | None]:
         assert not (skip_existing and any(i.dedup_key for i in items)), "dedup keys need skip_existing=False"
-        return await self._transaction(_push_batch, items, skip_existing, self._clock())
+        return await self._transaction(transactions.push_batch, items, skip_existing, self._clock())
 
     async def pop(self, queue: str, max_items: int, lease_seconds: int | None) -> list[LeasedItem]:
-        return await self._transaction(_pop, queue, max_items, lease_seconds, to_text(self._clock()))
+        now = to_text(self._clock())
+        return await self._transaction(transactions.pop, queue, max_items, lease_seconds, now)
 
     async def extend(self, item_id: UUID, lease_token: UUID, lease_seconds: int) -> ItemView:
         now = self._clock()
@@ -219,11 +217,11 @@ class SqliteStore(QueueReads):
         return rows.item_view(row, now)
 
     async def complete(self, item_id: UUID, lease_token: UUID | None) -> None:
-        row = await self._transaction(_complete_one, item_id, lease_token, self._clock())
+        row = await self._transaction(transactions.complete_one, item_id, lease_token, self._clock())
         tell(self._on_finished, Outcome.COMPLETED, [row["queue"]])
 
     async def complete_batch(self, items: Sequence[Completion]) -> list[CompleteOutcome]:
-        outcomes, queues = await self._transaction(_complete, items, to_text(self._clock()))
+        outcomes, queues = await self._transaction(transactions.complete, items, to_text(self._clock()))
         tell(self._on_finished, Outcome.COMPLETED, queues)
         return outcomes
 
@@ -234,7 +232,7 @@ class SqliteStore(QueueReads):
         # An item completed here is gone, so the pop cannot hand it out again.
         now = to_text(self._clock())
         outcomes, queues, popped = await self._transaction(
-            _complete_and_pop, completions, queue, max_items, lease_seconds, now
+            transactions.complete_and_pop, completions, queue, max_items, lease_seconds, now
         )
         tell(self._on_finished, Outcome.COMPLETED, queues)
         return outcomes, popped
@@ -395,153 +393,3 @@ class SqliteStore(QueueReads):
             keys = await execute(conn, "purge_dedup_keys", **params)
             ids = await execute(conn, "purge_client_ids", **params)
         return max(history, keys, ids)
-
-
-# --- The hot paths' transactions (push, pop, complete): plain functions of the writer's sqlite3
-# connection, each run whole on its thread by SqliteStore._transaction.
-
-
-def _in_transaction(conn: sqlite3.Connection, body: Callable[..., T], *args: Any) -> T:
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        result = body(conn, *args)
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-    return result
-
-
-def push_on(conn: sqlite3.Connection, items: Sequence[NewItem], now: datetime) -> list[Pushed]:
-    """The store's push, all or nothing, run on a connection the caller holds inside its own
-    transaction (simplequeue.outbox): the same statements a push through the service runs."""
-    # The store reads its rows by name; the caller's connection keeps its own row factory after.
-    factory, conn.row_factory = conn.row_factory, sqlite3.Row
-    try:
-        with translated_sync_errors():
-            return [r for r in _push_batch(conn, items, False, now) if r is not None]
-    finally:
-        conn.row_factory = factory
-
-
-def _push_batch(
-    conn: sqlite3.Connection, items: Sequence[NewItem], skip_existing: bool, now: datetime
-) -> list[Pushed | None]:
-    plan = PushPlan(items, skip_existing=skip_existing)
-    keyed = plan.keyed()
-    claims = [
-        {"queue": i.queue, "key": i.dedup_key, "id": str(i.id), "created_at": to_text(i.created_at)}
-        for i in (items[n] for n in keyed)
-    ]
-    winners = _claim_dedup_keys(conn, claims, to_text(now)) if claims else {}
-    by_place = plan.by_place(winners)
-    fresh = [items[n] for n in plan.fresh(by_place)]
-    # Under BEGIN IMMEDIATE no other writer can insert between these look-ups and the insert.
-    holders = _holders(conn, fresh, to_text(now))
-    new = [i for i in fresh if str(i.id) not in holders]
-    queues = [{"queue": q, "now": to_text(now)} for q in {i.queue for i in new}]
-    statements.run_many(conn, "ensure_queue", queues)
-    statements.run_many(
-        conn, "insert_item", [{**insert_params(i, now), "remember_id": i.remembers_id} for i in new]
-    )
-    held = {rows.as_uuid(k): (row["queue"], rows.as_utc(row["created_at"])) for k, row in holders.items()}
-    return plan.results(by_place, {i.id for i in new}, held)
-
-
-def _holders(conn: sqlite3.Connection, items: Sequence[NewItem], now: str) -> dict[str, Any]:
-    """{id: the row that holds it} for these items' ids: a live or dead item, or, for ids that are
-    their items' idempotency keys, a finished item the queue still remembers (asked only when the
-    call has such ids that no item holds)."""
-    ids = [str(i.id) for i in items]
-    holders = {row["id"]: row for row in statements.rows(conn, "existing_ids", ids=json.dumps(ids))}
-    unknown = [str(i.id) for i in items if i.remembers_id and str(i.id) not in holders]
-    if unknown:
-        for row in statements.rows(conn, "remembered_ids", ids=json.dumps(unknown), now=now):
-            holders[row["id"]] = row
-    return holders
-
-
-def _claim_dedup_keys(
-    conn: sqlite3.Connection, claims: list[dict[str, Any]], now: str
-) -> dict[tuple[str, str], Pushed | None]:
-    """{(queue, key): None where this call took the key, else the item that holds it}."""
-    params = {"claims": json.dumps(claims), "now": now}
-    taken = {(row["queue"], row["dedup_key"]) for row in statements.rows(conn, "claim_dedup_keys", **params)}
-    winners = statements.rows(conn, "dedup_winners", claims=params["claims"])
-    return {
-        (row["queue"], row["dedup_key"]): None
-        if (row["queue"], row["dedup_key"]) in taken
-        else Pushed(rows.as_uuid(row["item_id"]), rows.as_utc(row["created_at"]), created=False)
-        for row in winners
-    }
-
-
-def _pop(
-    conn: sqlite3.Connection, queue: str, max_items: int, lease_seconds: int | None, now: str
-) -> list[LeasedItem]:
-    found = statements.rows(
-        conn,
-        "pop",
-        queue=queue,
-        max_items=max_items,
-        now=now,
-        lease_token=str(uuid4()),
-        lease_seconds=lease_seconds,
-    )
-    return in_pop_order([(row["seq"], rows.leased_item(row)) for row in found])
-
-
-def _finish(conn: sqlite3.Connection, matched: Sequence[Any], now: str) -> None:
-    """Complete these matched rows: history, dedup windows (only for items that have a key),
-    then the rows go. Nothing at all for no rows."""
-    if not matched:
-        return
-    params = {"seqs": json.dumps([row["seq"] for row in matched]), "now": now}
-    statements.run(conn, "write_history", **params, outcome=Outcome.COMPLETED)
-    if any(row["dedup_key"] is not None for row in matched):
-        statements.run(conn, "start_dedup_windows", **params)
-    if any(row["remember_id"] for row in matched):
-        statements.run(conn, "remember_ids", **params)
-    statements.run(conn, "delete_items", seqs=params["seqs"])
-
-
-def _complete_one(conn: sqlite3.Connection, item_id: UUID, lease_token: UUID | None, now: datetime) -> Any:
-    """The completed row; else the refusal (not found, stale lease, dead) is raised."""
-    params = {"id": str(item_id), "lease_token": str(lease_token) if lease_token else None}
-    row = statements.first(conn, "match_one", **params, now=to_text(now))
-    if row is None:
-        current = statements.first(conn, "get_item", id=str(item_id))
-        raise why_refused(rows.found(current, now), lease_token)
-    _finish(conn, [row], to_text(now))
-    return row
-
-
-def _complete(
-    conn: sqlite3.Connection, items: Sequence[Completion], now: str
-) -> tuple[list[CompleteOutcome], list[str]]:
-    """The outcomes, and the queue of each item completed."""
-    requested = json.dumps(
-        [{"id": str(i.id), "token": str(i.lease_token) if i.lease_token else None} for i in items]
-    )
-    matched = statements.rows(conn, "match_many", items=requested, now=now)
-    _finish(conn, matched, now)
-    completed = {rows.as_uuid(row["id"]) for row in matched}
-    # What the others are (still there, dead) is asked only when some were not completed: the
-    # completed rows are gone, so otherwise the answer would be empty.
-    unfinished = [str(i.id) for i in items if i.id not in completed]
-    left = statements.rows(conn, "item_states", ids=json.dumps(unfinished), now=now) if unfinished else []
-    still_there = {rows.as_uuid(row["id"]) for row in left}
-    dead = {rows.as_uuid(row["id"]) for row in left if row["status"] == ItemStatus.DEAD}
-    return complete_outcomes(items, completed, still_there, dead), [row["queue"] for row in matched]
-
-
-def _complete_and_pop(
-    conn: sqlite3.Connection,
-    completions: Sequence[Completion],
-    queue: str,
-    max_items: int,
-    lease_seconds: int | None,
-    now: str,
-) -> tuple[list[CompleteOutcome], list[str], list[LeasedItem]]:
-    outcomes, queues = _complete(conn, completions, now)
-    return outcomes, queues, _pop(conn, queue, max_items, lease_seconds, now)
