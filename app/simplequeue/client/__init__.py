@@ -13,7 +13,7 @@ It speaks HTTP only and imports nothing of the server (an import-linter contract
     run_worker("http://127.0.0.1:8000", "mail", send, concurrency=8)
 """
 
-from simplequeue.client.core import NO_RETRY, AsyncClient, RetryPolicy
+from simplequeue.client.core import AsyncClient
 from simplequeue.client.errors import (
     Conflict,
     DatabaseUnavailable,
@@ -53,6 +53,7 @@ from simplequeue.client.models import (
     PushResult,
     QueueStats,
 )
+from simplequeue.client.retries import NO_RETRY, RetryPolicy
 from simplequeue.client.sync import Client
 from simplequeue.client.worker import ItemFailed, Worker, run_worker, short_traceback
 

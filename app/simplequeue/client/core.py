@@ -1,38 +1,16 @@
 """The async client: one method per operation of the API, over httpx, with bounded retries.
 
-Retries (RetryPolicy) cover what cannot change anything twice:
-
-- a 503 (DatabaseUnavailable, SchemaNotReady: the service answered without doing the work), on
-  every operation, after Retry-After when the answer gives one;
-- a request that never reached the service (connection refused, connect or pool timeout), on every
-  operation;
-- any other transport failure (reset, read timeout: the request may have been served), only on the
-  operations whose repetition is harmless: reads, pop (an item leased by a lost answer comes back
-  when its lease runs out), extend (it sets the lease's end again), and pushes. A single push
-  always carries an id (the caller's, or one the client makes), and so does every item of a batch.
-  The service remembers such an id while its item lives and for the queue's dedup window after it
-  finished (completed, or dead and purged): a retry whose earlier attempt committed inserts nothing
-  and hears that item (created false), even if a worker has completed it meanwhile, and the client
-  reports it as created by this call. A retry after the window would push it anew; the window is
-  an hour by default, retries take seconds. Complete and fail are not repeated after such a
-  failure: the caller sees Unavailable and the lease decides (the item comes back once it runs out).
-
-Delays grow exponentially with jitter, are bounded in number (`attempts`) and in total time
-(`total_seconds`); when they run out, the last error is raised (Unavailable for no answer).
+Retries: simplequeue.client.retries says which failures each operation is repeated after.
 """
 
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import logging
-import random
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from enum import Enum
+from datetime import datetime
 from types import TracebackType
 from typing import Any, Self
 
@@ -50,62 +28,11 @@ from simplequeue.client.models import (
     PushResult,
     QueueStats,
 )
+from simplequeue.client.retries import DEFAULT_RETRY, UNSENT, Repeat, RetryPolicy, asked_delay
 
 log = logging.getLogger("simplequeue.client")
 
 Sleep = Callable[[float], Awaitable[None]]
-
-
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    attempts: int = 5
-    """Tries in all, the first included (1: never retry)."""
-    base_seconds: float = 0.2
-    cap_seconds: float = 5.0
-    total_seconds: float = 30.0
-    """No retry starts later than this after the first try."""
-    jitter: float = 0.5
-    """Up to this share of a computed delay is taken off at random (and up to a fifth of it is
-    added to a Retry-After), so that many clients do not retry in step."""
-
-    def delay(self, retry: int, retry_after: float | None) -> float:
-        """The pause before retry number `retry` (1 for the first)."""
-        if retry_after is not None:
-            return float(retry_after * (1 + random.uniform(0, self.jitter / 5)))
-        computed = min(self.cap_seconds, self.base_seconds * 2 ** (retry - 1))
-        return float(computed * (1 - random.uniform(0, self.jitter)))
-
-
-NO_RETRY = RetryPolicy(attempts=1)
-
-
-class _Retry(Enum):
-    """Which failures an operation may be repeated after (besides a 503)."""
-
-    UNSENT = "unsent"  # only requests that never reached the service
-    ANY = "any"  # any transport failure: repeating it is harmless
-
-
-UNSENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
-"""Transport failures of a request that never reached the service. When one is the cause
-(`__cause__`) of an Unavailable, the request did nothing (the worker sends such completions again)."""
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
 def _id(value: Item | str | uuid.UUID) -> str:
@@ -135,7 +62,7 @@ class AsyncClient:
         *,
         transport: httpx.AsyncBaseTransport | None = None,
         timeout: float = 10.0,
-        retry: RetryPolicy = RetryPolicy(),
+        retry: RetryPolicy = DEFAULT_RETRY,
         headers: Mapping[str, str] | None = None,
         api_key: str | None = None,
         sleep: Sleep = asyncio.sleep,
@@ -166,7 +93,7 @@ class AsyncClient:
         method: str,
         path: str,
         *,
-        retry: _Retry,
+        retry: Repeat,
         json: Any = None,
         params: Mapping[str, str | int] | None = None,
         request_timeout: float | None = None,
@@ -188,7 +115,7 @@ class AsyncClient:
                     timeout=self.timeout if request_timeout is None else request_timeout,
                 )
             except httpx.TransportError as exc:
-                repeatable = retry is _Retry.ANY or isinstance(exc, UNSENT)
+                repeatable = retry is Repeat.ANY or isinstance(exc, UNSENT)
                 failure: SimplequeueError = Unavailable(
                     f"{method} {path}: {type(exc).__name__}: {exc}".rstrip(": "), code="Unavailable"
                 )
@@ -198,7 +125,7 @@ class AsyncClient:
             else:
                 if response.status_code != 503:
                     return response, tries
-                retry_after = _retry_after(response)
+                retry_after = asked_delay(response)
                 failure = self._error(response, retry_after)
                 cause = None
             delay = policy.delay(tries, retry_after)
@@ -220,7 +147,7 @@ class AsyncClient:
         method: str,
         path: str,
         *,
-        retry: _Retry,
+        retry: Repeat,
         json: Any = None,
         params: Mapping[str, str | int] | None = None,
         request_timeout: float | None = None,
@@ -271,7 +198,7 @@ class AsyncClient:
         )
         if payload is None:
             body["payload"] = None
-        response, tries = await self._call("POST", "/push", retry=_Retry.ANY, json=body)
+        response, tries = await self._call("POST", "/push", retry=Repeat.ANY, json=body)
         if response.is_error:
             raise self._error(response)
         result = PushResult.of(response.json())
@@ -301,7 +228,7 @@ class AsyncClient:
             entries.append(entry)
         ids: list[str] = [e["id"] for e in entries]
         body = {"queue": queue, "items": entries}
-        response, tries = await self._call("POST", "/push/batch", retry=_Retry.ANY, json=body)
+        response, tries = await self._call("POST", "/push/batch", retry=Repeat.ANY, json=body)
         if response.is_error:
             raise self._error(response)
         answer = response.json()
@@ -332,7 +259,7 @@ class AsyncClient:
             }
         )
         answer = await self._json(
-            "POST", "/pop", retry=_Retry.ANY, json=body, request_timeout=self.timeout + wait_seconds
+            "POST", "/pop", retry=Repeat.ANY, json=body, request_timeout=self.timeout + wait_seconds
         )
         return [Item.of(i) for i in answer["items"]]
 
@@ -359,7 +286,7 @@ class AsyncClient:
             }
         )
         answer = await self._json(
-            "POST", "/pop", retry=_Retry.UNSENT, json=body, request_timeout=self.timeout + wait_seconds
+            "POST", "/pop", retry=Repeat.UNSENT, json=body, request_timeout=self.timeout + wait_seconds
         )
         results = [CompleteResult(r["id"], r["result"]) for r in answer["completed"]]
         return results, [Item.of(i) for i in answer["items"]]
@@ -371,7 +298,7 @@ class AsyncClient:
         used. ItemNotFound, LeaseMismatch (someone else holds it now) or ItemDead otherwise."""
         token = item.lease_token if isinstance(item, Item) and lease_token is None else lease_token
         params = {"lease_token": str(token)} if token is not None else None
-        await self._json("DELETE", f"/items/{_id(item)}", retry=_Retry.UNSENT, params=params)
+        await self._json("DELETE", f"/items/{_id(item)}", retry=Repeat.UNSENT, params=params)
 
     async def complete_many(
         self, items: Iterable[Item | tuple[str | uuid.UUID, str | uuid.UUID | None]]
@@ -384,7 +311,7 @@ class AsyncClient:
                 refs.append({"id": entry.id, "lease_token": entry.lease_token})
             else:
                 refs.append(_drop_none({"id": str(entry[0]), "lease_token": entry[1] and str(entry[1])}))
-        answer = await self._json("POST", "/items/complete", retry=_Retry.UNSENT, json={"items": refs})
+        answer = await self._json("POST", "/items/complete", retry=Repeat.UNSENT, json={"items": refs})
         return [CompleteResult(r["id"], r["result"]) for r in answer["results"]]
 
     async def fail(
@@ -408,7 +335,7 @@ class AsyncClient:
             }
         )
         return ItemInfo.of(
-            await self._json("POST", f"/items/{_id(item)}/fail", retry=_Retry.UNSENT, json=body)
+            await self._json("POST", f"/items/{_id(item)}/fail", retry=Repeat.UNSENT, json=body)
         )
 
     async def extend(
@@ -421,25 +348,25 @@ class AsyncClient:
             raise ValueError("extend needs a lease token")
         body = {"lease_token": str(token), "lease_seconds": lease_seconds}
         return ItemInfo.of(
-            await self._json("POST", f"/items/{_id(item)}/extend", retry=_Retry.ANY, json=body)
+            await self._json("POST", f"/items/{_id(item)}/extend", retry=Repeat.ANY, json=body)
         )
 
     # --- looking and administering -----------------------------------------------------------
 
     async def get_item(self, item: Item | str | uuid.UUID) -> ItemInfo:
-        return ItemInfo.of(await self._json("GET", f"/items/{_id(item)}", retry=_Retry.ANY))
+        return ItemInfo.of(await self._json("GET", f"/items/{_id(item)}", retry=Repeat.ANY))
 
     async def stats(self, queue: str = "default") -> QueueStats:
         """One queue's counts and settings; QueueNotFound if it never existed."""
-        return QueueStats.of(await self._json("GET", f"/queues/{queue}", retry=_Retry.ANY))
+        return QueueStats.of(await self._json("GET", f"/queues/{queue}", retry=Repeat.ANY))
 
     async def queues(self) -> list[QueueStats]:
-        answer = await self._json("GET", "/queues", retry=_Retry.ANY)
+        answer = await self._json("GET", "/queues", retry=Repeat.ANY)
         return [QueueStats.of(q) for q in answer["queues"]]
 
     async def put_queue(self, queue: str, /, **settings: Any) -> QueueStats:
         """Set a queue's settings (PUT replaces them all: an omitted one takes its default)."""
-        return QueueStats.of(await self._json("PUT", f"/queues/{queue}", retry=_Retry.ANY, json=settings))
+        return QueueStats.of(await self._json("PUT", f"/queues/{queue}", retry=Repeat.ANY, json=settings))
 
     async def dead(
         self,
@@ -455,7 +382,7 @@ class AsyncClient:
         for name, value in (("since", _iso(since)), ("until", _iso(until)), ("cursor", cursor)):
             if value is not None:
                 params[name] = value
-        answer = await self._json("GET", f"/queues/{queue}/dead", retry=_Retry.ANY, params=params)
+        answer = await self._json("GET", f"/queues/{queue}/dead", retry=Repeat.ANY, params=params)
         return DeadPage([ItemInfo.of(i) for i in answer["items"]], answer["next_cursor"])
 
     async def history(
@@ -478,7 +405,7 @@ class AsyncClient:
         ):
             if value is not None:
                 params[name] = value
-        answer = await self._json("GET", f"/queues/{queue}/history", retry=_Retry.ANY, params=params)
+        answer = await self._json("GET", f"/queues/{queue}/history", retry=Repeat.ANY, params=params)
         return HistoryPage([HistoryEntry.of(i) for i in answer["items"]], answer["next_cursor"])
 
     async def redrive(
@@ -491,19 +418,19 @@ class AsyncClient:
         body = _drop_none(
             {"ids": None if ids is None else [str(i) for i in ids], "rate_per_second": rate_per_second}
         )
-        answer = await self._json("POST", f"/queues/{queue}/redrive", retry=_Retry.UNSENT, json=body)
+        answer = await self._json("POST", f"/queues/{queue}/redrive", retry=Repeat.UNSENT, json=body)
         return int(answer["redriven"])
 
     async def purge_dead(self, queue: str = "default") -> int:
-        answer = await self._json("DELETE", f"/queues/{queue}/dead", retry=_Retry.ANY)
+        answer = await self._json("DELETE", f"/queues/{queue}/dead", retry=Repeat.ANY)
         return int(answer["purged"])
 
     async def pause(self, queue: str) -> QueueStats:
         """Hand out nothing from the queue (pushes are still taken) until resume()."""
-        return QueueStats.of(await self._json("POST", f"/queues/{queue}/pause", retry=_Retry.ANY))
+        return QueueStats.of(await self._json("POST", f"/queues/{queue}/pause", retry=Repeat.ANY))
 
     async def resume(self, queue: str) -> QueueStats:
-        return QueueStats.of(await self._json("POST", f"/queues/{queue}/resume", retry=_Retry.ANY))
+        return QueueStats.of(await self._json("POST", f"/queues/{queue}/resume", retry=Repeat.ANY))
 
     async def peek(
         self, queue: str, state: str = "ready", *, limit: int = 100, cursor: str | None = None
@@ -512,7 +439,7 @@ class AsyncClient:
         params: dict[str, str | int] = {"state": state, "limit": limit}
         if cursor:
             params["cursor"] = cursor
-        answer = await self._json("GET", f"/queues/{queue}/items", retry=_Retry.ANY, params=params)
+        answer = await self._json("GET", f"/queues/{queue}/items", retry=Repeat.ANY, params=params)
         return DeadPage([ItemInfo.of(i) for i in answer["items"]], answer["next_cursor"])
 
     async def delete_queue(self, queue: str, *, force: bool = False) -> dict[str, Any]:
@@ -521,6 +448,6 @@ class AsyncClient:
         params: dict[str, str | int] = {"force": "true"} if force else {}
         # Not repeated once sent: a repeat of a delete that went through would answer 404.
         answer: dict[str, Any] = await self._json(
-            "DELETE", f"/queues/{queue}", retry=_Retry.UNSENT, params=params
+            "DELETE", f"/queues/{queue}", retry=Repeat.UNSENT, params=params
         )
         return answer

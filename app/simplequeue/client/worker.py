@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from simplequeue.client.core import UNSENT, AsyncClient
+from simplequeue.client.core import AsyncClient
 from simplequeue.client.errors import (
     Conflict,
     InternalError,
@@ -30,6 +30,7 @@ from simplequeue.client.errors import (
     Unavailable,
 )
 from simplequeue.client.models import CompleteResult, Item
+from simplequeue.client.retries import UNSENT
 
 log = logging.getLogger("simplequeue.client.worker")
 
@@ -129,7 +130,7 @@ class Worker:
       waited for even after stop() (it answers at once, and what it leased is handled too).
     - A completion is sent again only when its request certainly did nothing (answered with a
       503, a refusal or a store error, or it never left): one that failed without an answer may
-      have arrived and is not sent again (core.RetryPolicy's rule); its item comes back when its
+      have arrived and is not sent again (client.retries' rule); its item comes back when its
       lease runs out if it was not completed. Each refused completion is logged, and its result
       discarded.
     - Failures are one POST /items/{id}/fail each (the API has no batch of them), sent by the
