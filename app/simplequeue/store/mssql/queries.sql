@@ -412,29 +412,18 @@ JOIN OPENJSON(@plan) WITH (n INT, seq BIGINT, seconds INT, micros INT) AS p ON p
 ORDER BY p.n;
 SELECT COUNT(*) AS revived FROM @gone;
 
--- name: purge_dead
--- A batch of the queue's dead items go, oldest first, and the windows of their dedup keys and
--- remembered ids start: a dead item holds its key, and its id, until it is purged. READPAST leaves
--- items a concurrent redrive or purge holds. sq_client_ids is sought (FORCESEEK) only for the items
--- that claimed their id, each after the item is gone, in the order pushes lock them (see push_batch).
-SET NOCOUNT ON;
-SET XACT_ABORT ON;
-DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
-DECLARE @queue NVARCHAR(4000) = :queue;
+-- fragment: purged_table
+-- What a purge deleted (purge_dead, purge_live): the columns the windows below need.
 DECLARE @gone TABLE (
     id UNIQUEIDENTIFIER NOT NULL,
     queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL,
     dedup_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
     remember_id BIT NOT NULL
 );
-WITH doomed AS (
-    SELECT TOP (CAST(:limit AS INT)) x.id, x.queue, x.dedup_key, x.remember_id
-    FROM dbo.sq_items AS x WITH (INDEX(sq_items_dead), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
-    WHERE x.queue = @queue AND x.status = 'dead'
-    ORDER BY x.died_at, x.seq
-)
-DELETE FROM doomed
-OUTPUT deleted.id, deleted.queue, deleted.dedup_key, deleted.remember_id INTO @gone;
+
+-- fragment: purged_windows
+-- After a purge filled @gone: the windows of its items' dedup keys and remembered ids start, and
+-- the batch answers how many went. Written once for purge_dead and purge_live.
 UPDATE k
 SET expires_at = DATEADD(SECOND, q.dedup_window_seconds, @now)
 FROM dbo.sq_dedup AS k WITH (FORCESEEK)
@@ -448,6 +437,26 @@ JOIN dbo.sq_queues AS q ON q.name = d.queue
 WHERE d.remember_id = 1;
 SELECT COUNT(*) AS purged FROM @gone;
 
+-- name: purge_dead
+-- A batch of the queue's dead items go, oldest first, and the windows of their dedup keys and
+-- remembered ids start: a dead item holds its key, and its id, until it is purged. READPAST leaves
+-- items a concurrent redrive or purge holds. sq_client_ids is sought (FORCESEEK) only for the items
+-- that claimed their id, each after the item is gone, in the order pushes lock them (see push_batch).
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @queue NVARCHAR(4000) = :queue;
+-- include: purged_table
+WITH doomed AS (
+    SELECT TOP (CAST(:limit AS INT)) x.id, x.queue, x.dedup_key, x.remember_id
+    FROM dbo.sq_items AS x WITH (INDEX(sq_items_dead), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
+    WHERE x.queue = @queue AND x.status = 'dead'
+    ORDER BY x.died_at, x.seq
+)
+DELETE FROM doomed
+OUTPUT deleted.id, deleted.queue, deleted.dedup_key, deleted.remember_id INTO @gone;
+-- include: purged_windows
+
 -- name: purge_live
 -- A batch of the queue's live items go (ready, delayed, retrying, leased; no history: a purge is
 -- not a completion), and the windows of their dedup keys and remembered ids start, as purge_dead's
@@ -458,12 +467,7 @@ SET XACT_ABORT ON;
 DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
 DECLARE @queue NVARCHAR(4000) = :queue;
 DECLARE @max_attempts INT = (SELECT q.max_attempts FROM dbo.sq_queues AS q WHERE q.name = @queue);
-DECLARE @gone TABLE (
-    id UNIQUEIDENTIFIER NOT NULL,
-    queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL,
-    dedup_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
-    remember_id BIT NOT NULL
-);
+-- include: purged_table
 WITH doomed AS (
     SELECT TOP (CAST(:limit AS INT)) x.id, x.queue, x.dedup_key, x.remember_id
     FROM dbo.sq_items AS x WITH (INDEX(sq_items_pop), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
@@ -473,18 +477,7 @@ WITH doomed AS (
 )
 DELETE FROM doomed
 OUTPUT deleted.id, deleted.queue, deleted.dedup_key, deleted.remember_id INTO @gone;
-UPDATE k
-SET expires_at = DATEADD(SECOND, q.dedup_window_seconds, @now)
-FROM dbo.sq_dedup AS k WITH (FORCESEEK)
-JOIN @gone AS d ON k.queue = d.queue AND k.dedup_key = d.dedup_key AND k.item_id = d.id
-JOIN dbo.sq_queues AS q ON q.name = d.queue;
-UPDATE k
-SET expires_at = DATEADD(SECOND, q.dedup_window_seconds, @now)
-FROM dbo.sq_client_ids AS k WITH (FORCESEEK)
-JOIN @gone AS d ON k.id = d.id
-JOIN dbo.sq_queues AS q ON q.name = d.queue
-WHERE d.remember_id = 1;
-SELECT COUNT(*) AS purged FROM @gone;
+-- include: purged_windows
 
 -- name: list_history
 -- A page of history records, most recently finished first, after the cursor's (finished_at, seq) if

@@ -277,15 +277,10 @@ FROM (
 ) AS r
 WHERE i.seq = r.seq
 
--- name: purge_dead
--- A batch of the queue's dead items go; the windows of their dedup keys and remembered ids start.
-WITH gone AS (
-    DELETE FROM sq_items WHERE seq = ANY (ARRAY(
-        SELECT seq FROM sq_items WHERE queue = :queue AND status = 'dead' ORDER BY died_at, seq LIMIT :limit
-        FOR UPDATE SKIP LOCKED
-    ))
-    RETURNING id, queue, dedup_key, remember_id
-), windows AS (
+-- fragment: purged_windows
+-- The CTEs after a purge's `gone` (id, queue, dedup_key, remember_id), written once for purge_dead and
+-- purge_live: the windows of the purged items' dedup keys and remembered ids start.
+, windows AS (
     UPDATE sq_dedup AS k
     SET expires_at = COALESCE(:now::timestamptz, now()) + q.dedup_window_seconds * interval '1 second'
     FROM gone AS d JOIN sq_queues AS q ON q.name = d.queue
@@ -296,6 +291,17 @@ WITH gone AS (
     FROM gone AS d JOIN sq_queues AS q ON q.name = d.queue
     WHERE d.remember_id AND k.id = d.id
 )
+
+-- name: purge_dead
+-- A batch of the queue's dead items go; the windows of their dedup keys and remembered ids start.
+WITH gone AS (
+    DELETE FROM sq_items WHERE seq = ANY (ARRAY(
+        SELECT seq FROM sq_items WHERE queue = :queue AND status = 'dead' ORDER BY died_at, seq LIMIT :limit
+        FOR UPDATE SKIP LOCKED
+    ))
+    RETURNING id, queue, dedup_key, remember_id
+)
+-- include: purged_windows
 SELECT count(*) FROM gone
 
 -- name: purge_live
@@ -312,17 +318,8 @@ WITH gone AS (
         FOR UPDATE OF i SKIP LOCKED
     ))
     RETURNING id, queue, dedup_key, remember_id
-), windows AS (
-    UPDATE sq_dedup AS k
-    SET expires_at = COALESCE(:now::timestamptz, now()) + q.dedup_window_seconds * interval '1 second'
-    FROM gone AS d JOIN sq_queues AS q ON q.name = d.queue
-    WHERE d.dedup_key IS NOT NULL AND k.queue = d.queue AND k.dedup_key = d.dedup_key AND k.item_id = d.id
-), ids AS (
-    UPDATE sq_client_ids AS k
-    SET expires_at = COALESCE(:now::timestamptz, now()) + q.dedup_window_seconds * interval '1 second'
-    FROM gone AS d JOIN sq_queues AS q ON q.name = d.queue
-    WHERE d.remember_id AND k.id = d.id
 )
+-- include: purged_windows
 SELECT count(*) FROM gone
 
 -- name: list_history
