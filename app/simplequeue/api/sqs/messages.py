@@ -164,11 +164,17 @@ async def receive_message(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     wanted = {*params.names(p, "AttributeNames"), *params.names(p, "MessageSystemAttributeNames")}
     params.names(p, "MessageAttributeNames")  # accepted; messages carry none yet
     ctx.authorize(Action.CONSUME, queue)
-    await existing(ctx, queue)
     try:
-        items = await ctx.service.pop(
-            queue, max_items=count, wait_seconds=float(wait), lease_seconds=lease, gone=ctx.gone
-        )
+        # A pop that finds messages shows the queue exists: the look-up (SQS answers an unknown
+        # queue with QueueDoesNotExist, where a pop finds nothing) runs only when it found none,
+        # before any wait, so a busy worker's receive is one round trip.
+        items = await ctx.service.pop(queue, max_items=count, wait_seconds=0.0, lease_seconds=lease)
+        if not items:
+            await existing(ctx, queue)
+            if wait:
+                items = await ctx.service.pop(
+                    queue, max_items=count, wait_seconds=float(wait), lease_seconds=lease, gone=ctx.gone
+                )
         messages = [await _message(ctx, item, wanted) for item in items]
     except QueueError as exc:
         raise from_domain(exc) from None
