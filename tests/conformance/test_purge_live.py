@@ -1,6 +1,6 @@
 """purge_live (SQS's PurgeQueue): every live item of a queue goes, whatever its state; dead items,
 history and other queues stay; dedup keys and remembered ids start their windows, as after
-purge_dead. Also queue_created_at, which SQS's GetQueueAttributes answers as CreatedTimestamp."""
+purge_dead."""
 
 from __future__ import annotations
 
@@ -13,8 +13,6 @@ from simplequeue.domain import (
     ItemStatus,
     NewItem,
     Pushed,
-    QueueNotFound,
-    QueueSettings,
 )
 from simplequeue.store.protocol import Store
 
@@ -165,27 +163,3 @@ async def test_a_purged_items_given_id_is_remembered_for_the_window(
     fresh = again(first, "after the window")
     assert (await push(store, fresh))[0] == Pushed(first.id, fresh.created_at, created=True)
     assert (await pop_one(store, queue)).payload == "after the window"
-
-
-# --- queue_created_at ---------------------------------------------------------------------------
-
-
-async def test_queue_created_at_is_when_it_was_made_and_new_settings_do_not_move_it(
-    store: Store, queue: str, clock: FakeClock
-) -> None:
-    with pytest.raises(QueueNotFound):
-        await store.queue_created_at(queue)
-    made = clock.now
-    await store.put_queue(queue, QueueSettings())
-    assert await store.queue_created_at(queue) == made
-    clock.advance(90)
-    await store.put_queue(queue, QueueSettings(lease_seconds=90))
-    await store.purge_live(queue)
-    assert await store.queue_created_at(queue) == made
-
-
-async def test_a_queue_made_by_a_push_was_made_at_the_push(
-    store: Store, queue: str, clock: FakeClock
-) -> None:
-    await push(store, new_item(queue))
-    assert await store.queue_created_at(queue) == clock.now

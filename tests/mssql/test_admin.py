@@ -34,7 +34,9 @@ def test_put_queue_updates_under_a_key_lock_or_inserts_and_says_which() -> None:
     assert placeholders(Q["put_queue"].sql) == 11
     assert isinstance(update, exp.Update)
     assert hints(update.this) == ["HOLDLOCK", "UPDLOCK"]
-    assert {eq.this.name for eq in update.expressions} == set(rows.settings_params(QueueSettings()))
+    # Every setting, and the time they changed (SQS's LastModifiedTimestamp).
+    written = {eq.this.name for eq in update.expressions}
+    assert written == {*rows.settings_params(QueueSettings()), "modified_at"}
     assert (
         created.sql("tsql") == "SELECT CASE WHEN EXISTS(SELECT 1 FROM @updated) THEN 0 ELSE 1 END AS created"
     )
@@ -78,7 +80,15 @@ def delete_queue_deletes() -> dict[str, exp.Delete]:
 
 def test_delete_queue_removes_its_items_claims_after_the_items() -> None:
     deletes = delete_queue_deletes()
-    assert list(deletes) == ["sq_items", "sq_client_ids", "sq_history", "sq_dedup", "sq_queues"]
+    assert list(deletes) == [
+        "sq_items",
+        "sq_client_ids",
+        "sq_history",
+        "sq_dedup",
+        "sq_queue_attributes",
+        "sq_queue_tags",
+        "sq_queues",
+    ]
     items = deletes["sq_items"]
     assert items.args["where"].this.sql("tsql") == "i.queue = @queue"
     output = items.args["returning"]

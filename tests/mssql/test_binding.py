@@ -18,6 +18,8 @@ from simplequeue.domain import (
     QueueSettings,
 )
 from simplequeue.domain.activity import ActivityWindow
+from simplequeue.domain.metadata import MetadataChange
+from simplequeue.store.migrations import load_migrations
 from simplequeue.store.mssql.statements import Q, fetch
 from simplequeue.store.mssql.store import MssqlStore
 from simplequeue.store.queries import load_queries
@@ -46,6 +48,9 @@ from tests.mssql.helpers import (
     visible_rows,
 )
 from tests.mssql.test_push_procedures import answers, procedures_sent_as_written
+
+VERSIONS = [m.version for m in load_migrations("mssql")]
+TAGS = '[{"n":"a","v":"b"}]'  # FOR JSON PATH's text
 
 # Each query's parameters, in the order of its ? markers: the order in which pyodbc takes the values
 # that Query.bind lines up by name. The binding tests below check which value lands on which marker.
@@ -81,7 +86,17 @@ PARAMETERS = {
     "next_visible_at": ("now", "queues"),
     "queue_stats": ("now", "queue"),
     "queue_exists": ("queue",),
-    "queue_created_at": ("queue",),
+    "queue_metadata": ("queue",),
+    "change_queue_metadata": (
+        "now",
+        "queue",
+        "set_attributes",
+        "unset_attributes",
+        "set_tags",
+        "unset_tags",
+        "max_tags",
+        "touch",
+    ),
     "set_paused": ("queue", "paused"),
     "peek": ("now", "queue", "state", "after_at", "after_seq", "limit"),
     "delete_queue": ("now", "queue", "force"),
@@ -188,11 +203,15 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     conn.reply("purge_history", result(history=0, keys=0, ids=0))
     conn.reply("lock_migrations", result(result=0))
     conn.reply("compatibility_level", result(compatibility_level=130))
-    conn.reply(
-        "applied_versions", Result(["version"], []), Result(["version"], [(1,), (2,), (3,), (4,), (5,), (6,)])
-    )
+    conn.reply("applied_versions", Result(["version"], []), Result(["version"], [(v,) for v in VERSIONS]))
     conn.reply("queue_exists", result(found=1))
-    conn.reply("queue_created_at", result(created_at=NOW.replace(tzinfo=None)))
+    conn.reply(
+        "queue_metadata",
+        result(
+            created_at=NOW.replace(tzinfo=None), modified_at=None, attributes=None, tags='[{"n":"a","v":"b"}]'
+        ),
+    )
+    conn.reply("change_queue_metadata", result(found=1, tags=1))
     conn.reply("set_paused", result(changed=1))
     conn.reply("peek", dead_rows())
     conn.reply("delete_queue", result(found=1, leased=0, deleted=1, items=2, history=3))
@@ -216,10 +235,11 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     await store.activity("orders", ActivityWindow(NOW.replace(microsecond=0), 60, 2))
     await store.reap_expired(10)
     await store.purge_history(10)
-    assert await store.migrate(max_payload_bytes=1024) == [1, 2, 3, 4, 5, 6]
+    assert await store.migrate(max_payload_bytes=1024) == VERSIONS
     await store.check_ready()
     assert await store.queue_exists("orders")
-    assert await store.queue_created_at("orders") == NOW
+    assert (await store.queue_metadata("orders")).tags == {"a": "b"}
+    assert await store.change_queue_metadata("orders", MetadataChange(set_tags={"a": "b"})) == 1
     await store.set_paused("orders", True)
     await store.peek("orders", ItemStatus.LEASED, 10, None)
     assert await store.delete_queue("orders", force=False) == DeletedQueue(items=2, history=3)

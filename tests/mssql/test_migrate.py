@@ -9,15 +9,12 @@ from typing import Any
 
 import pytest
 from simplequeue.domain import DatabaseUnavailable, SchemaNotReady, StoreError
+from simplequeue.store.migrations import load_migrations
 from simplequeue.store.mssql.statements import Q
 from simplequeue.store.mssql.store import MssqlStore
 
 from tests.mssql.helpers import (
-    ADMIN,
     BOUND,
-    CLIENT_IDS,
-    DELIVERY,
-    ESCALATION,
     LIFT,
     NOW_TEXT,
     FakeConnection,
@@ -27,7 +24,10 @@ from tests.mssql.helpers import (
     migration_statements,
     result,
 )
-from tests.mssql.test_push_procedures import PUSH_PROCEDURES, procedures_sent_as_written
+from tests.mssql.test_push_procedures import procedures_sent_as_written
+
+MIGRATIONS = load_migrations("mssql")
+VERSIONS = [m.version for m in MIGRATIONS]
 
 
 async def test_migrate_from_zero_applies_both_schemas_under_the_lock(
@@ -39,7 +39,7 @@ async def test_migrate_from_zero_applies_both_schemas_under_the_lock(
     conn.reply("compatibility_level", result(compatibility_level=130))
     conn.reply("applied_versions", Result(["version"], []))
 
-    assert await store.migrate() == [1, 2, 3, 4, 5, 6]
+    assert await store.migrate() == VERSIONS
 
     assert conn.names == [
         LIFT,
@@ -47,28 +47,18 @@ async def test_migrate_from_zero_applies_both_schemas_under_the_lock(
         "compatibility_level",
         "create_version_table",
         "applied_versions",
-        *migration_statements(),
-        "record_version",
-        *migration_statements(DELIVERY),
-        "record_version",
-        *migration_statements(ADMIN),
-        "record_version",
-        *migration_statements(ESCALATION),
-        "record_version",
-        *migration_statements(CLIENT_IDS),
-        "record_version",
-        *migration_statements(PUSH_PROCEDURES),
-        "record_version",
+        *[name for m in MIGRATIONS for name in [*migration_statements(m), "record_version"]],
         "unlock_migrations",
         BOUND,
     ]
-    assert conn.all_params("record_version") == [
-        (1, "init", NOW_TEXT),
-        (2, "delivery", NOW_TEXT),
-        (3, "admin", NOW_TEXT),
-        (4, "lock_escalation", NOW_TEXT),
-        (5, "client_ids", NOW_TEXT),
-        (6, "push_procedures", NOW_TEXT),
+    assert conn.all_params("record_version") == [(m.version, m.name, NOW_TEXT) for m in MIGRATIONS]
+    assert [(m.version, m.name) for m in MIGRATIONS][:6] == [
+        (1, "init"),
+        (2, "delivery"),
+        (3, "admin"),
+        (4, "lock_escalation"),
+        (5, "client_ids"),
+        (6, "push_procedures"),
     ]
     [v1, *_] = [e.inlined for e in conn.executed if e.name == "record_version"]
     assert f"VALUES (1, N'init', COALESCE(CAST(NULLIF(N'{NOW_TEXT}', N'')" in v1
@@ -81,7 +71,7 @@ async def test_migrate_again_applies_nothing(fake: tuple[MssqlStore, FakeConnect
     store, conn = fake
     conn.reply("lock_migrations", result(result=1))  # granted after waiting for another replica
     conn.reply("compatibility_level", result(compatibility_level=160))
-    conn.reply("applied_versions", Result(["version"], [(1,), (2,), (3,), (4,), (5,), (6,)]))
+    conn.reply("applied_versions", Result(["version"], [(v,) for v in VERSIONS]))
 
     assert await store.migrate() == []
 
@@ -139,18 +129,13 @@ async def test_a_failed_migration_rolls_back_and_still_releases_the_lock(
 
 async def test_check_ready_wants_the_latest_version(fake: tuple[MssqlStore, FakeConnection]) -> None:
     store, conn = fake
+    # Every version short of the latest is not ready, then the latest is.
     conn.reply(
         "applied_versions",
-        Result(["version"], []),
-        Result(["version"], [(1,)]),
-        Result(["version"], [(1,), (2,)]),
-        Result(["version"], [(1,), (2,), (3,)]),
-        Result(["version"], [(1,), (2,), (3,), (4,)]),
-        Result(["version"], [(1,), (2,), (3,), (4,), (5,)]),
-        Result(["version"], [(1,), (2,), (3,), (4,), (5,), (6,)]),
+        *(Result(["version"], [(v,) for v in VERSIONS[:n]]) for n in range(len(VERSIONS) + 1)),
     )
 
-    for _ in range(6):
+    for _ in VERSIONS:
         with pytest.raises(SchemaNotReady):
             await store.check_ready()
     await store.check_ready()

@@ -1,26 +1,18 @@
-"""purge_live (SQS's PurgeQueue) and queue_created_at (its GetQueueAttributes' CreatedTimestamp) on
-SQL Server: the batches' statements, then their binding. Their behaviour runs in the conformance
-suite on the engines that are there."""
+"""purge_live (SQS's PurgeQueue) on SQL Server: the batch's statements, then its binding. Its
+behaviour runs in the conformance suite on the engines that are there."""
 
 from __future__ import annotations
 
-from datetime import UTC
-
-import pytest
-from simplequeue.domain import QueueNotFound
 from simplequeue.store.mssql.statements import Q
 from simplequeue.store.mssql.store import BATCH, MssqlStore
 from sqlglot import exp
 
 from tests.mssql.helpers import (
-    NOW,
     NOW_TEXT,
     FakeConnection,
-    Result,
     declared,
     hints,
     index_hint,
-    parse,
     placeholders,
     result,
     statements,
@@ -74,29 +66,3 @@ async def test_purge_live_repeats_full_batches(fake: tuple[MssqlStore, FakeConne
 
     assert conn.all_params("purge_live") == [(NOW_TEXT, "orders", BATCH)] * 2
     assert conn.commits == 2
-
-
-def test_queue_created_at_reads_one_queue_row() -> None:
-    [select] = statements("queue_created_at")
-    assert isinstance(select, exp.Select)
-    assert [col.sql("tsql") for col in select.expressions] == ["created_at"]
-    assert table_named(select, "sq_queues").db == "dbo"
-    assert select.args["where"].this.sql("tsql") == "name = @queue"
-    assert Q["queue_created_at"].params == ("queue",)
-    assert not any(
-        isinstance(tree, exp.Set) and "XACT_ABORT" in tree.sql("tsql")
-        for tree in parse(Q["queue_created_at"].sql)
-    )
-
-
-async def test_queue_created_at_binds_the_name_and_reads_naive_utc(
-    fake: tuple[MssqlStore, FakeConnection],
-) -> None:
-    store, conn = fake
-    conn.reply("queue_created_at", result(created_at=NOW.replace(tzinfo=None)), Result(["created_at"], []))
-
-    assert await store.queue_created_at("orders") == NOW.astimezone(UTC)
-    with pytest.raises(QueueNotFound):
-        await store.queue_created_at("nope")
-
-    assert conn.all_params("queue_created_at") == [("orders",), ("nope",)]

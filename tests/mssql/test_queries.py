@@ -68,6 +68,7 @@ def test_the_batches_that_write_are_the_ones_expected() -> None:
         "put_queue",
         "set_paused",
         "delete_queue",
+        "change_queue_metadata",
     }
 
 

@@ -32,10 +32,14 @@ def test_create_queue_answers_its_url_and_the_same_url_again(sqs: Any, sqs_base:
     [
         ("bad.name", {}, "InvalidParameterValue"),
         ("x" * 81, {}, "InvalidParameterValue"),
-        ("ok", {"VisibilityTimeout": "43201"}, "InvalidParameterValue"),
+        ("ok", {"VisibilityTimeout": "43201"}, "InvalidAttributeValue"),
         ("ok", {"NoSuchAttribute": "1"}, "InvalidAttributeName"),
         ("ok", {"RedrivePolicy": "{}"}, "InvalidAttributeValue"),
-        ("ok", {"DelaySeconds": "5"}, "InvalidAttributeValue"),
+        ("ok", {"DelaySeconds": "901"}, "InvalidAttributeValue"),
+        ("ok", {"Policy": "not json"}, "InvalidAttributeValue"),
+        ("ok", {"RedriveAllowPolicy": '{"redrivePermission": "some"}'}, "InvalidAttributeValue"),
+        ("ok", {"RedriveAllowPolicy": '{"redrivePermission": "byQueue"}'}, "InvalidAttributeValue"),
+        ("ok", {"MaximumMessageSize": "1023"}, "InvalidAttributeValue"),
         ("ok", {"FifoQueue": "true"}, "InvalidAttributeValue"),
     ],
 )
@@ -141,6 +145,50 @@ def test_another_account_or_a_url_of_no_queue_is_no_queue(
 
 def test_actions_not_built_are_unsupported_operation(sqs: Any, url: str) -> None:
     with pytest.raises(ClientError) as e:
-        sqs.tag_queue(QueueUrl=url, Tags={"a": "b"})
+        sqs.list_dead_letter_source_queues(QueueUrl=url)
     assert error_code(e) == "AWS.SimpleQueueService.UnsupportedOperation"
-    assert "TagQueue" in e.value.response["Error"]["Message"]
+    assert "ListDeadLetterSourceQueues" in e.value.response["Error"]["Message"]
+
+
+POLICY = (
+    '{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*","Action":"sqs:SendMessage",'
+    '"Resource":"arn:aws:sqs:us-east-1:000000000000:q"}]}'
+)
+ALLOW = '{"redrivePermission":"byQueue","sourceQueueArns":["arn:aws:sqs:us-east-1:000000000000:orders"]}'
+
+
+def test_policies_are_kept_answered_and_removed(sqs: Any, name: str) -> None:
+    url = sqs.create_queue(QueueName=name, Attributes={"Policy": POLICY})["QueueUrl"]
+    assert sqs.create_queue(QueueName=name, Attributes={"Policy": POLICY})["QueueUrl"] == url
+    with pytest.raises(ClientError) as e:
+        sqs.create_queue(QueueName=name, Attributes={"Policy": POLICY.replace("Allow", "Deny")})
+    assert error_code(e) == "QueueAlreadyExists"
+    sqs.set_queue_attributes(QueueUrl=url, Attributes={"RedriveAllowPolicy": ALLOW})
+    got = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    assert (got["Policy"], got["RedriveAllowPolicy"]) == (POLICY, ALLOW)
+    assert (got["DelaySeconds"], got["ReceiveMessageWaitTimeSeconds"]) == ("0", "0")
+    assert int(got["MaximumMessageSize"]) >= 1024
+    sqs.set_queue_attributes(QueueUrl=url, Attributes={"Policy": "", "RedriveAllowPolicy": ""})
+    got = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    assert "Policy" not in got
+    assert "RedriveAllowPolicy" not in got
+
+
+def test_timestamps_are_when_the_queue_was_made_and_last_changed(sqs: Any, name: str) -> None:
+    url = sqs.create_queue(QueueName=name)["QueueUrl"]
+    names = ["CreatedTimestamp", "LastModifiedTimestamp"]
+    made = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
+    assert made["CreatedTimestamp"] == made["LastModifiedTimestamp"]
+    sqs.set_queue_attributes(QueueUrl=url, Attributes={"Policy": POLICY})
+    changed = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
+    assert changed["CreatedTimestamp"] == made["CreatedTimestamp"]
+    assert int(changed["LastModifiedTimestamp"]) >= int(made["LastModifiedTimestamp"])
+
+
+def test_a_failed_set_changes_nothing(sqs: Any, url: str) -> None:
+    with pytest.raises(ClientError) as e:
+        sqs.set_queue_attributes(QueueUrl=url, Attributes={"Policy": POLICY, "VisibilityTimeout": "0"})
+    assert error_code(e) == "InvalidAttributeValue"
+    got = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    assert "Policy" not in got
+    assert got["VisibilityTimeout"] == "30"

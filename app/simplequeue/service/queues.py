@@ -39,6 +39,7 @@ from simplequeue.domain import (
     encode_payload,
 )
 from simplequeue.domain.activity import ActivityBucket, activity_window
+from simplequeue.domain.metadata import MetadataChange, QueueMetadata
 from simplequeue.domain.rules import repeat_rounds
 from simplequeue.service.events import Events, NoEvents
 from simplequeue.service.pushing import PushCoalescer
@@ -338,10 +339,22 @@ class QueueService:
         self.require_ready()
         return await self._store.queue_exists(name)
 
-    async def queue_created_at(self, name: str) -> datetime:
-        """When the queue was made (SQS's CreatedTimestamp). Raises QueueNotFound."""
+    async def queue_metadata(self, name: str) -> QueueMetadata:
+        """When the queue was made and last changed, its attributes and tags (SQS's
+        CreatedTimestamp, LastModifiedTimestamp, stored attributes, tags). Raises QueueNotFound."""
         self.require_ready()
-        return await self._store.queue_created_at(name)
+        return await self._store.queue_metadata(name)
+
+    async def change_queue_metadata(self, name: str, change: MetadataChange) -> int:
+        """Write and remove attributes and tags in one transaction; the answer is the queue's tag
+        count after it, and nothing changed if that is over change.max_tags. Raises QueueNotFound."""
+        self.require_ready()
+        return await self._store.change_queue_metadata(name, change)
+
+    @property
+    def max_payload_bytes(self) -> int:
+        """The largest payload a push may carry (SIMPLEQUEUE_MAX_PAYLOAD_BYTES)."""
+        return self._limits.max_payload_bytes
 
     def made_visible(self, queue: str) -> None:
         """A lease was cut to nothing (SQS's ChangeMessageVisibility 0): long-polls waiting on the

@@ -31,6 +31,7 @@ from simplequeue.domain import (
     QueueStats,
 )
 from simplequeue.domain.activity import ActivityBucket, ActivityWindow
+from simplequeue.domain.metadata import MetadataChange, QueueMetadata
 
 ReadyCallback = Callable[[str | None, int], None]
 """Called with (queue, count) when items became ready through another process; with
@@ -133,9 +134,14 @@ class Inspection(Protocol):
 
     async def queue_exists(self, name: str) -> bool: ...
 
-    async def queue_created_at(self, name: str) -> datetime:
-        """When the queue was made (configured or first pushed to); replacing its settings does not
-        move it. Raises QueueNotFound."""
+    async def queue_metadata(self, name: str) -> QueueMetadata:
+        """When the queue was made (configured or first pushed to) and last changed, its attributes
+        and tags. Raises QueueNotFound."""
+
+    async def change_queue_metadata(self, name: str, change: MetadataChange) -> int:
+        """Make the change in one transaction, serialised with other changes of the queue; the
+        answer is how many tags the queue has after it. When that is over change.max_tags, nothing
+        changed (and the answer is how many it would have had). Raises QueueNotFound."""
 
     async def peek(self, queue: str, state: ItemStatus, limit: int, cursor: str | None) -> Page[ItemView]:
         """Live items in one state (ready, delayed, retrying or leased) as they are at this moment,

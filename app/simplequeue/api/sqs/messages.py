@@ -21,9 +21,9 @@ from uuid import UUID
 
 from simplequeue.api.auth import Action
 from simplequeue.api.sqs import params
+from simplequeue.api.sqs.addressing import existing, queue_param
 from simplequeue.api.sqs.context import Context
 from simplequeue.api.sqs.errors import SqsError, from_domain, invalid, missing
-from simplequeue.api.sqs.queues import existing, queue_param
 from simplequeue.api.sqs.urls import is_fifo
 from simplequeue.domain import (
     Completion,

@@ -1,9 +1,6 @@
 """The actions on queues: CreateQueue, GetQueueUrl, ListQueues, GetQueueAttributes,
-SetQueueAttributes, DeleteQueue, PurgeQueue.
-
-A queue's SQS attributes map onto its settings where the service has a field for them
-(VisibilityTimeout is the lease); those it does not hold yet are taken at SQS's default value only,
-and refused otherwise, never accepted and then ignored.
+SetQueueAttributes, DeleteQueue, PurgeQueue. Which attributes a queue takes, and where each is
+kept, is simplequeue.api.sqs.attributes; its tags, simplequeue.api.sqs.tags.
 """
 
 from __future__ import annotations
@@ -14,11 +11,14 @@ from dataclasses import replace
 from typing import Any
 
 from simplequeue.api.auth import Action
-from simplequeue.api.sqs import params
+from simplequeue.api.sqs import attributes, params
+from simplequeue.api.sqs.addressing import existing, queue_param
 from simplequeue.api.sqs.context import Context
 from simplequeue.api.sqs.errors import SqsError, from_domain, missing, no_queue
-from simplequeue.api.sqs.urls import checked_name, creatable, is_fifo, queue_of_url
+from simplequeue.api.sqs.tags import MAX_TAGS, checked_tags, too_many_tags
+from simplequeue.api.sqs.urls import checked_name, creatable, is_fifo
 from simplequeue.domain import QueueNotFound, QueueSettings, QueueStats
+from simplequeue.domain.metadata import MetadataChange, QueueMetadata
 
 MAX_ATTEMPTS = 1000
 """SQS redelivers a message whose visibility runs out for as long as it is kept; the service's
@@ -28,93 +28,8 @@ PURGE_INTERVAL_SECONDS = 60
 """SQS allows one PurgeQueue of a queue in 60 seconds; another is PurgeQueueInProgress. Counted by
 the process that answers (QueueService.purge_live): replicas do not share it."""
 
-SETTABLE = frozenset({"VisibilityTimeout"})
-DEFAULT_ONLY = {"DelaySeconds": "0", "ReceiveMessageWaitTimeSeconds": "0"}
-"""Attributes taken at the one value the service behaves by (no queue-wide delay, no wait unless
-asked): any other is refused as not supported yet."""
-NOT_YET = frozenset(
-    {
-        "MaximumMessageSize",
-        "MessageRetentionPeriod",
-        "Policy",
-        "RedrivePolicy",
-        "RedriveAllowPolicy",
-        "KmsMasterKeyId",
-        "KmsDataKeyReusePeriodSeconds",
-        "SqsManagedSseEnabled",
-        "DeduplicationScope",
-        "FifoThroughputLimit",
-    }
-)
-AS_CREATED = {**DEFAULT_ONLY, "FifoQueue": "false"}
-"""What a queue's attributes are when GetQueueAttributes does not name them."""
-READABLE = (
-    "QueueArn",
-    "ApproximateNumberOfMessages",
-    "ApproximateNumberOfMessagesNotVisible",
-    "ApproximateNumberOfMessagesDelayed",
-    "VisibilityTimeout",
-    "DelaySeconds",
-    "ReceiveMessageWaitTimeSeconds",
-    "FifoQueue",
-    "ContentBasedDeduplication",
-)
-TIMESTAMPS = ("CreatedTimestamp", "LastModifiedTimestamp")
-"""Epoch seconds, as text, of sq_queues.created_at: the service keeps no time of a settings change,
-so LastModifiedTimestamp is the creation time too."""
-KNOWN = frozenset({*READABLE, *NOT_YET, *TIMESTAMPS, "All"})
-
-
-def queue_param(ctx: Context, p: dict[str, Any]) -> str:
-    """The queue a call names: its QueueUrl, else the URL the request was posted to."""
-    url = params.text(p, "QueueUrl", required=ctx.path_queue is None)
-    if url is None:
-        assert ctx.path_queue is not None
-        return ctx.path_queue
-    return queue_of_url(url, ctx.place.account_id)
-
-
-async def existing(ctx: Context, name: str) -> str:
-    if not await ctx.service.queue_exists(name):
-        raise no_queue()
-    return name
-
-
-def _checked(name: str, attributes: dict[str, Any]) -> dict[str, str]:
-    """The attributes given, each known and of a value the service can hold."""
-    checked: dict[str, str] = {}
-    for key, value in attributes.items():
-        if not isinstance(value, str):
-            raise SqsError("InvalidAttributeValue", f"Invalid value for the parameter {key}.")
-        if key == "VisibilityTimeout":
-            number = params.integer({key: value}, key, 0, 43200, 0)
-            if number == 0:
-                raise SqsError(
-                    "InvalidAttributeValue", "VisibilityTimeout 0 is not supported yet: 1 to 43200."
-                )
-        elif key in DEFAULT_ONLY:
-            if value != DEFAULT_ONLY[key]:
-                raise SqsError(
-                    "InvalidAttributeValue", f"{key} other than {DEFAULT_ONLY[key]} is not supported yet."
-                )
-        elif key == "FifoQueue":
-            if value not in ("true", "false") or (value == "true") != is_fifo(name):
-                raise SqsError(
-                    "InvalidAttributeValue", "FifoQueue is true exactly for a queue whose name ends in .fifo."
-                )
-        elif key == "ContentBasedDeduplication":
-            if not is_fifo(name):
-                raise SqsError("InvalidAttributeName", "Unknown Attribute ContentBasedDeduplication.")
-            if value != "false":
-                raise SqsError("InvalidAttributeValue", "ContentBasedDeduplication is not supported yet.")
-        elif key in NOT_YET:
-            raise SqsError(
-                "InvalidAttributeValue", f"The attribute {key} is not supported yet by simplequeue."
-            )
-        else:
-            raise SqsError("InvalidAttributeName", f"Unknown Attribute {key}.")
-        checked[key] = value
-    return checked
+AS_CREATED = {"FifoQueue": "false"}
+"""What CreateQueue compares a given attribute with when the queue does not answer it."""
 
 
 def _settings(name: str, attributes: dict[str, str], base: QueueSettings | None = None) -> QueueSettings:
@@ -129,35 +44,51 @@ def _settings(name: str, attributes: dict[str, str], base: QueueSettings | None 
     return settings
 
 
-def _attributes_of(ctx: Context, stats: QueueStats) -> dict[str, str]:
+def _attributes_of(ctx: Context, stats: QueueStats, metadata: QueueMetadata | None) -> dict[str, str]:
+    """Every attribute the queue answers for `All`, but its timestamps."""
     values = {
         "QueueArn": ctx.place.arn(stats.name),
         "ApproximateNumberOfMessages": str(stats.ready),
         "ApproximateNumberOfMessagesNotVisible": str(stats.leased),
         "ApproximateNumberOfMessagesDelayed": str(stats.delayed + stats.retrying),
         "VisibilityTimeout": str(stats.settings.lease_seconds),
-        "DelaySeconds": "0",
-        "ReceiveMessageWaitTimeSeconds": "0",
+        **attributes.kept_of(metadata, ctx.service.max_payload_bytes),
     }
     if is_fifo(stats.name):
         values |= {"FifoQueue": "true", "ContentBasedDeduplication": "false"}
     return values
 
 
+def _change(given: dict[str, str], tags: dict[str, str] | None = None) -> MetadataChange:
+    """The metadata change that keeps `given`'s attributes (an empty policy removes it)."""
+    kept = {k: v for k, v in given.items() if k in attributes.KEPT}
+    return MetadataChange(
+        set_attributes={k: v for k, v in kept.items() if not (v == "" and k in attributes.EMPTY_REMOVES)},
+        unset_attributes=frozenset(k for k, v in kept.items() if v == "" and k in attributes.EMPTY_REMOVES),
+        set_tags=tags or {},
+        max_tags=MAX_TAGS,
+    )
+
+
 async def create_queue(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     name = creatable(params.required_text(p, "QueueName"))
-    if params.mapping(p, "tags") or params.mapping(p, "Tags"):
-        raise SqsError("InvalidParameterValue", "Queue tags are not supported yet by simplequeue's SQS door.")
-    attributes = _checked(name, params.mapping(p, "Attributes"))
+    given = attributes.checked(name, params.mapping(p, "Attributes"), ctx.service.max_payload_bytes)
+    # The JSON protocol names them tags, the query protocol Tag.N.Key/Value.
+    tags = checked_tags(params.mapping(p, "tags") or params.mapping(p, "Tags"))
+    if len(tags) > MAX_TAGS:
+        raise too_many_tags(name)
     ctx.authorize(Action.ADMINISTER, name)
     try:
         stats = await ctx.service.get_queue(name)
     except QueueNotFound:
-        await ctx.service.put_queue(name, _settings(name, attributes))
+        await ctx.service.put_queue(name, _settings(name, given))
+        change = _change(given, tags)
+        if change.set_attributes or change.set_tags:
+            await ctx.service.change_queue_metadata(name, change)
         return {"QueueUrl": ctx.place.queue_url(name)}
-    now = _attributes_of(ctx, stats)
-    for key, value in attributes.items():
-        if now.get(key, AS_CREATED.get(key)) != value:
+    now = _attributes_of(ctx, stats, await ctx.service.queue_metadata(name))
+    for key, value in given.items():
+        if now.get(key, AS_CREATED.get(key, "")) != value:
             raise SqsError(
                 "QueueNameExists",
                 f"A queue already exists with the same name and a different value for attribute {key}",
@@ -203,17 +134,19 @@ async def get_queue_attributes(ctx: Context, p: dict[str, Any]) -> dict[str, Any
     name = queue_param(ctx, p)
     wanted = params.names(p, "AttributeNames")
     for key in wanted:
-        if key not in KNOWN:
+        if key not in attributes.KNOWN:
             raise SqsError("InvalidAttributeName", f"Unknown Attribute {key}.")
     ctx.authorize(Action.READ_STATS, name)
     try:
         stats = await ctx.service.get_queue(name)
-        values = _attributes_of(ctx, stats)
-        if "All" in wanted or any(key in wanted for key in TIMESTAMPS):
-            created = str(int((await ctx.service.queue_created_at(name)).timestamp()))
-            values |= dict.fromkeys(TIMESTAMPS, created)
+        metadata = await ctx.service.queue_metadata(name)
     except QueueNotFound as exc:
         raise from_domain(exc) from None
+    values = _attributes_of(ctx, stats, metadata)
+    values |= {
+        "CreatedTimestamp": str(int(metadata.created_at.timestamp())),
+        "LastModifiedTimestamp": str(int(metadata.last_modified.timestamp())),
+    }
     if "All" not in wanted:
         values = {k: v for k, v in values.items() if k in wanted}
     return {"Attributes": values} if values else {}
@@ -221,19 +154,20 @@ async def get_queue_attributes(ctx: Context, p: dict[str, Any]) -> dict[str, Any
 
 async def set_queue_attributes(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     name = queue_param(ctx, p)
-    attributes = params.mapping(p, "Attributes")
     if "Attributes" not in p:
         raise missing("Attributes")
-    checked = _checked(name, attributes)
+    given = attributes.checked(name, params.mapping(p, "Attributes"), ctx.service.max_payload_bytes)
     ctx.authorize(Action.ADMINISTER, name)
+    if "FifoQueue" in given:
+        raise SqsError("InvalidAttributeName", "FifoQueue can be set only when the queue is created.")
     try:
         stats = await ctx.service.get_queue(name)
+        if "VisibilityTimeout" in given:
+            await ctx.service.put_queue(name, _settings(name, given, stats.settings))
+        # Also when only VisibilityTimeout changed: the queue's LastModifiedTimestamp moves.
+        await ctx.service.change_queue_metadata(name, _change(given))
     except QueueNotFound as exc:
         raise from_domain(exc) from None
-    if "FifoQueue" in checked:
-        raise SqsError("InvalidAttributeName", "FifoQueue can be set only when the queue is created.")
-    if any(k in SETTABLE for k in checked):
-        await ctx.service.put_queue(name, _settings(name, checked, stats.settings))
     return {}
 
 

@@ -22,7 +22,7 @@ from starlette.types import Scope
 from simplequeue.api.auth import Grant, signs_itself
 from simplequeue.api.front import DoorRules
 from simplequeue.api.request_ids import REQUEST_ID
-from simplequeue.api.sqs import messages, queues
+from simplequeue.api.sqs import messages, queues, tags
 from simplequeue.api.sqs.context import Context
 from simplequeue.api.sqs.errors import (
     JSON_CONTENT_TYPE,
@@ -50,6 +50,9 @@ ACTIONS: dict[str, Handler] = {
     "SetQueueAttributes": queues.set_queue_attributes,
     "DeleteQueue": queues.delete_queue,
     "PurgeQueue": queues.purge_queue,
+    "TagQueue": tags.tag_queue,
+    "UntagQueue": tags.untag_queue,
+    "ListQueueTags": tags.list_queue_tags,
     "SendMessage": messages.send_message,
     "SendMessageBatch": messages.send_message_batch,
     "ReceiveMessage": messages.receive_message,

@@ -565,7 +565,7 @@ UPDATE dbo.sq_queues WITH (UPDLOCK, HOLDLOCK)
 SET max_attempts = @max_attempts, lease_seconds = @lease_seconds, backoff_base_seconds = @backoff_base_seconds,
     backoff_factor = @backoff_factor, backoff_cap_seconds = @backoff_cap_seconds, backoff_jitter = @backoff_jitter,
     retention_seconds = @retention_seconds, dedup_window_seconds = @dedup_window_seconds,
-    history_payload = @history_payload
+    history_payload = @history_payload, modified_at = @now
 OUTPUT inserted.name INTO @updated
 WHERE name = @queue;
 SELECT CASE WHEN EXISTS (SELECT 1 FROM @updated) THEN 0 ELSE 1 END AS created;
@@ -600,10 +600,74 @@ SET NOCOUNT ON;
 DECLARE @queue NVARCHAR(4000) = :queue;
 SELECT CASE WHEN EXISTS (SELECT 1 FROM dbo.sq_queues WHERE name = @queue) THEN 1 ELSE 0 END AS found;
 
--- name: queue_created_at
+-- name: queue_metadata
+-- The queue's times, attributes and tags, each list a JSON array of {"n": name, "v": value} (NULL
+-- when there are none).
 SET NOCOUNT ON;
 DECLARE @queue NVARCHAR(4000) = :queue;
-SELECT created_at FROM dbo.sq_queues WHERE name = @queue;
+SELECT q.created_at, q.modified_at,
+       (SELECT a.name AS n, a.value AS v FROM dbo.sq_queue_attributes AS a WHERE a.queue = q.name
+        FOR JSON PATH) AS attributes,
+       (SELECT t.[key] AS n, t.value AS v FROM dbo.sq_queue_tags AS t WHERE t.queue = q.name
+        FOR JSON PATH) AS tags
+FROM dbo.sq_queues AS q WHERE q.name = @queue;
+
+-- name: change_queue_metadata
+-- The queue row is locked first (UPDLOCK, HOLDLOCK), so changes of one queue's metadata wait for
+-- each other and the tag count below sees the previous change's. Attributes and tags named in
+-- :set_* (a JSON object) are written, those in :unset_* (a JSON array of names) removed; nothing
+-- changes when the tags would then number more than :max_tags. modified_at moves when :touch.
+-- UPDATE then INSERT, not MERGE: the queue row's lock already serialises these writers.
+-- found is 0 for a queue that does not exist. OPENJSON's values take the database's default
+-- collation: COLLATE where they meet a key column (see next_visible_at).
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @queue NVARCHAR(4000) = :queue;
+DECLARE @set_attributes NVARCHAR(MAX) = :set_attributes;
+DECLARE @unset_attributes NVARCHAR(MAX) = :unset_attributes;
+DECLARE @set_tags NVARCHAR(MAX) = :set_tags;
+DECLARE @unset_tags NVARCHAR(MAX) = :unset_tags;
+DECLARE @max_tags INT = :max_tags;
+DECLARE @touch BIT = CAST(:touch AS BIT);
+DECLARE @found INT = 0;
+DECLARE @tags INT = 0;
+SELECT @found = COUNT(*) FROM dbo.sq_queues WITH (UPDLOCK, HOLDLOCK) WHERE name = @queue;
+SELECT @tags = COUNT(*) FROM (
+    SELECT t.[key] FROM dbo.sq_queue_tags AS t
+    WHERE t.queue = @queue AND t.[key] NOT IN (SELECT u.value COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@unset_tags) AS u)
+    UNION
+    SELECT g.[key] COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@set_tags) AS g
+) AS k;
+IF @found = 1 AND @tags <= @max_tags
+BEGIN
+    UPDATE a SET value = g.value
+    FROM dbo.sq_queue_attributes AS a
+    JOIN OPENJSON(@set_attributes) AS g ON a.name = g.[key] COLLATE Latin1_General_100_BIN2
+    WHERE a.queue = @queue;
+    INSERT INTO dbo.sq_queue_attributes (queue, name, value)
+    SELECT @queue, g.[key], g.value FROM OPENJSON(@set_attributes) AS g
+    WHERE NOT EXISTS (
+        SELECT 1 FROM dbo.sq_queue_attributes AS a
+        WHERE a.queue = @queue AND a.name = g.[key] COLLATE Latin1_General_100_BIN2
+    );
+    DELETE FROM dbo.sq_queue_attributes
+    WHERE queue = @queue AND name IN (SELECT u.value COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@unset_attributes) AS u);
+    UPDATE t SET value = g.value
+    FROM dbo.sq_queue_tags AS t
+    JOIN OPENJSON(@set_tags) AS g ON t.[key] = g.[key] COLLATE Latin1_General_100_BIN2
+    WHERE t.queue = @queue;
+    INSERT INTO dbo.sq_queue_tags (queue, [key], value)
+    SELECT @queue, g.[key], g.value FROM OPENJSON(@set_tags) AS g
+    WHERE NOT EXISTS (
+        SELECT 1 FROM dbo.sq_queue_tags AS t
+        WHERE t.queue = @queue AND t.[key] = g.[key] COLLATE Latin1_General_100_BIN2
+    );
+    DELETE FROM dbo.sq_queue_tags
+    WHERE queue = @queue AND [key] IN (SELECT u.value COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@unset_tags) AS u);
+    UPDATE dbo.sq_queues SET modified_at = @now WHERE name = @queue AND @touch = 1;
+END;
+SELECT @found AS found, @tags AS tags;
 
 -- name: set_paused
 SET NOCOUNT ON;
@@ -636,7 +700,8 @@ ORDER BY i.created_at, i.seq;
 
 -- name: delete_queue
 -- The queue row is locked first (UPDLOCK, HOLDLOCK) so that no push registers it meanwhile; live
--- leases decide, unless forced; then its items, history, dedup keys and row go, in one transaction.
+-- leases decide, unless forced; then its items, history, dedup keys, attributes, tags and row go, in
+-- one transaction.
 -- The claims of its items' ids go with the items: sought by id (FORCESEEK) from the items deleted,
 -- after them, in the order pushes lock an item and its claim (see push_batch). The ids of items that
 -- finished earlier stay remembered until their windows end: sq_client_ids is keyed by id alone, not
@@ -668,6 +733,8 @@ BEGIN
     DELETE FROM dbo.sq_history WHERE queue = @queue;
     SET @history = @@ROWCOUNT;
     DELETE FROM dbo.sq_dedup WHERE queue = @queue;
+    DELETE FROM dbo.sq_queue_attributes WHERE queue = @queue;
+    DELETE FROM dbo.sq_queue_tags WHERE queue = @queue;
     DELETE FROM dbo.sq_queues WHERE name = @queue;
     SET @deleted = 1;
 END;

@@ -44,6 +44,7 @@ from simplequeue.domain import (
     ignore_finished,
     tell,
 )
+from simplequeue.domain.metadata import MetadataChange, QueueMetadata
 from simplequeue.domain.rules import (
     complete_outcomes,
     in_pop_order,
@@ -51,6 +52,7 @@ from simplequeue.domain.rules import (
     why_refused,
 )
 from simplequeue.store import rows
+from simplequeue.store.metadata import change_params, metadata_of
 from simplequeue.store.migrations import latest_version
 from simplequeue.store.mssql import params
 from simplequeue.store.mssql.errors import deadlock_unavailable, retry_deadlocks, translated_errors
@@ -335,12 +337,21 @@ class MssqlStore(QueueReads):
         return bool(row["created"])
 
     @retry_deadlocks
-    async def queue_created_at(self, name: str) -> datetime:
+    async def queue_metadata(self, name: str) -> QueueMetadata:
         async with self._transaction() as conn:
-            found = await fetch(conn, "queue_created_at", queue=name)
+            found = await fetch(conn, "queue_metadata", queue=name)
         if not found:
             raise QueueNotFound()
-        return rows.as_utc(found[0]["created_at"])
+        return metadata_of(found[0])
+
+    @retry_deadlocks
+    async def change_queue_metadata(self, name: str, change: MetadataChange) -> int:
+        async with self._transaction() as conn:
+            values = {**change_params(change), "touch": int(change.touches)}  # ODBC binds no bool
+            [row] = await fetch(conn, "change_queue_metadata", queue=name, now=self._now(), **values)
+        if not row["found"]:
+            raise QueueNotFound()
+        return int(row["tags"])
 
     async def queue_exists(self, name: str) -> bool:
         async with self._transaction() as conn:

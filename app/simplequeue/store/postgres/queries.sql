@@ -376,14 +376,58 @@ SET max_attempts = excluded.max_attempts, lease_seconds = excluded.lease_seconds
     backoff_base_seconds = excluded.backoff_base_seconds, backoff_factor = excluded.backoff_factor,
     backoff_cap_seconds = excluded.backoff_cap_seconds, backoff_jitter = excluded.backoff_jitter,
     retention_seconds = excluded.retention_seconds, dedup_window_seconds = excluded.dedup_window_seconds,
-    history_payload = excluded.history_payload
+    history_payload = excluded.history_payload, modified_at = excluded.created_at
 RETURNING xmax = 0 AS created
 
 -- name: queue_exists
 SELECT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue)
 
--- name: queue_created_at
-SELECT created_at FROM sq_queues WHERE name = :queue
+-- name: queue_metadata
+-- The queue's times, attributes and tags, each list a JSON array of {"n": name, "v": value}.
+SELECT q.created_at, q.modified_at,
+       (SELECT json_agg(json_build_object('n', a.name, 'v', a.value)) FROM sq_queue_attributes AS a
+        WHERE a.queue = q.name)::text AS attributes,
+       (SELECT json_agg(json_build_object('n', t.key, 'v', t.value)) FROM sq_queue_tags AS t
+        WHERE t.queue = q.name)::text AS tags
+FROM sq_queues AS q WHERE q.name = :queue
+
+-- name: lock_queue
+-- Changes of one queue's metadata wait for each other here, so that the next statement (a snapshot
+-- of its own, under READ COMMITTED) counts the tags the previous change left.
+SELECT 1 FROM sq_queues WHERE name = :queue FOR UPDATE
+
+-- name: change_queue_metadata
+-- Under lock_queue in the same transaction. Attributes and tags named in :set_* (a JSON object) are
+-- written, those in :unset_* (a JSON array of names) removed; nothing changes when the tags would
+-- then number more than :max_tags. modified_at moves when :touch (an attribute was given).
+WITH tags_after AS (
+    SELECT count(*) AS n FROM (
+        SELECT t.key FROM sq_queue_tags AS t
+        WHERE t.queue = :queue AND t.key NOT IN (SELECT json_array_elements_text(:unset_tags::json))
+        UNION
+        SELECT key FROM json_each_text(:set_tags::json)
+    ) AS k
+), allowed AS (
+    SELECT 1 AS ok FROM tags_after WHERE n <= :max_tags
+), set_attributes AS (
+    INSERT INTO sq_queue_attributes (queue, name, value)
+    SELECT :queue, g.key, g.value FROM json_each_text(:set_attributes::json) AS g, allowed
+    ON CONFLICT (queue, name) DO UPDATE SET value = excluded.value
+), unset_attributes AS (
+    DELETE FROM sq_queue_attributes AS a USING allowed
+    WHERE a.queue = :queue AND a.name IN (SELECT json_array_elements_text(:unset_attributes::json))
+), set_tags AS (
+    INSERT INTO sq_queue_tags (queue, key, value)
+    SELECT :queue, g.key, g.value FROM json_each_text(:set_tags::json) AS g, allowed
+    ON CONFLICT (queue, key) DO UPDATE SET value = excluded.value
+), unset_tags AS (
+    DELETE FROM sq_queue_tags AS t USING allowed
+    WHERE t.queue = :queue AND t.key IN (SELECT json_array_elements_text(:unset_tags::json))
+), touched AS (
+    UPDATE sq_queues AS q SET modified_at = COALESCE(:now::timestamptz, now()) FROM allowed
+    WHERE q.name = :queue AND :touch::boolean
+)
+SELECT n AS tags FROM tags_after
 
 -- name: set_paused
 UPDATE sq_queues SET paused = :paused WHERE name = :queue
@@ -408,9 +452,10 @@ LIMIT :limit
 
 -- name: delete_queue
 -- One statement, so one snapshot: the queue row is locked first (FOR UPDATE), so pushes that
--- would register it again wait; live leases decide, unless forced; then everything goes. The
--- claims of its items' ids go with them (sought by id); the ids of items that finished earlier stay
--- remembered until their windows end (sq_client_ids is keyed by id alone, not by queue).
+-- would register it again wait; live leases decide, unless forced; then everything goes, its
+-- attributes and tags too. The claims of its items' ids go with them (sought by id); the ids of
+-- items that finished earlier stay remembered until their windows end (sq_client_ids is keyed by id
+-- alone, not by queue).
 WITH q AS (
     SELECT name FROM sq_queues WHERE name = :queue FOR UPDATE
 ), busy AS (
@@ -426,6 +471,10 @@ WITH q AS (
     DELETE FROM sq_history AS h USING allowed WHERE h.queue = allowed.name RETURNING 1
 ), dedup AS (
     DELETE FROM sq_dedup AS d USING allowed WHERE d.queue = allowed.name RETURNING 1
+), attributes AS (
+    DELETE FROM sq_queue_attributes AS a USING allowed WHERE a.queue = allowed.name
+), tags AS (
+    DELETE FROM sq_queue_tags AS t USING allowed WHERE t.queue = allowed.name
 ), gone AS (
     DELETE FROM sq_queues AS g USING allowed WHERE g.name = allowed.name RETURNING 1
 )

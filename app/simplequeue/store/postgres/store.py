@@ -36,6 +36,7 @@ from simplequeue.domain import (
     ignore_finished,
     tell,
 )
+from simplequeue.domain.metadata import MetadataChange, QueueMetadata
 from simplequeue.domain.rules import (
     complete_outcomes,
     in_pop_order,
@@ -44,6 +45,7 @@ from simplequeue.domain.rules import (
     why_refused,
 )
 from simplequeue.store import rows
+from simplequeue.store.metadata import change_params, metadata_of
 from simplequeue.store.migrations import latest_version, load_migrations
 from simplequeue.store.postgres.errors import UNAVAILABLE, server_of, translated_errors
 from simplequeue.store.postgres.listen import Listener
@@ -349,12 +351,21 @@ class PostgresStore(QueueReads):
         async with self._conn() as conn:
             return bool(await fetch_value(conn, "queue_exists", queue=name))
 
-    async def queue_created_at(self, name: str) -> datetime:
+    async def queue_metadata(self, name: str) -> QueueMetadata:
         async with self._conn() as conn:
-            row = await fetch_one(conn, "queue_created_at", queue=name)
+            row = await fetch_one(conn, "queue_metadata", queue=name)
         if row is None:
             raise QueueNotFound()
-        return rows.as_utc(row["created_at"])
+        return metadata_of(row)
+
+    async def change_queue_metadata(self, name: str, change: MetadataChange) -> int:
+        async with self._conn() as conn, conn.transaction():
+            if await fetch_one(conn, "lock_queue", queue=name) is None:
+                raise QueueNotFound()
+            tags: int = await fetch_value(
+                conn, "change_queue_metadata", queue=name, now=self._now(), **change_params(change)
+            )
+        return tags
 
     async def set_paused(self, queue: str, paused: bool) -> None:
         async with self._conn() as conn:

@@ -242,8 +242,34 @@ FROM json_each(:queues) AS q
 -- name: queue_exists
 SELECT 1 FROM sq_queues WHERE name = :queue
 
--- name: queue_created_at
-SELECT created_at FROM sq_queues WHERE name = :queue
+-- name: queue_metadata
+-- The queue's times, attributes and tags, each list a JSON array of {"n": name, "v": value}.
+SELECT q.created_at, q.modified_at,
+       (SELECT json_group_array(json_object('n', a.name, 'v', a.value)) FROM sq_queue_attributes AS a
+        WHERE a.queue = q.name) AS attributes,
+       (SELECT json_group_array(json_object('n', t.key, 'v', t.value)) FROM sq_queue_tags AS t
+        WHERE t.queue = q.name) AS tags
+FROM sq_queues AS q WHERE q.name = :queue
+
+-- name: queue_tag_keys
+SELECT key FROM sq_queue_tags WHERE queue = :queue
+
+-- name: set_queue_attribute
+INSERT INTO sq_queue_attributes (queue, name, value) VALUES (:queue, :name, :value)
+ON CONFLICT (queue, name) DO UPDATE SET value = excluded.value
+
+-- name: unset_queue_attribute
+DELETE FROM sq_queue_attributes WHERE queue = :queue AND name = :name
+
+-- name: set_queue_tag
+INSERT INTO sq_queue_tags (queue, key, value) VALUES (:queue, :name, :value)
+ON CONFLICT (queue, key) DO UPDATE SET value = excluded.value
+
+-- name: unset_queue_tag
+DELETE FROM sq_queue_tags WHERE queue = :queue AND key = :name
+
+-- name: touch_queue
+UPDATE sq_queues SET modified_at = :now WHERE name = :queue
 
 -- name: put_queue
 INSERT INTO sq_queues (name, created_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_factor,
@@ -255,7 +281,7 @@ SET max_attempts = excluded.max_attempts, lease_seconds = excluded.lease_seconds
     backoff_base_seconds = excluded.backoff_base_seconds, backoff_factor = excluded.backoff_factor,
     backoff_cap_seconds = excluded.backoff_cap_seconds, backoff_jitter = excluded.backoff_jitter,
     retention_seconds = excluded.retention_seconds, dedup_window_seconds = excluded.dedup_window_seconds,
-    history_payload = excluded.history_payload
+    history_payload = excluded.history_payload, modified_at = excluded.created_at
 
 -- name: set_paused
 UPDATE sq_queues SET paused = :paused WHERE name = :queue
@@ -289,6 +315,12 @@ DELETE FROM sq_history WHERE queue = :queue
 
 -- name: delete_queue_dedup
 DELETE FROM sq_dedup WHERE queue = :queue
+
+-- name: delete_queue_attributes
+DELETE FROM sq_queue_attributes WHERE queue = :queue
+
+-- name: delete_queue_tags
+DELETE FROM sq_queue_tags WHERE queue = :queue
 
 -- name: delete_queue
 DELETE FROM sq_queues WHERE name = :queue

@@ -40,12 +40,14 @@ from simplequeue.domain import (
     system_clock,
     tell,
 )
+from simplequeue.domain.metadata import MetadataChange, QueueMetadata
 from simplequeue.domain.rules import (
     redrive_delay,
     why_not_extended,
     why_refused,
 )
 from simplequeue.store import rows
+from simplequeue.store.metadata import metadata_of
 from simplequeue.store.migrations import latest_version, load_migrations, split_statements
 from simplequeue.store.reads import QueueReads
 from simplequeue.store.sqlite import transactions
@@ -300,12 +302,37 @@ class SqliteStore(QueueReads):
         async with self._read() as conn:
             return await fetch_one(conn, "queue_exists", queue=name) is not None
 
-    async def queue_created_at(self, name: str) -> datetime:
+    async def queue_metadata(self, name: str) -> QueueMetadata:
         async with self._read() as conn:
-            row = await fetch_one(conn, "queue_created_at", queue=name)
+            row = await fetch_one(conn, "queue_metadata", queue=name)
         if row is None:
             raise QueueNotFound()
-        return rows.as_utc(row["created_at"])
+        return metadata_of(row)
+
+    async def change_queue_metadata(self, name: str, change: MetadataChange) -> int:
+        # Under the writer's BEGIN IMMEDIATE: no other change of the tags comes between the count
+        # and the writes.
+        async with self._write() as conn:
+            if await fetch_one(conn, "queue_exists", queue=name) is None:
+                raise QueueNotFound()
+            keys = {row["key"] for row in await fetch(conn, "queue_tag_keys", queue=name)}
+            tags = len((keys - change.unset_tags) | change.set_tags.keys())
+            if tags > change.max_tags:
+                return tags
+            for statement, values in (
+                ("set_queue_attribute", change.set_attributes),
+                ("set_queue_tag", change.set_tags),
+            ):
+                each = [{"queue": name, "name": k, "value": v} for k, v in values.items()]
+                await execute_many(conn, statement, each)
+            for statement, names in (
+                ("unset_queue_attribute", change.unset_attributes),
+                ("unset_queue_tag", change.unset_tags),
+            ):
+                await execute_many(conn, statement, [{"queue": name, "name": k} for k in names])
+            if change.touches:
+                await execute(conn, "touch_queue", queue=name, now=to_text(self._clock()))
+        return tags
 
     async def set_paused(self, queue: str, paused: bool) -> None:
         async with self._write() as conn:
@@ -322,6 +349,8 @@ class SqliteStore(QueueReads):
             items = await execute(conn, "delete_queue_items", queue=queue)
             history = await execute(conn, "delete_queue_history", queue=queue)
             await execute(conn, "delete_queue_dedup", queue=queue)
+            await execute(conn, "delete_queue_attributes", queue=queue)
+            await execute(conn, "delete_queue_tags", queue=queue)
             await execute(conn, "delete_queue", queue=queue)
         return DeletedQueue(items=items, history=history)
 

@@ -1,0 +1,176 @@
+"""A queue's SQS attributes: which the door takes, the values each may have, and where each lives.
+
+- VisibilityTimeout is the queue's lease setting, shared with the REST API.
+- DelaySeconds, ReceiveMessageWaitTimeSeconds and MaximumMessageSize are kept as the queue's
+  attributes and apply to SQS calls (a send without its own DelaySeconds, a receive without its own
+  WaitTimeSeconds, every send's size); REST pushes and pops say their own delay, wait and size.
+- Policy and RedriveAllowPolicy are kept and answered as given: the door's access is the service's
+  keys and roles, and RedriveAllowPolicy only matters to a RedrivePolicy naming this queue.
+- The rest of SQS's attributes are refused with the attribute named, never accepted and ignored.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from simplequeue.api.sqs.errors import SqsError
+from simplequeue.api.sqs.urls import is_fifo
+from simplequeue.domain.metadata import QueueMetadata
+
+MAX_REDRIVE_SOURCES = 10
+PERMISSIONS = ("allowAll", "denyAll", "byQueue")  # RedriveAllowPolicy's redrivePermission
+NOT_YET = frozenset(
+    {
+        "MessageRetentionPeriod",
+        "RedrivePolicy",
+        "KmsMasterKeyId",
+        "KmsDataKeyReusePeriodSeconds",
+        "SqsManagedSseEnabled",
+        "DeduplicationScope",
+        "FifoThroughputLimit",
+    }
+)
+COUNTS = (
+    "ApproximateNumberOfMessages",
+    "ApproximateNumberOfMessagesNotVisible",
+    "ApproximateNumberOfMessagesDelayed",
+)
+TIMESTAMPS = ("CreatedTimestamp", "LastModifiedTimestamp")
+
+
+def _bad(name: str, why: str) -> SqsError:
+    return SqsError("InvalidAttributeValue", f"Invalid value for the parameter {name}: {why}")
+
+
+def _integer(low: int, high: int) -> Callable[[str, str, int], str]:
+    def check(name: str, value: str, limit: int) -> str:
+        top = min(high, limit)
+        if not value.strip().isdigit() or not low <= int(value) <= top:
+            raise _bad(name, f"an integer from {low} to {top}.")
+        return str(int(value))
+
+    return check
+
+
+def _size(name: str, value: str, limit: int) -> str:
+    if not value.strip().isdigit() or not 1024 <= int(value) <= limit:
+        why = f"an integer from 1024 to {limit}, the service's SIMPLEQUEUE_MAX_PAYLOAD_BYTES."
+        raise _bad(name, why)
+    return str(int(value))
+
+
+def _policy(name: str, value: str, limit: int) -> str:
+    if value == "":
+        return value  # removes the policy
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        raise _bad(name, "a JSON policy document.") from None
+    if not isinstance(parsed, dict):
+        raise _bad(name, "a JSON object.")
+    return value
+
+
+def _redrive_allow(name: str, value: str, limit: int) -> str:
+    if value == "":
+        return value
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        raise _bad(name, "a JSON object.") from None
+    if not isinstance(parsed, dict) or parsed.get("redrivePermission") not in (
+        "allowAll",
+        "denyAll",
+        "byQueue",
+    ):
+        raise _bad(name, 'redrivePermission must be "allowAll", "denyAll" or "byQueue".')
+    sources = parsed.get("sourceQueueArns")
+    if parsed["redrivePermission"] == "byQueue":
+        if not isinstance(sources, list) or not 1 <= len(sources) <= MAX_REDRIVE_SOURCES:
+            raise _bad(name, f"byQueue needs sourceQueueArns: 1 to {MAX_REDRIVE_SOURCES} queue ARNs.")
+        if not all(isinstance(arn, str) and arn.startswith("arn:") for arn in sources):
+            raise _bad(name, "sourceQueueArns must be queue ARNs.")
+    elif sources is not None:
+        raise _bad(name, "sourceQueueArns goes only with redrivePermission byQueue.")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """An attribute kept in the queue's metadata: its check, and its value when never set (None:
+    not answered until set)."""
+
+    check: Callable[[str, str, int], str]
+    default: Callable[[int], str | None]
+
+
+KEPT: dict[str, Kept] = {
+    "DelaySeconds": Kept(_integer(0, 900), lambda limit: "0"),
+    "ReceiveMessageWaitTimeSeconds": Kept(_integer(0, 20), lambda limit: "0"),
+    "MaximumMessageSize": Kept(_size, str),
+    "Policy": Kept(_policy, lambda limit: None),
+    "RedriveAllowPolicy": Kept(_redrive_allow, lambda limit: None),
+}
+DEFAULT_ONLY = frozenset({"DelaySeconds", "ReceiveMessageWaitTimeSeconds", "MaximumMessageSize"})
+"""Taken at their default only, until sends and receives read them."""
+EMPTY_REMOVES = frozenset({"Policy", "RedriveAllowPolicy"})
+"""Set to "", these are removed, as SQS removes them."""
+READABLE = frozenset(
+    {"QueueArn", *COUNTS, "VisibilityTimeout", "FifoQueue", "ContentBasedDeduplication", *KEPT}
+)
+KNOWN = frozenset({*READABLE, *NOT_YET, *TIMESTAMPS, "All"})
+
+
+def checked(name: str, attributes: Mapping[str, Any], limit: int) -> dict[str, str]:
+    """The attributes given for queue `name`, each known and of a value the service can hold,
+    normalised as they will be answered. `limit` is the service's largest payload."""
+    values: dict[str, str] = {}
+    for key, value in attributes.items():
+        if not isinstance(value, str):
+            raise SqsError("InvalidAttributeValue", f"Invalid value for the parameter {key}.")
+        if key == "VisibilityTimeout":
+            if not value.strip().isdigit() or not 1 <= int(value) <= 43200:
+                raise _bad(key, "an integer from 1 to 43200 (0 is not supported yet).")
+            value = str(int(value))
+        elif key in KEPT:
+            value = KEPT[key].check(key, value, limit)
+            if key in DEFAULT_ONLY and value != KEPT[key].default(limit):
+                raise SqsError("InvalidAttributeValue", f"{key} other than its default is not supported yet.")
+        elif key == "FifoQueue":
+            if value not in ("true", "false") or (value == "true") != is_fifo(name):
+                raise SqsError(
+                    "InvalidAttributeValue", "FifoQueue is true exactly for a queue whose name ends in .fifo."
+                )
+        elif key == "ContentBasedDeduplication":
+            if not is_fifo(name):
+                raise SqsError("InvalidAttributeName", "Unknown Attribute ContentBasedDeduplication.")
+            if value != "false":
+                raise SqsError("InvalidAttributeValue", "ContentBasedDeduplication is not supported yet.")
+        elif key in NOT_YET:
+            raise SqsError(
+                "InvalidAttributeValue", f"The attribute {key} is not supported yet by simplequeue."
+            )
+        else:
+            raise SqsError("InvalidAttributeName", f"Unknown Attribute {key}.")
+        values[key] = value
+    return values
+
+
+def kept_of(metadata: QueueMetadata | None, limit: int) -> dict[str, str]:
+    """The kept attributes' values: as set, else their defaults (those that have one)."""
+    stored = metadata.attributes if metadata else {}
+    values: dict[str, str] = {}
+    for key, kept in KEPT.items():
+        value = stored.get(key, kept.default(limit))
+        if value is not None:
+            values[key] = value
+    # Set when the service allowed more: the service's limit holds now.
+    values["MaximumMessageSize"] = str(min(int(values["MaximumMessageSize"]), limit))
+    return values
+
+
+def kept_number(metadata: QueueMetadata | None, key: str, limit: int) -> int:
+    return int(kept_of(metadata, limit)[key])
