@@ -1,9 +1,13 @@
 """The dashboard at /ui, driven in headless Chromium (Debian's `chromium`, through playwright)
-against a real serve with API keys: it asks for the key, lists queues with their counts, shows a
-queue's items by state and its dead letters with their last error, and its buttons pause and
-redrive through the API. Without Chromium the test is skipped, except under CI, where it fails.
+against a real serve with API keys, on SQLite and PostgreSQL: it asks for the key, lists queues
+with their counts and charts, shows a queue's items by state (paged by the API's cursors), its
+history, an item with its payload and errors, the queue's settings (edited through PUT
+/queues/{name}, whose 422 it shows), and its buttons pause, redrive, delete items (one or
+selected) and the queue through the API. Keys that may not administer see no button they cannot
+use. Every page is also driven by the keyboard, and no page logs an error or meets a CSP
+violation. Without Chromium the tests are skipped, except under CI, where they fail.
 
-SIMPLEQUEUE_SCREENSHOTS=DIR also saves the pages as PNGs there (docs/dashboard*.png come from it).
+SIMPLEQUEUE_SCREENSHOTS=docs saves the pages the docs show as PNGs under docs/images/.
 """
 
 from __future__ import annotations
@@ -13,16 +17,29 @@ import os
 import re
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
+from tests.engines import postgres_database
 from tests.test_e2e import serving
 
 pytestmark = pytest.mark.e2e
 
 ADMIN = "admin-key-for-the-dashboard-1"
+PRODUCER = "producer-key-for-the-dashboard"
+CONSUMER = "consumer-key-for-the-dashboard"
+MAIL_ADMIN = "admin-key-of-mail-only-for-the-dashboard"
+KEYS = [
+    {"key": ADMIN, "role": "admin"},
+    {"key": PRODUCER, "role": "producer"},
+    {"key": CONSUMER, "role": "consumer"},
+    {"key": MAIL_ADMIN, "role": "admin", "queues": ["mail"]},
+]
 
 
 @pytest.fixture(scope="module")
@@ -35,33 +52,54 @@ def chromium() -> str:
     return path
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh database of each engine the dashboard is tried on (PostgreSQL: skipped with its
+    reason when it does not answer, failed under CI)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'ui.db'}"
+    else:
+        with postgres_database() as url:
+            yield url
+
+
 @pytest.fixture
-def service(tmp_path: Path) -> Iterator[str]:
-    keys = json.dumps([{"key": ADMIN, "role": "admin"}])
-    with serving(f"sqlite:///{tmp_path / 'ui.db'}", env={"SIMPLEQUEUE_API_KEYS": keys}) as base:
-        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {ADMIN}"}) as http:
-            http.put("/queues/mail", json={"max_attempts": 1})
-            for n in range(3):
-                http.post("/push", json={"queue": "mail", "payload": {"to": f"user{n}@example.com"}})
-            http.post(
-                "/push", json={"queue": "mail", "payload": {"to": "later@example.com"}, "delay_seconds": 3600}
-            )
-            [item] = http.post("/pop", json={"queue": "mail", "lease_seconds": 600}).json()["items"]
-            failure = {"error": "smtp 550: mailbox unavailable", "lease_token": item["lease_token"]}
-            http.post(f"/items/{item['id']}/fail", json=failure)
-            http.post("/pop", json={"queue": "mail", "lease_seconds": 600})
-            http.post("/push/batch", json={"queue": "reports", "items": [{"payload": n} for n in range(5)]})
-            http.post("/queues/reports/pause")
-            http.post("/push/batch", json={"queue": "orders", "items": [{"payload": n} for n in range(6)]})
-            for done in http.post("/pop", json={"queue": "orders", "max_items": 4}).json()["items"]:
-                http.delete(f"/items/{done['id']}", params={"lease_token": done["lease_token"]})
+def served(database: str) -> Iterator[str]:
+    with serving(database, env={"SIMPLEQUEUE_API_KEYS": json.dumps(KEYS)}) as base:
         yield base
 
 
-def shoot(page: object, name: str, *, full_page: bool = True) -> None:
+@pytest.fixture
+def api(served: str) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=served, headers={"Authorization": f"Bearer {ADMIN}"}, timeout=30) as http:
+        yield http
+
+
+@pytest.fixture
+def service(served: str, api: httpx.Client) -> str:
+    """mail: 3 ready, 1 delayed, 1 dead (its error recorded), 1 leased; reports: 5 ready, paused;
+    orders: 2 ready and 4 completed."""
+    http = api
+    http.put("/queues/mail", json={"max_attempts": 1})
+    for n in range(3):
+        http.post("/push", json={"queue": "mail", "payload": {"to": f"user{n}@example.com"}})
+    http.post("/push", json={"queue": "mail", "payload": {"to": "later@example.com"}, "delay_seconds": 3600})
+    [item] = http.post("/pop", json={"queue": "mail", "lease_seconds": 600}).json()["items"]
+    failure = {"error": "smtp 550: mailbox unavailable", "lease_token": item["lease_token"]}
+    http.post(f"/items/{item['id']}/fail", json=failure)
+    http.post("/pop", json={"queue": "mail", "lease_seconds": 600})
+    http.post("/push/batch", json={"queue": "reports", "items": [{"payload": n} for n in range(5)]})
+    http.post("/queues/reports/pause")
+    http.post("/push/batch", json={"queue": "orders", "items": [{"payload": n} for n in range(6)]})
+    for done in http.post("/pop", json={"queue": "orders", "max_items": 4}).json()["items"]:
+        http.delete(f"/items/{done['id']}", params={"lease_token": done["lease_token"]})
+    return served
+
+
+def shoot(page: Any, name: str, *, full_page: bool = True) -> None:
     directory = os.environ.get("SIMPLEQUEUE_SCREENSHOTS")
     if directory:
-        page.screenshot(path=str(Path(directory) / name), full_page=full_page)  # type: ignore[attr-defined]
+        page.screenshot(path=str(Path(directory) / name), full_page=full_page)
 
 
 # Every CSP violation the page meets, as the page itself hears of them (playwright's init scripts
@@ -73,23 +111,58 @@ document.addEventListener("securitypolicyviolation",
 """
 
 
-def test_the_dashboard_shows_queues_and_administers_them(chromium: str, service: str) -> None:
-    from playwright.sync_api import expect, sync_playwright
+@dataclass
+class Tab:
+    """A browser tab on the dashboard, with what it logged and the confirmations it was asked."""
 
-    api = httpx.Client(base_url=service, headers={"Authorization": f"Bearer {ADMIN}"})
+    page: Any
+    console: list[str] = field(default_factory=list)
+    asked: list[str] = field(default_factory=list)
+
+    def clean(self, *expected: str) -> None:
+        """No CSP violation, and no error logged but the API's answers named in `expected` (a
+        401, 403 or 404 the page shows as it should)."""
+        assert self.page.evaluate("window.__violations") == []
+        assert [m for m in self.console if not any(e in m for e in expected)] == [], self.console
+
+
+@contextmanager
+def browsing(chromium: str, base: str, key: str | None = ADMIN, *, width: int = 1200) -> Iterator[Tab]:
+    """A tab of headless Chromium on `base`'s dashboard, with `key` in its sessionStorage. Every
+    confirmation is accepted and recorded."""
+    from playwright.sync_api import sync_playwright
+
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium, headless=True)
-        page = browser.new_page(viewport={"width": 1200, "height": 720})
-        page.on("dialog", lambda dialog: dialog.accept())
-        console: list[str] = []  # every error the page logs: uncaught, CSP, or a load that failed
+        context = browser.new_context(
+            viewport={"width": width, "height": 720}, permissions=["clipboard-read", "clipboard-write"]
+        )
+        page = context.new_page()
+        tab = Tab(page)
+        page.on("dialog", lambda d: (tab.asked.append(d.message), d.accept()))
         page.on(
             "console",
-            lambda m: console.append(f"{m.text} {m.location.get('url')}") if m.type == "error" else None,
+            lambda m: tab.console.append(f"{m.text} {m.location.get('url')}") if m.type == "error" else None,
         )
-        page.on("pageerror", lambda e: console.append(str(e)))
+        page.on("pageerror", lambda e: tab.console.append(str(e)))
         page.add_init_script(WATCH_CSP)
+        if key is not None:
+            page.add_init_script(f"sessionStorage.setItem('simplequeue-key', {json.dumps(key)})")
+        try:
+            yield tab
+        finally:
+            browser.close()
+
+
+def test_the_dashboard_shows_queues_and_administers_them(chromium: str, service: str) -> None:
+    from playwright.sync_api import expect
+
+    api = httpx.Client(base_url=service, headers={"Authorization": f"Bearer {ADMIN}"})
+    with browsing(chromium, service, key=None) as tab:
+        page = tab.page
         page.goto(f"{service}/ui/")
         expect(page.locator("#banner")).to_contain_text("Unauthorized")  # no key yet
+        expect(page.locator("#banner .code")).to_have_text("Unauthorized")
 
         page.fill("#key", ADMIN)
         page.click("#key-form button")
@@ -106,7 +179,6 @@ def test_the_dashboard_shows_queues_and_administers_them(chromium: str, service:
         expect(chart.locator("polyline")).to_have_count(4)
         expect(chart).to_have_attribute("data-buckets", re.compile("^6[12]$"))  # an hour of minutes
         expect(page.locator(".legend")).to_contain_text("Completed 4")
-        shoot(page, "dashboard.png")
         page.click("button[data-span='24h']")
         expect(chart).to_have_attribute("data-buckets", re.compile("^9[78]$"))  # 24 h of 15 minutes
         expect(chart).to_have_attribute("data-pushed", "15")
@@ -121,9 +193,23 @@ def test_the_dashboard_shows_queues_and_administers_them(chromium: str, service:
 
         mail.click()
         expect(page.locator("h1")).to_contain_text("mail")
+        # Ready items are visible now, and say so (not "—"); ids are one line with a copy button.
+        expect(page.locator("#items tbody tr")).to_have_count(1)
+        expect(page.locator("#items tbody tr").first).to_contain_text("now")
+        first_id = page.locator("#items tbody tr").first.get_attribute("data-item")
+        assert first_id is not None
+        id_box = page.locator(f'tr[data-item="{first_id}"] code.id').bounding_box()
+        assert id_box is not None
+        assert id_box["height"] < 20  # one line
+        page.locator(f'tr[data-item="{first_id}"] button.copy').click()
+        expect(page.locator(f'tr[data-item="{first_id}"] button.copy')).to_have_text("Copied")
+        assert page.evaluate("navigator.clipboard.readText()") == first_id
+        created = page.locator(f'tr[data-item="{first_id}"] time').first
+        expect(created).to_have_text(re.compile(r"^(now|\d+ s ago)$"))
+        assert "(20" in (created.get_attribute("title") or "")  # the absolute time on hover
+
         page.click("text=dead (1)")
         expect(page.locator("#items")).to_contain_text("smtp 550: mailbox unavailable")
-        shoot(page, "dashboard-dead.png")
         page.click("#items button:has-text('Redrive')")
         expect(page.locator(".tabs")).to_contain_text("dead (0)")
         assert api.get("/queues/mail").json()["dead"] == 0
@@ -134,25 +220,348 @@ def test_the_dashboard_shows_queues_and_administers_them(chromium: str, service:
 
         page.click("text=leased (1)")
         expect(page.locator("#items tbody tr")).to_have_count(1)
+        expect(page.locator("#items tbody tr")).to_contain_text(re.compile("in [89] min"))  # the lease's end
 
         # A stale page: from mail's dead letters (their Purge button) to a queue that does not exist.
         page.click("text=dead (0)")
         page.evaluate("location.hash = '#/queues/nope/dead'")
         expect(page.locator("#not-found")).to_have_text("Queue not found")
-        expect(page.locator("button")).to_have_count(1)  # the key form's, no other
+        expect(page.locator("main button")).to_have_count(0)
         expect(page.locator("#items")).to_have_count(0)
         expect(page.locator("h1")).not_to_contain_text("mail")
         page.wait_for_timeout(5500)  # a refresh later, still nothing of mail
         expect(page.locator("#not-found")).to_be_visible()
-        expect(page.locator("text=mail")).to_have_count(0)
+        expect(page.locator("main >> text=mail")).to_have_count(0)
 
-        assert page.evaluate("window.__violations") == []
-        # The only errors: the API's answers to the page without a key (401) and about the unknown
-        # queue (404), each of which the page shows as it should.
-        expected = ("status of 401 (Unauthorized)", f"status of 404 (Not Found) {service}/queues/nope")
-        assert [m for m in console if not any(e in m for e in expected)] == [], console
-        browser.close()
+        tab.clean("status of 401 (Unauthorized)", f"status of 404 (Not Found) {service}/queues/nope")
     api.close()
+
+
+def test_an_item_its_payload_errors_and_actions(chromium: str, service: str, api: httpx.Client) -> None:
+    from playwright.sync_api import expect
+
+    big = {"rows": [{"n": n, "text": "lorem ipsum " * 4} for n in range(200)]}  # ~15 KB of JSON
+    pushed = api.post(
+        "/push",
+        json={"queue": "big", "payload": big, "priority": 7, "group": "g-1", "dedup_key": "report-42"},
+    ).json()
+    api.put("/queues/big", json={"max_attempts": 2})
+    for n in (1, 2):
+        [leased] = api.post("/pop", json={"queue": "big"}).json()["items"]
+        error = {
+            "error": f"timeout #{n} talking to db",
+            "lease_token": leased["lease_token"],
+            "retry_after_seconds": 0,
+        }
+        api.post(f"/items/{leased['id']}/fail", json=error)
+    item_id = pushed["id"]
+    with browsing(chromium, service) as tab:
+        page = tab.page
+        # The search box takes an id and opens the item.
+        page.goto(f"{service}/ui/")
+        expect(page.locator("#queues")).to_be_visible()
+        page.fill("#search", item_id.upper())
+        page.press("#search", "Enter")
+        expect(page).to_have_url(re.compile(f"#/items/{item_id}$"))
+        expect(page.locator("h1")).to_contain_text(item_id)
+        expect(page.locator("h1 .badge")).to_have_text("dead")
+        facts = page.locator("#facts")
+        expect(facts.locator('[data-fact="Queue"]')).to_have_text("big")
+        expect(facts.locator('[data-fact="Attempts"]')).to_have_text("2 of 2")
+        expect(facts.locator('[data-fact="Priority"]')).to_have_text("7")
+        expect(facts.locator('[data-fact="Group"]')).to_have_text("g-1")
+        expect(facts.locator('[data-fact="Dedup key"]')).to_have_text("report-42")
+        expect(facts.locator('[data-fact="Died"] time')).to_have_text(re.compile(r"^(now|\d+ s ago)$"))
+        expect(facts.locator('[data-fact="First popped"] time')).to_be_visible()
+        # Every error with its time, in order.
+        expect(page.locator("#errors li")).to_have_count(2)
+        expect(page.locator("#errors li").nth(0)).to_contain_text("timeout #1 talking to db")
+        expect(page.locator("#errors li").nth(1)).to_contain_text("timeout #2 talking to db")
+        expect(page.locator("#errors li time")).to_have_count(2)
+        # The payload: pretty, cut at 4,000 characters until asked, and collapsible.
+        payload = page.locator("#payload")
+        assert len(payload.inner_text()) < 4100
+        page.click("#show-all")
+        expect(page.locator("#show-all")).to_have_count(0)
+        assert json.loads(payload.inner_text()) == big
+        page.click("#payload-details summary")
+        expect(payload).to_be_hidden()
+        page.click("#payload-details summary")
+        expect(payload).to_be_visible()
+        shoot(page, "item-big.png")
+
+        page.click("#item-redrive")
+        expect(page.locator("h1 .badge")).to_have_text("ready")
+        assert tab.asked[-1].startswith(f"Make item {item_id} ready again")
+        assert api.get(f"/items/{item_id}").json()["status"] == "ready"
+        expect(facts.locator('[data-fact="Visible at"]')).to_have_text("now")
+        # Deleting a live item finishes it (its history says completed) and shows the history.
+        page.click("#item-delete")
+        expect(page).to_have_url(re.compile("#/queues/big/history$"))
+        # Its history: completed now, dead before it was redriven, newest first.
+        expect(page.locator("#items tbody tr").first).to_have_attribute("data-item", item_id)
+        expect(page.locator("#items tbody tr").first).to_contain_text("completed")
+        expect(page.locator("#items tbody tr").nth(1)).to_contain_text("dead")
+        assert api.get(f"/items/{item_id}").status_code == 404
+
+        # An item that is not there: a not-found page, nothing of the one before.
+        page.fill("#search", item_id)
+        page.press("#search", "Enter")
+        expect(page.locator("#not-found")).to_have_text("Item not found")
+        expect(page.locator("main button")).to_have_count(0)
+        expect(page.locator("#items")).to_have_count(0)
+        page.evaluate("location.hash = '#/items/not-an-id'")
+        expect(page.locator("#not-found")).to_have_text("Item not found")
+        # Text that is no id is refused in the banner, with its code.
+        page.fill("#search", "report-42")
+        page.press("#search", "Enter")
+        expect(page.locator("#banner .code")).to_have_text("NotAnId")
+        tab.clean(f"status of 404 (Not Found) {service}/items/{item_id}")
+
+
+def test_tabs_page_by_cursor_and_act_on_selected_items(chromium: str, served: str, api: httpx.Client) -> None:
+    from playwright.sync_api import expect
+
+    api.put("/queues/jobs", json={"max_attempts": 3})
+    ids = api.post(
+        "/push/batch", json={"queue": "jobs", "items": [{"payload": {"n": n}} for n in range(120)]}
+    )
+    ready = ids.json()["ids"]
+    api.post("/push", json={"queue": "jobs", "payload": "later", "delay_seconds": 7200})
+    popped = api.post("/pop", json={"queue": "jobs", "max_items": 6, "lease_seconds": 900}).json()["items"]
+    a, b, c, d = popped[:4]  # the last two stay leased
+    api.post(
+        f"/items/{a['id']}/fail",
+        json={
+            "error": "rate limited by upstream",
+            "lease_token": a["lease_token"],
+            "retry_after_seconds": 600,
+        },
+    )
+    for dead in (b, c):
+        api.post(
+            f"/items/{dead['id']}/fail",
+            json={"error": "bad input", "lease_token": dead["lease_token"], "retry": False},
+        )
+    api.delete(f"/items/{d['id']}", params={"lease_token": d["lease_token"]})  # completed
+    with browsing(chromium, served) as tab:
+        page = tab.page
+        page.goto(f"{served}/ui/#/queues/jobs")
+        rows = page.locator("#items tbody tr")
+        expect(rows).to_have_count(50)
+        expect(page.locator("#page-previous")).to_be_disabled()
+        first_page = rows.first.get_attribute("data-item")
+        page.click("#page-next")
+        expect(page.locator("#page-number")).to_have_text("Page 2")
+        expect(rows.first).not_to_have_attribute("data-item", first_page or "")
+        page.click("#page-next")
+        expect(page.locator("#page-number")).to_have_text("Page 3")
+        expect(rows).to_have_count(120 - 6 - 100)
+        expect(page.locator("#page-next")).to_be_disabled()
+        page.click("#page-previous")
+        expect(page.locator("#page-number")).to_have_text("Page 2")
+        expect(rows).to_have_count(50)
+        page.click("#page-previous")
+        expect(rows.first).to_have_attribute("data-item", first_page or "")
+        assert first_page == ready[6]  # oldest created first, after the six popped
+
+        # Delete selected: the confirmation says how many.
+        for item in ready[6:9]:
+            page.check(f'tr[data-item="{item}"] input.select')
+        expect(page.locator("#selected-count")).to_have_text("3 selected")
+        page.click("#delete-selected")
+        assert tab.asked[-1].startswith("Delete the 3 selected items of jobs?")
+        expect(page.locator('a[data-tab="ready"]')).to_have_text("ready (111)")
+        assert api.get("/queues/jobs").json()["history"]["completed"] == 4
+
+        page.click('a[data-tab="delayed"]')
+        expect(rows).to_have_count(1)
+        expect(rows.first).to_contain_text(re.compile("in 1 h"))
+        page.click('a[data-tab="retrying"]')
+        expect(rows.first).to_contain_text("rate limited by upstream")
+        expect(rows.first).to_contain_text(re.compile("in [89] min"))
+        page.click('a[data-tab="leased"]')
+        expect(rows).to_have_count(2)
+        expect(rows.first).to_contain_text(re.compile("in 1[34] min"))
+
+        page.click('a[data-tab="dead"]')
+        expect(rows).to_have_count(2)
+        page.check("#select-all")
+        expect(page.locator("#selected-count")).to_have_text("2 selected")
+        page.click("#redrive-selected")
+        assert tab.asked[-1].startswith("Make the 2 selected dead items of jobs ready again?")
+        expect(page.locator("#empty")).to_have_text("No dead items.")
+        assert api.get("/queues/jobs").json()["dead"] == 0
+
+        # History: completed (and dead) items, newest first.
+        page.click('a[data-tab="history"]')
+        expect(rows).to_have_count(6)  # 4 completed, 2 dead (a record is written when an item dies)
+        expect(rows.first).to_contain_text("completed")  # the 3 deleted last
+        newest = [r["id"] for r in api.get("/queues/jobs/history").json()["items"]]
+        assert [rows.nth(n).get_attribute("data-item") for n in range(6)] == newest
+        expect(page.locator("#items input")).to_have_count(0)  # nothing to select in history
+        tab.clean()
+
+
+def test_settings_are_edited_and_the_queue_deleted(chromium: str, service: str, api: httpx.Client) -> None:
+    from playwright.sync_api import expect
+
+    with browsing(chromium, service) as tab:
+        page = tab.page
+        page.goto(f"{service}/ui/#/queues/mail/settings")
+        expect(page.locator("#set-max_attempts")).to_have_value("1")
+        factor = api.get("/queues/mail").json()["settings"]["backoff"]["factor"]
+        expect(page.locator("#set-backoff\\.factor")).to_have_value(f"{factor:g}")
+        page.fill("#set-max_attempts", "7")
+        page.fill("#set-retention_seconds", "3600")
+        page.click("#save-settings")
+        expect(page.locator("#settings-message")).to_contain_text("Saved")
+        settings = api.get("/queues/mail").json()["settings"]
+        assert (settings["max_attempts"], settings["retention_seconds"]) == (7, 3600)
+        # What the API refuses, it says why, in the form and next to the field.
+        page.fill("#set-max_attempts", "0")
+        page.click("#save-settings")
+        expect(page.locator("#settings-message")).to_contain_text("ValidationError")
+        expect(page.locator("#settings-message")).to_contain_text("max_attempts")
+        expect(page.locator('.field-error[data-field="max_attempts"]')).to_contain_text(
+            "greater than or equal to 1"
+        )
+        expect(page.locator("#set-max_attempts")).to_have_attribute("aria-invalid", "true")
+        assert api.get("/queues/mail").json()["settings"]["max_attempts"] == 7
+
+        # Deleting: the name typed, then 409 QueueInUse (an item is leased) with a force option.
+        page.click("#delete-queue")
+        dialog = page.locator("#delete-dialog")
+        expect(dialog).to_be_visible()
+        expect(page.locator("#confirm-delete")).to_be_disabled()
+        page.fill("#confirm-name", "mai")
+        expect(page.locator("#confirm-delete")).to_be_disabled()
+        page.fill("#confirm-name", "mail")
+        page.click("#confirm-delete")
+        expect(page.locator("#delete-problem")).to_contain_text("QueueInUse")
+        assert api.get("/queues/mail").status_code == 200
+        page.click("#force-delete")
+        expect(page.locator("h1")).to_have_text("Queues")
+        expect(page.locator('tr[data-queue="mail"]')).to_have_count(0)
+        assert api.get("/queues/mail").status_code == 404
+        # A queue without leases goes at the first confirmation.
+        page.goto(f"{service}/ui/#/queues/orders/settings")
+        page.click("#delete-queue")
+        page.fill("#confirm-name", "orders")
+        page.press("#confirm-name", "Enter")
+        expect(page.locator('tr[data-queue="reports"]')).to_be_visible()
+        expect(page.locator('tr[data-queue="orders"]')).to_have_count(0)
+        tab.clean(
+            *(
+                f"status of {e} {service}/queues/mail"
+                for e in ("422 (Unprocessable Entity)", "409 (Conflict)")
+            )
+        )
+
+
+def test_keys_that_may_not_administer_see_no_button_they_cannot_use(
+    chromium: str, service: str, api: httpx.Client
+) -> None:
+    from playwright.sync_api import expect
+
+    dead = api.get("/queues/mail/dead").json()["items"][0]["id"]
+    forbidden = "status of 403 (Forbidden)"
+    with browsing(chromium, service, key=PRODUCER) as tab:
+        page = tab.page
+        page.goto(f"{service}/ui/")
+        expect(page.locator('tr[data-queue="mail"]')).to_be_visible()
+        expect(page.locator("#activity-chart")).to_be_visible()
+        page.click('a[href="#/queues/mail"]')
+        expect(page.locator("#read-only")).to_contain_text("counts only")
+        expect(page.locator("#activity-chart")).to_be_visible()
+        expect(page.locator("main button:not([data-span])")).to_have_count(0)
+        expect(page.locator(".tabs")).to_have_count(0)
+        page.wait_for_timeout(5500)  # a refresh later, the same
+        expect(page.locator("#read-only")).to_be_visible()
+        expect(page.locator("#banner")).to_be_hidden()
+        page.goto(f"{service}/ui/#/queues/mail/settings")
+        expect(page.locator("#set-max_attempts")).to_be_disabled()
+        expect(page.locator("#save-settings")).to_have_count(0)
+        expect(page.locator("#delete-queue")).to_have_count(0)
+        expect(page.locator("#pause")).to_have_count(0)
+        page.fill("#search", dead)
+        page.press("#search", "Enter")  # a producer may not read items: said, with the code
+        expect(page.locator("#banner .code")).to_have_text("Forbidden")
+        expect(page.locator("main")).to_be_empty()
+        tab.clean(forbidden)
+    with browsing(chromium, service, key=CONSUMER) as tab:
+        page = tab.page
+        page.goto(f"{service}/ui/#/items/{dead}")
+        expect(page.locator("#errors")).to_contain_text("smtp 550")
+        expect(page.locator("#read-only")).to_contain_text("not act on it")
+        expect(page.locator("#item-redrive")).to_have_count(0)
+        expect(page.locator("#item-delete")).to_have_count(0)
+        tab.clean(forbidden)
+    with browsing(chromium, service, key=MAIL_ADMIN) as tab:
+        page = tab.page
+        page.goto(f"{service}/ui/")
+        expect(page.locator("#queues tbody tr")).to_have_count(1)  # its own queue only
+        expect(page.locator(".chart")).to_contain_text("needs a key that covers every queue")
+        page.click('a[href="#/queues/mail"]')
+        expect(page.locator("#pause")).to_be_visible()
+        page.goto(f"{service}/ui/#/queues/orders")
+        expect(page.locator("#banner .code")).to_have_text("Forbidden")
+        expect(page.locator("main")).to_be_empty()
+        tab.clean(forbidden)
+
+
+def focus_by_tab(page: Any, selector: str, presses: int = 80, key: str = "Tab") -> None:
+    """Press Tab (or `key`: Shift+Tab) until the element `selector` names has the focus, as a
+    keyboard user would."""
+    for _ in range(presses):
+        page.keyboard.press(key)
+        if page.evaluate("(s) => document.activeElement && document.activeElement.matches(s)", selector):
+            return
+    raise AssertionError(f"Tab never reached {selector}")
+
+
+def test_the_main_actions_are_reached_by_keyboard(chromium: str, served: str, api: httpx.Client) -> None:
+    from playwright.sync_api import expect
+
+    api.post("/push/batch", json={"queue": "jobs", "items": [{"payload": n} for n in range(60)]})
+    with browsing(chromium, served) as tab:
+        page = tab.page
+        page.goto(f"{served}/ui/")
+        expect(page.locator("#queues")).to_be_visible()
+        focus_by_tab(page, 'a[href="#/queues/jobs"]')
+        page.keyboard.press("Enter")
+        expect(page.locator("h1")).to_contain_text("jobs")
+        focus_by_tab(page, "#page-next")
+        page.keyboard.press("Enter")
+        expect(page.locator("#page-number")).to_have_text("Page 2")
+        expect(page.locator("#items tbody tr")).to_have_count(10)
+        focus_by_tab(page, "#page-previous")
+        page.keyboard.press("Enter")
+        expect(page.locator("#page-number")).to_have_text("Page 1")
+        focus_by_tab(page, "#pause", key="Shift+Tab")  # back past the tabs
+        page.keyboard.press("Enter")
+        expect(page.locator("h1 .badge")).to_have_text("paused")
+        focus_by_tab(page, 'a[data-tab="history"]')
+        page.keyboard.press("Enter")
+        expect(page.locator("#empty")).to_contain_text("No finished items")
+        focus_by_tab(page, 'a[data-tab="settings"]', presses=5)
+        page.keyboard.press("Enter")
+        focus_by_tab(page, "#set-max_attempts")
+        page.keyboard.press("Control+A")
+        page.keyboard.type("4")
+        page.keyboard.press("Enter")  # submits the form
+        expect(page.locator("#settings-message")).to_contain_text("Saved")
+        assert api.get("/queues/jobs").json()["settings"]["max_attempts"] == 4
+        focus_by_tab(page, "#delete-queue")
+        page.keyboard.press("Enter")
+        expect(page.locator("#confirm-name")).to_be_focused()
+        page.keyboard.type("jobs")
+        page.keyboard.press("Enter")
+        expect(page.locator("h1")).to_have_text("Queues")
+        assert api.get("/queues/jobs").status_code == 404
+        # A item by its id, from the search box, by keyboard.
+        focus_by_tab(page, "#search")
+        tab.clean()
 
 
 def test_the_dashboard_is_served_with_headers_against_framing_and_sniffing(service: str) -> None:

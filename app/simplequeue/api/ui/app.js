@@ -3,6 +3,9 @@
 "use strict";
 
 const STATES = ["ready", "delayed", "retrying", "leased", "dead"];
+const PAGE = 50; // rows per page of a tab
+const PAYLOAD_SHOWN = 4000; // characters of a payload shown before "Show all"
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const main = document.getElementById("main");
 const banner = document.getElementById("banner");
 let timer = null;
@@ -18,10 +21,24 @@ document.getElementById("key-form").addEventListener("submit", (event) => {
   const input = document.getElementById("key");
   sessionStorage.setItem("simplequeue-key", input.value.trim());
   input.value = "";
+  administers.clear(); // what a key may do is learnt again for the new one
   showKey();
   render();
 });
 showKey();
+
+// The search box takes an item's id: the API finds items by id only (not by dedup key or group).
+document.getElementById("search-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const input = document.getElementById("search");
+  const text = input.value.trim();
+  if (!text) return;
+  if (!UUID.test(text)) { say({ code: "NotAnId", detail: `"${text}" is not an item id (the search finds items by id only)` }); return; }
+  input.value = "";
+  go(`#/items/${text.toLowerCase()}`);
+});
+
+function go(hash) { if (location.hash === hash) render(); else location.hash = hash; }
 
 async function api(method, path, body) {
   const headers = { "Accept": "application/json" };
@@ -33,26 +50,33 @@ async function api(method, path, body) {
     const code = data && data.error ? data.error : `HTTP ${response.status}`;
     const detail = data && data.detail ? data.detail : response.statusText;
     const error = new Error(`${code}: ${detail}`);
-    error.status = response.status;
-    error.code = code;
+    Object.assign(error, { status: response.status, code, detail, fields: (data && data.fields) || [] });
     throw error;
   }
   return data;
 }
 
-function say(message) {
-  banner.textContent = message;
-  banner.hidden = !message;
+// The banner: an API error with its code, or nothing.
+function say(error) {
+  if (!error) { banner.replaceChildren(); banner.hidden = true; return; }
+  const hint = error.code === "Unauthorized" ? " — enter an admin API key above." : "";
+  banner.replaceChildren(el("strong", { class: "code" }, error.code || "Error"), " ", error.detail ?? error.message, hint);
+  banner.dataset.code = error.code || "";
+  banner.hidden = false;
 }
 
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
   for (const [name, value] of Object.entries(attrs)) {
+    if (value === false || value === null || value === undefined) continue;
     if (name === "onclick") node.addEventListener("click", value);
+    else if (name === "onchange") node.addEventListener("change", value);
+    else if (name === "oninput") node.addEventListener("input", value);
+    else if (name === "onsubmit") node.addEventListener("submit", value);
     else if (name === "class") node.className = value;
-    else node.setAttribute(name, value);
+    else node.setAttribute(name, value === true ? "" : value);
   }
-  for (const child of children.flat()) node.append(child instanceof Node ? child : String(child ?? ""));
+  for (const child of children.flat(Infinity)) node.append(child instanceof Node ? child : String(child ?? ""));
   return node;
 }
 
@@ -64,7 +88,40 @@ function age(seconds) {
   return `${(seconds / 86400).toFixed(1)} d`;
 }
 
-function when(text) { return text ? new Date(text).toLocaleString() : "—"; }
+function span_(seconds) {
+  const s = Math.abs(seconds);
+  if (s < 1) return "";
+  if (s < 60) return `${Math.floor(s)} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min`;
+  if (s < 86400) return `${Math.floor(s / 3600)} h`;
+  return `${Math.floor(s / 86400)} d`;
+}
+
+// "3 s ago" or "in 5 min", the absolute time on hover.
+function when(text) {
+  if (!text) return el("span", { class: "muted" }, "—");
+  const at = new Date(text);
+  const seconds = (at.getTime() - Date.now()) / 1000;
+  const amount = span_(seconds);
+  const words = amount === "" ? "now" : seconds < 0 ? `${amount} ago` : `in ${amount}`;
+  return el("time", { datetime: text, title: `${at.toLocaleString()} (${text})` }, words);
+}
+
+// An id: monospace, never wrapped, with a button that copies it.
+function idOf(id, href) {
+  const text = el("code", { class: "id" }, id);
+  const copy = el("button", { type: "button", class: "copy", title: "Copy the id", "aria-label": `Copy id ${id}`, "data-key": `copy-${id}`, onclick: async (event) => {
+    event.stopPropagation();
+    const button = event.currentTarget;
+    try { await navigator.clipboard.writeText(id); button.textContent = "Copied"; } catch {
+      getSelection().selectAllChildren(text); button.textContent = "Selected"; // no clipboard: select it for Ctrl+C
+    }
+    setTimeout(() => { button.textContent = "Copy"; }, 1500);
+  } }, "Copy");
+  return el("span", { class: "id-wrap" }, href ? el("a", { href, class: "id-link" }, text) : text, copy);
+}
+
+function badge(text, cls) { return el("span", { class: `badge ${cls || text}` }, text); }
 
 // --- activity: pushed / completed / failed / dead per bucket, drawn as SVG ----------------------
 
@@ -84,7 +141,7 @@ const SVG = "http://www.w3.org/2000/svg";
 function svg(tag, attrs = {}, ...children) {
   const node = document.createElementNS(SVG, tag);
   for (const [name, value] of Object.entries(attrs)) node.setAttribute(name, value);
-  for (const child of children.flat()) node.append(child instanceof Node ? child : String(child ?? ""));
+  for (const child of children.flat(Infinity)) node.append(child instanceof Node ? child : String(child ?? ""));
   return node;
 }
 
@@ -173,17 +230,48 @@ function drawChart(activity, totals) {
   return chart;
 }
 
-function notFound(show, what) {
+function notFound(show, what, why) {
   show(
     el("p", {}, el("a", { href: "#/" }, "← Queues")),
     el("h1", { id: "not-found" }, `${what} not found`),
-    el("p", { class: "muted" }, `There is no ${what.toLowerCase()} by that name (it may have been deleted).`));
+    el("p", { class: "muted" }, why));
 }
+
+// What the key may do is learnt from the API's answers: a 403 to an admin read of a queue means
+// the key may not administer it (the API has no route that says a key's role).
+const administers = new Map();
+
+async function mayAdminister(queue) {
+  if (administers.has(queue)) return administers.get(queue);
+  try { await api("GET", `/queues/${encodeURIComponent(queue)}/items?state=ready&limit=1`); administers.set(queue, true); } catch (error) {
+    if (error.status !== 403) throw error;
+    administers.set(queue, false);
+  }
+  return administers.get(queue);
+}
+
+function readOnlyNote(text) { return el("p", { id: "read-only", class: "note" }, text); }
+
+// A button that asks first (when confirmText), calls the API, shows its error in the banner, and
+// renders the page again.
+function act(label, cls, confirmText, run, attrs = {}) {
+  return el("button", { type: "button", class: cls, ...attrs, onclick: async (event) => {
+    if (confirmText && !window.confirm(typeof confirmText === "function" ? confirmText() : confirmText)) return;
+    event.currentTarget.disabled = true;
+    try { await run(); say(""); } catch (error) { say(error); }
+    render();
+  } }, label);
+}
+
+// --- the queues ----------------------------------------------------------------------------------
 
 async function queuesPage(show) {
   const [{ queues }, activity] = await Promise.all([api("GET", "/queues"), loadActivity(null)]);
-  const rows = queues.map((q) => el("tr", { class: "link", "data-queue": q.name, onclick: () => { location.hash = `#/queues/${encodeURIComponent(q.name)}`; } },
-    el("td", {}, el("strong", {}, q.name), " ", el("span", { class: `badge ${q.paused ? "paused" : "live"}` }, q.paused ? "paused" : "live")),
+  const rows = queues.map((q) => el("tr", { class: "link", "data-queue": q.name, onclick: (event) => {
+    if (event.target.closest("a, button")) return;
+    location.hash = `#/queues/${encodeURIComponent(q.name)}`;
+  } },
+    el("td", {}, el("a", { href: `#/queues/${encodeURIComponent(q.name)}`, class: "queue-link" }, el("strong", {}, q.name)), " ", badge(q.paused ? "paused" : "live")),
     el("td", { class: "num" }, q.ready), el("td", { class: "num" }, q.leased), el("td", { class: "num" }, q.delayed),
     el("td", { class: "num" }, q.retrying), el("td", { class: `num ${q.dead ? "dead" : ""}` }, q.dead),
     el("td", { class: "num" }, age(q.oldest_ready_age_seconds)),
@@ -198,80 +286,404 @@ async function queuesPage(show) {
         el("tbody", {}, rows)));
 }
 
-async function queuePage(show, name, state) {
-  const [q, items, activity] = await Promise.all([
-    api("GET", `/queues/${encodeURIComponent(name)}`),
-    state === "dead"
-      ? api("GET", `/queues/${encodeURIComponent(name)}/dead?limit=50`)
-      : api("GET", `/queues/${encodeURIComponent(name)}/items?state=${state}&limit=50`),
-    loadActivity(name),
-  ]);
-  const act = (label, cls, confirmText, run) => el("button", { class: cls, onclick: async (event) => {
-    if (confirmText && !window.confirm(confirmText)) return;
-    event.target.disabled = true;
-    try { await run(); say(""); } catch (error) { say(error.message); }
-    render();
-  } }, label);
+// --- a queue: its counts, chart, tabs of items, settings -------------------------------------------
+
+// Paging of the tab on screen: the cursor of the page shown and a stack of those before it.
+const paging = { tab: null, cursor: null, before: [] };
+// The rows ticked for a bulk action, kept across refreshes of the same tab.
+const selected = new Set();
+
+function pagingFor(tab) {
+  if (paging.tab !== tab) { Object.assign(paging, { tab, cursor: null, before: [] }); selected.clear(); }
+  return paging;
+}
+
+function tabPath(name, tab, cursor) {
   const base = `/queues/${encodeURIComponent(name)}`;
-  const toolbar = el("div", { class: "toolbar" },
-    q.paused ? act("Resume", "", null, () => api("POST", `${base}/resume`))
-             : act("Pause", "secondary", `Pause ${name}? Pushes are still taken; nothing is handed out.`, () => api("POST", `${base}/pause`)),
-    state === "dead" && items.items.length ? act("Redrive all dead", "secondary", `Make every dead item of ${name} ready again?`, () => api("POST", `${base}/redrive`, {})) : "",
-    state === "dead" && items.items.length ? act("Purge dead", "danger", `Delete every dead item of ${name}? This cannot be undone.`, () => api("DELETE", `${base}/dead`)) : "");
-  const cards = el("div", { class: "cards" }, ...STATES.map((s) => el("div", { class: "card" },
+  const page = `limit=${PAGE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`;
+  if (tab === "dead") return `${base}/dead?${page}`;
+  if (tab === "history") return `${base}/history?${page}`;
+  return `${base}/items?state=${tab}&${page}`;
+}
+
+function lastError(item) {
+  const errors = item.errors || [];
+  return errors.length ? errors[errors.length - 1].error : "";
+}
+
+function preview(payload) {
+  const text = JSON.stringify(payload);
+  return el("code", { class: "payload-preview", title: text.length > 120 ? "Open the item for the whole payload" : false }, text.length > 120 ? `${text.slice(0, 120)}…` : text);
+}
+
+// Each tab's columns after the id: [heading, cell of a row].
+const COLUMNS = {
+  ready: [["Attempts", (i) => `${i.attempts}/${i.max_attempts}`], ["Created", (i) => when(i.created_at)],
+    ["Visible", () => el("span", { title: "Ready: poppable now" }, "now")], ["Priority", (i) => i.priority], ["Payload", (i) => preview(i.payload)]],
+  delayed: [["Attempts", (i) => `${i.attempts}/${i.max_attempts}`], ["Created", (i) => when(i.created_at)],
+    ["Visible at", (i) => when(i.visible_at)], ["Priority", (i) => i.priority], ["Payload", (i) => preview(i.payload)]],
+  retrying: [["Attempts", (i) => `${i.attempts}/${i.max_attempts}`], ["Created", (i) => when(i.created_at)],
+    ["Retry at", (i) => when(i.visible_at)], ["Last error", (i) => el("pre", { class: "error" }, lastError(i))]],
+  leased: [["Attempts", (i) => `${i.attempts}/${i.max_attempts}`], ["Created", (i) => when(i.created_at)],
+    ["First popped", (i) => when(i.first_popped_at)], ["Lease ends", (i) => when(i.lease_expires_at)], ["Payload", (i) => preview(i.payload)]],
+  dead: [["Attempts", (i) => `${i.attempts}/${i.max_attempts}`], ["Created", (i) => when(i.created_at)],
+    ["Died", (i) => when(i.died_at)], ["Last error", (i) => el("pre", { class: "error" }, lastError(i))]],
+  history: [["Outcome", (h) => badge(h.outcome)], ["Attempts", (h) => h.attempts], ["Created", (h) => when(h.created_at)],
+    ["Finished", (h) => when(h.finished_at)], ["Last error", (h) => el("pre", { class: "error" }, h.last_error || "")]],
+};
+
+function itemsTable(name, tab, page, admin) {
+  const bulk = admin && tab !== "history";
+  const base = `/queues/${encodeURIComponent(name)}`;
+  const ids = page.items.map((i) => i.id);
+  for (const id of [...selected]) if (!ids.includes(id)) selected.delete(id);
+  const count = el("span", { id: "selected-count", class: "muted" });
+  const bulkButtons = [];
+  const refresh = () => {
+    count.textContent = selected.size ? `${selected.size} selected` : "None selected";
+    for (const b of bulkButtons) b.disabled = selected.size === 0;
+    all.checked = selected.size > 0 && selected.size === ids.length;
+    all.indeterminate = selected.size > 0 && selected.size < ids.length;
+  };
+  const all = el("input", { type: "checkbox", id: "select-all", "aria-label": "Select every item on this page", onchange: (event) => {
+    for (const box of main.querySelectorAll("input.select")) { box.checked = event.target.checked; }
+    if (event.target.checked) ids.forEach((id) => selected.add(id)); else selected.clear();
+    refresh();
+  } });
+  const rows = page.items.map((i) => el("tr", { "data-item": i.id },
+    bulk ? el("td", { class: "tick" }, el("input", { type: "checkbox", class: "select", "aria-label": `Select item ${i.id}`, "data-key": `sel-${i.id}`, checked: selected.has(i.id), onchange: (event) => {
+      if (event.target.checked) selected.add(i.id); else selected.delete(i.id);
+      refresh();
+    } })) : "",
+    el("td", { class: "id-cell" }, idOf(i.id, `#/items/${i.id}`)),
+    ...COLUMNS[tab].map(([, cell]) => el("td", {}, cell(i))),
+    tab === "dead" && admin ? el("td", {}, act("Redrive", "secondary", `Make item ${i.id} ready again?`, () => api("POST", `${base}/redrive`, { ids: [i.id] }), { "data-key": `redrive-${i.id}` })) : ""));
+  if (bulk) {
+    const chosen = () => [...selected];
+    if (tab === "dead") {
+      bulkButtons.push(act("Redrive selected", "secondary", () => `Make the ${selected.size} selected dead item${selected.size === 1 ? "" : "s"} of ${name} ready again?`,
+        async () => { await api("POST", `${base}/redrive`, { ids: chosen() }); selected.clear(); }, { id: "redrive-selected" }));
+    } else {
+      bulkButtons.push(act("Delete selected", "danger", () => `Delete the ${selected.size} selected item${selected.size === 1 ? "" : "s"} of ${name}? Each is finished now (its history records it as completed), whoever holds it.`,
+        async () => {
+          const { results } = await api("POST", "/items/complete", { items: chosen().map((id) => ({ id })) });
+          selected.clear();
+          const missed = results.filter((r) => r.result !== "completed");
+          if (missed.length) throw Object.assign(new Error(), { code: "NotAllDeleted", detail: `${missed.length} of ${results.length} were not deleted: ${missed.map((r) => `${r.id} ${r.result}`).join(", ")}` });
+        }, { id: "delete-selected" }));
+    }
+  }
+  const head = el("tr", {}, bulk ? el("th", { class: "tick" }, all) : "", el("th", {}, "Item"), ...COLUMNS[tab].map(([h]) => el("th", {}, h)), tab === "dead" && admin ? el("th", {}, "") : "");
+  const table = el("table", { id: "items", "data-tab": tab }, el("thead", {}, head), el("tbody", {}, rows));
+  const bar = bulk ? el("div", { class: "bulk", id: "bulk" }, count, ...bulkButtons) : "";
+  if (bulk) refresh();
+  return [bar, table];
+}
+
+function pager(page) {
+  const p = paging;
+  const number = p.before.length + 1;
+  return el("nav", { class: "pager", "aria-label": "Pages" },
+    el("button", { type: "button", class: "secondary", id: "page-previous", disabled: p.before.length === 0, onclick: () => {
+      p.cursor = p.before.pop() ?? null; selected.clear(); render();
+    } }, "← Previous"),
+    el("span", { id: "page-number", class: "muted" }, `Page ${number}`),
+    el("button", { type: "button", class: "secondary", id: "page-next", disabled: !page.next_cursor, onclick: () => {
+      p.before.push(p.cursor); p.cursor = page.next_cursor; selected.clear(); render();
+    } }, "Next →"));
+}
+
+function queueHead(q) {
+  return [el("p", {}, el("a", { href: "#/" }, "← Queues")),
+    el("h1", {}, q.name, " ", badge(q.paused ? "paused" : "live"))];
+}
+
+function cards(q) {
+  return el("div", { class: "cards" }, ...STATES.map((s) => el("div", { class: "card" },
     el("div", { class: `value ${s === "dead" && q.dead ? "dead" : ""}` }, q[s]), el("div", { class: "label" }, s))),
     el("div", { class: "card" }, el("div", { class: "value" }, age(q.oldest_ready_age_seconds)), el("div", { class: "label" }, "oldest ready")));
-  const tabs = el("nav", { class: "tabs" }, ...STATES.map((s) =>
-    el("a", { href: `#/queues/${encodeURIComponent(name)}/${s}`, class: s === state ? "active" : "" }, `${s} (${q[s]})`)));
-  const head = ["Item", "Attempts", "Created", state === "dead" ? "Died" : state === "leased" ? "Lease ends" : "Visible at", state === "dead" ? "Last error" : "Payload"];
-  const rows = items.items.map((i) => el("tr", { "data-item": i.id },
-    el("td", {}, el("code", {}, i.id)),
-    el("td", { class: "num" }, `${i.attempts}/${i.max_attempts}`),
-    el("td", {}, when(i.created_at)),
-    el("td", {}, when(state === "dead" ? i.died_at : state === "leased" ? i.lease_expires_at : i.visible_at)),
-    el("td", {}, state === "dead"
-      ? [el("pre", { class: "error" }, i.errors.length ? i.errors[i.errors.length - 1].error : ""),
-         act("Redrive", "secondary", `Make item ${i.id} ready again?`, () => api("POST", `${base}/redrive`, { ids: [i.id] }))]
-      : el("code", {}, JSON.stringify(i.payload).slice(0, 120)))));
-  show(
-    el("p", {}, el("a", { href: "#/" }, "← Queues")),
-    el("h1", {}, name, " ", el("span", { class: `badge ${q.paused ? "paused" : "live"}` }, q.paused ? "paused" : "live")),
-    cards, chartSection(activity, "Activity"), toolbar, tabs,
-    items.items.length === 0 ? el("p", { class: "muted" }, `No ${state} items.`) :
-      el("table", { id: "items" }, el("thead", {}, el("tr", {}, head.map((h) => el("th", {}, h)))), el("tbody", {}, rows)),
-    items.next_cursor ? el("p", { class: "muted" }, "Showing the first 50.") : "");
 }
+
+function tabsNav(q, tab) {
+  const name = encodeURIComponent(q.name);
+  const count = { ...Object.fromEntries(STATES.map((s) => [s, q[s]])), history: q.history.completed + q.history.dead };
+  return el("nav", { class: "tabs", "aria-label": "Item states" },
+    ...[...STATES, "history"].map((s) => el("a", { href: `#/queues/${name}/${s}`, class: s === tab ? "active" : "", "aria-current": s === tab ? "page" : false, "data-tab": s }, `${s} (${count[s]})`)),
+    el("a", { href: `#/queues/${name}/settings`, class: tab === "settings" ? "active settings" : "settings", "aria-current": tab === "settings" ? "page" : false, "data-tab": "settings" }, "settings"));
+}
+
+function toolbar(q, tab, page) {
+  const name = q.name;
+  const base = `/queues/${encodeURIComponent(name)}`;
+  const dead = tab === "dead" && page && page.items.length;
+  return el("div", { class: "toolbar" },
+    q.paused ? act("Resume", "", null, () => api("POST", `${base}/resume`), { id: "resume" })
+             : act("Pause", "secondary", `Pause ${name}? Pushes are still taken; nothing is handed out.`, () => api("POST", `${base}/pause`), { id: "pause" }),
+    dead ? act("Redrive all dead", "secondary", `Make every dead item of ${name} (${q.dead}) ready again?`, () => api("POST", `${base}/redrive`, {}), { id: "redrive-all" }) : "",
+    dead ? act("Purge dead", "danger", `Delete every dead item of ${name} (${q.dead})? This cannot be undone.`, () => api("DELETE", `${base}/dead`), { id: "purge-dead" }) : "");
+}
+
+async function queuePage(show, name, tab) {
+  if (tab === "settings") return settingsPage(show, name);
+  const p = pagingFor(`${name}/${tab}`);
+  const refused = (error) => { if (error.status === 403) return { refused: error }; throw error; };
+  const [q, page, activity] = await Promise.all([
+    api("GET", `/queues/${encodeURIComponent(name)}`),
+    api("GET", tabPath(name, tab, p.cursor)).catch(refused),
+    loadActivity(name),
+  ]);
+  if (page.refused) {
+    administers.set(name, false);
+    return show(...queueHead(q), cards(q), chartSection(activity, "Activity"),
+      readOnlyNote(`This key may read ${name}'s counts only: its items, history, settings and actions need an admin key that covers it.`));
+  }
+  administers.set(name, true);
+  if (!show.latest()) return; // a render overtaken by another must not touch the selection
+  const [bulkBar, table] = itemsTable(name, tab, page, true);
+  const empty = tab === "history" ? "No finished items within the queue's retention." : `No ${tab} items.`;
+  show(...queueHead(q), cards(q), chartSection(activity, "Activity"), toolbar(q, tab, page), tabsNav(q, tab),
+    el("div", { class: "above-table" }, page.items.length ? bulkBar : "", page.next_cursor || p.before.length ? pager(page) : ""),
+    page.items.length === 0 && p.before.length === 0 ? el("p", { class: "muted", id: "empty" }, empty) : table);
+}
+
+// --- a queue's settings, and deleting it ---------------------------------------------------------
+
+const SETTINGS = [
+  ["max_attempts", "Max attempts", "Pops before a failure or expiry makes an item dead."],
+  ["lease_seconds", "Lease (s)", "Lease of a pop that gives none."],
+  ["backoff.base_seconds", "Backoff base (s)", "Delay after the first failed attempt."],
+  ["backoff.factor", "Backoff factor", "Each further attempt's delay is this many times the one before."],
+  ["backoff.cap_seconds", "Backoff cap (s)", "No delay is longer."],
+  ["backoff.jitter", "Backoff jitter", "Up to this fraction of a delay is taken off at random (0–1)."],
+  ["retention_seconds", "History retention (s)", "Finished items' records are kept this long."],
+  ["dedup_window_seconds", "Dedup window (s)", "A dedup_key keeps matching this long after its item finished."],
+];
+
+function dig(object, path) { return path.split(".").reduce((o, k) => (o == null ? undefined : o[k]), object); }
+
+function settingsBody(form) {
+  const body = { backoff: {} };
+  for (const [path] of SETTINGS) {
+    const text = form.elements[path].value.trim();
+    const value = text !== "" && Number.isFinite(Number(text)) ? Number(text) : text; // anything else: the API says why
+    if (path.startsWith("backoff.")) body.backoff[path.slice(8)] = value; else body[path] = value;
+  }
+  body.history_payload = form.elements.history_payload.checked;
+  return body;
+}
+
+function settingsForm(q, admin) {
+  const message = el("p", { id: "settings-message", role: "status", hidden: true });
+  const fields = SETTINGS.map(([path, label, help]) => el("div", { class: "field" },
+    el("label", { for: `set-${path}` }, label),
+    el("input", { id: `set-${path}`, name: path, value: String(dig(q.settings, path)), inputmode: "decimal", disabled: !admin, "aria-describedby": `help-${path}` }),
+    el("small", { id: `help-${path}`, class: "muted" }, help),
+    el("small", { class: "field-error", "data-field": path, hidden: true })));
+  const history = el("div", { class: "field check" },
+    el("input", { id: "set-history_payload", name: "history_payload", type: "checkbox", checked: q.settings.history_payload, disabled: !admin }),
+    el("label", { for: "set-history_payload" }, "Keep payloads in history"));
+  const form = el("form", { id: "settings", novalidate: true, onsubmit: async (event) => {
+    event.preventDefault();
+    for (const e of form.querySelectorAll(".field-error")) { e.hidden = true; e.textContent = ""; }
+    for (const i of form.querySelectorAll("[aria-invalid]")) i.removeAttribute("aria-invalid");
+    try {
+      const saved = await api("PUT", `/queues/${encodeURIComponent(q.name)}`, settingsBody(form));
+      say("");
+      message.className = "saved";
+      message.textContent = `Saved: they apply from the next pop, fail or finish on.`;
+      for (const [path] of SETTINGS) form.elements[path].value = String(dig(saved.settings, path));
+    } catch (error) {
+      message.className = "error-text";
+      message.replaceChildren(el("strong", {}, error.code), " ", error.detail);
+      for (const f of error.fields) {
+        const path = f.loc.filter((p) => p !== "body").join(".");
+        const slot = form.querySelector(`.field-error[data-field="${path}"]`);
+        if (slot) { slot.textContent = f.msg; slot.hidden = false; form.elements[path].setAttribute("aria-invalid", "true"); }
+      }
+    }
+    message.hidden = false;
+  } }, el("div", { class: "fields" }, fields, history), message,
+    admin ? el("button", { type: "submit", id: "save-settings" }, "Save settings") : "");
+  return el("section", { class: "panel" }, el("h2", {}, "Settings"), form);
+}
+
+function deleteSection(q) {
+  return el("section", { class: "panel danger-zone" }, el("h2", {}, "Delete queue"),
+    el("p", { class: "muted" }, `Deletes ${q.name} with every item (of every state), its history and dedup keys, at once.`),
+    el("button", { type: "button", class: "danger", id: "delete-queue", onclick: () => deleteDialog(q) }, "Delete queue…"));
+}
+
+// The typed-name confirmation, outside <main> so that no refresh takes it away.
+function deleteDialog(q) {
+  const items = STATES.reduce((n, s) => n + q[s], 0);
+  const path = `/queues/${encodeURIComponent(q.name)}`;
+  const input = el("input", { id: "confirm-name", autocomplete: "off", spellcheck: "false", "aria-describedby": "delete-what" });
+  const problem = el("p", { id: "delete-problem", class: "error-text", role: "alert", hidden: true });
+  const remove = async (force) => {
+    try {
+      await api("DELETE", force ? `${path}?force=true` : path);
+      dialog.close();
+      administers.delete(q.name);
+      go("#/");
+    } catch (error) {
+      problem.replaceChildren(el("strong", {}, error.code), " ", error.detail,
+        ...(error.code === "QueueInUse" ? [" ", el("button", { type: "button", class: "danger", id: "force-delete", onclick: () => remove(true) }, "Force delete")] : []));
+      problem.hidden = false;
+    }
+  };
+  const confirmButton = el("button", { type: "submit", class: "danger", id: "confirm-delete", disabled: true }, "Delete");
+  input.addEventListener("input", () => { confirmButton.disabled = input.value !== q.name; });
+  const dialog = el("dialog", { id: "delete-dialog", "aria-labelledby": "delete-title" },
+    el("form", { onsubmit: (event) => { event.preventDefault(); if (input.value === q.name) remove(false); } },
+      el("h2", { id: "delete-title" }, `Delete ${q.name}?`),
+      el("p", { id: "delete-what" }, `Its ${items} item${items === 1 ? "" : "s"} and ${q.history.completed + q.history.dead} history records go with it; this cannot be undone. Type the queue's name to confirm.`),
+      el("label", { for: "confirm-name" }, "Queue name"), input, problem,
+      el("div", { class: "toolbar" }, confirmButton, el("button", { type: "button", class: "secondary", onclick: () => dialog.close() }, "Cancel"))));
+  dialog.addEventListener("close", () => dialog.remove());
+  document.body.append(dialog);
+  dialog.showModal();
+  input.focus();
+}
+
+async function settingsPage(show, name) {
+  const q = await api("GET", `/queues/${encodeURIComponent(name)}`);
+  const admin = await mayAdminister(name);
+  show(...queueHead(q), cards(q), admin ? toolbar(q, "settings", null) : "", tabsNav(q, "settings"),
+    admin ? "" : readOnlyNote("This key may not change this queue: its settings are shown, not editable."),
+    settingsForm(q, admin), admin ? deleteSection(q) : "");
+}
+
+// --- an item ------------------------------------------------------------------------------------
+
+let payloadAll = null; // the id of the item whose whole payload is asked for
+
+function payloadSection(item) {
+  const text = JSON.stringify(item.payload, null, 2);
+  const long = text.length > PAYLOAD_SHOWN && payloadAll !== item.id;
+  const body = el("pre", { id: "payload", class: "payload", tabindex: "0" }, long ? `${text.slice(0, PAYLOAD_SHOWN)}\n…` : text);
+  const more = long ? el("button", { type: "button", class: "secondary", id: "show-all", onclick: () => { payloadAll = item.id; render(); } },
+    `Show all (${(text.length / 1024).toFixed(1)} KB)`) : "";
+  const details = el("details", { id: "payload-details", open: payloadOpen.get(item.id) ?? true },
+    el("summary", {}, "Payload ", el("span", { class: "muted small" }, `${text.length.toLocaleString()} characters${long ? `, first ${PAYLOAD_SHOWN.toLocaleString()} shown` : ""}`)), body, more);
+  details.addEventListener("toggle", () => payloadOpen.set(item.id, details.open));
+  return el("section", { class: "panel" }, details);
+}
+const payloadOpen = new Map();
+
+function facts(item) {
+  const visible = item.status === "ready" ? el("span", { title: "Ready: poppable now" }, "now") : when(item.visible_at);
+  const rows = [
+    ["Queue", el("a", { href: `#/queues/${encodeURIComponent(item.queue)}/${item.status}` }, item.queue)],
+    ["State", badge(item.status)],
+    ["Attempts", `${item.attempts} of ${item.max_attempts}`],
+    ["Priority", item.priority],
+    ["Group", item.group ?? el("span", { class: "muted" }, "—")],
+    ["Dedup key", item.dedup_key ?? el("span", { class: "muted" }, "—")],
+    ["Created", when(item.created_at)],
+    ["First popped", when(item.first_popped_at)],
+    ["Visible at", visible],
+    ["Leased until", when(item.lease_expires_at)],
+    ["Died", when(item.died_at)],
+  ];
+  return el("dl", { class: "facts", id: "facts" }, rows.map(([k, v]) => [el("dt", {}, k), el("dd", { "data-fact": k }, v)]));
+}
+
+function errorsSection(item) {
+  const list = item.errors.map((e, n) => el("li", {}, el("div", { class: "error-head" }, `Failure ${n + 1}`, " · ", when(e.at)), el("pre", { class: "error" }, e.error)));
+  return el("section", { class: "panel" }, el("h2", {}, `Errors (${item.errors.length})`),
+    list.length ? el("ol", { class: "errors", id: "errors" }, list) : el("p", { class: "muted" }, "No error recorded."));
+}
+
+function itemActions(item, admin) {
+  const base = `/queues/${encodeURIComponent(item.queue)}`;
+  if (!admin) return readOnlyNote("This key may look at the item, not act on it: redrive and delete need an admin key for its queue.");
+  return el("div", { class: "toolbar" }, item.status === "dead"
+    ? act("Redrive", "", `Make item ${item.id} ready again (attempts reset, errors kept)?`, () => api("POST", `${base}/redrive`, { ids: [item.id] }), { id: "item-redrive" })
+    : act("Delete", "danger", `Delete item ${item.id}? It is finished now (its history records it as completed)${item.status === "leased" ? ", and its worker loses its lease" : ""}.`,
+      async () => { await api("DELETE", `/items/${item.id}`); go(`#/queues/${encodeURIComponent(item.queue)}/history`); }, { id: "item-delete" }));
+}
+
+async function itemPage(show, id) {
+  const item = await api("GET", `/items/${id}`);
+  const admin = await mayAdminister(item.queue);
+  show(el("p", {}, el("a", { href: `#/queues/${encodeURIComponent(item.queue)}/${item.status}` }, `← ${item.queue}`)),
+    el("h1", { class: "item-title" }, "Item ", idOf(item.id), " ", badge(item.status)),
+    itemActions(item, admin), facts(item), payloadSection(item), errorsSection(item));
+}
+
+// --- rendering ----------------------------------------------------------------------------------
 
 let shown = null; // the route of the page on screen
 let generation = 0; // each render's number: only the latest one may change the page
+
+function focusKey(node) {
+  return node.dataset.key || node.id || node.getAttribute("href") || `${node.tagName}:${node.textContent}`;
+}
+
+// Replaces the page, keeping the keyboard's place: the element focused before is focused again.
+function replacePage(nodes) {
+  const active = document.activeElement;
+  const had = active && main.contains(active) && active !== main ? focusKey(active) : null;
+  main.replaceChildren(...nodes.flat(Infinity));
+  if (!had) return;
+  const node = [...main.querySelectorAll("a, button, input, select, [tabindex]")].find((n) => focusKey(n) === had);
+  // A button now disabled (Next on the last page) hands the focus to its neighbour (Previous).
+  const target = node && node.disabled ? node.parentElement.querySelector("button:not(:disabled), a[href]") : node;
+  if (target) target.focus();
+}
+
+function route() {
+  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  if (parts[0] === "queues" && parts[1]) {
+    const tab = [...STATES, "history", "settings"].includes(parts[2]) ? parts[2] : "ready";
+    return { page: "queue", name: parts[1], tab };
+  }
+  if (parts[0] === "items" && parts[1]) return { page: "item", id: parts[1] };
+  return { page: "queues" };
+}
 
 async function render() {
   clearTimeout(timer);
   const mine = ++generation;
   const latest = () => mine === generation;
-  const show = (...nodes) => { if (latest()) main.replaceChildren(...nodes); };
-  const route = location.hash;
-  const parts = route.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
-  const queue = parts[0] === "queues" && parts[1] ? parts[1] : null;
+  const show = (...nodes) => { if (latest()) replacePage(nodes); };
+  show.latest = latest;
+  const hash = location.hash;
+  const r = route();
+  // A dialog open (deleting a queue) or a form being edited is not refreshed under the user.
+  const again = () => { if (latest()) timer = setTimeout(refresh, 5000); };
   try {
-    if (queue !== null) await queuePage(show, queue, STATES.includes(parts[2]) ? parts[2] : "ready");
-    else await queuesPage(show);
+    if (r.page === "queue") await queuePage(show, r.name, r.tab);
+    else if (r.page === "item") {
+      if (!UUID.test(r.id)) throw Object.assign(new Error(), { code: "ItemNotFound" });
+      await itemPage(show, r.id.toLowerCase());
+    } else await queuesPage(show);
     if (!latest()) return;
-    shown = route;
+    shown = hash;
     say("");
   } catch (error) {
     if (!latest()) return; // another page was asked for meanwhile: it renders itself
-    if (queue !== null && error.code === "QueueNotFound") {
-      notFound(show, "Queue");
-      shown = route;
+    if (r.page === "queue" && error.code === "QueueNotFound") {
+      notFound(show, "Queue", "There is no queue by that name (it may have been deleted).");
+      shown = hash;
+      say("");
+    } else if (r.page === "item" && error.code === "ItemNotFound") {
+      notFound(show, "Item", "There is no item with that id: it may have completed or been deleted (a finished item leaves only a record in its queue's history).");
+      shown = hash;
       say("");
     } else {
-      if (shown !== route) { main.replaceChildren(); shown = null; } // nothing of another page stays
-      say(error.message.startsWith("Unauthorized") ? `${error.message} — enter an admin API key above.` : error.message);
+      if (shown !== hash) { main.replaceChildren(); shown = null; } // nothing of another page stays
+      say(error);
     }
   }
-  timer = setTimeout(render, 5000);
+  again();
 }
 
-window.addEventListener("hashchange", render);
+function refresh() {
+  const editing = document.querySelector("dialog[open]") || (route().tab === "settings" && main.querySelector("#settings"));
+  if (editing) { timer = setTimeout(refresh, 5000); return; }
+  render();
+}
+
+window.addEventListener("hashchange", () => { say(""); render(); });
 render();
