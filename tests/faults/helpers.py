@@ -78,6 +78,8 @@ class Sizes:
     stale_rounds: int  # stale-token scenarios, each round all cases
     retry_items: int  # retried pushes: items pushed with their own ids through the lossy proxy
     retry_kills: int  # retried pushes: cycles of one replica kill -9'd and another SIGTERMed
+    replica_items: int  # replicas: items pushed by 8 producers through the round-robin proxy
+    replica_cycles: int  # replicas: cycles of one replica kill -9'd and restarted, another SIGTERMed
 
 
 _DEFAULTS = {
@@ -93,6 +95,8 @@ _DEFAULTS = {
         stale_rounds=1,
         retry_items=800,
         retry_kills=1,
+        replica_items=1_000,
+        replica_cycles=1,
     ),
     "long": dict(
         items=20_000,
@@ -106,6 +110,8 @@ _DEFAULTS = {
         stale_rounds=10,
         retry_items=10_000,
         retry_kills=5,
+        replica_items=10_000,
+        replica_cycles=3,
     ),
 }
 
@@ -121,6 +127,8 @@ _ENV = {
     "stale_rounds": "SIMPLEQUEUE_FAULT_STALE_ROUNDS",
     "retry_items": "SIMPLEQUEUE_FAULT_RETRY_ITEMS",
     "retry_kills": "SIMPLEQUEUE_FAULT_RETRY_KILLS",
+    "replica_items": "SIMPLEQUEUE_FAULT_REPLICA_ITEMS",
+    "replica_cycles": "SIMPLEQUEUE_FAULT_REPLICA_CYCLES",
 }
 
 

@@ -77,6 +77,8 @@ class LossyProxy:
         self.backend_seconds = backend_seconds
         self.stats = ProxyStats()
         self.in_flight: dict[int, int] = {port: 0 for port in self.backends}  # requests in a backend's hands
+        self.answered: dict[int, int] = {port: 0 for port in self.backends}  # whole answers, per backend
+        self.failed: dict[int, int] = {port: 0 for port in self.backends}  # died with the request in hand
         self.port = 0
         self._turn = 0
         self._server: asyncio.Server | None = None
@@ -156,9 +158,13 @@ class LossyProxy:
 
     async def _forward(self, request: bytes) -> bytes | None:
         """The next backend's whole answer (made keep-alive again for the client), or None."""
-        for _ in range(len(self.backends)):
-            port = self.backends[self._turn % len(self.backends)]
-            self._turn += 1
+        # Each backend at most once per request, from this request's turn on: with the shared turn
+        # moved on by concurrent requests meanwhile, a request could be sent to the same dead
+        # backend again and again, and answer 502 while live ones were left.
+        first = self._turn
+        self._turn += 1
+        for offset in range(len(self.backends)):
+            port = self.backends[(first + offset) % len(self.backends)]
             try:
                 reader, writer = await asyncio.wait_for(
                     asyncio.open_connection("127.0.0.1", port), CONNECT_SECONDS
@@ -173,11 +179,17 @@ class LossyProxy:
                 # Connection: close: the backend closes after its answer, so EOF ends it.
                 raw = await asyncio.wait_for(reader.read(), self.backend_seconds)
             except (OSError, TimeoutError):
+                self.failed[port] += 1
                 return None  # it failed with the request in hand: not re-sent here
             finally:
                 self.in_flight[port] -= 1
                 writer.close()
-            return _relayable(raw)
+            answer = _relayable(raw)
+            if answer is None:
+                self.failed[port] += 1
+            else:
+                self.answered[port] += 1
+            return answer
         return None
 
 
