@@ -126,6 +126,30 @@ async def test_sweep_and_completion_stay_on_their_indexes(schema: tuple[str, str
     assert '"Node Type": "Seq Scan"' not in complete.replace('"Relation Name": "sq_queues"', ""), complete
 
 
+async def test_expiry_reaches_items_by_index_only(schema: tuple[str, str]) -> None:
+    # Many queues' items; the one that keeps a retention period holds a few of them.
+    await fill(schema, "q", "ready", 2_000)
+    for n in range(20):
+        await fill(schema, f"other-{n}", "ready", 5_000)
+    url, name = schema
+    conn = await asyncpg.connect(url, server_settings={"search_path": name})
+    await conn.execute(
+        "INSERT INTO sq_queue_attributes (queue, name, value) VALUES ('q', 'MessageRetentionPeriod', '60')"
+    )
+    await conn.execute("UPDATE sq_items SET created_at = created_at - interval '1 hour' WHERE queue = 'q'")
+    await conn.execute("ANALYZE")
+    await conn.close()
+    for text in (
+        await plan_of(schema, PLANNER_SETTINGS, "expire_retained", now=None, limit=1000),
+        await generic_plan_of(schema, "expire_retained", now=None, limit=1000),
+    ):
+        nodes = list(plan_nodes(json.loads(text)[0]["Plan"]))
+        scanned = {n["Relation Name"] for n in nodes if n["Node Type"] == "Seq Scan"}
+        assert "sq_items" not in scanned, text  # only the small tables (queues, attributes) are read whole
+        live = [n for n in nodes if n.get("Index Name") in ("sq_items_pop", "sq_items_visible")]
+        assert any("queue = a.queue" in n.get("Index Cond", "") for n in live), text  # a queue's range
+
+
 # Generic plans: pooled sessions plan each hot statement once (PLANNER_SETTINGS), without the
 # values, so these plans must find rows by index whatever the values turn out to be.
 

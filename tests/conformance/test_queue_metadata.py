@@ -1,16 +1,25 @@
 """A queue's metadata (SQS's CreatedTimestamp, LastModifiedTimestamp, kept attributes and tags):
-read whole, changed whole under the tag limit, serialised per queue, and gone with the queue."""
+read whole, changed whole under the tag limit, serialised per queue, and gone with the queue. And
+the one kept attribute the store acts on: MessageRetentionPeriod, past which live items expire."""
 
 from __future__ import annotations
 
 import asyncio
 
 import pytest
-from simplequeue.domain import QueueNotFound, QueueSettings
+from simplequeue.domain import (
+    Failure,
+    HistoryFilter,
+    ItemNotFound,
+    ItemStatus,
+    Pushed,
+    QueueNotFound,
+    QueueSettings,
+)
 from simplequeue.domain.metadata import MetadataChange
 from simplequeue.store.protocol import Store
 
-from tests.conformance.helpers import push
+from tests.conformance.helpers import configure, pop_one, push
 from tests.engines import FakeClock
 from tests.factories import new_item
 
@@ -129,3 +138,61 @@ async def test_metadata_goes_with_its_queue(store: Store, queue: str) -> None:
     again = await store.queue_metadata(queue)
     assert (dict(again.attributes), dict(again.tags), again.modified_at) == ({}, {}, None)
     assert dict((await store.queue_metadata(other)).tags) == {"team": "search"}
+
+
+# --- MessageRetentionPeriod: live items past it expire ----------------------------------------------
+
+
+RETAIN = MetadataChange(set_attributes={"MessageRetentionPeriod": "60"})
+
+
+async def test_live_items_past_the_retention_period_expire_without_history(
+    store: Store, queue: str, clock: FakeClock
+) -> None:
+    await configure(store, queue, max_attempts=5, dedup_window_seconds=600)
+    await store.change_queue_metadata(queue, RETAIN)
+    other = f"{queue}-keeps"  # no retention period: its items stay until they finish
+    await push(
+        store,
+        old_ready := new_item(queue, "old", created_at=clock.now, dedup_key="k"),
+        old_leased := new_item(queue, "leased", created_at=clock.now, priority=9),
+        old_dead := new_item(queue, "dead", created_at=clock.now, priority=8),
+        kept := new_item(other, "kept", created_at=clock.now),
+    )
+    leased = await pop_one(store, queue)
+    assert leased.id == old_leased.id
+    dying = await pop_one(store, queue)
+    await store.fail(dying.id, Failure("gave up", lease_token=dying.lease_token, retry=False))
+    clock.advance(59)
+    young = new_item(queue, "young", created_at=clock.now)
+    await push(store, young)
+    assert await store.expire_retained(1000) >= 0
+    assert (await store.get_item(old_ready.id)).status == ItemStatus.READY  # 59 s old: kept
+
+    clock.advance(2)
+    assert await store.expire_retained(1000) >= 2  # other tests' queues may hold expired items too
+
+    for gone in (old_ready, old_leased):
+        with pytest.raises(ItemNotFound):
+            await store.get_item(gone.id)
+    assert (await store.get_item(young.id)).status == ItemStatus.READY
+    assert (await store.get_item(old_dead.id)).status == ItemStatus.DEAD  # dead letters stay
+    assert (await store.get_item(kept.id)).status == ItemStatus.READY
+    with pytest.raises(ItemNotFound):
+        await store.complete(leased.id, leased.lease_token)
+    # No history for an expiry; its dedup key's window starts as after a purge.
+    records = (await store.list_history(queue, HistoryFilter(), 10, None)).items
+    assert [r.id for r in records] == [old_dead.id]
+    retry = new_item(queue, "retry", dedup_key="k", created_at=clock.now)
+    assert (await push(store, retry))[0] == Pushed(old_ready.id, old_ready.created_at, created=False)
+
+
+async def test_expiry_comes_in_batches(store: Store, queue: str, clock: FakeClock) -> None:
+    await store.put_queue(queue, QueueSettings())
+    await store.change_queue_metadata(queue, RETAIN)
+    items = [new_item(queue, n, created_at=clock.now) for n in range(5)]
+    await push(store, *items)
+    clock.advance(61)
+    while await store.expire_retained(2) == 2:  # bounded: at most 3 rounds for 5 items of this queue
+        pass
+    assert (await store.get_queue(queue)).ready == 0

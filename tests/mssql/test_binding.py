@@ -87,6 +87,7 @@ PARAMETERS = {
     "queue_stats": ("now", "queue"),
     "queue_exists": ("queue",),
     "queue_metadata": ("queue",),
+    "expire_retained": ("now", "limit"),
     "change_queue_metadata": (
         "now",
         "queue",
@@ -212,6 +213,7 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
         ),
     )
     conn.reply("change_queue_metadata", result(found=1, tags=1))
+    conn.reply("expire_retained", result(purged=2))
     conn.reply("set_paused", result(changed=1))
     conn.reply("peek", dead_rows())
     conn.reply("delete_queue", result(found=1, leased=0, deleted=1, items=2, history=3))
@@ -240,6 +242,7 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     assert await store.queue_exists("orders")
     assert (await store.queue_metadata("orders")).tags == {"a": "b"}
     assert await store.change_queue_metadata("orders", MetadataChange(set_tags={"a": "b"})) == 1
+    assert await store.expire_retained(10) == 2
     await store.set_paused("orders", True)
     await store.peek("orders", ItemStatus.LEASED, 10, None)
     assert await store.delete_queue("orders", force=False) == DeletedQueue(items=2, history=3)

@@ -66,3 +66,41 @@ async def test_purge_live_repeats_full_batches(fake: tuple[MssqlStore, FakeConne
 
     assert conn.all_params("purge_live") == [(NOW_TEXT, "orders", BATCH)] * 2
     assert conn.commits == 2
+
+
+# --- expire_retained (SQS's MessageRetentionPeriod) -------------------------------------------------
+
+
+def test_expire_retained_deletes_old_live_items_of_queues_that_keep_a_period_as_purge_live_does() -> None:
+    delete, windows, id_windows, count = statements("expire_retained")
+    assert isinstance(delete, exp.Delete)
+    assert [col.sql("tsql") for col in delete.args["returning"].expressions] == [
+        "deleted.id",
+        "deleted.queue",
+        "deleted.dedup_key",
+        "deleted.remember_id",
+    ]
+    [pick] = [s for s in delete.find_all(exp.Select)]
+    items = table_named(pick, "sq_items")
+    assert hints(items) == ["INDEX", "READCOMMITTEDLOCK", "READPAST", "ROWLOCK", "UPDLOCK"]
+    assert "WITH (INDEX(sq_items_pop), READCOMMITTEDLOCK" in Q["expire_retained"].sql
+    where = pick.args["where"].this.sql("tsql")
+    assert "a.name = N'MessageRetentionPeriod'" in where
+    assert "i.created_at < DATEADD(SECOND, -CAST(a.value AS INTEGER), @now)" in where
+    assert "i.attempts >= q.max_attempts" in where  # a lease out on its last attempt is dead: it stays
+    assert "sq_history" not in Q["expire_retained"].sql
+    _, live_windows, live_id_windows, live_count = statements("purge_live")
+    assert windows.sql("tsql") == live_windows.sql("tsql")
+    assert id_windows.sql("tsql") == live_id_windows.sql("tsql")
+    assert count.sql("tsql") == live_count.sql("tsql")
+    assert Q["expire_retained"].params == ("now", "limit")
+
+
+async def test_expire_retained_binds_the_clock_and_the_batch(fake: tuple[MssqlStore, FakeConnection]) -> None:
+    store, conn = fake
+    conn.reply("expire_retained", result(purged=4))
+
+    assert await store.expire_retained(50) == 4
+
+    assert conn.all_params("expire_retained") == [(NOW_TEXT, 50)]
+    assert conn.commits == 1

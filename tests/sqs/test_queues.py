@@ -120,7 +120,7 @@ def test_set_queue_attributes_changes_the_lease(sqs: Any, url: str) -> None:
     got = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["VisibilityTimeout"])["Attributes"]
     assert got == {"VisibilityTimeout": "120"}
     with pytest.raises(ClientError) as e:
-        sqs.set_queue_attributes(QueueUrl=url, Attributes={"MessageRetentionPeriod": "60"})
+        sqs.set_queue_attributes(QueueUrl=url, Attributes={"KmsMasterKeyId": "alias/aws/sqs"})
     assert error_code(e) == "InvalidAttributeValue"
 
 
@@ -192,3 +192,23 @@ def test_a_failed_set_changes_nothing(sqs: Any, url: str) -> None:
     got = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
     assert "Policy" not in got
     assert got["VisibilityTimeout"] == "30"
+
+
+def test_retention_is_four_days_unless_set_and_bounded(sqs: Any, sqs_base: str, name: str) -> None:
+    url = sqs.create_queue(QueueName=name)["QueueUrl"]
+    got = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["MessageRetentionPeriod"])["Attributes"]
+    assert got == {"MessageRetentionPeriod": "345600"}
+    sqs.set_queue_attributes(QueueUrl=url, Attributes={"MessageRetentionPeriod": "60"})
+    got = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["MessageRetentionPeriod"])["Attributes"]
+    assert got == {"MessageRetentionPeriod": "60"}
+    for bad in ("59", "1209601", "soon"):
+        with pytest.raises(ClientError) as e:
+            sqs.set_queue_attributes(QueueUrl=url, Attributes={"MessageRetentionPeriod": bad})
+        assert error_code(e) == "InvalidAttributeValue"
+    # A queue made through the REST API keeps its items until they finish: no period to answer.
+    httpx.put(f"{sqs_base}/queues/{name}-rest", json={}).raise_for_status()
+    rest = sqs.get_queue_url(QueueName=f"{name}-rest")["QueueUrl"]
+    assert (
+        "MessageRetentionPeriod"
+        not in sqs.get_queue_attributes(QueueUrl=rest, AttributeNames=["All"])["Attributes"]
+    )

@@ -159,26 +159,29 @@ def _migrate(settings: Settings) -> list[int]:
     "--max-rows", type=int, default=1_000_000, show_default=True, help="Stop after about this many rows."
 )
 def purge(max_rows: int) -> None:
-    """Sweep once: reap expired leases, delete old history.
+    """Sweep once: reap expired leases, delete old history and expired items.
 
     Makes dead the items whose lease expired on their last attempt, then deletes history past each
-    queue's retention and dedup keys past their window (for cron)."""
+    queue's retention, dedup keys past their window, and live items past their queue's
+    MessageRetentionPeriod, where one is set (for cron)."""
     import asyncio
 
     from simplequeue.main import store_for
+    from simplequeue.service.upkeep import expire, reap
     from simplequeue.service.upkeep import purge as purge_rows
-    from simplequeue.service.upkeep import reap
 
-    async def run() -> tuple[int, int]:
+    async def run() -> tuple[int, int, int]:
         store = store_for(load_settings())
         await store.open()
         try:
-            return await reap(store, max_rows=max_rows), await purge_rows(store, max_rows=max_rows)
+            reaped = await reap(store, max_rows=max_rows)
+            purged = await purge_rows(store, max_rows=max_rows)
+            return reaped, purged, await expire(store, max_rows=max_rows)
         finally:
             await store.close()
 
-    reaped, purged = asyncio.run(run())
-    click.echo(json.dumps({"reaped": reaped, "purged": purged}))
+    reaped, purged, expired = asyncio.run(run())
+    click.echo(json.dumps({"reaped": reaped, "purged": purged, "expired": expired}))
 
 
 @click.command()

@@ -4,7 +4,8 @@
   history record). Pops already pass such items over; the sweep makes them visible as dead
   letters. Every few seconds, in bounded batches.
 - Retention: history older than each queue's retention_seconds, and dedup keys past their
-  window, are deleted in bounded batches (seed 004's purgeDone), less often.
+  window, are deleted in bounded batches (seed 004's purgeDone), less often; so are the live
+  items of queues that keep them for a MessageRetentionPeriod (SQS's), without history.
 
 Replicas sweep concurrently without harm: each statement claims its own rows, and an item or
 record already dealt with is simply not found again.
@@ -46,6 +47,17 @@ async def purge(store: Store, *, max_rows: int) -> int:
     return total
 
 
+async def expire(store: Store, *, max_rows: int) -> int:
+    """Delete live items past their queue's MessageRetentionPeriod, up to about max_rows."""
+    total = 0
+    while total < max_rows:
+        done = await store.expire_retained(BATCH)
+        total += done
+        if done < BATCH:
+            break
+    return total
+
+
 async def sweep_forever(
     store: Store, *, reap_every: float, purge_every: float, max_rows: int = 100_000
 ) -> None:
@@ -60,6 +72,8 @@ async def sweep_forever(
                 next_purge = time.monotonic() + purge_every
                 if purged := await purge(store, max_rows=max_rows):
                     log.info("sweep: purged %d history records and dedup keys", purged)
+                if expired := await expire(store, max_rows=max_rows):
+                    log.info("sweep: %d live items outlived their queue's MessageRetentionPeriod", expired)
         except QueueError as exc:
             log.warning("sweep failed: %s", exc.detail)
         await asyncio.sleep(reap_every)

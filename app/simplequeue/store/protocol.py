@@ -204,6 +204,11 @@ class Sweeping(Protocol):
         """Delete up to `limit` history records older than their queue's retention, and dedup keys
         past their window; return how many rows went. Callers repeat while it returns `limit`."""
 
+    async def expire_retained(self, limit: int) -> int:
+        """Delete up to `limit` live items older than their queue's MessageRetentionPeriod (a kept
+        attribute, in seconds) as purge_live deletes them; return how many. Queues without it keep
+        their items until they finish."""
+
 
 class Store(Lifecycle, Delivery, Inspection, Administration, Sweeping, Protocol):
     """Everything a dialect implements."""

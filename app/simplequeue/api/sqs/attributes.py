@@ -4,6 +4,8 @@
 - DelaySeconds, ReceiveMessageWaitTimeSeconds and MaximumMessageSize are kept as the queue's
   attributes and apply to SQS calls (a send without its own DelaySeconds, a receive without its own
   WaitTimeSeconds, every send's size); REST pushes and pops say their own delay, wait and size.
+- MessageRetentionPeriod is kept, and the sweep deletes live messages older than it (a queue made
+  through SQS keeps SQS's default of 4 days; one made through the REST API, none).
 - Policy and RedriveAllowPolicy are kept and answered as given: the door's access is the service's
   keys and roles, and RedriveAllowPolicy only matters to a RedrivePolicy naming this queue.
 - The rest of SQS's attributes are refused with the attribute named, never accepted and ignored.
@@ -24,7 +26,6 @@ MAX_REDRIVE_SOURCES = 10
 PERMISSIONS = ("allowAll", "denyAll", "byQueue")  # RedriveAllowPolicy's redrivePermission
 NOT_YET = frozenset(
     {
-        "MessageRetentionPeriod",
         "RedrivePolicy",
         "KmsMasterKeyId",
         "KmsDataKeyReusePeriodSeconds",
@@ -111,11 +112,14 @@ KEPT: dict[str, Kept] = {
     "DelaySeconds": Kept(_integer(0, 900), lambda limit: "0"),
     "ReceiveMessageWaitTimeSeconds": Kept(_integer(0, 20), lambda limit: "0"),
     "MaximumMessageSize": Kept(_size, str),
+    # Not answered for a queue made through the REST API, whose items stay until they finish.
+    "MessageRetentionPeriod": Kept(_integer(60, 1_209_600), lambda limit: None),
     "Policy": Kept(_policy, lambda limit: None),
     "RedriveAllowPolicy": Kept(_redrive_allow, lambda limit: None),
 }
 DEFAULT_ONLY = frozenset({"DelaySeconds", "ReceiveMessageWaitTimeSeconds", "MaximumMessageSize"})
 """Taken at their default only, until sends and receives read them."""
+DEFAULT_RETENTION_SECONDS = "345600"  # SQS's default MessageRetentionPeriod: 4 days
 EMPTY_REMOVES = frozenset({"Policy", "RedriveAllowPolicy"})
 """Set to "", these are removed, as SQS removes them."""
 READABLE = frozenset(

@@ -82,7 +82,8 @@ async def create_queue(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
         stats = await ctx.service.get_queue(name)
     except QueueNotFound:
         await ctx.service.put_queue(name, _settings(name, given))
-        change = _change(given, tags)
+        retention = {"MessageRetentionPeriod": attributes.DEFAULT_RETENTION_SECONDS}
+        change = _change(retention | given, tags)
         if change.set_attributes or change.set_tags:
             await ctx.service.change_queue_metadata(name, change)
         return {"QueueUrl": ctx.place.queue_url(name)}

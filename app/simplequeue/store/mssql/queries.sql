@@ -479,6 +479,31 @@ DELETE FROM doomed
 OUTPUT deleted.id, deleted.queue, deleted.dedup_key, deleted.remember_id INTO @gone;
 -- include: purged_windows
 
+-- name: expire_retained
+-- Live items older than their queue's MessageRetentionPeriod (a kept attribute, in seconds: the SQS
+-- door's) go as purge_live's do (no history; the windows of their dedup keys and remembered ids
+-- start), at most :limit in no order (all of them go). A lease that ran out on its last attempt is
+-- dead already (the sweep records it): it stays. READPAST leaves items a concurrent pop, completion
+-- or purge holds.
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+-- include: purged_table
+DELETE x
+OUTPUT deleted.id, deleted.queue, deleted.dedup_key, deleted.remember_id INTO @gone
+FROM dbo.sq_items AS x
+WHERE x.seq IN (
+    SELECT TOP (CAST(:limit AS INT)) i.seq
+    FROM dbo.sq_queue_attributes AS a
+    JOIN dbo.sq_queues AS q ON q.name = a.queue
+    JOIN dbo.sq_items AS i WITH (INDEX(sq_items_pop), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
+        ON i.queue = a.queue
+    WHERE a.name = N'MessageRetentionPeriod' AND i.status IN ('ready', 'leased')
+      AND i.created_at < DATEADD(SECOND, -CAST(a.value AS INT), @now)
+      AND NOT (i.status = 'leased' AND i.visible_at <= @now AND i.attempts >= q.max_attempts)
+);
+-- include: purged_windows
+
 -- name: list_history
 -- A page of history records, most recently finished first, after the cursor's (finished_at, seq) if
 -- one is given, with optional filters ('' for none). RECOMPILE: the plan is made for this call's

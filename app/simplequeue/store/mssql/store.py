@@ -414,6 +414,12 @@ class MssqlStore(QueueReads):
                 return purged
 
     @retry_deadlocks
+    async def expire_retained(self, limit: int) -> int:
+        async with self._transaction() as conn:
+            [row] = await fetch(conn, "expire_retained", now=self._now(), limit=limit)
+        return int(row["purged"])
+
+    @retry_deadlocks
     async def reap_expired(self, limit: int) -> int:
         async with self._transaction() as conn:
             try:

@@ -322,6 +322,35 @@ WITH gone AS (
 -- include: purged_windows
 SELECT count(*) FROM gone
 
+-- name: expire_retained
+-- Live items older than their queue's MessageRetentionPeriod (a kept attribute, in seconds: the SQS
+-- door's) go as purge_live's do: no history, and the windows of their dedup keys and remembered ids
+-- start. At most :limit, in no order (all of them go): each queue that sets it is read along its
+-- live items' range of an index (no index orders a queue's items by created_at alone), so a sweep
+-- costs in proportion to those queues' live items.
+-- A lease that ran out on its last attempt is dead already (the sweep records it): it stays.
+WITH gone AS (
+    DELETE FROM sq_items WHERE seq = ANY (ARRAY(
+        SELECT old.seq
+        FROM sq_queue_attributes AS a
+        JOIN sq_queues AS q ON q.name = a.queue
+        CROSS JOIN LATERAL (
+            SELECT i.seq FROM sq_items AS i
+            WHERE i.queue = a.queue AND i.status IN ('ready', 'leased')
+              AND i.created_at < COALESCE(:now::timestamptz, now()) - a.value::integer * interval '1 second'
+              AND NOT (i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now())
+                       AND i.attempts >= q.max_attempts)
+            LIMIT :limit
+            FOR UPDATE OF i SKIP LOCKED
+        ) AS old
+        WHERE a.name = 'MessageRetentionPeriod'
+        LIMIT :limit
+    ))
+    RETURNING id, queue, dedup_key, remember_id
+)
+-- include: purged_windows
+SELECT count(*) FROM gone
+
 -- name: list_history
 SELECT seq, id, queue, outcome, attempts, created_at, first_popped_at, finished_at, group_key, dedup_key,
        last_error, payload::text AS payload

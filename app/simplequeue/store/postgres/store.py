@@ -407,6 +407,11 @@ class PostgresStore(QueueReads):
             if done < BATCH:
                 return purged
 
+    async def expire_retained(self, limit: int) -> int:
+        async with self._conn() as conn:
+            done: int = await fetch_value(conn, "expire_retained", limit=limit, now=self._now())
+        return done
+
     async def purge_live(self, queue: str) -> int:
         purged = 0
         while True:

@@ -192,6 +192,20 @@ WHERE i.queue = :queue AND i.status IN ('ready', 'leased')
 ORDER BY i.seq
 LIMIT :limit
 
+-- name: live_to_expire
+-- A batch of live items older than their queue's MessageRetentionPeriod (a kept attribute, in
+-- seconds: the SQS door's), in no order (all of them go), for expire_retained; they go as
+-- purge_live's do. A lease that ran out on its last attempt is dead already (the sweep records it):
+-- it stays.
+SELECT i.seq
+FROM sq_queue_attributes AS a
+JOIN sq_queues AS q ON q.name = a.queue
+JOIN sq_items AS i INDEXED BY sq_items_pop ON i.queue = a.queue
+WHERE a.name = 'MessageRetentionPeriod' AND i.status IN ('ready', 'leased')
+  AND i.created_at < sq_add_seconds(:now, -CAST(a.value AS REAL))
+  AND NOT (i.status = 'leased' AND i.visible_at <= :now AND i.attempts >= q.max_attempts)
+LIMIT :limit
+
 -- name: revive
 -- A new seq: a redriven item rejoins its ordered group at the back.
 UPDATE sq_items

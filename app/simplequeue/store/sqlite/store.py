@@ -405,6 +405,15 @@ class SqliteStore(QueueReads):
             if len(seqs) < BATCH:
                 return purged
 
+    async def expire_retained(self, limit: int) -> int:
+        async with self._write() as conn:
+            now = to_text(self._clock())
+            seqs = [row["seq"] for row in await fetch(conn, "live_to_expire", now=now, limit=limit)]
+            await execute(conn, "start_dedup_windows", seqs=json.dumps(seqs), now=now)
+            await execute(conn, "remember_ids", seqs=json.dumps(seqs), now=now)
+            await execute(conn, "delete_items", seqs=json.dumps(seqs))
+        return len(seqs)
+
     async def reap_expired(self, limit: int) -> int:
         now = to_text(self._clock())
         async with self._write() as conn:
