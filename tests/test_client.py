@@ -15,7 +15,7 @@ import pytest
 from asgi_lifespan import LifespanManager
 from simplequeue import client as sdk
 from simplequeue.client import AsyncClient, RetryPolicy, Worker
-from simplequeue.client.errors import ERRORS, error_for
+from simplequeue.client.errors import ERRORS, GatewayError, error_for
 from simplequeue.main import create_app
 from simplequeue.settings import Settings
 
@@ -165,8 +165,11 @@ def test_every_documented_code_has_its_class() -> None:
     assert type(newer) is sdk.Conflict
     assert newer.code == "SomethingNew"
     proxy = error_for(502, "<html>", reason="Bad Gateway")
-    assert type(proxy) is sdk.SimplequeueError
+    assert type(proxy) is GatewayError  # a load balancer's page: pause and try again
+    assert isinstance(proxy, sdk.Unavailable)
     assert proxy.status == 502
+    assert type(error_for(504, "", reason="Gateway Time-out")) is GatewayError
+    assert type(error_for(500, "<html>")) is sdk.SimplequeueError
 
 
 # --- retries, at the transport ---------------------------------------------------------------

@@ -343,6 +343,9 @@ async def test_a_pop_that_fails_for_a_while_pauses_and_pops_again() -> None:
     pops = [
         httpx.Response(503, json={"error": "DatabaseUnavailable", "detail": "down"}),
         httpx.Response(500, json={"error": "StoreError", "detail": "refused"}),
+        # A load balancer's pages while a replica restarts: not the service's answer at all.
+        httpx.Response(502, text="<html>502 Bad Gateway</html>"),
+        httpx.Response(504, text="<html>504 Gateway Time-out</html>"),
         httpx.Response(200, json={"items": [item]}),
     ]
     completed = asyncio.Event()

@@ -129,6 +129,12 @@ class DatabaseUnavailable(Unavailable):
     pass
 
 
+class GatewayError(Unavailable):
+    """A 502 or 504 from a proxy or load balancer in front of the service (a replica restarting,
+    or slow): the request may or may not have reached the service. The client retries it only where
+    repeating is harmless; the worker pauses and pops again."""
+
+
 class SchemaNotReady(Unavailable):
     pass
 
@@ -187,6 +193,13 @@ def error_for(
 
 
 def _family(status: int) -> type[SimplequeueError]:
-    return {401: Unauthorized, 403: Forbidden, 404: NotFound, 409: Conflict, 503: Unavailable}.get(
-        status, SimplequeueError
-    )
+    families: dict[int, type[SimplequeueError]] = {
+        401: Unauthorized,
+        403: Forbidden,
+        404: NotFound,
+        409: Conflict,
+        502: GatewayError,
+        503: Unavailable,
+        504: GatewayError,
+    }
+    return families.get(status, SimplequeueError)
