@@ -217,6 +217,9 @@ def test_the_dashboard_shows_queues_and_administers_them(chromium: str, service:
         page.click("button:has-text('Pause')")
         expect(page.locator("h1 .badge")).to_have_text("paused")
         assert api.get("/queues/mail").json()["paused"] is True
+        page.click("#resume")
+        expect(page.locator("h1 .badge")).to_have_text("live")
+        assert api.get("/queues/mail").json()["paused"] is False
 
         page.click("text=leased (1)")
         expect(page.locator("#items tbody tr")).to_have_count(1)
@@ -288,7 +291,6 @@ def test_an_item_its_payload_errors_and_actions(chromium: str, service: str, api
         expect(payload).to_be_hidden()
         page.click("#payload-details summary")
         expect(payload).to_be_visible()
-        shoot(page, "item-big.png")
 
         page.click("#item-redrive")
         expect(page.locator("h1 .badge")).to_have_text("ready")
@@ -393,12 +395,36 @@ def test_tabs_page_by_cursor_and_act_on_selected_items(chromium: str, served: st
         expect(page.locator("#empty")).to_have_text("No dead items.")
         assert api.get("/queues/jobs").json()["dead"] == 0
 
-        # History: completed (and dead) items, newest first.
+        # Redrive all dead, then purge the dead (their history records stay).
+        for n in range(2):
+            [leased] = api.post("/pop", json={"queue": "jobs", "lease_seconds": 60}).json()["items"]
+            api.post(
+                f"/items/{leased['id']}/fail",
+                json={"error": f"bad {n}", "lease_token": leased["lease_token"], "retry": False},
+            )
+        page.reload()
+        expect(rows).to_have_count(2)
+        page.click("#redrive-all")
+        assert tab.asked[-1] == "Make every dead item of jobs (2) ready again?"
+        expect(page.locator("#empty")).to_have_text("No dead items.")
+        [leased] = api.post("/pop", json={"queue": "jobs", "lease_seconds": 60}).json()["items"]
+        api.post(
+            f"/items/{leased['id']}/fail",
+            json={"error": "bad", "lease_token": leased["lease_token"], "retry": False},
+        )
+        page.reload()
+        expect(rows).to_have_count(1)
+        page.click("#purge-dead")
+        assert tab.asked[-1] == "Delete every dead item of jobs (1)? This cannot be undone."
+        expect(page.locator("#empty")).to_have_text("No dead items.")
+        assert api.get("/queues/jobs").json()["dead"] == 0
+
+        # History: completed and dead items, newest first.
         page.click('a[data-tab="history"]')
-        expect(rows).to_have_count(6)  # 4 completed, 2 dead (a record is written when an item dies)
-        expect(rows.first).to_contain_text("completed")  # the 3 deleted last
+        expect(rows).to_have_count(9)  # 4 completed, 5 dead (a record is written when an item dies)
+        expect(rows.first).to_contain_text("dead")  # the one purged last
         newest = [r["id"] for r in api.get("/queues/jobs/history").json()["items"]]
-        assert [rows.nth(n).get_attribute("data-item") for n in range(6)] == newest
+        assert [rows.nth(n).get_attribute("data-item") for n in range(9)] == newest
         expect(page.locator("#items input")).to_have_count(0)  # nothing to select in history
         tab.clean()
 
@@ -472,7 +498,7 @@ def test_keys_that_may_not_administer_see_no_button_they_cannot_use(
         expect(page.locator('tr[data-queue="mail"]')).to_be_visible()
         expect(page.locator("#activity-chart")).to_be_visible()
         page.click('a[href="#/queues/mail"]')
-        expect(page.locator("#read-only")).to_contain_text("counts only")
+        expect(page.locator("#read-only")).to_contain_text("may read the counts of mail only")
         expect(page.locator("#activity-chart")).to_be_visible()
         expect(page.locator("main button:not([data-span])")).to_have_count(0)
         expect(page.locator(".tabs")).to_have_count(0)
@@ -623,7 +649,7 @@ def seed_a_busy_hour(database: Path, queues: dict[str, int]) -> dict[str, int]:
     with sqlite3.connect(database) as db:
         db.executemany(
             "INSERT INTO sq_history (id, queue, outcome, attempts, created_at, finished_at, last_error)"
-            " VALUES (?, ?, ?, 1, ?, ?, CASE WHEN ? = 'dead' THEN 'boom' END)",
+            " VALUES (?, ?, ?, 1, ?, ?, CASE WHEN ? = 'dead' THEN 'smtp 550: mailbox unavailable' END)",
             [(*row, row[2]) for row in history],
         )
         db.executemany(
@@ -636,12 +662,57 @@ def seed_a_busy_hour(database: Path, queues: dict[str, int]) -> dict[str, int]:
             "INSERT INTO sq_items (id, queue, payload, created_at, status, attempts, visible_at, died_at,"
             " errors) VALUES (?, ?, '{}', ?, 'dead', 1, ?, ?, ?)",
             [
-                (i, queue, created, finished, finished, json.dumps([{"at": finished, "error": "boom"}]))
+                (
+                    i,
+                    queue,
+                    created,
+                    finished,
+                    finished,
+                    json.dumps([{"at": finished, "error": "smtp 550: mailbox unavailable"}]),
+                )
                 for i, queue, outcome, created, finished in history
                 if outcome == "dead"
             ],
         )
     return totals
+
+
+def one_retrying_item(http: httpx.Client) -> str:
+    """An e-mail that failed twice and waits for its third attempt, as the item page shows it."""
+    payload = {
+        "to": "ada@example.com",
+        "template": "welcome",
+        "locale": "en-GB",
+        "vars": {
+            "first_name": "Ada",
+            "plan": "team",
+            "trial_days": 14,
+            "links": {"start": "https://example.com/start"},
+        },
+    }
+    pushed = http.post(
+        "/push",
+        json={
+            "queue": "emails",
+            "payload": payload,
+            "dedup_key": "welcome-ada",
+            "group": "user-1842",
+            "priority": 5,
+        },
+    ).json()
+    errors = [
+        "smtp 451 4.7.1: greylisted, try again in 60 s",
+        "smtp 421 4.4.2: connection timed out after 30 s",
+    ]
+    for n, error in enumerate(errors):
+        [leased] = http.post("/pop", json={"queue": "emails", "lease_seconds": 120}).json()["items"]
+        assert leased["id"] == pushed["id"]
+        retry = 0 if n == 0 else 900
+        http.post(
+            f"/items/{leased['id']}/fail",
+            json={"error": error, "lease_token": leased["lease_token"], "retry_after_seconds": retry},
+        )
+    return str(pushed["id"])
 
 
 def test_screenshots_of_a_busy_hour(chromium: str, tmp_path: Path) -> None:
@@ -657,19 +728,30 @@ def test_screenshots_of_a_busy_hour(chromium: str, tmp_path: Path) -> None:
             http.post(
                 "/push/batch", json={"queue": "orders", "items": [{"payload": {"n": n}} for n in range(40)]}
             )
+            item = one_retrying_item(http)
         totals = seed_a_busy_hour(database, {"emails": 12, "orders": 25, "reports": 6})
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=chromium, headless=True)
             page = browser.new_page(viewport={"width": 1200, "height": 720})
             page.goto(f"{base}/ui/")
             chart = page.locator("#activity-chart")
-            expect(chart).to_have_attribute("data-pushed", str(totals["pushed"] + 40))
+            expect(chart).to_have_attribute(
+                "data-pushed", str(totals["pushed"] + 41)
+            )  # and the retrying e-mail
             expect(chart).to_have_attribute("data-completed", str(totals["completed"]))
-            expect(chart).to_have_attribute("data-failed", str(totals["failed"]))
+            expect(chart).to_have_attribute("data-failed", str(totals["failed"] + 2))
             expect(chart).to_have_attribute("data-dead", str(totals["dead"]))
             shoot(page, "images/dashboard-queues.png")
             page.locator('tr[data-queue="emails"]').click()
             expect(page.locator("h1")).to_contain_text("emails")
             expect(chart.locator("polyline")).to_have_count(4)
             shoot(page, "images/dashboard-chart.png", full_page=False)  # the chart, not every item
+            page.click('a[data-tab="history"]')
+            expect(page.locator("#items tbody tr")).to_have_count(50)
+            expect(page.locator("#page-next")).to_be_enabled()
+            page.evaluate("document.querySelector('.toolbar').scrollIntoView()")
+            shoot(page, "images/dashboard-history.png", full_page=False)  # the tab, not the chart
+            page.goto(f"{base}/ui/#/items/{item}")
+            expect(page.locator("#errors li")).to_have_count(2)
+            shoot(page, "images/dashboard-item.png")
             browser.close()

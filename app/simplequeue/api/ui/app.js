@@ -356,7 +356,7 @@ function itemsTable(name, tab, page, admin) {
       refresh();
     } })) : "",
     el("td", { class: "id-cell" }, idOf(i.id, `#/items/${i.id}`)),
-    ...COLUMNS[tab].map(([, cell]) => el("td", {}, cell(i))),
+    ...COLUMNS[tab].map(([heading, cell]) => el("td", { class: heading === "Payload" ? "fill" : false }, cell(i))),
     tab === "dead" && admin ? el("td", {}, act("Redrive", "secondary", `Make item ${i.id} ready again?`, () => api("POST", `${base}/redrive`, { ids: [i.id] }), { "data-key": `redrive-${i.id}` })) : ""));
   if (bulk) {
     const chosen = () => [...selected];
@@ -374,7 +374,7 @@ function itemsTable(name, tab, page, admin) {
     }
   }
   const head = el("tr", {}, bulk ? el("th", { class: "tick" }, all) : "", el("th", {}, "Item"), ...COLUMNS[tab].map(([h]) => el("th", {}, h)), tab === "dead" && admin ? el("th", {}, "") : "");
-  const table = el("table", { id: "items", "data-tab": tab }, el("thead", {}, head), el("tbody", {}, rows));
+  const table = el("div", { class: "table-wrap" }, el("table", { id: "items", "data-tab": tab }, el("thead", {}, head), el("tbody", {}, rows)));
   const bar = bulk ? el("div", { class: "bulk", id: "bulk" }, count, ...bulkButtons) : "";
   if (bulk) refresh();
   return [bar, table];
@@ -435,7 +435,7 @@ async function queuePage(show, name, tab) {
   if (page.refused) {
     administers.set(name, false);
     return show(...queueHead(q), cards(q), chartSection(activity, "Activity"),
-      readOnlyNote(`This key may read ${name}'s counts only: its items, history, settings and actions need an admin key that covers it.`));
+      readOnlyNote(`This key may read the counts of ${name} only: its items, history, settings and actions need an admin key that covers it.`));
   }
   administers.set(name, true);
   if (!show.latest()) return; // a render overtaken by another must not touch the selection
