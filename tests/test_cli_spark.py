@@ -283,3 +283,29 @@ def test_the_report_writes_charts_html_and_parquet_aggregates(url: str, tmp_path
     throughput = pq.read_table(page.parent / "throughput.parquet").to_pylist()
     assert sum(r["count"] for r in throughput) == 30
     assert all(r["minute"].second == 0 and r["minute"].tzinfo is not None for r in throughput)
+
+
+def test_the_report_with_many_queues_folds_the_rest_and_groups_errors_across_them(
+    url: str, tmp_path: Path
+) -> None:
+    """Twelve queues (tried as a new user would with more than a handful): the busiest are drawn
+    by name, the rest folded into "other (K queues)", and errors that differ only by an address
+    are one row across the queues."""
+    for n in range(12):
+        finish(url, f"many-{n:02}", 2 + n, [f"mailbox full: user{n}@example.com"])
+    done = run(url, "report", "--out", str(tmp_path / "out"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    page = Path(done.stdout.strip().splitlines()[-1])
+    text = page.read_text()
+    folded = re.search(r"other \((\d+) queues\)", text)
+    assert folded is not None, text[:2000]
+    assert int(folded.group(1)) >= 12 - 8  # the service may hold other tests' queues too
+    assert re.search(r"Every queue \((\d+)\), busiest first", text)
+    for chart in ("throughput", "latency", "attempts", "dead_ratio"):
+        assert (page.parent / "charts" / f"{chart}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    import pyarrow.parquet as pq
+
+    summary = {r["queue"] for r in pq.read_table(page.parent / "summary.parquet").to_pylist()}
+    assert {f"many-{n:02}" for n in range(12)} <= summary
+    assert "mailbox full: &lt;email&gt;" in text  # one group for twelve addresses
+    assert "user3@example.com" in text or "user11@example.com" in text  # shown as one was written
