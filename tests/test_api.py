@@ -38,8 +38,9 @@ async def test_push_pop_fail_complete_and_inspect(client: Client, queue: str, cl
         "lease_expires_at",
         "priority",
         "group",
+        "attributes",
     }
-    assert (item["id"], item["payload"], item["attempts"]) == (item_id, {"n": 1}, 1)
+    assert (item["id"], item["payload"], item["attempts"], item["attributes"]) == (item_id, {"n": 1}, 1, None)
 
     failed = await client.post(
         f"/items/{item_id}/fail",
@@ -69,6 +70,7 @@ async def test_push_pop_fail_complete_and_inspect(client: Client, queue: str, cl
         "dedup_key",
         "first_popped_at",
         "died_at",
+        "attributes",
     }
     assert (view["status"], view["attempts"]) == ("leased", 2)
 

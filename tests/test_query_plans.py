@@ -417,6 +417,7 @@ async def test_a_push_claims_producers_ids_by_seeks_not_scans(
         "not_befores": [None, None],
         "remember": [True, True],
         "skip_existing": False,
+        "attributes": [None, None],
     }
     await nested_plans_of(schema, "push", **push)
     # The retry: nothing goes in, and each answer comes from what holds the id.

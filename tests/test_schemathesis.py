@@ -18,7 +18,9 @@ valid and an invalid one invalid:
 - a key (group, dedup_key) that the schema allows is cut to 128 UTF-16 code units: the schema's
   maxLength counts characters, and a character beyond U+FFFF takes two units in SQL Server's
   NVARCHAR(128), so the service refuses such keys past 64 characters on every engine (422, as the
-  field's description says). A full run on a loaded machine once generated one.
+  field's description says). A full run on a loaded machine once generated one;
+- a message attribute the schema allows whose type is a Number or a Binary gets a value its type
+  takes ("1", "AA=="): the schema says what any value may hold, not what a number or base64 is.
 NUL characters are not generated: the service refuses them in stored text (the spec's patterns and
 the payload's description say so), and a payload's NUL cannot be written as a schema.
 """
@@ -93,10 +95,27 @@ def _fitting(key: Any) -> Any:
     return key.rstrip(" ") or "k"
 
 
+def _fitting_attribute(attribute: Any) -> Any:
+    """A Number's or Binary's attribute the schema allows with a value its type takes."""
+    if not isinstance(attribute, dict) or set(attribute) != {"type", "value"}:
+        return attribute
+    kind, value = attribute["type"], attribute["value"]
+    if not isinstance(kind, str) or not isinstance(value, str) or not value or len(kind) > 256:
+        return attribute
+    for prefix, fitting in (("Number", "1"), ("Binary", "AA==")):
+        if kind == prefix or kind.startswith(prefix + "."):
+            return {"type": kind, "value": fitting}
+    return attribute
+
+
 def _fitting_keys(item: Any) -> Any:
     if not isinstance(item, dict):
         return item
-    return {k: _fitting(v) if k in ("group", "dedup_key") else v for k, v in item.items()}
+    fitted = {k: _fitting(v) if k in ("group", "dedup_key") else v for k, v in item.items()}
+    attributes = fitted.get("attributes")
+    if isinstance(attributes, dict):
+        fitted["attributes"] = {name: _fitting_attribute(a) for name, a in attributes.items()}
+    return fitted
 
 
 def adjust(context: HookContext, case: Any) -> Any:

@@ -110,7 +110,11 @@ def test_revive_moves_items_to_the_back_of_their_groups_with_new_seqs() -> None:
     assert values["errors"] == "g.errors", "errors are kept"
     # A dead item's claim on its id still holds; the revived item goes on holding it.
     assert values["remember_id"] == "g.remember_id"
-    assert [col.sql("tsql") for col in delete.args["returning"].expressions][-1] == "deleted.remember_id"
+    assert values["attributes"] == "g.attributes", "message attributes are kept"
+    assert [col.sql("tsql") for col in delete.args["returning"].expressions][-2:] == [
+        "deleted.remember_id",
+        "deleted.attributes",
+    ]
     assert [o.sql("tsql") for o in insert.expression.args["order"].expressions] == ["p.n"]
     assert count.sql("tsql") == "SELECT COUNT(*) AS revived FROM @gone"
 

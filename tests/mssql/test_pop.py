@@ -151,6 +151,7 @@ def test_pop_leases_for_the_given_seconds_or_the_queues_and_outputs_the_leased_r
         "visible_at",
         "priority",
         "group_key",
+        "attributes",
     ]
     assert not update.args["returning"].args.get("into"), "OUTPUT rows go to the client"
 
@@ -202,7 +203,9 @@ POP_COLUMNS = [
     "visible_at",
     "priority",
     "group_key",
+    "attributes",
 ]
+ATTRIBUTES = '{"trace":{"type":"String","value":"abc"}}'
 
 
 async def test_pop_binds_a_fresh_lease_and_returns_items_in_pop_order(
@@ -220,7 +223,19 @@ async def test_pop_binds_a_fresh_lease_and_returns_items_in_pop_order(
         Result(
             POP_COLUMNS,
             [
-                (8, str(newer).upper(), "orders", "[1, 2]", later, 1, token_text, leased_until, 0, None),
+                (
+                    8,
+                    str(newer).upper(),
+                    "orders",
+                    "[1, 2]",
+                    later,
+                    1,
+                    token_text,
+                    leased_until,
+                    0,
+                    None,
+                    None,
+                ),
                 (
                     7,
                     str(older).upper(),
@@ -232,8 +247,9 @@ async def test_pop_binds_a_fresh_lease_and_returns_items_in_pop_order(
                     leased_until,
                     0,
                     "g",
+                    ATTRIBUTES,
                 ),
-                (9, str(urgent).upper(), "orders", "0", later, 1, token_text, leased_until, 5, None),
+                (9, str(urgent).upper(), "orders", "0", later, 1, token_text, leased_until, 5, None, None),
             ],
         ),
     )
@@ -253,6 +269,7 @@ async def test_pop_binds_a_fresh_lease_and_returns_items_in_pop_order(
     first, second = items[:2]
     assert (first.priority, second.priority, second.group) == (5, 0, "g")
     assert second.payload == {"a": None}
+    assert (first.attributes_json, second.attributes_json) == (None, ATTRIBUTES)
     assert second.attempts == 3
     assert second.lease_token == token
     assert second.created_at == created.replace(tzinfo=UTC)

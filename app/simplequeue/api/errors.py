@@ -25,6 +25,7 @@ from simplequeue.api.request_ids import REQUEST_ID
 from simplequeue.domain import (
     Conflict,
     DatabaseUnavailable,
+    InvalidAttributes,
     InvalidCursor,
     InvalidPayload,
     NotFound,
@@ -70,6 +71,7 @@ class ErrorCode(StrEnum):
     LEASE_EXPIRED = "LeaseExpired"
     ITEM_DEAD = "ItemDead"
     INVALID_PAYLOAD = "InvalidPayload"
+    INVALID_ATTRIBUTES = "InvalidAttributes"
     INVALID_CURSOR = "InvalidCursor"
     PAYLOAD_TOO_LARGE = "PayloadTooLarge"
     DATABASE_UNAVAILABLE = "DatabaseUnavailable"
@@ -112,6 +114,7 @@ STATUS_OF: dict[type[QueueError], int] = {
     Conflict: 409,
     PayloadTooLarge: 413,
     InvalidPayload: 422,
+    InvalidAttributes: 422,
     InvalidCursor: 422,
     StoreError: 500,
     DatabaseUnavailable: 503,

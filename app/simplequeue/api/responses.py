@@ -37,14 +37,17 @@ def page_response(page: Page[T], json_of: Callable[[T], str]) -> Response:
     return json_text('{"items":[' + entries + '],"next_cursor":' + json.dumps(page.next_cursor) + "}")
 
 
-def with_payload(model: BaseModel, payload_json: str | None) -> str:
+def with_payload(model: BaseModel, payload_json: str | None, **texts: str | None) -> str:
     """The model as JSON with its `payload` as the stored JSON text, spliced in unparsed: whatever
-    the store holds can be answered, at no cost of decoding and encoding it again."""
-    head = model.model_dump_json(exclude=_PAYLOAD)
-    return f'{head[:-1]},"payload":{"null" if payload_json is None else payload_json}}}'
+    the store holds can be answered, at no cost of decoding and encoding it again. `texts` are
+    further fields the store holds as JSON text (an item's attributes), spliced in likewise."""
+    head = model.model_dump_json(exclude={"payload", *texts})
+    spliced = "".join(f',"{name}":{_or_null(text)}' for name, text in texts.items())
+    return f'{head[:-1]},"payload":{_or_null(payload_json)}{spliced}}}'
 
 
-_PAYLOAD = {"payload"}
+def _or_null(text: str | None) -> str:
+    return "null" if text is None else text
 
 
 def also(code: int, model: type[BaseModel], description: str) -> dict[int | str, dict[str, Any]]:

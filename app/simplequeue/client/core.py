@@ -173,6 +173,7 @@ class AsyncClient:
         created_at: datetime | str | None = None,
         group: str | None = None,
         dedup_key: str | None = None,
+        attributes: Mapping[str, Mapping[str, str]] | None = None,
     ) -> PushResult:
         """Push one item. It always carries an id (a new UUID unless given): a retry after a lost
         answer cannot insert it twice, before or after a worker finished it, within the queue's
@@ -181,7 +182,11 @@ class AsyncClient:
         The id deduplicates one push and its retries. To make different pushes of the same thing
         one item (two producers, a re-run job), give them one `dedup_key`: then the key decides
         instead, and an id some other item holds is ItemExists. ItemExists also means the id
-        belongs to an item of another queue."""
+        belongs to an item of another queue.
+
+        `attributes` are message attributes, by name: {"type": "String" | "Number" | "Binary"
+        (optionally with a custom label after a period), "value": text, base64 for Binary}, as
+        Amazon SQS's MessageAttributes (docs/api.md, Message attributes)."""
         item_id = str(id or uuid.uuid4())
         body = _drop_none(
             {
@@ -194,6 +199,7 @@ class AsyncClient:
                 "created_at": _iso(created_at),
                 "group": group,
                 "dedup_key": dedup_key,
+                "attributes": attributes,
             }
         )
         if payload is None:
@@ -212,7 +218,7 @@ class AsyncClient:
     ) -> BatchPushResult:
         """Push 1..1000 items in one transaction. Each item is a mapping of the fields a single push
         takes (`payload` required; `id`, `priority`, `delay_seconds`, `not_before`, `created_at`,
-        `group`, `dedup_key`). Items without an id get one, so a retry is idempotent as a single
+        `group`, `dedup_key`, `attributes`). Items without an id get one, so a retry is idempotent as a single
         push's is: a retry whose earlier attempt committed inserts nothing, and the items this call's
         earlier attempt created are reported as created."""
         entries: list[dict[str, Any]] = []

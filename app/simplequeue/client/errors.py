@@ -108,6 +108,10 @@ class InvalidPayload(SimplequeueError):
     pass
 
 
+class InvalidAttributes(SimplequeueError):
+    """422: message attributes that break a rule (names, types, values, how many)."""
+
+
 class InvalidCursor(SimplequeueError):
     pass
 
@@ -160,6 +164,7 @@ ERRORS: dict[str, type[SimplequeueError]] = {
         UnsupportedMediaType,
         ValidationError,
         InvalidPayload,
+        InvalidAttributes,
         InvalidCursor,
         InternalError,
         StoreError,

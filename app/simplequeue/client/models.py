@@ -53,6 +53,8 @@ class Item:
     created_at: datetime
     priority: int
     group: str | None
+    attributes: dict[str, dict[str, str]] | None = field(default=None, repr=False)
+    """Message attributes by name ({"type", "value"}), or None."""
 
     @classmethod
     def of(cls, body: dict[str, Any]) -> Item:
@@ -66,6 +68,7 @@ class Item:
             created_at=_req_time(body["created_at"]),
             priority=body["priority"],
             group=body.get("group"),
+            attributes=body.get("attributes"),
         )
 
 
@@ -95,6 +98,8 @@ class ItemInfo:
     dedup_key: str | None
     first_popped_at: datetime | None
     died_at: datetime | None
+    attributes: dict[str, dict[str, str]] | None = field(default=None, repr=False)
+    """Message attributes by name ({"type", "value"}), or None."""
 
     @classmethod
     def of(cls, body: dict[str, Any]) -> ItemInfo:
@@ -114,6 +119,7 @@ class ItemInfo:
             dedup_key=body.get("dedup_key"),
             first_popped_at=_time(body.get("first_popped_at")),
             died_at=_time(body.get("died_at")),
+            attributes=body.get("attributes"),
         )
 
 

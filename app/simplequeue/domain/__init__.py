@@ -1,9 +1,18 @@
 """The queue's vocabulary and rules. Imports nothing else of simplequeue."""
 
+from simplequeue.domain.attributes import (
+    Attribute,
+    Attributes,
+    attribute_of,
+    check_attributes,
+    decode_attributes,
+    encode_attributes,
+)
 from simplequeue.domain.errors import (
     Conflict,
     DatabaseMisconfigured,
     DatabaseUnavailable,
+    InvalidAttributes,
     InvalidCursor,
     InvalidPayload,
     ItemDead,
@@ -48,6 +57,8 @@ __all__ = [
     "LEASE_EXPIRED_ERROR",
     "MAX_PAYLOAD_DEPTH",
     "STORED_STATUSES",
+    "Attribute",
+    "Attributes",
     "Backoff",
     "Clock",
     "CompleteOutcome",
@@ -63,6 +74,7 @@ __all__ = [
     "FinishedHook",
     "HistoryFilter",
     "HistoryRecord",
+    "InvalidAttributes",
     "InvalidCursor",
     "InvalidPayload",
     "ItemDead",
@@ -86,7 +98,11 @@ __all__ = [
     "QueueStats",
     "SchemaNotReady",
     "StoreError",
+    "attribute_of",
+    "check_attributes",
+    "decode_attributes",
     "effective_status",
+    "encode_attributes",
     "encode_payload",
     "ignore_finished",
     "system_clock",

@@ -78,6 +78,10 @@ class InvalidPayload(QueueError):
     """The payload cannot be stored as JSON."""
 
 
+class InvalidAttributes(QueueError):
+    """The message attributes break a rule (their names, types, values or number)."""
+
+
 class InvalidCursor(QueueError):
     """The cursor is not one this service handed out."""
 

@@ -28,6 +28,8 @@ from enum import StrEnum
 from typing import Any, Generic, TypeVar
 from uuid import UUID
 
+from simplequeue.domain.attributes import Attributes
+
 T = TypeVar("T")
 
 
@@ -69,6 +71,7 @@ class Draft:
     dedup_key: str | None = None
     delay_seconds: float = 0.0
     not_before: datetime | None = None
+    attributes: Attributes | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +88,7 @@ class NewItem:
     delay_seconds: float = 0.0  # from the database's now; visible at the later of the two
     not_before: datetime | None = None
     id_given: bool = False  # the producer chose the id (a retry re-sends it), the service did not
+    attributes_json: str | None = None  # domain.attributes.encode_attributes's text; None: none
 
     @property
     def remembers_id(self) -> bool:
@@ -118,6 +122,7 @@ class LeasedItem:
     lease_expires_at: datetime
     priority: int = 0
     group: str | None = None
+    attributes_json: str | None = None
 
     @property
     def payload(self) -> Any:
@@ -147,6 +152,7 @@ class ItemView:
     dedup_key: str | None = None
     first_popped_at: datetime | None = None
     died_at: datetime | None = None
+    attributes_json: str | None = None
 
     @property
     def payload(self) -> Any:

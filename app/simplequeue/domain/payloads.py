@@ -13,7 +13,9 @@ MAX_PAYLOAD_DEPTH = 64
 be one that every worker can read back."""
 
 
-def encode_payload(payload: Any, limit_bytes: int, where: str = "payload") -> str:
+def encode_payload(payload: Any, limit_bytes: int, where: str = "payload", beside: int = 0) -> str:
+    """The payload's JSON text, if it fits in limit_bytes; `beside` is the size of what shares the
+    limit with it (its item's attributes), which limit_bytes already leaves out."""
     try:
         # allow_nan=False: 1e999 parses to inf, which no database JSON type accepts back.
         text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -24,6 +26,11 @@ def encode_payload(payload: Any, limit_bytes: int, where: str = "payload") -> st
         # PostgreSQL and several JSON readers cannot hold NUL; refuse it on every engine alike.
         raise InvalidPayload(f"{where} must not contain NUL characters (\\u0000)")
     if size > limit_bytes:
+        if beside:
+            raise PayloadTooLarge(
+                f"{where} is {size} bytes as JSON and its attributes {beside}; together the limit "
+                f"is {limit_bytes + beside}"
+            )
         raise PayloadTooLarge(f"{where} is {size} bytes as JSON; the limit is {limit_bytes}")
     # Counting brackets is C-fast and bounds the depth from above, so most payloads skip the walk.
     if text.count("[") + text.count("{") > MAX_PAYLOAD_DEPTH and depth_of(payload) > MAX_PAYLOAD_DEPTH:

@@ -36,6 +36,8 @@ from simplequeue.domain import (
     QueueSettings,
     QueueStats,
     SchemaNotReady,
+    check_attributes,
+    encode_attributes,
     encode_payload,
 )
 from simplequeue.domain.activity import ActivityBucket, activity_window
@@ -201,11 +203,14 @@ class QueueService:
         return results
 
     def _new_item(self, queue: str, draft: Draft, now: datetime, where: str) -> NewItem:
-        """The producer's id and timestamp where given, else new ones."""
+        """The producer's id and timestamp where given, else new ones. The payload and the
+        attributes share the payload's limit."""
+        attributes_size = check_attributes(draft.attributes) if draft.attributes else 0
+        limit = self._limits.max_payload_bytes
         return NewItem(
             id=draft.id or uuid4(),
             queue=queue,
-            payload_json=encode_payload(draft.payload, self._limits.max_payload_bytes, where),
+            payload_json=encode_payload(draft.payload, limit - attributes_size, where, attributes_size),
             created_at=draft.created_at or now,
             priority=draft.priority,
             group=draft.group,
@@ -213,6 +218,7 @@ class QueueService:
             delay_seconds=draft.delay_seconds,
             not_before=draft.not_before,
             id_given=draft.id is not None,
+            attributes_json=encode_attributes(draft.attributes),
         )
 
     # --- workers --------------------------------------------------------------------------------

@@ -72,6 +72,7 @@ def leased_item(row: Row) -> LeasedItem:
         lease_expires_at=as_utc(row["visible_at"]),
         priority=row["priority"],
         group=row["group_key"],
+        attributes_json=row["attributes"],
     )
 
 
@@ -96,6 +97,7 @@ def item_view(row: Row, now: datetime | str) -> ItemView:
         dedup_key=row["dedup_key"],
         first_popped_at=as_utc_or_none(row["first_popped_at"]),
         died_at=as_utc_or_none(row["died_at"]),
+        attributes_json=row["attributes"],
     )
 
 

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from uuid import UUID
 
 from pydantic import BaseModel, Field, StrictBool
+from pydantic.config import JsonDict
 
 from simplequeue.api.fields import (
     KEY_TEXT,
@@ -21,7 +22,63 @@ from simplequeue.api.fields import (
     UtcDatetime,
 )
 from simplequeue.api.responses import with_payload
-from simplequeue.domain import MAX_PAYLOAD_DEPTH, CompleteOutcome, Draft, ItemStatus, ItemView, LeasedItem
+from simplequeue.domain import (
+    MAX_PAYLOAD_DEPTH,
+    CompleteOutcome,
+    Draft,
+    ItemStatus,
+    ItemView,
+    LeasedItem,
+    attribute_of,
+)
+from simplequeue.domain.attributes import (
+    MAX_ATTRIBUTES,
+    MAX_NAME_CHARS,
+    MAX_TYPE_CHARS,
+    NAME_PATTERN,
+    TYPE_PATTERN,
+    VALUE_PATTERN,
+)
+
+ATTRIBUTES_TEXT = (
+    "Message attributes (SQS's MessageAttributes; received through the SQS door as such): at most "
+    f"{MAX_ATTRIBUTES}, by name (1 to 256 characters of A-Z, a-z, 0-9, _, - and ., not starting with "
+    "AWS. or Amazon. in any case, no leading, trailing or doubled period). Their names', types' and "
+    "values' bytes count toward the payload's limit. Breaking a rule is 422 InvalidAttributes."
+)
+_ATTRIBUTES_SCHEMA: JsonDict = {
+    "maxProperties": MAX_ATTRIBUTES,
+    "propertyNames": {"pattern": NAME_PATTERN, "minLength": 1, "maxLength": MAX_NAME_CHARS},
+}
+"""What the spec says of the attributes' names; simplequeue.domain.attributes enforces it (and
+what depends on an attribute's type: a Number's digits and range, a Binary's base64)."""
+_TYPE_TEXT = (
+    "String, Number or Binary, optionally with a custom label of printable ASCII after a period "
+    f"(Number.float, String.json, Binary.png); {MAX_TYPE_CHARS} characters at most."
+)
+_VALUE_TEXT = (
+    "Not empty. String: text, of the characters an SQS message may hold (no control characters but "
+    "tab, newline and carriage return); Number: a number as text (up to 38 significant digits, from "
+    "-10^128 to 10^126), kept as written; Binary: the bytes in base64."
+)
+
+
+class MessageAttributeRequest(Body):
+    """One message attribute, as a push gives it."""
+
+    type: str = Field(
+        ..., max_length=MAX_TYPE_CHARS, json_schema_extra={"pattern": TYPE_PATTERN}, description=_TYPE_TEXT
+    )
+    value: str = Field(
+        ..., min_length=1, json_schema_extra={"pattern": VALUE_PATTERN}, description=_VALUE_TEXT
+    )
+
+
+class MessageAttribute(BaseModel):
+    """One message attribute, as an item carries it."""
+
+    type: str = Field(description=_TYPE_TEXT)
+    value: str = Field(description=_VALUE_TEXT)
 
 
 class ItemFields(Body):
@@ -72,8 +129,14 @@ class ItemFields(Body):
         "with the original's id. " + KEY_TEXT,
     )
 
+    attributes: dict[str, MessageAttributeRequest] | None = Field(
+        None, description=ATTRIBUTES_TEXT, json_schema_extra=_ATTRIBUTES_SCHEMA
+    )
+
     def draft(self) -> Draft:
+        attributes = self.attributes or {}
         return Draft(
+            attributes={n: attribute_of(n, a.type, a.value) for n, a in attributes.items()} or None,
             payload=self.payload,
             id=self.id,
             created_at=self.created_at,
@@ -182,6 +245,9 @@ class PoppedItem(BaseModel):
     lease_expires_at: datetime
     priority: int
     group: str | None
+    attributes: dict[str, MessageAttribute] | None = Field(
+        description="The item's message attributes by name, or null when it has none."
+    )
 
     @classmethod
     def json_of(cls, item: LeasedItem) -> str:
@@ -194,9 +260,10 @@ class PoppedItem(BaseModel):
             lease_expires_at=item.lease_expires_at,
             priority=item.priority,
             group=item.group,
-            payload=None,  # spliced in as text
+            payload=None,  # spliced in as text, as are the attributes
+            attributes=None,
         )
-        return with_payload(popped, item.payload_json)
+        return with_payload(popped, item.payload_json, attributes=item.attributes_json)
 
 
 class PopResponse(BaseModel):
@@ -249,6 +316,9 @@ class Item(BaseModel):
     dedup_key: str | None
     first_popped_at: datetime | None
     died_at: datetime | None
+    attributes: dict[str, MessageAttribute] | None = Field(
+        description="The item's message attributes by name, or null when it has none."
+    )
 
     @classmethod
     def json_of(cls, view: ItemView) -> str:
@@ -267,6 +337,7 @@ class Item(BaseModel):
             dedup_key=view.dedup_key,
             first_popped_at=view.first_popped_at,
             died_at=view.died_at,
-            payload=None,  # spliced in as text
+            payload=None,  # spliced in as text, as are the attributes
+            attributes=None,
         )
-        return with_payload(response, view.payload_json)
+        return with_payload(response, view.payload_json, attributes=view.attributes_json)

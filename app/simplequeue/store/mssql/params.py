@@ -64,13 +64,15 @@ def push_json(items: Sequence[NewItem]) -> str:
     does not matter). The payload is a JSON string holding the payload's text, so that the text
     arrives exactly (an object would come back re-serialised). The delay goes as whole seconds and
     microseconds, which the server adds to its clock. remember (0 or 1, read as BIT) says whether
-    the id is the item's idempotency key (NewItem.remembers_id), to be claimed in sq_client_ids."""
+    the id is the item's idempotency key (NewItem.remembers_id), to be claimed in sq_client_ids.
+    attributes, only on an item that has some, is their JSON text, inserted as it is (v8); the
+    procedure reads NULL where it is missing, as it does in the items applications push."""
     return json_text([_push_entry(n, item) for n, item in enumerate(items)])
 
 
 def _push_entry(n: int, item: NewItem) -> dict[str, object]:
     delay_seconds, delay_micros = split_seconds(timedelta(seconds=item.delay_seconds))
-    return {
+    entry: dict[str, object] = {
         "n": n,
         "id": str(item.id),
         "queue": item.queue,
@@ -84,6 +86,9 @@ def _push_entry(n: int, item: NewItem) -> dict[str, object]:
         "not_before": timestamp(item.not_before) if item.not_before else None,
         "remember": int(item.remembers_id),
     }
+    if item.attributes_json is not None:
+        entry["attributes"] = item.attributes_json
+    return entry
 
 
 def complete_json(items: Sequence[Completion]) -> str:

@@ -89,7 +89,7 @@ DECLARE @lease_seconds INT = COALESCE(
 DECLARE @paused BIT = COALESCE((SELECT paused FROM dbo.sq_queues WHERE name = @queue), 0);
 WITH claimable AS (
     SELECT TOP (CAST(:max_items AS INT)) x.seq, x.id, x.queue, x.payload, x.created_at, x.status, x.attempts,
-           x.lease_token, x.visible_at, x.first_popped_at, x.priority, x.group_key
+           x.lease_token, x.visible_at, x.first_popped_at, x.priority, x.group_key, x.attributes
     FROM dbo.sq_items AS x WITH (INDEX(sq_items_pop), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
     WHERE x.queue = @queue AND x.status IN ('ready', 'leased') AND x.visible_at <= @now AND @paused = 0
       AND (x.status = 'ready' OR x.attempts < @max_attempts)
@@ -107,12 +107,12 @@ SET status = 'leased',
     visible_at = DATEADD(SECOND, @lease_seconds, @now),
     first_popped_at = COALESCE(first_popped_at, @now)
 OUTPUT inserted.seq, inserted.id, inserted.queue, inserted.payload, inserted.created_at, inserted.attempts,
-       inserted.lease_token, inserted.visible_at, inserted.priority, inserted.group_key;
+       inserted.lease_token, inserted.visible_at, inserted.priority, inserted.group_key, inserted.attributes;
 
 -- fragment: item_row
 -- An item as simplequeue.store.rows reads it (with its queue's max_attempts and the batch's clock),
 -- written once so that every batch that answers with an item answers with the same columns.
-SELECT i.id, i.queue, i.payload, i.status, i.attempts, i.errors, i.created_at, i.visible_at, i.lease_token,
+SELECT i.id, i.queue, i.payload, i.attributes, i.status, i.attempts, i.errors, i.created_at, i.visible_at, i.lease_token,
        i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at, q.max_attempts, @now AS now
 FROM dbo.sq_items AS i
 JOIN dbo.sq_queues AS q ON q.name = i.queue
@@ -341,7 +341,7 @@ DECLARE @since DATETIME2(7) = CAST(NULLIF(:since, N'') AS DATETIME2(7));
 DECLARE @until DATETIME2(7) = CAST(NULLIF(:until, N'') AS DATETIME2(7));
 DECLARE @after_at DATETIME2(7) = CAST(NULLIF(:after_at, N'') AS DATETIME2(7));
 DECLARE @after_seq BIGINT = CAST(NULLIF(:after_seq, N'') AS BIGINT);
-SELECT TOP (CAST(:limit AS INT)) i.seq, i.id, i.queue, i.payload, i.status, i.attempts, i.errors, i.created_at,
+SELECT TOP (CAST(:limit AS INT)) i.seq, i.id, i.queue, i.payload, i.attributes, i.status, i.attempts, i.errors, i.created_at,
        i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at,
        q.max_attempts, @now AS now
 FROM dbo.sq_items AS i WITH (INDEX(sq_items_dead))
@@ -391,22 +391,24 @@ DECLARE @gone TABLE (
     group_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
     dedup_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
     first_popped_at DATETIME2(7) NULL,
-    remember_id BIT NOT NULL
+    remember_id BIT NOT NULL,
+    attributes NVARCHAR(MAX) NULL
 );
 INSERT INTO @locked (queue)
 SELECT q.name FROM dbo.sq_queues AS q WITH (UPDLOCK, HOLDLOCK) WHERE q.name = @queue;
 DELETE i
 OUTPUT deleted.seq, deleted.id, deleted.queue, deleted.payload, deleted.created_at, deleted.errors,
-       deleted.priority, deleted.group_key, deleted.dedup_key, deleted.first_popped_at, deleted.remember_id
+       deleted.priority, deleted.group_key, deleted.dedup_key, deleted.first_popped_at, deleted.remember_id,
+       deleted.attributes
 INTO @gone
 FROM dbo.sq_items AS i WITH (FORCESEEK)
 JOIN OPENJSON(@plan) WITH (seq BIGINT) AS p ON i.seq = p.seq
 WHERE i.queue = @queue AND i.status = 'dead';
 INSERT INTO dbo.sq_items (id, queue, payload, created_at, status, attempts, visible_at, errors, priority,
-                          group_key, dedup_key, first_popped_at, remember_id)
+                          group_key, dedup_key, first_popped_at, remember_id, attributes)
 SELECT g.id, g.queue, g.payload, g.created_at, 'ready', 0,
        DATEADD(MICROSECOND, p.micros, DATEADD(SECOND, p.seconds, @now)),
-       g.errors, g.priority, g.group_key, g.dedup_key, g.first_popped_at, g.remember_id
+       g.errors, g.priority, g.group_key, g.dedup_key, g.first_popped_at, g.remember_id, g.attributes
 FROM @gone AS g
 JOIN OPENJSON(@plan) WITH (n INT, seq BIGINT, seconds INT, micros INT) AS p ON p.seq = g.seq
 ORDER BY p.n;
@@ -710,7 +712,7 @@ DECLARE @queue NVARCHAR(4000) = :queue;
 DECLARE @state NVARCHAR(16) = :state;
 DECLARE @after_at DATETIME2(7) = CAST(NULLIF(:after_at, N'') AS DATETIME2(7));
 DECLARE @after_seq BIGINT = CAST(NULLIF(:after_seq, N'') AS BIGINT);
-SELECT TOP (CAST(:limit AS INT)) i.seq, i.id, i.queue, i.payload, i.status, i.attempts, i.errors, i.created_at,
+SELECT TOP (CAST(:limit AS INT)) i.seq, i.id, i.queue, i.payload, i.attributes, i.status, i.attempts, i.errors, i.created_at,
        i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at,
        q.max_attempts, @now AS now
 FROM dbo.sq_items AS i

@@ -9,7 +9,7 @@
 SELECT id, created_at, created
 FROM sq_push_rows(:ids::uuid[], :queues::text[], :payloads::text[], :created_ats::timestamptz[], :priorities::int[],
                   :groups::text[], :dedup_keys::text[], :delays::float8[], :not_befores::timestamptz[],
-                  :remember::bool[], :skip_existing::bool, :now::timestamptz)
+                  :remember::bool[], :skip_existing::bool, :now::timestamptz, :attributes::text[])
 
 -- name: lock_groups
 -- A redrive rejoins ordered groups at their back, which is a push into them; pushes (sq_push_rows)
@@ -53,7 +53,7 @@ WHERE seq = ANY (ARRAY(
     FOR UPDATE SKIP LOCKED
 ))
 RETURNING seq, id, queue, payload::text AS payload, created_at, attempts, lease_token, visible_at,
-          priority, group_key
+          priority, group_key, attributes
 
 -- name: extend
 -- The row is found by its id alone: a generic plan may otherwise walk sq_items_leased, every
@@ -156,13 +156,13 @@ WITH
         FOR UPDATE SKIP LOCKED
     ))
     RETURNING seq, id, queue, payload::text AS payload, created_at, attempts, lease_token, visible_at,
-              priority, group_key
+              priority, group_key, attributes
 )
 SELECT 'popped' AS kind, p.seq, p.id, p.queue, p.payload, p.created_at, p.attempts, p.lease_token,
-       p.visible_at, p.priority, p.group_key, NULL AS status, NULL::boolean AS completed
+       p.visible_at, p.priority, p.group_key, p.attributes, NULL AS status, NULL::boolean AS completed
 FROM popped AS p
 UNION ALL
-SELECT 'completion', NULL, present.id, done.queue, NULL, NULL, NULL, present.lease_token, NULL, NULL, NULL,
+SELECT 'completion', NULL, present.id, done.queue, NULL, NULL, NULL, present.lease_token, NULL, NULL, NULL, NULL,
        present.status, done.id IS NOT NULL
 FROM present LEFT JOIN done ON done.id = present.id
 
@@ -210,7 +210,7 @@ WITH f AS (
     FROM failed AS d
     WHERE d.status = 'dead'
 )
-SELECT d.id, d.queue, d.payload::text AS payload, d.status, d.attempts, d.errors::text AS errors, d.created_at,
+SELECT d.id, d.queue, d.payload::text AS payload, d.attributes, d.status, d.attempts, d.errors::text AS errors, d.created_at,
        d.visible_at, d.lease_token, d.priority, d.group_key, d.dedup_key, d.first_popped_at, d.died_at,
        d.max_attempts, COALESCE(:now::timestamptz, now()) AS now
 FROM failed AS d
@@ -239,14 +239,14 @@ WITH expired AS (
 SELECT queue, count(*) AS killed FROM killed GROUP BY queue
 
 -- name: get_item
-SELECT i.id, i.queue, i.payload::text AS payload, i.status, i.attempts, i.errors::text AS errors, i.created_at,
+SELECT i.id, i.queue, i.payload::text AS payload, i.attributes, i.status, i.attempts, i.errors::text AS errors, i.created_at,
        i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at,
        q.max_attempts, COALESCE(:now::timestamptz, now()) AS now
 FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
 WHERE i.id = :id
 
 -- name: list_dead
-SELECT i.seq, i.id, i.queue, i.payload::text AS payload, i.status, i.attempts, i.errors::text AS errors,
+SELECT i.seq, i.id, i.queue, i.payload::text AS payload, i.attributes, i.status, i.attempts, i.errors::text AS errors,
        i.created_at, i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.first_popped_at,
        i.died_at, q.max_attempts, COALESCE(:now::timestamptz, now()) AS now
 FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
@@ -463,7 +463,7 @@ UPDATE sq_queues SET paused = :paused WHERE name = :queue
 
 -- name: peek
 -- Live items in one state at :now (as queue_stats counts them), oldest created first.
-SELECT i.seq, i.id, i.queue, i.payload::text AS payload, i.status, i.attempts, i.errors::text AS errors,
+SELECT i.seq, i.id, i.queue, i.payload::text AS payload, i.attributes, i.status, i.attempts, i.errors::text AS errors,
        i.created_at, i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.first_popped_at,
        i.died_at, q.max_attempts, c.now
 FROM (SELECT COALESCE(:now::timestamptz, now()) AS now) AS c

@@ -212,6 +212,7 @@ class PostgresStore(QueueReads):
                 remember=[i.remembers_id for i in items],
                 skip_existing=skip_existing,
                 now=self._now(),
+                attributes=[i.attributes_json for i in items],
             )
         return [None if r["id"] is None else Pushed(r["id"], r["created_at"], r["created"]) for r in found]
 

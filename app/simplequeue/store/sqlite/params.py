@@ -35,4 +35,5 @@ def insert_params(item: NewItem, now: datetime) -> dict[str, Any]:
         "priority": item.priority,
         "group_key": item.group,
         "dedup_key": item.dedup_key,
+        "attributes": item.attributes_json,
     }

@@ -9,8 +9,10 @@ INSERT INTO sq_queues (name, created_at) VALUES (:queue, :now)
 ON CONFLICT (name) DO NOTHING
 
 -- name: insert_item
-INSERT INTO sq_items (id, queue, payload, created_at, visible_at, priority, group_key, dedup_key, remember_id)
-VALUES (:id, :queue, :payload, :created_at, :visible_at, :priority, :group_key, :dedup_key, :remember_id)
+INSERT INTO sq_items (id, queue, payload, created_at, visible_at, priority, group_key, dedup_key, remember_id,
+                      attributes)
+VALUES (:id, :queue, :payload, :created_at, :visible_at, :priority, :group_key, :dedup_key, :remember_id,
+        :attributes)
 
 -- name: existing_ids
 SELECT id, queue, created_at FROM sq_items WHERE id IN (SELECT value FROM json_each(:ids))
@@ -58,7 +60,7 @@ WHERE seq IN (
     ORDER BY x.priority DESC, x.created_at, x.seq
     LIMIT :max_items
 )
-RETURNING seq, id, queue, payload, created_at, attempts, lease_token, visible_at, priority, group_key
+RETURNING seq, id, queue, payload, created_at, attempts, lease_token, visible_at, priority, group_key, attributes
 
 -- name: extend
 UPDATE sq_items SET visible_at = sq_add_seconds(:now, :lease_seconds)
@@ -159,13 +161,13 @@ SET status = 'dead', died_at = :now, lease_token = NULL,
 WHERE seq IN (SELECT value FROM json_each(:seqs))
 
 -- name: get_item
-SELECT i.id, i.queue, i.payload, i.status, i.attempts, i.errors, i.created_at, i.visible_at, i.lease_token,
+SELECT i.id, i.queue, i.payload, i.attributes, i.status, i.attempts, i.errors, i.created_at, i.visible_at, i.lease_token,
        i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at, q.max_attempts
 FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
 WHERE i.id = :id
 
 -- name: list_dead
-SELECT i.seq, i.id, i.queue, i.payload, i.status, i.attempts, i.errors, i.created_at, i.visible_at, i.lease_token,
+SELECT i.seq, i.id, i.queue, i.payload, i.attributes, i.status, i.attempts, i.errors, i.created_at, i.visible_at, i.lease_token,
        i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at, q.max_attempts, :now AS now
 FROM sq_items AS i INDEXED BY sq_items_dead JOIN sq_queues AS q ON q.name = i.queue
 WHERE i.queue = :queue AND i.status = 'dead'
@@ -302,7 +304,7 @@ UPDATE sq_queues SET paused = :paused WHERE name = :queue
 
 -- name: peek
 -- Live items in one state at :now (as queue_stats counts them), oldest created first.
-SELECT i.seq, i.id, i.queue, i.payload, i.status, i.attempts, i.errors, i.created_at, i.visible_at, i.lease_token,
+SELECT i.seq, i.id, i.queue, i.payload, i.attributes, i.status, i.attempts, i.errors, i.created_at, i.visible_at, i.lease_token,
        i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at, q.max_attempts, :now AS now
 FROM sq_items AS i INDEXED BY sq_items_pop JOIN sq_queues AS q ON q.name = i.queue
 WHERE i.queue = :queue AND i.status IN ('ready', 'leased')
