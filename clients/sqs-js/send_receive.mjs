@@ -1,6 +1,7 @@
 // The AWS SDK for JavaScript v3, unchanged, against simplequeue's Amazon SQS door.
 // Usage: node send_receive.mjs [ENDPOINT] [QUEUE_NAME]   (tests/sqs/test_javascript_sdk.py runs it)
 // Prints one JSON object: what was sent, received and deleted, and the name of one error.
+import { createHash } from "node:crypto";
 import {
   CreateQueueCommand,
   DeleteMessageBatchCommand,
@@ -24,7 +25,14 @@ const sqs = new SQSClient({
 const { QueueUrl } = await sqs.send(
   new CreateQueueCommand({ QueueName: queueName, Attributes: { VisibilityTimeout: "30" } }),
 );
-const one = await sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: "héllo ✓ 🎉" }));
+const attributes = {
+  trace: { DataType: "String", StringValue: "héllo ✓" },
+  price: { DataType: "Number.float", StringValue: "2.50" },
+  thumb: { DataType: "Binary", BinaryValue: new Uint8Array([0, 255, 60]) },
+};
+const one = await sqs.send(
+  new SendMessageCommand({ QueueUrl, MessageBody: "héllo ✓ 🎉", MessageAttributes: attributes }),
+);
 const batch = await sqs.send(
   new SendMessageBatchCommand({
     QueueUrl,
@@ -43,6 +51,7 @@ while (received.length < 3) {
       MaxNumberOfMessages: 10,
       WaitTimeSeconds: 2,
       MessageSystemAttributeNames: ["ApproximateReceiveCount"],
+      MessageAttributeNames: ["All"],
     }),
   );
   if (Messages.length === 0) break;
@@ -58,6 +67,34 @@ const { Attributes } = await sqs.send(
   new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ["ApproximateNumberOfMessages"] }),
 );
 
+// MD5OfMessageAttributes as SQS defines it (this SDK version checks the bodies' MD5s only): the
+// attributes sorted by name, each its name, type, transport byte (1 text, 2 binary) and value, every
+// length-prefixed part a 4-byte big-endian length and its bytes.
+function md5OfAttributes(given) {
+  const hash = createHash("md5");
+  const part = (bytes) => {
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(bytes.length);
+    hash.update(length);
+    hash.update(bytes);
+  };
+  for (const name of Object.keys(given).sort()) {
+    const { DataType, StringValue, BinaryValue } = given[name];
+    part(Buffer.from(name, "utf8"));
+    part(Buffer.from(DataType, "utf8"));
+    hash.update(Buffer.from([BinaryValue ? 2 : 1]));
+    part(BinaryValue ? Buffer.from(BinaryValue) : Buffer.from(StringValue, "utf8"));
+  }
+  return hash.digest("hex");
+}
+const hexBinary = (given = {}) =>
+  Object.fromEntries(
+    Object.entries(given).map(([name, { BinaryValue, ...rest }]) => [
+      name,
+      BinaryValue ? { ...rest, BinaryValue: Buffer.from(BinaryValue).toString("hex") } : rest,
+    ]),
+  );
+
 let error = null;
 try {
   await sqs.send(new GetQueueUrlCommand({ QueueName: `${queueName}-missing` }));
@@ -69,12 +106,15 @@ try {
 console.log(
   JSON.stringify({
     sent: [one.MessageId, ...batch.Successful.map((s) => s.MessageId)],
+    sentAttributesMd5: [one.MD5OfMessageAttributes, md5OfAttributes(attributes)],
     failed: batch.Failed ?? [],
     received: received.map((m) => ({
       id: m.MessageId,
       body: m.Body,
       md5: m.MD5OfBody,
       receives: m.Attributes?.ApproximateReceiveCount,
+      attributes: hexBinary(m.MessageAttributes),
+      attributesMd5: [m.MD5OfMessageAttributes ?? null, m.MessageAttributes ? md5OfAttributes(m.MessageAttributes) : null],
     })),
     md5Checked: sqs.config.md5 !== false,
     deleted: deleted.Successful.length,

@@ -18,17 +18,43 @@ sqs = boto3.client(
 out = {"botocore": botocore.__version__, "protocol": sqs.meta.service_model.protocol}
 url = sqs.create_queue(QueueName=name, Attributes={"VisibilityTimeout": "40"})["QueueUrl"]
 out["url"] = url
-out["sent"] = sqs.send_message(QueueUrl=url, MessageBody="hello")
+attributes = {
+    "trace": {"DataType": "String", "StringValue": "a & <b> ✓"},
+    "count": {"DataType": "Number.int", "StringValue": "42"},
+    "blob": {"DataType": "Binary", "BinaryValue": b"\x00\xff<"},
+}
+sent = sqs.send_message(QueueUrl=url, MessageBody="hello", MessageAttributes=attributes)
+out["sent"] = {k: v for k, v in sent.items() if k.startswith("MD5")}
 batch = sqs.send_message_batch(
     QueueUrl=url,
-    Entries=[{"Id": "a", "MessageBody": "a & <b>"}, {"Id": "b", "MessageBody": "x", "DelaySeconds": 901}],
+    Entries=[
+        {"Id": "a", "MessageBody": "a & <b>", "MessageAttributes": {"trace": attributes["trace"]}},
+        {"Id": "b", "MessageBody": "x", "DelaySeconds": 901},
+    ],
 )
 out["batch"] = {
     "ok": [e["Id"] for e in batch.get("Successful", [])],
     "failed": [(e["Id"], e["Code"]) for e in batch.get("Failed", [])],
+    "md5": [e.get("MD5OfMessageAttributes") for e in batch.get("Successful", [])],
 }
-got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1, AttributeNames=["All"])
+got = sqs.receive_message(
+    QueueUrl=url,
+    MaxNumberOfMessages=10,
+    WaitTimeSeconds=1,
+    AttributeNames=["All"],
+    MessageAttributeNames=["All"],
+)
 out["bodies"] = sorted(m["Body"] for m in got["Messages"])
+out["received"] = {
+    m["Body"]: [
+        {
+            n: {**v, "BinaryValue": v["BinaryValue"].hex()} if "BinaryValue" in v else v
+            for n, v in m["MessageAttributes"].items()
+        },
+        m["MD5OfMessageAttributes"],
+    ]
+    for m in got["Messages"]
+}
 out["counts"] = sorted(m["Attributes"]["ApproximateReceiveCount"] for m in got["Messages"])
 first = got["Messages"][0]
 sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=first["ReceiptHandle"], VisibilityTimeout=100)
@@ -44,7 +70,7 @@ for what, call in {
     "GetQueueUrl": lambda: sqs.get_queue_url(QueueName="nope-" + name),
     "DeleteMessage": lambda: sqs.delete_message(QueueUrl=url, ReceiptHandle="garbage"),
     "SendMessage": lambda: sqs.send_message(
-        QueueUrl=url, MessageBody="x", MessageAttributes={"k": {"DataType": "String", "StringValue": "v"}}
+        QueueUrl=url, MessageBody="x", MessageAttributes={"AWS.k": {"DataType": "String", "StringValue": "v"}}
     ),
     "AddPermission": lambda: sqs.add_permission(
         QueueUrl=url, Label="x", AWSAccountIds=["123456789012"], Actions=["SendMessage"]

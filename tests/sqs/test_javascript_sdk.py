@@ -1,10 +1,13 @@
 """The AWS SDK for JavaScript v3 (@aws-sdk/client-sqs), unchanged, against the SQS door on every engine.
 
 clients/sqs-js/send_receive.mjs (its package-lock.json pins the SDK; `npm ci` installs it once per run)
-creates a queue, sends one message and a batch of two without message attributes, receives and
-deletes them, and reads the name of one error. The SDK checks MD5OfMessageBody of every send and
-MD5OfBody of every message received (its `md5` option is left on), so a digest the door got wrong
-would fail the script. Without node and npm the tests are skipped, except under CI.
+creates a queue, sends one message with message attributes (String, Number, Binary) and a batch of
+two without, receives them (with their attributes) and deletes them, and reads the name of one
+error. The SDK checks MD5OfMessageBody of every send and MD5OfBody of every message received (its
+`md5` option is left on), so a body digest the door got wrong would fail the script. The pinned SDK
+(3.1175.0) does not check MD5OfMessageAttributes: the script computes it in JavaScript, and these
+tests compare the door's with that and with moto's (an implementation that is not ours). Without
+node and npm the tests are skipped, except under CI.
 """
 
 from __future__ import annotations
@@ -23,6 +26,13 @@ import pytest
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).parent.parent.parent
+# What moto 5.2.5's Message.attribute_md5 answers for the script's attributes.
+ATTRIBUTES_MD5 = "f4a2a9875439e79a5d156d3a8f2eda7f"
+ATTRIBUTES = {
+    "trace": {"DataType": "String", "StringValue": "héllo ✓"},
+    "price": {"DataType": "Number.float", "StringValue": "2.50"},
+    "thumb": {"DataType": "Binary", "BinaryValue": "00ff3c"},
+}
 CLIENT = ROOT / "clients" / "sqs-js"
 
 
@@ -54,6 +64,13 @@ def test_the_javascript_sdk_sends_receives_deletes_and_names_an_error(node: str,
     for message in received.values():
         assert message["md5"] == hashlib.md5(message["body"].encode()).hexdigest()
         assert message["receives"] == "1"
+    assert out["sentAttributesMd5"] == [ATTRIBUTES_MD5, ATTRIBUTES_MD5]
+    with_attributes = received[out["sent"][0]]
+    assert with_attributes["attributes"] == ATTRIBUTES
+    assert with_attributes["attributesMd5"] == [ATTRIBUTES_MD5, ATTRIBUTES_MD5]
+    for message in received.values():
+        if message is not with_attributes:
+            assert (message["attributes"], message["attributesMd5"]) == ({}, [None, None])
     assert out["deleted"] == 3
     assert out["left"] == "0"
     assert out["md5Checked"] is True

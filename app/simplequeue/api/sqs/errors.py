@@ -15,6 +15,7 @@ from xml.sax.saxutils import escape
 
 from simplequeue.domain import (
     DatabaseUnavailable,
+    InvalidAttributes,
     InvalidPayload,
     PayloadTooLarge,
     QueueError,
@@ -111,6 +112,8 @@ def from_domain(exc: QueueError) -> SqsError:
         return no_queue()
     if isinstance(exc, PayloadTooLarge):
         return SqsError("InvalidParameterValue", f"One or more parameters are invalid. Reason: {exc.detail}")
+    if isinstance(exc, InvalidAttributes):
+        return SqsError("InvalidParameterValue", f"Message attributes are invalid: {exc.detail}.")
     if isinstance(exc, InvalidPayload):
         return SqsError("InvalidMessageContents", exc.detail)
     if isinstance(exc, DatabaseUnavailable | SchemaNotReady):

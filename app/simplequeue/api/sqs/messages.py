@@ -20,7 +20,7 @@ from typing import Any
 from uuid import UUID
 
 from simplequeue.api.auth import Action
-from simplequeue.api.sqs import params
+from simplequeue.api.sqs import message_attributes, params
 from simplequeue.api.sqs.addressing import existing, queue_param
 from simplequeue.api.sqs.context import Context
 from simplequeue.api.sqs.errors import SqsError, from_domain, invalid, missing
@@ -80,7 +80,8 @@ def lease_of(handle: str) -> tuple[UUID, UUID]:
 def _draft(queue: str, p: dict[str, Any]) -> Draft:
     """The item one SendMessage (or a batch's entry) asks for."""
     body = params.body(p)
-    params.no_message_attributes(p)
+    params.no_system_attributes(p)
+    attributes = message_attributes.sent(p)
     delay = params.integer(p, "DelaySeconds", 0, MAX_DELAY_SECONDS, None)
     group = params.text(p, "MessageGroupId", required=False)
     dedup = params.text(p, "MessageDeduplicationId", required=False)
@@ -89,7 +90,7 @@ def _draft(queue: str, p: dict[str, Any]) -> Draft:
             raise invalid("MessageGroupId", group, NOT_FOR_THIS_QUEUE)
         if dedup is not None:
             raise invalid("MessageDeduplicationId", dedup, NOT_FOR_THIS_QUEUE)
-        return Draft(payload=body, delay_seconds=float(delay or 0))
+        return Draft(payload=body, delay_seconds=float(delay or 0), attributes=attributes)
     if delay is not None:
         raise invalid("DelaySeconds", delay, NOT_FOR_THIS_QUEUE)
     if group is None:
@@ -103,7 +104,7 @@ def _draft(queue: str, p: dict[str, Any]) -> Draft:
     for name, value in (("MessageGroupId", group), ("MessageDeduplicationId", dedup)):
         if not FIFO_KEY.fullmatch(value):
             raise invalid(name, value, "it must be 1 to 128 alphanumeric or punctuation characters.")
-    return Draft(payload=body, group=group, dedup_key=dedup)
+    return Draft(payload=body, group=group, dedup_key=dedup, attributes=attributes)
 
 
 async def send_message(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
@@ -115,13 +116,22 @@ async def send_message(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
         pushed = await ctx.service.push(queue, draft)
     except QueueError as exc:
         raise from_domain(exc) from None
-    return {"MD5OfMessageBody": md5(draft.payload), "MessageId": str(pushed.id)}
+    return _sent(draft, {"MessageId": str(pushed.id)})
+
+
+def _sent(draft: Draft, answer: dict[str, Any]) -> dict[str, Any]:
+    """A send's answer: its MD5s beside what `answer` holds."""
+    answer["MD5OfMessageBody"] = md5(draft.payload)
+    if draft.attributes:
+        answer["MD5OfMessageAttributes"] = message_attributes.md5_of(draft.attributes)
+    return answer
 
 
 async def send_message_batch(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     queue = queue_param(ctx, p)
     entries = params.entries(p)
-    if sum(len(str(e.get("MessageBody", "")).encode()) for e in entries) > MAX_BATCH_BODY_BYTES:
+    sizes = (len(str(e.get("MessageBody", "")).encode()) + message_attributes.size_of(e) for e in entries)
+    if sum(sizes) > MAX_BATCH_BODY_BYTES:
         raise SqsError(
             "BatchRequestTooLong", f"Batch requests cannot be longer than {MAX_BATCH_BODY_BYTES} bytes."
         )
@@ -136,7 +146,7 @@ async def send_message_batch(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
             return params.failed(entry["Id"], exc)
         except QueueError as exc:
             return params.failed(entry["Id"], from_domain(exc))
-        return {"Id": entry["Id"], "MessageId": str(pushed.id), "MD5OfMessageBody": md5(draft.payload)}
+        return _sent(draft, {"Id": entry["Id"], "MessageId": str(pushed.id)})
 
     if is_fifo(queue):
         # A FIFO batch is sent in its order: each entry (it has a deduplication id) commits on its
@@ -162,7 +172,7 @@ async def receive_message(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     wait = params.integer(p, "WaitTimeSeconds", 0, MAX_WAIT_SECONDS, 0)
     lease = params.integer(p, "VisibilityTimeout", 0, MAX_VISIBILITY_SECONDS, None)
     wanted = {*params.names(p, "AttributeNames"), *params.names(p, "MessageSystemAttributeNames")}
-    params.names(p, "MessageAttributeNames")  # accepted; messages carry none yet
+    asked = message_attributes.wanted(params.names(p, "MessageAttributeNames"))
     ctx.authorize(Action.CONSUME, queue)
     try:
         # A pop that finds messages shows the queue exists: the look-up (SQS answers an unknown
@@ -175,13 +185,15 @@ async def receive_message(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
                 items = await ctx.service.pop(
                     queue, max_items=count, wait_seconds=float(wait), lease_seconds=lease, gone=ctx.gone
                 )
-        messages = [await _message(ctx, item, wanted) for item in items]
+        messages = [await _message(ctx, item, wanted, asked) for item in items]
     except QueueError as exc:
         raise from_domain(exc) from None
     return {"Messages": messages} if messages else {}
 
 
-async def _message(ctx: Context, item: LeasedItem, wanted: set[str]) -> dict[str, Any]:
+async def _message(
+    ctx: Context, item: LeasedItem, wanted: set[str], asked: message_attributes.Asked
+) -> dict[str, Any]:
     payload = json.loads(item.payload_json)
     body = (
         payload
@@ -209,6 +221,7 @@ async def _message(ctx: Context, item: LeasedItem, wanted: set[str]) -> dict[str
         attributes["MessageGroupId"] = item.group
     if attributes:
         message["Attributes"] = attributes
+    message.update(message_attributes.received(item.attributes_json, asked))
     return message
 
 

@@ -82,12 +82,13 @@ def body(params: dict[str, Any], name: str = "MessageBody") -> str:
     return value
 
 
-def no_message_attributes(params: dict[str, Any]) -> None:
-    """Message attributes are not stored yet: refused, never dropped without a word."""
-    if params.get("MessageAttributes") or params.get("MessageSystemAttributes"):
+def no_system_attributes(params: dict[str, Any]) -> None:
+    """Message system attributes (SQS's AWSTraceHeader) are not stored: refused, never dropped
+    without a word."""
+    if params.get("MessageSystemAttributes"):
         raise SqsError(
             "InvalidParameterValue",
-            "message attributes are not supported yet by simplequeue's SQS door: "
+            "message system attributes (AWSTraceHeader) are not supported by simplequeue's SQS door: "
             "send the message without them.",
         )
 
