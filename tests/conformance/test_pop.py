@@ -75,3 +75,23 @@ async def test_next_visible_at_tells_when_each_queue_has_work(
     assert now == clock.now
     assert found == {busy: clock.now, leased: clock.now + timedelta(seconds=90)}
     assert await store.next_visible_at([]) == ({}, clock.now)
+
+
+async def test_an_items_view_says_when_it_became_or_becomes_poppable(
+    store: Store, queue: str, clock: FakeClock
+) -> None:
+    await push(store, now := new_item(queue, "now", created_at=clock.now))
+    await push(store, later := new_item(queue, "later", created_at=clock.now, delay_seconds=30))
+    ready = await store.get_item(now.id)
+    assert (ready.status, ready.visible_at) == ("ready", clock.now)
+    delayed = await store.get_item(later.id)
+    assert (delayed.status, delayed.visible_at) == ("delayed", clock.now + timedelta(seconds=30))
+    clock.advance(31)
+    assert (await store.get_item(later.id)).visible_at == clock.now - timedelta(seconds=1)  # ready since
+    [leased] = await store.pop(queue, 1, 60)
+    view = await store.get_item(leased.id)
+    assert (view.status, view.visible_at, view.lease_expires_at) == (
+        "leased",
+        None,
+        clock.now + timedelta(seconds=60),
+    )

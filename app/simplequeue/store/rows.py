@@ -91,7 +91,10 @@ def item_view(row: Row, now: datetime | str) -> ItemView:
         errors=errors,
         created_at=as_utc(row["created_at"]),
         lease_expires_at=visible_at if status == ItemStatus.LEASED else None,
-        visible_at=visible_at if status in (ItemStatus.DELAYED, ItemStatus.RETRYING) else None,
+        # Ready items too: when they became poppable (their delay or backoff ended, or their push).
+        visible_at=visible_at
+        if status in (ItemStatus.READY, ItemStatus.DELAYED, ItemStatus.RETRYING)
+        else None,
         priority=row["priority"],
         group=row["group_key"],
         dedup_key=row["dedup_key"],

@@ -310,7 +310,10 @@ class Item(BaseModel):
     errors: list[ErrorEntry]
     created_at: datetime
     lease_expires_at: datetime | None
-    visible_at: datetime | None = Field(description="When a delayed or retrying item becomes poppable.")
+    visible_at: datetime | None = Field(
+        description="When the item became poppable (ready) or becomes it (delayed, retrying); "
+        "null while leased (see lease_expires_at) or dead."
+    )
     priority: int
     group: str | None
     dedup_key: str | None

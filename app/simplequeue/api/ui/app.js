@@ -319,7 +319,7 @@ function preview(payload) {
 // Each tab's columns after the id: [heading, cell of a row].
 const COLUMNS = {
   ready: [["Attempts", (i) => `${i.attempts}/${i.max_attempts}`], ["Created", (i) => when(i.created_at)],
-    ["Visible", () => el("span", { title: "Ready: poppable now" }, "now")], ["Priority", (i) => i.priority], ["Payload", (i) => preview(i.payload)]],
+    ["Ready since", (i) => when(i.visible_at)], ["Priority", (i) => i.priority], ["Payload", (i) => preview(i.payload)]],
   delayed: [["Attempts", (i) => `${i.attempts}/${i.max_attempts}`], ["Created", (i) => when(i.created_at)],
     ["Visible at", (i) => when(i.visible_at)], ["Priority", (i) => i.priority], ["Payload", (i) => preview(i.payload)]],
   retrying: [["Attempts", (i) => `${i.attempts}/${i.max_attempts}`], ["Created", (i) => when(i.created_at)],
@@ -571,7 +571,7 @@ function payloadSection(item) {
 const payloadOpen = new Map();
 
 function facts(item) {
-  const visible = item.status === "ready" ? el("span", { title: "Ready: poppable now" }, "now") : when(item.visible_at);
+  const visible = when(item.visible_at); // ready: when it became poppable; delayed, retrying: when it will
   const rows = [
     ["Queue", el("a", { href: `#/queues/${encodeURIComponent(item.queue)}/${item.status}` }, item.queue)],
     ["State", badge(item.status)],
