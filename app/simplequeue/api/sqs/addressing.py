@@ -1,13 +1,14 @@
-"""Which queue a call names, and whether it exists."""
+"""Which queue a call names, whether it exists, and its kept attributes."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from simplequeue.api.sqs import params
+from simplequeue.api.sqs import attributes, params
 from simplequeue.api.sqs.context import Context
 from simplequeue.api.sqs.errors import no_queue
 from simplequeue.api.sqs.urls import queue_of_url
+from simplequeue.domain import QueueNotFound
 
 
 def queue_param(ctx: Context, p: dict[str, Any]) -> str:
@@ -23,3 +24,14 @@ async def existing(ctx: Context, name: str) -> str:
     if not await ctx.service.queue_exists(name):
         raise no_queue()
     return name
+
+
+async def kept_attributes(ctx: Context, name: str) -> dict[str, str]:
+    """The queue's DelaySeconds, MaximumMessageSize, ReceiveMessageWaitTimeSeconds (as set, else
+    their defaults) and other kept attributes; QueueDoesNotExist for no queue. One read, as the
+    existence check it replaces on the paths that need both."""
+    try:
+        metadata = await ctx.service.queue_metadata(name)
+    except QueueNotFound:
+        raise no_queue() from None
+    return attributes.kept_of(metadata, ctx.service.max_payload_bytes)

@@ -117,8 +117,6 @@ KEPT: dict[str, Kept] = {
     "Policy": Kept(_policy, lambda limit: None),
     "RedriveAllowPolicy": Kept(_redrive_allow, lambda limit: None),
 }
-DEFAULT_ONLY = frozenset({"DelaySeconds", "ReceiveMessageWaitTimeSeconds", "MaximumMessageSize"})
-"""Taken at their default only, until sends and receives read them."""
 DEFAULT_RETENTION_SECONDS = "345600"  # SQS's default MessageRetentionPeriod: 4 days
 EMPTY_REMOVES = frozenset({"Policy", "RedriveAllowPolicy"})
 """Set to "", these are removed, as SQS removes them."""
@@ -141,8 +139,6 @@ def checked(name: str, attributes: Mapping[str, Any], limit: int) -> dict[str, s
             value = str(int(value))
         elif key in KEPT:
             value = KEPT[key].check(key, value, limit)
-            if key in DEFAULT_ONLY and value != KEPT[key].default(limit):
-                raise SqsError("InvalidAttributeValue", f"{key} other than its default is not supported yet.")
         elif key == "FifoQueue":
             if value not in ("true", "false") or (value == "true") != is_fifo(name):
                 raise SqsError(

@@ -21,7 +21,7 @@ from uuid import UUID
 
 from simplequeue.api.auth import Action
 from simplequeue.api.sqs import message_attributes, params
-from simplequeue.api.sqs.addressing import existing, queue_param
+from simplequeue.api.sqs.addressing import existing, kept_attributes, queue_param
 from simplequeue.api.sqs.context import Context
 from simplequeue.api.sqs.errors import SqsError, from_domain, invalid, missing
 from simplequeue.api.sqs.urls import is_fifo
@@ -77,11 +77,19 @@ def lease_of(handle: str) -> tuple[UUID, UUID]:
 # --- sending -----------------------------------------------------------------------------------
 
 
-def _draft(queue: str, p: dict[str, Any]) -> Draft:
-    """The item one SendMessage (or a batch's entry) asks for."""
+def _draft(queue: str, p: dict[str, Any], kept: dict[str, str]) -> Draft:
+    """The item one SendMessage (or a batch's entry) asks for, of the queue whose kept attributes
+    are `kept` (its DelaySeconds when the message gives none, its MaximumMessageSize)."""
     body = params.body(p)
     params.no_system_attributes(p)
     attributes = message_attributes.sent(p)
+    largest = int(kept["MaximumMessageSize"])
+    if len(body.encode()) + message_attributes.size_of(p) > largest:
+        raise SqsError(
+            "InvalidParameterValue",
+            f"One or more parameters are invalid. Reason: Message must be shorter than {largest} bytes.",
+        )
+    queue_delay = int(kept["DelaySeconds"])
     delay = params.integer(p, "DelaySeconds", 0, MAX_DELAY_SECONDS, None)
     group = params.text(p, "MessageGroupId", required=False)
     dedup = params.text(p, "MessageDeduplicationId", required=False)
@@ -90,8 +98,9 @@ def _draft(queue: str, p: dict[str, Any]) -> Draft:
             raise invalid("MessageGroupId", group, NOT_FOR_THIS_QUEUE)
         if dedup is not None:
             raise invalid("MessageDeduplicationId", dedup, NOT_FOR_THIS_QUEUE)
-        return Draft(payload=body, delay_seconds=float(delay or 0), attributes=attributes)
-    if delay is not None:
+        delay = queue_delay if delay is None else delay
+        return Draft(payload=body, delay_seconds=float(delay), attributes=attributes)
+    if delay is not None:  # a FIFO queue's messages wait out the queue's delay only
         raise invalid("DelaySeconds", delay, NOT_FOR_THIS_QUEUE)
     if group is None:
         raise missing("MessageGroupId")
@@ -104,14 +113,15 @@ def _draft(queue: str, p: dict[str, Any]) -> Draft:
     for name, value in (("MessageGroupId", group), ("MessageDeduplicationId", dedup)):
         if not FIFO_KEY.fullmatch(value):
             raise invalid(name, value, "it must be 1 to 128 alphanumeric or punctuation characters.")
-    return Draft(payload=body, group=group, dedup_key=dedup, attributes=attributes)
+    return Draft(
+        payload=body, group=group, dedup_key=dedup, attributes=attributes, delay_seconds=float(queue_delay)
+    )
 
 
 async def send_message(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     queue = queue_param(ctx, p)
-    draft = _draft(queue, p)
     ctx.authorize(Action.PUSH, queue)
-    await existing(ctx, queue)
+    draft = _draft(queue, p, await kept_attributes(ctx, queue))
     try:
         pushed = await ctx.service.push(queue, draft)
     except QueueError as exc:
@@ -136,11 +146,11 @@ async def send_message_batch(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
             "BatchRequestTooLong", f"Batch requests cannot be longer than {MAX_BATCH_BODY_BYTES} bytes."
         )
     ctx.authorize(Action.PUSH, queue)
-    await existing(ctx, queue)
+    kept = await kept_attributes(ctx, queue)
 
     async def send(entry: dict[str, Any]) -> dict[str, Any]:
         try:
-            draft = _draft(queue, entry)
+            draft = _draft(queue, entry, kept)
             pushed = await ctx.service.push(queue, draft)
         except SqsError as exc:
             return params.failed(entry["Id"], exc)
@@ -169,7 +179,7 @@ def _batch(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
 async def receive_message(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     queue = queue_param(ctx, p)
     count = params.integer(p, "MaxNumberOfMessages", 1, 10, 1)
-    wait = params.integer(p, "WaitTimeSeconds", 0, MAX_WAIT_SECONDS, 0)
+    wait = params.integer(p, "WaitTimeSeconds", 0, MAX_WAIT_SECONDS, None)
     lease = params.integer(p, "VisibilityTimeout", 0, MAX_VISIBILITY_SECONDS, None)
     wanted = {*params.names(p, "AttributeNames"), *params.names(p, "MessageSystemAttributeNames")}
     asked = message_attributes.wanted(params.names(p, "MessageAttributeNames"))
@@ -177,10 +187,14 @@ async def receive_message(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     try:
         # A pop that finds messages shows the queue exists: the look-up (SQS answers an unknown
         # queue with QueueDoesNotExist, where a pop finds nothing) runs only when it found none,
-        # before any wait, so a busy worker's receive is one round trip.
+        # before any wait, so a busy worker's receive is one round trip. A receive that names no
+        # WaitTimeSeconds waits the queue's ReceiveMessageWaitTimeSeconds, read by that look-up.
         items = await ctx.service.pop(queue, max_items=count, wait_seconds=0.0, lease_seconds=lease)
         if not items:
-            await existing(ctx, queue)
+            if wait is None:
+                wait = int((await kept_attributes(ctx, queue))["ReceiveMessageWaitTimeSeconds"])
+            else:
+                await existing(ctx, queue)
             if wait:
                 items = await ctx.service.pop(
                     queue, max_items=count, wait_seconds=float(wait), lease_seconds=lease, gone=ctx.gone
