@@ -318,15 +318,13 @@ async def pop_complete(engine: str, seconds: float) -> PopComplete:
         raw = await raw_claim_delete(engine, url, seconds)
         textbook = await textbook_claim_delete(engine, url, seconds, meters["textbook"])
     title = f"{engine}: single pop completing the previous item, over HTTP, {CONCURRENCY} workers"
-    cpu = profile.cpu_table(
-        f"{engine}: CPU per item, by process (same run)",
-        {
-            "pop + DELETE over HTTP (3, 3b)": meters["pop + DELETE"].per_operation(),
-            "pop completing the previous item over HTTP (3c)": meters["pop completing"].per_operation(),
-            "textbook claim+delete, raw driver": meters["textbook"].per_operation(),
-        },
-    )
-    return PopComplete(ours, acked, raw, textbook, profile.summary(stacks, title) + "\n" + cpu)
+    per_item = {
+        "pop + DELETE over HTTP (3, 3b)": meters["pop + DELETE"].per_operation(),
+        "pop completing the previous item over HTTP (3c)": meters["pop completing"].per_operation(),
+        "textbook claim+delete, raw driver": meters["textbook"].per_operation(),
+    }
+    cpu = profile.cpu_table(f"{engine}: CPU per item, by process (same run)", per_item)
+    return PopComplete(ours, acked, raw, textbook, profile.summary(stacks, title) + "\n" + cpu, per_item)
 
 
 @dataclass(frozen=True)
@@ -339,6 +337,8 @@ class PopComplete:
     raw: float
     textbook: float
     profile: str
+    cpu: dict[str, dict[str, float]]
+    """Microseconds of CPU per item, by loop and by process (profile.CpuMeter.per_operation)."""
 
 
 # The textbook queue loop: claim the first ready row, skipping those others hold, and delete it,
