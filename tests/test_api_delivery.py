@@ -251,3 +251,30 @@ async def test_a_late_worker_on_the_last_attempt_hears_item_dead_before_the_swee
     # these expired leases are merely ready again.
     await put_queue(client, queue, max_attempts=2)
     assert (await client.get(f"/queues/{queue}")).json()["ready"] == 4
+
+
+async def test_an_admin_releases_a_stuck_lease(client: Client, queue: str, clock: FakeClock) -> None:
+    await put_queue(client, queue, max_attempts=3)
+    pushed = (await client.post("/push", json={"queue": queue, "payload": "stuck"})).json()
+    [held] = (await client.post("/pop", json={"queue": queue, "lease_seconds": 600})).json()["items"]
+    looked = (await client.get(f"/items/{pushed['id']}")).json()
+    assert (looked["status"], looked["lease_token_prefix"]) == ("leased", held["lease_token"][:8])
+
+    released = await client.post(f"/items/{pushed['id']}/release")
+    assert released.status_code == 200, released.text
+    body = released.json()
+    assert (body["status"], body["attempts"], body["lease_token_prefix"]) == ("ready", 1, None)
+    [again] = (await client.post("/pop", json={"queue": queue})).json()["items"]
+    assert (again["id"], again["attempts"]) == (pushed["id"], 2)
+    # The stuck worker's late answer is refused: its lease is gone.
+    late = await client.delete(f"/items/{pushed['id']}", params={"lease_token": held["lease_token"]})
+    assert_error(late, 409, "LeaseMismatch")
+    # Releasing what is not leased answers it as it is; a dead item is 409; an unknown one 404.
+    await client.post(f"/items/{pushed['id']}/release")
+    assert (await client.post(f"/items/{pushed['id']}/release")).json()["status"] == "ready"
+    [last] = (await client.post("/pop", json={"queue": queue})).json()["items"]
+    await client.post(
+        f"/items/{last['id']}/fail", json={"error": "no", "lease_token": last["lease_token"], "retry": False}
+    )
+    assert_error(await client.post(f"/items/{last['id']}/release"), 409, "ItemDead")
+    assert_error(await client.post(f"/items/{uuid4()}/release"), 404, "ItemNotFound")

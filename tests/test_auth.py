@@ -43,6 +43,7 @@ complete_batch  401 401 403 200 200 403 403 200 403 200 403
 fail            401 401 403 200 200 403 403 200 403 200 403
 extend          401 401 403 200 200 403 403 200 403 200 403
 get_item        401 401 403 200 200 403 403 200 403 200 403
+release         401 401 403 403 200 403 403 403 403 200 403
 list_queues     401 401 200 200 200 200 200 200 200 200 200
 get_queue       401 401 200 200 200 200 403 200 403 200 403
 put_queue       401 401 403 403 200 403 403 403 403 200 403
@@ -87,6 +88,7 @@ CALLS: dict[str, Call] = {
         f"/items/{i.id}/extend", json={"lease_token": i.token, "lease_seconds": 60}, headers=h
     ),
     "get_item": lambda c, i, h: c.get(f"/items/{i.id}", headers=h),
+    "release": lambda c, i, h: c.post(f"/items/{i.id}/release", headers=h),
     "list_queues": lambda c, i, h: c.get("/queues", headers=h),
     "get_queue": lambda c, i, h: c.get(f"/queues/{i.queue}", headers=h),
     "put_queue": lambda c, i, h: c.put(f"/queues/{i.queue}", json={}, headers=h),

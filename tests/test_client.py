@@ -106,6 +106,17 @@ async def test_fail_extend_and_get_item(sq: AsyncClient, queue: str) -> None:
     assert info.visible_at is not None
 
 
+async def test_an_admin_releases_a_lease(sq: AsyncClient, queue: str) -> None:
+    pushed = await sq.push(1, queue=queue)
+    [item] = await sq.pop(queue, lease_seconds=600)
+    held = await sq.get_item(pushed.id)
+    assert (held.status, held.lease_token_prefix) == ("leased", str(item.lease_token)[:8])
+    released = await sq.release(item)
+    assert (released.status, released.lease_token_prefix) == ("ready", None)
+    [again] = await sq.pop(queue)
+    assert (again.id, again.attempts) == (pushed.id, 2)
+
+
 async def test_dead_letters_redrive_and_purge(sq: AsyncClient, queue: str) -> None:
     pushed = await sq.push(1, queue=queue)
     [item] = await sq.pop(queue)

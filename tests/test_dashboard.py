@@ -301,6 +301,15 @@ def test_an_item_its_payload_errors_and_actions(chromium: str, service: str, api
         expect(facts.locator('[data-fact="Visible at"]')).to_have_text(
             re.compile(r"^(now|\d+ s ago|in \d+ s)$")
         )
+        # A leased item shows which lease holds it, and an admin may end that lease.
+        [held] = api.post("/pop", json={"queue": "big", "lease_seconds": 600}).json()["items"]
+        page.reload()
+        expect(page.locator("h1 .badge")).to_have_text("leased")
+        expect(facts.locator('[data-fact="Lease"]')).to_have_text(held["lease_token"][:8] + "…")
+        page.click("#item-release")
+        expect(page.locator("h1 .badge")).to_have_text("ready")
+        assert tab.asked[-1].startswith(f"End the lease on item {item_id} now?")
+        expect(facts.locator('[data-fact="Lease"]')).to_have_text("—")
         # Deleting a live item finishes it (its history says completed) and shows the history.
         page.click("#item-delete")
         expect(page).to_have_url(re.compile("#/queues/big/history$"))

@@ -362,6 +362,12 @@ class AsyncClient:
     async def get_item(self, item: Item | str | uuid.UUID) -> ItemInfo:
         return ItemInfo.of(await self._json("GET", f"/items/{_id(item)}", retry=Repeat.ANY))
 
+    async def release(self, item: Item | str | uuid.UUID) -> ItemInfo:
+        """End the item's lease now (admin): it is ready again at once, that attempt counted. An item
+        not leased is answered as it is. Not repeated after a request that may have arrived: a
+        second release could end the lease of the worker that popped it next."""
+        return ItemInfo.of(await self._json("POST", f"/items/{_id(item)}/release", retry=Repeat.UNSENT))
+
     async def stats(self, queue: str = "default") -> QueueStats:
         """One queue's counts and settings; QueueNotFound if it never existed."""
         return QueueStats.of(await self._json("GET", f"/queues/{queue}", retry=Repeat.ANY))

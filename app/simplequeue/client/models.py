@@ -100,6 +100,8 @@ class ItemInfo:
     died_at: datetime | None
     attributes: dict[str, dict[str, str]] | None = field(default=None, repr=False)
     """Message attributes by name ({"type", "value"}), or None."""
+    lease_token_prefix: str | None = None
+    """The live lease token's first 8 characters (which lease holds it), or None."""
 
     @classmethod
     def of(cls, body: dict[str, Any]) -> ItemInfo:
@@ -120,6 +122,7 @@ class ItemInfo:
             first_popped_at=_time(body.get("first_popped_at")),
             died_at=_time(body.get("died_at")),
             attributes=body.get("attributes"),
+            lease_token_prefix=body.get("lease_token_prefix"),
         )
 
 

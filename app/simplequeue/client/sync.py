@@ -64,6 +64,7 @@ class Client:
     fail = _blocking(AsyncClient.fail)
     extend = _blocking(AsyncClient.extend)
     get_item = _blocking(AsyncClient.get_item)
+    release = _blocking(AsyncClient.release)
     stats = _blocking(AsyncClient.stats)
     queues = _blocking(AsyncClient.queues)
     put_queue = _blocking(AsyncClient.put_queue)

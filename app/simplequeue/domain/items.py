@@ -146,13 +146,14 @@ class ItemView:
     errors: list[ErrorRecord]
     created_at: datetime
     lease_expires_at: datetime | None
-    visible_at: datetime | None  # when a delayed or retrying item becomes poppable
+    visible_at: datetime | None  # when a ready item became poppable, a delayed or retrying one becomes it
     priority: int = 0
     group: str | None = None
     dedup_key: str | None = None
     first_popped_at: datetime | None = None
     died_at: datetime | None = None
     attributes_json: str | None = None
+    lease_token: UUID | None = None  # the live lease's, for the service's own use; never answered whole
 
     @property
     def payload(self) -> Any:

@@ -26,6 +26,7 @@ from simplequeue.domain import (
     Failure,
     HistoryFilter,
     HistoryRecord,
+    ItemDead,
     ItemStatus,
     ItemView,
     LeasedItem,
@@ -306,6 +307,20 @@ class QueueService:
 
     async def get_item(self, item_id: UUID) -> ItemView:
         return await self._store.get_item(item_id)
+
+    async def release(self, item_id: UUID) -> ItemView:
+        """End the item's lease now (an administrator frees an item a stuck worker holds): it is
+        ready at once with that attempt counted, or dead if it was the last. An item that is not
+        leased is answered as it is. Raises ItemNotFound, ItemDead, or LeaseMismatch when another
+        pop took it meanwhile."""
+        view = await self._store.get_item(item_id)
+        if view.status == ItemStatus.DEAD:
+            raise ItemDead()
+        if view.lease_token is None:
+            return view
+        released = await self._store.extend(item_id, view.lease_token, 0)
+        self._waiting.notify(view.queue, 1)  # long-polls here hear of it now
+        return released
 
     async def list_queues(self) -> list[QueueStats]:
         return await self._store.list_queues()

@@ -101,6 +101,7 @@ def item_view(row: Row, now: datetime | str) -> ItemView:
         first_popped_at=as_utc_or_none(row["first_popped_at"]),
         died_at=as_utc_or_none(row["died_at"]),
         attributes_json=row["attributes"],
+        lease_token=as_uuid(row["lease_token"]) if status == ItemStatus.LEASED else None,
     )
 
 

@@ -149,6 +149,12 @@ async def get_item(sq: QueueService, who: Grant, item_id: UUID) -> Response:
     return json_text(Item.json_of(view))
 
 
+async def release_item(sq: QueueService, who: Grant, item_id: UUID) -> Response:
+    who.require(Action.ADMINISTER)
+    who.require(Action.ADMINISTER, (await sq.get_item(item_id)).queue)
+    return json_text(Item.json_of(await sq.release(item_id)))
+
+
 # --- The hot functions: each reads its inputs as its declaration says, then calls the operation.
 # The service and the caller first (a service that is not ready answers 503 whatever the body),
 # as FastAPI solves a route's dependencies before its parameters.

@@ -137,6 +137,20 @@ async def extend_lease(item_id: ItemId, body: ExtendRequest, sq: ServiceDep, who
     return await endpoints.extend_lease(sq, who, item_id, body)
 
 
+@router.post(
+    "/items/{item_id:uuid}/release",
+    operation_id="releaseItem",
+    response_model=Item,
+    responses=errors(403, 404, 409, 413, 422, 503),
+)
+async def release_item(item_id: ItemId, sq: ServiceDep, who: Caller) -> Response:
+    """End an item's lease now (admin): a stuck worker's item is ready again at once, its attempt
+    counted (dead if that was its last; moved to its dead-letter queue if it has one). The worker's
+    later complete, fail or extend is refused (409). An item that is not leased is answered as it
+    is; a dead one is 409 ItemDead."""
+    return await endpoints.release_item(sq, who, item_id)
+
+
 @router.get(
     "/items/{item_id:uuid}",
     operation_id="getItem",

@@ -322,6 +322,10 @@ class Item(BaseModel):
     attributes: dict[str, MessageAttribute] | None = Field(
         description="The item's message attributes by name, or null when it has none."
     )
+    lease_token_prefix: str | None = Field(
+        description="The first 8 characters of the live lease's token, to tell one lease from another "
+        "(the token itself stays with its worker); null unless leased."
+    )
 
     @classmethod
     def json_of(cls, view: ItemView) -> str:
@@ -342,5 +346,6 @@ class Item(BaseModel):
             died_at=view.died_at,
             payload=None,  # spliced in as text, as are the attributes
             attributes=None,
+            lease_token_prefix=str(view.lease_token)[:8] if view.lease_token else None,
         )
         return with_payload(response, view.payload_json, attributes=view.attributes_json)

@@ -583,6 +583,7 @@ function facts(item) {
     ["First popped", when(item.first_popped_at)],
     ["Visible at", visible],
     ["Leased until", when(item.lease_expires_at)],
+    ["Lease", item.lease_token_prefix ? el("code", { class: "id", title: "The first characters of the lease's token: which lease holds it" }, `${item.lease_token_prefix}…`) : el("span", { class: "muted" }, "—")],
     ["Died", when(item.died_at)],
   ];
   return el("dl", { class: "facts", id: "facts" }, rows.map(([k, v]) => [el("dt", {}, k), el("dd", { "data-fact": k }, v)]));
@@ -596,10 +597,17 @@ function errorsSection(item) {
 
 function itemActions(item, admin) {
   const base = `/queues/${encodeURIComponent(item.queue)}`;
-  if (!admin) return readOnlyNote("This key may look at the item, not act on it: redrive and delete need an admin key for its queue.");
-  return el("div", { class: "toolbar" }, item.status === "dead"
-    ? act("Redrive", "", `Make item ${item.id} ready again (attempts reset, errors kept)?`, () => api("POST", `${base}/redrive`, { ids: [item.id] }), { id: "item-redrive" })
-    : act("Delete", "danger", `Delete item ${item.id}? It is finished now (its history records it as completed)${item.status === "leased" ? ", and its worker loses its lease" : ""}.`,
+  if (!admin) return readOnlyNote("This key may look at the item, not act on it: redrive, release and delete need an admin key for its queue.");
+  if (item.status === "dead") {
+    return el("div", { class: "toolbar" }, act("Redrive", "", `Make item ${item.id} ready again (attempts reset, errors kept)?`, () => api("POST", `${base}/redrive`, { ids: [item.id] }), { id: "item-redrive" }));
+  }
+  const last = item.attempts >= item.max_attempts;
+  return el("div", { class: "toolbar" },
+    item.status === "leased"
+      ? act("Release", "secondary", `End the lease on item ${item.id} now? Its worker's answer will be refused; ${last ? "this was its last attempt, so it dies" : "it is ready again at once, this attempt counted"}.`,
+        () => api("POST", `/items/${item.id}/release`), { id: "item-release" })
+      : "",
+    act("Delete", "danger", `Delete item ${item.id}? It is finished now (its history records it as completed)${item.status === "leased" ? ", and its worker loses its lease" : ""}.`,
       async () => { await api("DELETE", `/items/${item.id}`); go(`#/queues/${encodeURIComponent(item.queue)}/history`); }, { id: "item-delete" }));
 }
 
