@@ -4,7 +4,8 @@
   frame belongs to, and by function. py-spy needs to attach to the process (root, or ptrace
   allowed); when it cannot, the summary says so instead of failing the run.
 - CpuMeter reads the CPU time (user + system, from /proc) that each side spent over a window:
-  the load generator (this process), the server, and PostgreSQL's processes. Per item, that is
+  the load generator (this process), the server, and PostgreSQL's processes (those of the
+  server holding the bench's databases, without other databases' backends). Per item, that is
   what a ratio between two loops on a machine of few cores comes down to.
 """
 
@@ -82,20 +83,56 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICKS
 
 
-def postgres_seconds() -> float:
-    """CPU time of every process named postgres (every database on the server: on a shared
-    machine, whatever else it serves in the window is counted too)."""
-    total = 0.0
+# A client backend's command line: "postgres: [cluster: ]user database host(port) state".
+_BACKEND = re.compile(r"^postgres: (?:\S+: )?\S+ (\S+) (?:\S+\(\d+\)|\[local\])")
+BENCH_DATABASES = "sq_bench_"
+
+
+def _postgres() -> dict[int, tuple[int, str]]:
+    """Every process named postgres: its parent's id and its command line."""
+    found = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 with open(f"/proc/{entry}/comm") as comm:
                     if comm.read().strip() != "postgres":
                         continue
-            except OSError:
+                with open(f"/proc/{entry}/stat") as stat:
+                    parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+                with open(f"/proc/{entry}/cmdline") as cmdline:
+                    found[int(entry)] = (parent, cmdline.read().replace("\0", " ").strip())
+            except (OSError, ValueError, IndexError):
                 continue
-            total += cpu_seconds(int(entry))
-    return total
+    return found
+
+
+def postgres_processes() -> dict[int, float]:
+    """CPU time so far, by process, of the PostgreSQL server that holds the bench's databases: its
+    postmaster, its own processes (checkpointer, WAL writer, autovacuum…) and the backends of the
+    bench's databases (sq_bench_*). Backends of other databases and other clusters on the machine
+    (other engineers' test runs) are left out; with no bench database open, every postgres
+    process counts."""
+    every = _postgres()
+    servers = set()
+    for parent, command in every.values():
+        match = _BACKEND.match(command)
+        if match is not None and match[1].startswith(BENCH_DATABASES):
+            servers.add(parent)
+    counted = {}
+    for pid, (parent, command) in every.items():
+        if servers and pid not in servers:
+            if parent not in servers:
+                continue
+            match = _BACKEND.match(command)
+            if match is not None and not match[1].startswith(BENCH_DATABASES):
+                continue
+        counted[pid] = cpu_seconds(pid)
+    return counted
+
+
+def postgres_seconds() -> float:
+    """CPU time so far of the processes postgres_processes() counts."""
+    return sum(postgres_processes().values())
 
 
 class CpuMeter:
@@ -107,20 +144,25 @@ class CpuMeter:
         self.spent: dict[str, float] = {}
         self.count = 0  # operations done in the window (set by whoever counts them)
         self._at: dict[str, float] = {}
+        self._postgres_at: dict[int, float] = {}
 
     def _now(self) -> dict[str, float]:
         now = {"load generator": time.process_time()}
         if self.server_pid is not None:
             now["server"] = cpu_seconds(self.server_pid)
-        if self.postgres:
-            now["postgres"] = postgres_seconds()
         return now
 
     def start(self) -> None:
         self._at = self._now()
+        self._postgres_at = postgres_processes() if self.postgres else {}
 
     def stop(self) -> None:
         self.spent = {k: v - self._at[k] for k, v in self._now().items()}
+        if self.postgres:
+            # By process: one that started in the window counts from 0, one that ended in it is
+            # left out (summing them all would go down, even below 0, when a process exits).
+            later = postgres_processes()
+            self.spent["postgres"] = sum(v - self._postgres_at.get(pid, 0.0) for pid, v in later.items())
 
     def per_operation(self) -> dict[str, float]:
         """Microseconds of CPU per operation, by side, and their total."""

@@ -92,8 +92,16 @@ def plot(figures: Sequence[Figure | Median], raw: dict[str, object], path: Path)
     for row, f in enumerate(ratios):  # each target as a black tick on its bar
         if (match := re.fullmatch(r"[≥≤] ([\d.]+)x", f.target)) is not None:
             left.plot([float(match[1])] * 2, [row - 0.4, row + 0.4], color="black", linewidth=2)
+    medians = [f for f in ratios if isinstance(f, Median)]
+    if medians and len(medians) == len(ratios):  # the spread of each median, lowest to highest
+        lows = [(m.ratio or 0) - (m.ratio_low or m.ratio or 0) for m in medians]
+        highs = [(m.ratio_high or m.ratio or 0) - (m.ratio or 0) for m in medians]
+        values = [m.ratio or 0 for m in medians]
+        left.errorbar(values, range(len(medians)), xerr=[lows, highs], fmt="none", ecolor="black", capsize=3)
     left.set_xscale("log")
-    left.set_xlabel("ratio to the same-run baseline (log scale; black tick: target; green meets it)")
+    left.set_xlabel(
+        "ratio to the same-run baseline (log scale; black tick: target; green meets it; whiskers: spread)"
+    )
     left.tick_params(axis="y", labelsize=7)
     left.invert_yaxis()
     wakes = {k: v for k, v in raw.items() if k.startswith("wake")}
