@@ -169,8 +169,8 @@ async def generic_plan_of(schema: tuple[str, str], query: str, **values: object)
 
 
 async def crowd(schema: tuple[str, str]) -> None:
-    """Thousands of queues, a hundred thousand items, finished records, dedup keys and producers'
-    remembered ids."""
+    """Thousands of queues, a hundred thousand items, finished records, dedup keys, producers'
+    remembered ids, and queue attributes (as the SQS door keeps them, dead-letter targets among them)."""
     url, name = schema
     conn = await asyncpg.connect(url, server_settings={"search_path": name})
     try:
@@ -200,6 +200,12 @@ async def crowd(schema: tuple[str, str]) -> None:
             " SELECT gen_random_uuid(), 'q' || (n % 50), now(),"
             "  CASE WHEN n % 2 = 0 THEN now() + interval '1 hour' END"
             " FROM generate_series(1, 100000) AS n"
+        )
+        await conn.execute(  # a retention period on every queue, a dead-letter target on every tenth
+            "INSERT INTO sq_queue_attributes (queue, name, value)"
+            " SELECT 'q' || n, 'MessageRetentionPeriod', '345600' FROM generate_series(1, 2000) AS n"
+            " UNION ALL"
+            " SELECT 'q' || n, 'dead_letter_queue', 'q' || (n + 1) FROM generate_series(10, 2000, 10) AS n"
         )
     finally:
         await conn.close()

@@ -276,3 +276,55 @@ async def test_list_history_without_filters_binds_empty_text(fake: tuple[MssqlSt
     assert page.items == []
     assert page.next_cursor is None
     assert conn.params("list_history") == ("orders", "", "", "", "", "", 10)
+
+
+@pytest.mark.parametrize(("name", "killed"), [("fail", "@failed"), ("reap_expired", "@killed")])
+def test_an_item_that_dies_in_a_queue_with_a_target_moves_there_in_the_same_batch(
+    name: str, killed: str
+) -> None:
+    trees = statements(name)
+    [dead] = [s for s in trees if isinstance(s, exp.Insert) and s.this.this.name == "dead"]
+    assert killed in dead.sql("tsql")
+    delete, windows, ids, insert = trees[trees.index(dead) + 1 : trees.index(dead) + 5]
+    # The dead items this batch killed whose queue names an existing other queue as its target.
+    assert isinstance(delete, exp.Delete)
+    sql = delete.sql("tsql")
+    assert "JOIN @dead AS d ON d.id = i.id" in sql
+    assert "JOIN dbo.sq_queue_attributes AS a ON a.queue = i.queue AND a.name = N'dead_letter_queue'" in sql
+    assert (
+        "JOIN dbo.sq_queues AS t ON t.name = a.value COLLATE Latin1_General_100_BIN2 AND t.name <> i.queue"
+        in sql
+    )
+    assert delete.args["where"].this.sql("tsql") == "i.status = 'dead'"
+    assert delete.args["returning"].args["into"].name == "moving"
+    # The source's dedup claim starts its window; the remembered id's claim follows the item.
+    assert isinstance(windows, exp.Update)
+    assert "FROM dbo.sq_dedup AS k" in windows.sql("tsql")
+    assert [eq.sql("tsql") for eq in windows.expressions] == [
+        "expires_at = DATEADD(SECOND, q.dedup_window_seconds, @now)"
+    ]
+    assert "k.queue = m.queue AND k.dedup_key = m.dedup_key AND k.item_id = m.id" in windows.sql("tsql")
+    assert isinstance(ids, exp.Update)
+    assert "FROM dbo.sq_client_ids AS c" in ids.sql("tsql")
+    assert ids.args["where"].this.sql("tsql") == "m.remember_id = 1"
+    # Inserted again in the target: ready now, attempts reset, a new seq, the rest kept.
+    assert isinstance(insert, exp.Insert)
+    assert insert.this.this.name == "sq_items"
+    values = dict(
+        zip(
+            [col.name for col in insert.this.expressions],
+            [value.sql("tsql") for value in insert.expression.expressions],
+            strict=True,
+        )
+    )
+    assert "seq" not in values
+    assert (values["queue"], values["status"], values["attempts"], values["visible_at"]) == (
+        "m.target",
+        "'ready'",
+        "0",
+        "@now",
+    )
+    assert values["first_popped_at"] == "NULL"
+    for kept in ("id", "payload", "created_at", "errors", "priority", "group_key", "dedup_key", "attributes"):
+        assert values[kept] == f"m.{kept}"
+    assert [o.sql("tsql") for o in insert.expression.args["order"].expressions] == ["m.seq"]

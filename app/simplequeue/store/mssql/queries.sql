@@ -216,6 +216,54 @@ SELECT i.id,
 FROM dbo.sq_items AS i WITH (FORCESEEK)
 JOIN OPENJSON(@items) WITH (id UNIQUEIDENTIFIER) AS j ON i.id = j.id;
 
+-- fragment: dead_letter_moves
+-- Items this batch killed (@dead: their ids; their history records written) whose queue has a
+-- dead-letter target (the kept attribute dead_letter_queue, set by the SQS door's RedrivePolicy)
+-- that exists and is another queue move there, in this batch: ready now, attempts reset, keeping
+-- id, payload, attributes, created_at, group and errors. An IDENTITY column cannot be updated, so
+-- the row is deleted and inserted again (revive's way), taking a new seq: it joins its group at the
+-- back. The dedup key's claim stays in the source, its window starting as a purge's does; the
+-- remembered id's claim follows the item.
+DECLARE @moving TABLE (
+    seq BIGINT NOT NULL PRIMARY KEY,
+    id UNIQUEIDENTIFIER NOT NULL,
+    queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL,
+    target NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL,
+    payload NVARCHAR(MAX) NOT NULL,
+    created_at DATETIME2(7) NOT NULL,
+    errors NVARCHAR(MAX) NOT NULL,
+    priority INT NOT NULL,
+    group_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
+    dedup_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
+    remember_id BIT NOT NULL,
+    attributes NVARCHAR(MAX) NULL
+);
+DELETE i
+OUTPUT deleted.seq, deleted.id, deleted.queue, t.name, deleted.payload, deleted.created_at, deleted.errors,
+       deleted.priority, deleted.group_key, deleted.dedup_key, deleted.remember_id, deleted.attributes
+INTO @moving
+FROM dbo.sq_items AS i
+JOIN @dead AS d ON d.id = i.id
+JOIN dbo.sq_queue_attributes AS a ON a.queue = i.queue AND a.name = N'dead_letter_queue'
+JOIN dbo.sq_queues AS t ON t.name = a.value COLLATE Latin1_General_100_BIN2 AND t.name <> i.queue
+WHERE i.status = 'dead';
+UPDATE k
+SET expires_at = DATEADD(SECOND, q.dedup_window_seconds, @now)
+FROM dbo.sq_dedup AS k
+JOIN @moving AS m ON k.queue = m.queue AND k.dedup_key = m.dedup_key AND k.item_id = m.id
+JOIN dbo.sq_queues AS q ON q.name = m.queue;
+UPDATE c
+SET queue = m.target
+FROM dbo.sq_client_ids AS c
+JOIN @moving AS m ON c.id = m.id
+WHERE m.remember_id = 1;
+INSERT INTO dbo.sq_items (id, queue, payload, created_at, status, attempts, visible_at, errors, priority,
+                          group_key, dedup_key, first_popped_at, remember_id, attributes)
+SELECT m.id, m.target, m.payload, m.created_at, 'ready', 0, @now, m.errors, m.priority, m.group_key,
+       m.dedup_key, NULL, m.remember_id, m.attributes
+FROM @moving AS m
+ORDER BY m.seq;
+
 -- name: fail
 -- One compare-and-set. Dead when the worker says so or this was the last attempt; otherwise ready
 -- after the given delay or the queue's backoff: min(cap, base * factor^(attempts-1)), less up to
@@ -224,7 +272,8 @@ JOIN OPENJSON(@items) WITH (id UNIQUEIDENTIFIER) AS j ON i.id = j.id;
 -- the same transaction. Two result sets: the row changed (none: refused), then the item as it is now.
 -- Refused, like a completion, for an item that is dead, or whose lease expired on its last attempt.
 -- The UPDATE's join to the queue row also decides whether the history record keeps the payload
--- (@failed holds it only then), so the history INSERT reads sq_queues no second time.
+-- (@failed holds it only then), so the history INSERT reads sq_queues no second time. A death in a
+-- queue with a dead-letter target then moves the item there (dead_letter_moves).
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
 DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
@@ -276,13 +325,16 @@ SELECT d.id, d.queue, 'dead', d.attempts, d.created_at, d.first_popped_at, d.die
        @error, d.payload
 FROM @failed AS d
 WHERE d.status = 'dead';
+DECLARE @dead TABLE (id UNIQUEIDENTIFIER NOT NULL PRIMARY KEY);
+INSERT INTO @dead (id) SELECT id FROM @failed WHERE status = 'dead';
+-- include: dead_letter_moves
 SELECT status FROM @failed;
 -- include: item_row
 WHERE i.id = @id;
 
 -- name: reap_expired
 -- The sweep: up to n leases that expired on their last attempt become dead, each with an error and a
--- history record written in this batch. The filtered sq_items_leased holds only items in flight.
+-- history record written in this batch (and move to their queue's dead-letter target, if it has one). The filtered sq_items_leased holds only items in flight.
 -- READPAST leaves a row that another transaction holds (a pop, a completion racing the sweep) to the
 -- next sweep; UPDLOCK and ROWLOCK as in pop. DEADLOCK_PRIORITY LOW: in a deadlock with a request
 -- the sweep is the victim (it runs again next interval), not the worker's pop or completion. The
@@ -321,6 +373,9 @@ SELECT k.id, k.queue, 'dead', k.attempts, k.created_at, k.first_popped_at, @now,
        @error, CASE WHEN q.history_payload = 1 THEN k.payload END
 FROM @killed AS k
 JOIN dbo.sq_queues AS q ON q.name = k.queue;
+DECLARE @dead TABLE (id UNIQUEIDENTIFIER NOT NULL PRIMARY KEY);
+INSERT INTO @dead (id) SELECT id FROM @killed;
+-- include: dead_letter_moves
 SELECT queue, COUNT(*) AS killed FROM @killed GROUP BY queue;
 SET DEADLOCK_PRIORITY NORMAL;
 

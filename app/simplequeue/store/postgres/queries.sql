@@ -174,6 +174,29 @@ SELECT q.queue,
        COALESCE(:now::timestamptz, now()) AS now
 FROM unnest(:queues::text[]) AS q(queue)
 
+-- fragment: dead_letter_target
+-- The queue's dead-letter target (the kept attribute dead_letter_queue, set by the SQS door's
+-- RedrivePolicy), when that queue exists and is another: t.name, else NULL (the item dies in place).
+    LEFT JOIN sq_queue_attributes AS a ON a.queue = i.queue AND a.name = 'dead_letter_queue'
+    LEFT JOIN sq_queues AS t ON t.name = a.value AND t.name <> i.queue
+
+-- fragment: dead_letter_moved
+-- The CTEs after a kill's `failed` (its rows carry dies, source, target, dedup_window_seconds): an
+-- item moved to its queue's dead-letter target leaves its dedup key's claim in the source, whose
+-- window starts as a purge's does, and takes its remembered id's claim along.
+, windows AS (
+    UPDATE sq_dedup AS k
+    SET expires_at = COALESCE(:now::timestamptz, now()) + d.dedup_window_seconds * interval '1 second'
+    FROM failed AS d
+    WHERE d.dies AND d.target IS NOT NULL AND d.dedup_key IS NOT NULL
+      AND k.queue = d.source AND k.dedup_key = d.dedup_key AND k.item_id = d.id
+), ids AS (
+    UPDATE sq_client_ids AS k
+    SET queue = d.target
+    FROM failed AS d
+    WHERE d.dies AND d.target IS NOT NULL AND d.remember_id AND k.id = d.id
+)
+
 -- name: fail
 -- Dead when the worker says so or this was the last attempt (then its history record is written
 -- in this statement); otherwise ready after the given delay or the queue's backoff:
@@ -182,61 +205,91 @@ FROM unnest(:queues::text[]) AS q(queue)
 -- version if a concurrent pop or completion changed it after this statement's snapshot.
 -- Refused, like a completion, for an item that is dead, or whose lease expired on its last attempt.
 -- The queue's row is read once (f), and its settings carried to the history record and the answer.
+-- An item that dies in a queue with a dead-letter target moves there instead of staying dead: its
+-- history record still says it died here, its dedup key's window starts here (as a purge's does)
+-- and its remembered id's claim follows it.
 WITH f AS (
-    SELECT i.seq, q.max_attempts, q.history_payload, (NOT :retry OR i.attempts >= q.max_attempts) AS dies,
+    SELECT i.seq, i.queue AS source, i.attempts AS source_attempts, i.first_popped_at AS source_first_popped_at,
+           q.max_attempts, q.history_payload, q.dedup_window_seconds,
+           (NOT :retry OR i.attempts >= q.max_attempts) AS dies, t.name AS target,
+           COALESCE(t.max_attempts, q.max_attempts) AS answer_max_attempts,
            COALESCE(:retry_after, LEAST(q.backoff_cap_seconds,
                               q.backoff_base_seconds * power(q.backoff_factor, LEAST(GREATEST(i.attempts, 1) - 1, 60)))
                         * (1 - q.backoff_jitter * :draw)) AS delay
     FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
+-- include: dead_letter_target
     WHERE i.id = :id
 ), failed AS (
     UPDATE sq_items AS i
-    SET status = CASE WHEN f.dies THEN 'dead' ELSE 'ready' END,
-        visible_at = CASE WHEN f.dies THEN i.visible_at
+    SET seq = CASE WHEN f.dies AND f.target IS NOT NULL THEN nextval(pg_get_serial_sequence('sq_items', 'seq'))
+                   ELSE i.seq END,
+        queue = CASE WHEN f.dies AND f.target IS NOT NULL THEN f.target ELSE i.queue END,
+        status = CASE WHEN f.dies AND f.target IS NULL THEN 'dead' ELSE 'ready' END,
+        attempts = CASE WHEN f.dies AND f.target IS NOT NULL THEN 0 ELSE i.attempts END,
+        first_popped_at = CASE WHEN f.dies AND f.target IS NOT NULL THEN NULL ELSE i.first_popped_at END,
+        visible_at = CASE WHEN f.dies AND f.target IS NULL THEN i.visible_at
+                          WHEN f.dies THEN COALESCE(:now::timestamptz, now())
                           ELSE COALESCE(:now::timestamptz, now()) + f.delay * interval '1 second' END,
-        died_at = CASE WHEN f.dies THEN COALESCE(:now::timestamptz, now()) END,
+        died_at = CASE WHEN f.dies AND f.target IS NULL THEN COALESCE(:now::timestamptz, now()) END,
         lease_token = NULL,
         errors = i.errors || jsonb_build_array(jsonb_build_object('at', COALESCE(:now::timestamptz, now()), 'error', :error::text))
     FROM f
     WHERE i.seq = f.seq AND i.id = :id AND i.status <> 'dead' AND (:lease_token::uuid IS NULL OR i.lease_token = :lease_token)
       AND NOT (i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now())
                AND i.attempts >= f.max_attempts)
-    RETURNING i.*, f.max_attempts, f.history_payload
+    RETURNING i.*, f.answer_max_attempts, f.history_payload, f.dies, f.source, f.target, f.source_attempts,
+              f.source_first_popped_at, f.dedup_window_seconds
 ), history AS (
     INSERT INTO sq_history (id, queue, outcome, attempts, created_at, first_popped_at, finished_at,
                             group_key, dedup_key, last_error, payload)
-    SELECT d.id, d.queue, 'dead', d.attempts, d.created_at, d.first_popped_at, d.died_at,
+    SELECT d.id, d.source, 'dead', d.source_attempts, d.created_at, d.source_first_popped_at,
+           COALESCE(:now::timestamptz, now()),
            d.group_key, d.dedup_key, :error::text, CASE WHEN d.history_payload THEN d.payload END
     FROM failed AS d
-    WHERE d.status = 'dead'
+    WHERE d.dies
 )
+-- include: dead_letter_moved
 SELECT d.id, d.queue, d.payload::text AS payload, d.attributes, d.status, d.attempts, d.errors::text AS errors, d.created_at,
        d.visible_at, d.lease_token, d.priority, d.group_key, d.dedup_key, d.first_popped_at, d.died_at,
-       d.max_attempts, COALESCE(:now::timestamptz, now()) AS now
+       d.answer_max_attempts AS max_attempts, COALESCE(:now::timestamptz, now()) AS now
 FROM failed AS d
 
 -- name: reap
--- Expired leases on their last attempt become dead, with an error and a history record.
+-- Expired leases on their last attempt become dead, with an error and a history record; or, in a
+-- queue with a dead-letter target, move there (see dead_letter_target).
 WITH expired AS (
-    SELECT i.seq, q.history_payload FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
+    SELECT i.seq, i.queue AS source, i.attempts AS source_attempts, i.first_popped_at AS source_first_popped_at,
+           q.history_payload, q.dedup_window_seconds, true AS dies, t.name AS target
+    FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
+-- include: dead_letter_target
     WHERE i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now()) AND i.attempts >= q.max_attempts
     LIMIT :limit
     FOR UPDATE OF i SKIP LOCKED
-), killed AS (
+), failed AS (
     UPDATE sq_items AS i
-    SET status = 'dead', died_at = COALESCE(:now::timestamptz, now()), lease_token = NULL,
+    SET seq = CASE WHEN e.target IS NOT NULL THEN nextval(pg_get_serial_sequence('sq_items', 'seq')) ELSE i.seq END,
+        queue = COALESCE(e.target, i.queue),
+        status = CASE WHEN e.target IS NULL THEN 'dead' ELSE 'ready' END,
+        attempts = CASE WHEN e.target IS NULL THEN i.attempts ELSE 0 END,
+        first_popped_at = CASE WHEN e.target IS NULL THEN i.first_popped_at END,
+        visible_at = CASE WHEN e.target IS NULL THEN i.visible_at ELSE COALESCE(:now::timestamptz, now()) END,
+        died_at = CASE WHEN e.target IS NULL THEN COALESCE(:now::timestamptz, now()) END,
+        lease_token = NULL,
         errors = i.errors || jsonb_build_array(jsonb_build_object('at', COALESCE(:now::timestamptz, now()), 'error', :error::text))
     FROM expired AS e
     WHERE i.seq = e.seq AND i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now())
-    RETURNING i.*, e.history_payload
+    RETURNING i.*, e.history_payload, e.dies, e.source, e.target, e.source_attempts, e.source_first_popped_at,
+              e.dedup_window_seconds
 ), history AS (
     INSERT INTO sq_history (id, queue, outcome, attempts, created_at, first_popped_at, finished_at,
                             group_key, dedup_key, last_error, payload)
-    SELECT d.id, d.queue, 'dead', d.attempts, d.created_at, d.first_popped_at, d.died_at,
+    SELECT d.id, d.source, 'dead', d.source_attempts, d.created_at, d.source_first_popped_at,
+           COALESCE(:now::timestamptz, now()),
            d.group_key, d.dedup_key, :error::text, CASE WHEN d.history_payload THEN d.payload END
-    FROM killed AS d
+    FROM failed AS d
 )
-SELECT queue, count(*) AS killed FROM killed GROUP BY queue
+-- include: dead_letter_moved
+SELECT source AS queue, count(*) AS killed FROM failed GROUP BY source
 
 -- name: get_item
 SELECT i.id, i.queue, i.payload::text AS payload, i.attributes, i.status, i.attempts, i.errors::text AS errors, i.created_at,

@@ -160,6 +160,46 @@ SET status = 'dead', died_at = :now, lease_token = NULL,
     errors = json_insert(errors, '$[#]', json_object('at', :now, 'error', :error))
 WHERE seq IN (SELECT value FROM json_each(:seqs))
 
+-- fragment: dead_letter_target
+-- The dead items among :seqs whose queue has a dead-letter target (the kept attribute
+-- dead_letter_queue, set by the SQS door's RedrivePolicy) that exists and is another queue: t.name.
+FROM sq_items AS i
+JOIN sq_queue_attributes AS a ON a.queue = i.queue AND a.name = 'dead_letter_queue'
+JOIN sq_queues AS t ON t.name = a.value AND t.name <> i.queue
+
+-- name: dead_letter_windows
+-- Items about to move to their queue's dead-letter target (after their deaths' history records,
+-- before dead_letter_moves): their dedup keys' claims stay in the source, whose windows start as a
+-- purge's do.
+UPDATE sq_dedup
+SET expires_at = sq_add_seconds(:now, q.dedup_window_seconds)
+-- include: dead_letter_target
+JOIN sq_queues AS q ON q.name = i.queue
+WHERE i.seq IN (SELECT value FROM json_each(:seqs)) AND i.status = 'dead'
+  AND sq_dedup.queue = i.queue AND sq_dedup.dedup_key = i.dedup_key AND sq_dedup.item_id = i.id
+
+-- name: dead_letter_ids
+-- ... and their remembered ids' claims follow them.
+UPDATE sq_client_ids
+SET queue = t.name
+-- include: dead_letter_target
+WHERE i.seq IN (SELECT value FROM json_each(:seqs)) AND i.status = 'dead' AND i.remember_id
+  AND sq_client_ids.id = i.id
+
+-- name: dead_letter_moves
+-- Dead items of a queue with a dead-letter target move there in the transaction that killed them:
+-- ready now, attempts reset, keeping id, payload, attributes, created_at, group and errors. New
+-- seqs, above every other, in their old order: a moved item joins its group at the back.
+UPDATE sq_items
+SET seq = m.top + x.n, queue = x.target, status = 'ready', attempts = 0, first_popped_at = NULL,
+    visible_at = :now, died_at = NULL, lease_token = NULL
+FROM (
+    SELECT i.seq AS old, t.name AS target, row_number() OVER (ORDER BY i.seq) AS n
+    -- include: dead_letter_target
+    WHERE i.seq IN (SELECT value FROM json_each(:seqs)) AND i.status = 'dead'
+) AS x, (SELECT max(seq) AS top FROM sq_items) AS m
+WHERE sq_items.seq = x.old
+
 -- name: get_item
 SELECT i.id, i.queue, i.payload, i.attributes, i.status, i.attempts, i.errors, i.created_at, i.visible_at, i.lease_token,
        i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at, q.max_attempts

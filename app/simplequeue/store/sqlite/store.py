@@ -59,6 +59,15 @@ T = TypeVar("T")
 BATCH = 1000  # rows per transaction in redrive and purges, so that no write holds the lock long
 
 
+async def _move_dead(conn: aiosqlite.Connection, seqs: str, now: str) -> None:
+    """Items just killed (their history records written) whose queue has a dead-letter target move
+    there, in the transaction that killed them: the source's dedup windows start, remembered ids
+    follow, then the items move (new seqs, so last)."""
+    await execute(conn, "dead_letter_windows", seqs=seqs, now=now)
+    await execute(conn, "dead_letter_ids", seqs=seqs)
+    await execute(conn, "dead_letter_moves", seqs=seqs, now=now)
+
+
 class SqliteStore(QueueReads):
     dialect = "sqlite"
     notifications = None  # no notifications: the long-poll probe finds other processes' pushes
@@ -253,13 +262,9 @@ class SqliteStore(QueueReads):
         async with self._write() as conn:
             failed = await fetch_one(conn, "fail", **params)
             if failed is not None and failed["status"] == ItemStatus.DEAD:
-                await execute(
-                    conn,
-                    "write_history",
-                    seqs=json.dumps([failed["seq"]]),
-                    now=to_text(now),
-                    outcome=Outcome.DEAD,
-                )
+                seqs = json.dumps([failed["seq"]])
+                await execute(conn, "write_history", seqs=seqs, now=to_text(now), outcome=Outcome.DEAD)
+                await _move_dead(conn, seqs, to_text(now))
             row = await fetch_one(conn, "get_item", id=str(item_id))
             if failed is None:
                 raise why_refused(rows.found(row, now), failure.lease_token)
@@ -421,6 +426,7 @@ class SqliteStore(QueueReads):
             seqs = json.dumps([row["seq"] for row in expired])
             killed = await execute(conn, "kill", seqs=seqs, now=now, error=LEASE_EXPIRED_ERROR)
             await execute(conn, "write_history", seqs=seqs, now=now, outcome=Outcome.DEAD)
+            await _move_dead(conn, seqs, now)
         tell(self._on_finished, Outcome.DEAD, [row["queue"] for row in expired])
         return killed
 
