@@ -48,7 +48,11 @@ class Lazy:
 COMMANDS: dict[str, Lazy] = {
     "serve": Lazy("simplequeue.cli.server", "serve", "Serve the HTTP API."),
     "migrate": Lazy("simplequeue.cli.server", "migrate", "Apply pending schema migrations (safe to re-run)."),
-    "purge": Lazy("simplequeue.cli.server", "purge", "Sweep once: reap expired leases, delete old history."),
+    "purge": Lazy(
+        "simplequeue.cli.server",
+        "purge",
+        "Sweep once: reap expired leases, delete old history and expired items.",
+    ),
     "openapi": Lazy(
         "simplequeue.cli.server", "openapi", "Print the OpenAPI spec that generated clients are built from."
     ),
