@@ -239,7 +239,7 @@ def render(records: list[dict[str, Any]]) -> str:
         timing.append(f"{engines}{scenarios}: minutes per run {minutes}; load average {loads}")
     lines = [
         f"Medians of {runs} {'quick' if records[0].get('quick') else 'full-size'} runs (one invocation per "
-        f"table below), {about['date']} to {ended}, on "
+        f"line below), {about['date']} to {ended}, on "
         f"{about['os']}, {about['cores']} cores, {about['memory']}, Python {about['python']}, "
         f"SQLite {about['sqlite']}, PostgreSQL {about['postgresql']}. The machine was shared with "
         "other engineers' test runs throughout (1-minute load average at the start and end of each run "
