@@ -26,7 +26,9 @@ def sqs_base(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
         url = f"sqlite:///{Path(tmp_path_factory.mktemp('sqs')) / 'sqs.db'}"
     else:
         url = request.getfixturevalue("postgres_url")
-    with serving(url, env={"SIMPLEQUEUE_WAIT_RECHECK_SECONDS": "0.2"}) as base:
+    # A quick sweep: a message received maxReceiveCount times reaches its dead-letter queue soon.
+    env = {"SIMPLEQUEUE_WAIT_RECHECK_SECONDS": "0.2", "SIMPLEQUEUE_REAP_INTERVAL_SECONDS": "0.2"}
+    with serving(url, env=env) as base:
         yield base
 
 

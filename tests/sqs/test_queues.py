@@ -34,7 +34,7 @@ def test_create_queue_answers_its_url_and_the_same_url_again(sqs: Any, sqs_base:
         ("x" * 81, {}, "InvalidParameterValue"),
         ("ok", {"VisibilityTimeout": "43201"}, "InvalidAttributeValue"),
         ("ok", {"NoSuchAttribute": "1"}, "InvalidAttributeName"),
-        ("ok", {"RedrivePolicy": "{}"}, "InvalidAttributeValue"),
+        ("ok", {"KmsMasterKeyId": "alias/aws/sqs"}, "InvalidAttributeValue"),
         ("ok", {"DelaySeconds": "901"}, "InvalidAttributeValue"),
         ("ok", {"Policy": "not json"}, "InvalidAttributeValue"),
         ("ok", {"RedriveAllowPolicy": '{"redrivePermission": "some"}'}, "InvalidAttributeValue"),
@@ -145,9 +145,9 @@ def test_another_account_or_a_url_of_no_queue_is_no_queue(
 
 def test_actions_not_built_are_unsupported_operation(sqs: Any, url: str) -> None:
     with pytest.raises(ClientError) as e:
-        sqs.list_dead_letter_source_queues(QueueUrl=url)
+        sqs.list_message_move_tasks(SourceArn=f"arn:aws:sqs:us-east-1:{ACCOUNT}:dlq")
     assert error_code(e) == "AWS.SimpleQueueService.UnsupportedOperation"
-    assert "ListDeadLetterSourceQueues" in e.value.response["Error"]["Message"]
+    assert "ListMessageMoveTasks" in e.value.response["Error"]["Message"]
 
 
 POLICY = (

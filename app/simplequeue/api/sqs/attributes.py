@@ -8,6 +8,9 @@
   through SQS keeps SQS's default of 4 days; one made through the REST API, none).
 - Policy and RedriveAllowPolicy are kept and answered as given: the door's access is the service's
   keys and roles, and RedriveAllowPolicy only matters to a RedrivePolicy naming this queue.
+- RedrivePolicy is kept and answered as given; beside it the queue keeps its target's name
+  (DEAD_LETTER_QUEUE, which the store reads where items die) and its settings' max_attempts is the
+  policy's maxReceiveCount (simplequeue.api.sqs.queues checks the target).
 - The rest of SQS's attributes are refused with the attribute named, never accepted and ignored.
 """
 
@@ -18,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from simplequeue.api.sqs.errors import SqsError
+from simplequeue.api.sqs.errors import SqsError, invalid
 from simplequeue.api.sqs.urls import is_fifo
 from simplequeue.domain.metadata import QueueMetadata
 
@@ -26,7 +29,6 @@ MAX_REDRIVE_SOURCES = 10
 PERMISSIONS = ("allowAll", "denyAll", "byQueue")  # RedriveAllowPolicy's redrivePermission
 NOT_YET = frozenset(
     {
-        "RedrivePolicy",
         "KmsMasterKeyId",
         "KmsDataKeyReusePeriodSeconds",
         "SqsManagedSseEnabled",
@@ -99,6 +101,59 @@ def _redrive_allow(name: str, value: str, limit: int) -> str:
     return value
 
 
+DEAD_LETTER_QUEUE = "dead_letter_queue"
+"""The kept attribute naming the queue's dead-letter target: an item that dies in the queue moves
+there (the store's fail and reap), unless that queue no longer exists. Set with RedrivePolicy."""
+REDRIVE_KEYS = ("deadLetterTargetArn", "maxReceiveCount")
+MAX_RECEIVE_COUNT = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Redrive:
+    target_arn: str
+    max_receive_count: int
+
+
+def redrive_policy(value: str) -> Redrive | None:
+    """A RedrivePolicy's target and count, checked as SQS checks them (None: "" or {}, which remove
+    the policy)."""
+
+    def bad(reason: str) -> SqsError:
+        return invalid("RedrivePolicy", value, reason)
+
+    if value == "":
+        return None
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        raise bad("Redrive policy is not a valid JSON map.") from None
+    if not isinstance(parsed, dict):
+        raise bad("Redrive policy is not a valid JSON map.")
+    if not parsed:
+        return None
+    for key in REDRIVE_KEYS:
+        if key not in parsed:
+            raise bad(f"Redrive policy does not contain mandatory attribute: {key}.")
+    if set(parsed) - set(REDRIVE_KEYS):
+        raise bad("Only following attributes are supported: [deadLetterTargetArn, maxReceiveCount].")
+    arn, count = parsed["deadLetterTargetArn"], parsed["maxReceiveCount"]
+    if not isinstance(arn, str):
+        raise bad("Dead letter target does not exist.")
+    number = count if isinstance(count, int) and not isinstance(count, bool) else None
+    if isinstance(count, str) and count.strip().lstrip("-").isdigit():
+        number = int(count)
+    if number is None or not 1 <= number <= MAX_RECEIVE_COUNT:
+        raise bad(
+            f"Invalid value for maxReceiveCount: {count}, valid values are from 1 to "
+            f"{MAX_RECEIVE_COUNT} both inclusive."
+        )
+    return Redrive(arn, number)
+
+
+def _redrive(name: str, value: str, limit: int) -> str:
+    return value if redrive_policy(value) is not None else ""  # "" or {}: removes the policy
+
+
 @dataclass(frozen=True, slots=True)
 class Kept:
     """An attribute kept in the queue's metadata: its check, and its value when never set (None:
@@ -116,9 +171,10 @@ KEPT: dict[str, Kept] = {
     "MessageRetentionPeriod": Kept(_integer(60, 1_209_600), lambda limit: None),
     "Policy": Kept(_policy, lambda limit: None),
     "RedriveAllowPolicy": Kept(_redrive_allow, lambda limit: None),
+    "RedrivePolicy": Kept(_redrive, lambda limit: None),
 }
 DEFAULT_RETENTION_SECONDS = "345600"  # SQS's default MessageRetentionPeriod: 4 days
-EMPTY_REMOVES = frozenset({"Policy", "RedriveAllowPolicy"})
+EMPTY_REMOVES = frozenset({"Policy", "RedriveAllowPolicy", "RedrivePolicy"})
 """Set to "", these are removed, as SQS removes them."""
 READABLE = frozenset(
     {"QueueArn", *COUNTS, "VisibilityTimeout", "FifoQueue", "ContentBasedDeduplication", *KEPT}

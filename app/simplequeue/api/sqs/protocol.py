@@ -132,7 +132,12 @@ NO_RESULT = frozenset(
 )
 """Actions whose answer holds nothing: no `<ActionResult>` element in XML, `{}` in JSON."""
 
-_MEMBER = {"QueueUrls": "QueueUrl", "Messages": "Message", "Failed": "BatchResultErrorEntry"}
+_MEMBER = {
+    "QueueUrls": "QueueUrl",
+    "queueUrls": "QueueUrl",
+    "Messages": "Message",
+    "Failed": "BatchResultErrorEntry",
+}
 
 
 def to_json(result: dict[str, Any]) -> bytes:

@@ -1,20 +1,21 @@
 """The actions on queues: CreateQueue, GetQueueUrl, ListQueues, GetQueueAttributes,
-SetQueueAttributes, DeleteQueue, PurgeQueue. Which attributes a queue takes, and where each is
-kept, is simplequeue.api.sqs.attributes; its tags, simplequeue.api.sqs.tags.
+SetQueueAttributes, DeleteQueue, PurgeQueue, ListDeadLetterSourceQueues. Which attributes a queue
+takes, and where each is kept, is simplequeue.api.sqs.attributes; its tags, simplequeue.api.sqs.tags.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-from dataclasses import replace
+import json
+from dataclasses import dataclass, replace
 from typing import Any
 
 from simplequeue.api.auth import Action
 from simplequeue.api.sqs import attributes, params
 from simplequeue.api.sqs.addressing import existing, queue_param
 from simplequeue.api.sqs.context import Context
-from simplequeue.api.sqs.errors import SqsError, from_domain, missing, no_queue
+from simplequeue.api.sqs.errors import SqsError, from_domain, invalid, missing, no_queue
 from simplequeue.api.sqs.tags import MAX_TAGS, checked_tags, too_many_tags
 from simplequeue.api.sqs.urls import checked_name, creatable, is_fifo
 from simplequeue.domain import QueueNotFound, QueueSettings, QueueStats
@@ -32,7 +33,21 @@ AS_CREATED = {"FifoQueue": "false"}
 """What CreateQueue compares a given attribute with when the queue does not answer it."""
 
 
-def _settings(name: str, attributes: dict[str, str], base: QueueSettings | None = None) -> QueueSettings:
+@dataclass(frozen=True, slots=True)
+class DeadLetters:
+    """What a RedrivePolicy given makes of the queue: its dead-letter target (None: none) and its
+    items' max_attempts (maxReceiveCount; without a policy, MAX_ATTEMPTS)."""
+
+    target: str | None
+    max_attempts: int
+
+
+def _settings(
+    name: str,
+    attributes: dict[str, str],
+    base: QueueSettings | None = None,
+    dead_letters: DeadLetters | None = None,
+) -> QueueSettings:
     settings = base or QueueSettings(
         max_attempts=MAX_ATTEMPTS,
         dedup_window_seconds=FIFO_DEDUP_WINDOW_SECONDS
@@ -41,7 +56,43 @@ def _settings(name: str, attributes: dict[str, str], base: QueueSettings | None 
     )
     if "VisibilityTimeout" in attributes:
         settings = replace(settings, lease_seconds=int(attributes["VisibilityTimeout"]))
+    if dead_letters is not None:
+        settings = replace(settings, max_attempts=dead_letters.max_attempts)
     return settings
+
+
+async def _dead_letters(ctx: Context, name: str, given: dict[str, str]) -> DeadLetters | None:
+    """The given RedrivePolicy's target, checked as SQS checks it: a queue of this account and
+    region that exists, of the source's type (FIFO or standard), not the source itself, whose
+    RedriveAllowPolicy lets the source use it. None: no RedrivePolicy given."""
+    if "RedrivePolicy" not in given:
+        return None
+    value = given["RedrivePolicy"]
+    policy = attributes.redrive_policy(value)
+    if policy is None:
+        return DeadLetters(None, MAX_ATTEMPTS)
+
+    def bad(reason: str) -> SqsError:
+        return invalid("RedrivePolicy", value, reason)
+
+    target = ctx.place.queue_of_arn(policy.target_arn)
+    if target is None or not ctx.grant.covers(target) or not await ctx.service.queue_exists(target):
+        raise bad("Dead letter target does not exist.")
+    if target == name:
+        raise bad("Dead letter target cannot be the queue itself.")
+    if is_fifo(target) != is_fifo(name):
+        raise bad("Dead-letter queue must be same type of queue as the source.")
+    try:
+        allow = (await ctx.service.queue_metadata(target)).attributes.get("RedriveAllowPolicy")
+    except QueueNotFound:
+        raise bad("Dead letter target does not exist.") from None
+    if allow:
+        rule = json.loads(allow)
+        if rule["redrivePermission"] == "denyAll" or (
+            rule["redrivePermission"] == "byQueue" and ctx.place.arn(name) not in rule["sourceQueueArns"]
+        ):
+            raise bad("The dead letter target's RedriveAllowPolicy does not allow this queue to use it.")
+    return DeadLetters(target, policy.max_receive_count)
 
 
 def _attributes_of(ctx: Context, stats: QueueStats, metadata: QueueMetadata | None) -> dict[str, str]:
@@ -59,12 +110,21 @@ def _attributes_of(ctx: Context, stats: QueueStats, metadata: QueueMetadata | No
     return values
 
 
-def _change(given: dict[str, str], tags: dict[str, str] | None = None) -> MetadataChange:
-    """The metadata change that keeps `given`'s attributes (an empty policy removes it)."""
+def _change(
+    given: dict[str, str], tags: dict[str, str] | None = None, dead_letters: DeadLetters | None = None
+) -> MetadataChange:
+    """The metadata change that keeps `given`'s attributes (an empty policy removes it), and the
+    dead-letter target a RedrivePolicy names (or its removal)."""
     kept = {k: v for k, v in given.items() if k in attributes.KEPT}
+    set_attributes = {k: v for k, v in kept.items() if not (v == "" and k in attributes.EMPTY_REMOVES)}
+    unset_attributes = {k for k, v in kept.items() if v == "" and k in attributes.EMPTY_REMOVES}
+    if dead_letters is not None and dead_letters.target is not None:
+        set_attributes[attributes.DEAD_LETTER_QUEUE] = dead_letters.target
+    elif dead_letters is not None:
+        unset_attributes.add(attributes.DEAD_LETTER_QUEUE)
     return MetadataChange(
-        set_attributes={k: v for k, v in kept.items() if not (v == "" and k in attributes.EMPTY_REMOVES)},
-        unset_attributes=frozenset(k for k, v in kept.items() if v == "" and k in attributes.EMPTY_REMOVES),
+        set_attributes=set_attributes,
+        unset_attributes=frozenset(unset_attributes),
         set_tags=tags or {},
         max_tags=MAX_TAGS,
     )
@@ -81,9 +141,10 @@ async def create_queue(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     try:
         stats = await ctx.service.get_queue(name)
     except QueueNotFound:
-        await ctx.service.put_queue(name, _settings(name, given))
+        dead_letters = await _dead_letters(ctx, name, given)
+        await ctx.service.put_queue(name, _settings(name, given, dead_letters=dead_letters))
         retention = {"MessageRetentionPeriod": attributes.DEFAULT_RETENTION_SECONDS}
-        change = _change(retention | given, tags)
+        change = _change(retention | given, tags, dead_letters)
         if change.set_attributes or change.set_tags:
             await ctx.service.change_queue_metadata(name, change)
         return {"QueueUrl": ctx.place.queue_url(name)}
@@ -163,10 +224,11 @@ async def set_queue_attributes(ctx: Context, p: dict[str, Any]) -> dict[str, Any
         raise SqsError("InvalidAttributeName", "FifoQueue can be set only when the queue is created.")
     try:
         stats = await ctx.service.get_queue(name)
-        if "VisibilityTimeout" in given:
-            await ctx.service.put_queue(name, _settings(name, given, stats.settings))
+        dead_letters = await _dead_letters(ctx, name, given)
+        if "VisibilityTimeout" in given or dead_letters is not None:
+            await ctx.service.put_queue(name, _settings(name, given, stats.settings, dead_letters))
         # Also when only VisibilityTimeout changed: the queue's LastModifiedTimestamp moves.
-        await ctx.service.change_queue_metadata(name, _change(given))
+        await ctx.service.change_queue_metadata(name, _change(given, dead_letters=dead_letters))
     except QueueNotFound as exc:
         raise from_domain(exc) from None
     return {}
@@ -197,3 +259,30 @@ async def purge_queue(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
             f"Only one PurgeQueue operation on {name} is allowed every {PURGE_INTERVAL_SECONDS} seconds.",
         )
     return {}
+
+
+async def list_dead_letter_source_queues(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
+    """The queues whose RedrivePolicy names this one, by name, paged as ListQueues is."""
+    name = queue_param(ctx, p)
+    limit = params.integer(p, "MaxResults", 1, 1000, None)
+    token = params.text(p, "NextToken", required=False)
+    ctx.authorize(Action.READ_STATS, name)
+    await existing(ctx, name)
+    after = _after(token) if token else None
+    found: list[str] = []
+    for queue in sorted(q.name for q in await ctx.service.list_queues()):
+        if not ctx.grant.covers(queue) or (after is not None and queue <= after):
+            continue
+        try:
+            metadata = await ctx.service.queue_metadata(queue)
+        except QueueNotFound:  # deleted meanwhile
+            continue
+        if metadata.attributes.get(attributes.DEAD_LETTER_QUEUE) == name:
+            found.append(queue)
+            if limit is not None and len(found) > limit:
+                break
+    page = found[: limit or 1000]
+    result: dict[str, Any] = {"queueUrls": [ctx.place.queue_url(n) for n in page]}
+    if limit is not None and len(found) > limit:
+        result["NextToken"] = base64.urlsafe_b64encode(page[-1].encode()).decode()
+    return result

@@ -50,6 +50,7 @@ ACTIONS: dict[str, Handler] = {
     "SetQueueAttributes": queues.set_queue_attributes,
     "DeleteQueue": queues.delete_queue,
     "PurgeQueue": queues.purge_queue,
+    "ListDeadLetterSourceQueues": queues.list_dead_letter_source_queues,
     "TagQueue": tags.tag_queue,
     "UntagQueue": tags.untag_queue,
     "ListQueueTags": tags.list_queue_tags,

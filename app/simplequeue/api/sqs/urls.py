@@ -31,6 +31,12 @@ class Place:
     def arn(self, name: str) -> str:
         return f"arn:aws:sqs:{self.region}:{self.account_id}:{name}"
 
+    def queue_of_arn(self, arn: str) -> str | None:
+        """The queue an ARN of this account and region names (None: another's, or no ARN)."""
+        prefix = self.arn("")
+        name = arn[len(prefix) :] if arn.startswith(prefix) else ""
+        return name if QUEUE_NAME.match(name) else None
+
 
 def base_url(public_url: str | None, scheme: str, host: str) -> str:
     return (public_url or f"{scheme}://{host}").rstrip("/")
