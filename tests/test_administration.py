@@ -121,6 +121,8 @@ ROUTES: list[tuple[str, str, dict[str, object] | None]] = [
     ("GET", "/queues/{q}/dead", None),
     ("GET", "/queues/{q}/history", None),
     ("GET", "/queues/{q}/items?state=ready", None),
+    ("GET", "/queues/{q}/items/by-group?group=g", None),
+    ("GET", "/queues/{q}/items/by-dedup-key?dedup_key=k", None),
     ("POST", "/queues/{q}/redrive", {}),
     ("DELETE", "/queues/{q}/dead", None),
     ("POST", "/queues/{q}/pause", None),
@@ -154,3 +156,61 @@ async def test_pause_peek_resume_and_delete_over_http(client: Client, queue: str
         404,
         "ItemNotFound",
     )
+
+
+async def test_finding_items_by_group_and_by_dedup_key_over_http(client: Client, queue: str) -> None:
+    # Keys are any text but NUL and a trailing space: slashes, '?', '#' and '%' travel as a query.
+    group, key = "tenant/7 ?#%", "order/42?x=1#y"
+    pushed = [
+        (await client.post("/push", json={"queue": queue, "payload": n, "group": group})).json()["id"]
+        for n in range(3)
+    ]
+    keyed = await client.post("/push", json={"queue": queue, "payload": "k", "dedup_key": key})
+    seen, cursor = [], None
+    while True:
+        params = {"group": group, "limit": 2} | ({"cursor": cursor} if cursor else {})
+        answer = await client.get(f"/queues/{queue}/items/by-group", params=params)
+        assert answer.status_code == 200, answer.text
+        seen += [(i["id"], i["payload"], i["group"]) for i in answer.json()["items"]]
+        cursor = answer.json()["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == [(pushed[n], n, group) for n in range(3)]
+    empty = await client.get(f"/queues/{queue}/items/by-group", params={"group": "other"})
+    assert empty.json() == {"items": [], "next_cursor": None}
+
+    found = await client.get(f"/queues/{queue}/items/by-dedup-key", params={"dedup_key": key})
+    assert found.status_code == 200, found.text
+    assert (found.json()["id"], found.json()["dedup_key"], found.json()["payload"]) == (
+        keyed.json()["id"],
+        key,
+        "k",
+    )
+    assert_error(
+        await client.get(f"/queues/{queue}/items/by-dedup-key", params={"dedup_key": "nope"}),
+        404,
+        "ItemNotFound",
+    )
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/queues/{q}/items/by-group",
+        "/queues/{q}/items/by-group?group=",
+        "/queues/{q}/items/by-group?group=g%20",
+        "/queues/{q}/items/by-group?group=a%00b",
+        "/queues/{q}/items/by-group?group=g&limit=0",
+        "/queues/{q}/items/by-group?group=g&cursor=not-a-cursor",
+        "/queues/{q}/items/by-dedup-key",
+        "/queues/{q}/items/by-dedup-key?dedup_key=",
+        "/queues/{q}/items/by-dedup-key?dedup_key=k%20",
+        "/queues/{q}/items/by-dedup-key?dedup_key=" + "x" * 129,
+        "/queues/{q}/items/by-dedup-key?dedup_key=%F0%9F%98%80" + "x" * 127,
+    ],
+)
+async def test_finding_items_with_bad_input_is_422(client: Client, queue: str, path: str) -> None:
+    await client.post("/push", json={"queue": queue, "payload": 1})
+    answer = await client.get(path.format(q=queue))
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["error"] in {"ValidationError", "InvalidCursor"}

@@ -493,6 +493,8 @@ def test_operation_ids_are_stable() -> None:
         "pauseQueue",
         "resumeQueue",
         "peekItems",
+        "listGroupItems",
+        "getItemByDedupKey",
         "deleteQueue",
         "healthz",
         "readyz",

@@ -54,6 +54,8 @@ history         401 401 403 403 200 403 403 403 403 200 403
 pause           401 401 403 403 200 403 403 403 403 200 403
 resume          401 401 403 403 200 403 403 403 403 200 403
 peek            401 401 403 403 200 403 403 403 403 200 403
+peek_group      401 401 403 403 200 403 403 403 403 200 403
+find_dedup_key  401 401 403 403 404 403 403 403 403 404 403
 delete_queue    401 401 403 403 200 403 403 403 403 200 403
 metrics         401 401 403 403 200 403 403 403 403 403 403
 healthz         200 200 200 200 200 200 200 200 200 200 200
@@ -99,6 +101,12 @@ CALLS: dict[str, Call] = {
     "pause": lambda c, i, h: c.post(f"/queues/{i.queue}/pause", headers=h),
     "resume": lambda c, i, h: c.post(f"/queues/{i.queue}/resume", headers=h),
     "peek": lambda c, i, h: c.get(f"/queues/{i.queue}/items", params={"state": "leased"}, headers=h),
+    "peek_group": lambda c, i, h: c.get(
+        f"/queues/{i.queue}/items/by-group", params={"group": "g"}, headers=h
+    ),
+    "find_dedup_key": lambda c, i, h: c.get(
+        f"/queues/{i.queue}/items/by-dedup-key", params={"dedup_key": "none such"}, headers=h
+    ),
     "delete_queue": lambda c, i, h: c.delete(f"/queues/{i.queue}", params={"force": "true"}, headers=h),
     "metrics": lambda c, i, h: c.get("/metrics", headers=h),
     "healthz": lambda c, i, h: c.get("/healthz", headers=h),

@@ -429,3 +429,17 @@ async def test_queue_administration_through_the_sdk(sq: sdk.AsyncClient, queue: 
     with pytest.raises(sdk.QueueNotFound):
         await sq.stats(queue)
     assert item.queue == queue
+
+
+async def test_finding_items_by_group_and_dedup_key_through_the_sdk(sq: sdk.AsyncClient, queue: str) -> None:
+    ids = [(await sq.push({"n": n}, queue=queue, group="tenant/7")).id for n in range(3)]
+    keyed = await sq.push("keyed", queue=queue, dedup_key="order?42")
+    first = await sq.group_items(queue, "tenant/7", limit=2)
+    assert [i.id for i in first.items] == ids[:2]
+    assert first.next_cursor is not None
+    rest = await sq.group_items(queue, "tenant/7", limit=2, cursor=first.next_cursor)
+    assert ([i.id for i in rest.items], rest.next_cursor) == (ids[2:], None)
+    found = await sq.find_by_dedup_key(queue, "order?42")
+    assert (found.id, found.payload) == (keyed.id, "keyed")
+    with pytest.raises(sdk.ItemNotFound):
+        await sq.find_by_dedup_key(queue, "none such")

@@ -503,3 +503,33 @@ async def test_activity_reads_index_ranges_from_its_window_at_a_million_history_
         # many rows, not a million.
         read = sum(int(str(n["Actual Rows"])) * int(str(n["Actual Loops"])) for n in ranges)
         assert read < 25_000, ranges
+
+
+@pytest.mark.parametrize("statistics", ["stale", "analysed"])
+async def test_finding_a_groups_items_or_a_dedup_keys_item_seeks_their_indexes(
+    schema: tuple[str, str], statistics: str
+) -> None:
+    # The dashboard's search, as a pooled session plans it (generic: planned without the values):
+    # a group's page is a range of sq_items_group in its order, the first page and the next alike;
+    # a dedup key is one seek of sq_dedup's key, then its item by id. Never a walk of the queue.
+    await crowd(schema)  # 100,000 items, each with a dedup key
+    await fill(schema, "q1", "ready", 20_000, grouped=True)  # 50 groups of 400
+    await fill(schema, "q1", "dead", 20_000, grouped=True)
+    if statistics == "analysed":
+        await analyze(schema)
+    for after_seq in (None, 5_000):
+        values = {"queue": "q1", "group": "g7", "after_seq": after_seq, "now": None, "limit": 100}
+        plan = await generic_plan_of(schema, "group_items", **values)
+        assert '"Index Name": "sq_items_group"' in plan, plan
+        assert '"Node Type": "Sort"' not in plan, plan
+        assert '"Node Type": "Seq Scan"' not in plan.replace('"Relation Name": "sq_queues"', ""), plan
+        [walk] = [
+            n for n in plan_nodes(json.loads(plan)[0]["Plan"]) if n.get("Index Name") == "sq_items_group"
+        ]
+        assert "seq >" in str(walk["Index Cond"]), (
+            plan
+        )  # the cursor bounds the range: no filter over the group
+    found = await generic_plan_of(schema, "dedup_item", queue="q7", dedup_key="k7", now=None)
+    assert '"Index Name": "sq_dedup_pkey"' in found, found
+    assert '"Index Name": "sq_items_id_key"' in found, found
+    assert '"Node Type": "Seq Scan"' not in found.replace('"Relation Name": "sq_queues"', ""), found

@@ -100,6 +100,8 @@ PARAMETERS = {
     ),
     "set_paused": ("queue", "paused"),
     "peek": ("now", "queue", "state", "after_at", "after_seq", "limit"),
+    "group_items": ("now", "queue", "group", "after_seq", "limit"),
+    "dedup_item": ("now", "queue", "dedup_key"),
     "delete_queue": ("now", "queue", "force"),
     "lock_migrations": ("timeout_ms",),
     "unlock_migrations": (),
@@ -216,6 +218,8 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     conn.reply("expire_retained", result(purged=2))
     conn.reply("set_paused", result(changed=1))
     conn.reply("peek", dead_rows())
+    conn.reply("group_items", dead_rows())
+    conn.reply("dedup_item", item_row(item_id, status="ready"))
     conn.reply("delete_queue", result(found=1, leased=0, deleted=1, items=2, history=3))
 
     await store.push_batch([keyed], skip_existing=False)
@@ -245,6 +249,8 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     assert await store.expire_retained(10) == 2
     await store.set_paused("orders", True)
     await store.peek("orders", ItemStatus.LEASED, 10, None)
+    await store.group_items("orders", "g", 10, None)
+    await store.dedup_item("orders", "k")
     assert await store.delete_queue("orders", force=False) == DeletedQueue(items=2, history=3)
 
     named = [e for e in conn.executed if e.name in Q]

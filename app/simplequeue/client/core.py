@@ -454,6 +454,23 @@ class AsyncClient:
         answer = await self._json("GET", f"/queues/{queue}/items", retry=Repeat.ANY, params=params)
         return DeadPage([ItemInfo.of(i) for i in answer["items"]], answer["next_cursor"])
 
+    async def group_items(
+        self, queue: str, group: str, *, limit: int = 100, cursor: str | None = None
+    ) -> DeadPage:
+        """An ordered group's live items in group order (its head first), leasing nothing."""
+        params: dict[str, str | int] = {"group": group, "limit": limit}
+        if cursor:
+            params["cursor"] = cursor
+        answer = await self._json("GET", f"/queues/{queue}/items/by-group", retry=Repeat.ANY, params=params)
+        return DeadPage([ItemInfo.of(i) for i in answer["items"]], answer["next_cursor"])
+
+    async def find_by_dedup_key(self, queue: str, dedup_key: str) -> ItemInfo:
+        """The item, live or dead, that holds the dedup key in the queue; ItemNotFound if none does."""
+        params = {"dedup_key": dedup_key}
+        return ItemInfo.of(
+            await self._json("GET", f"/queues/{queue}/items/by-dedup-key", retry=Repeat.ANY, params=params)
+        )
+
     async def delete_queue(self, queue: str, *, force: bool = False) -> dict[str, Any]:
         """Delete the queue with its items, history and dedup keys; QueueInUse while items are
         leased, unless force."""

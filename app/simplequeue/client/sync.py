@@ -75,6 +75,8 @@ class Client:
     pause = _blocking(AsyncClient.pause)
     resume = _blocking(AsyncClient.resume)
     peek = _blocking(AsyncClient.peek)
+    group_items = _blocking(AsyncClient.group_items)
+    find_by_dedup_key = _blocking(AsyncClient.find_by_dedup_key)
     delete_queue = _blocking(AsyncClient.delete_queue)
 
 

@@ -377,6 +377,14 @@ class QueueService:
         """The largest payload a push may carry (SIMPLEQUEUE_MAX_PAYLOAD_BYTES)."""
         return self._limits.max_payload_bytes
 
+    async def group_items(self, queue: str, group: str, limit: int, cursor: str | None) -> Page[ItemView]:
+        await self._known(queue)
+        return await self._store.group_items(queue, group, limit, cursor)
+
+    async def dedup_item(self, queue: str, dedup_key: str) -> ItemView:
+        await self._known(queue)
+        return await self._store.dedup_item(queue, dedup_key)
+
     def made_visible(self, queue: str) -> None:
         """A lease was cut to nothing (SQS's ChangeMessageVisibility 0): long-polls waiting on the
         queue here hear of it now, not at the watcher's next probe."""

@@ -147,6 +147,14 @@ class Inspection(Protocol):
         """Live items in one state (ready, delayed, retrying or leased) as they are at this moment,
         oldest created first, leasing nothing. Raises InvalidCursor."""
 
+    async def group_items(self, queue: str, group: str, limit: int, cursor: str | None) -> Page[ItemView]:
+        """The group's live items (every state but dead) in group order (seq: the order they are
+        handed out, its head first), a range of sq_items_group. Raises InvalidCursor."""
+
+    async def dedup_item(self, queue: str, dedup_key: str) -> ItemView:
+        """The item, live or dead, that holds the queue's dedup key (sq_dedup's key, then the item
+        by id). Raises ItemNotFound when none does: no such key, or its item finished."""
+
     async def list_dead(
         self, queue: str, where: DeadFilter, limit: int, cursor: str | None
     ) -> Page[ItemView]:

@@ -54,6 +54,14 @@ class QueueReads:
         page = await self._page("peek", limit, cursor, now=self._now(), queue=queue, state=state.value)
         return Page([rows.item_view(row, row["now"]) for row in page], next_cursor(page, limit, "created_at"))
 
+    async def group_items(self, queue: str, group: str, limit: int, cursor: str | None) -> Page[ItemView]:
+        # Group order is seq alone: the cursor's time is the last row's created_at, unread here.
+        _, after_seq = decode_cursor(cursor)
+        page = await self._fetch_page(
+            "group_items", limit, now=self._now(), queue=queue, group=group, after_seq=after_seq
+        )
+        return Page([rows.item_view(row, row["now"]) for row in page], next_cursor(page, limit, "created_at"))
+
     async def list_dead(
         self, queue: str, where: DeadFilter, limit: int, cursor: str | None
     ) -> Page[ItemView]:

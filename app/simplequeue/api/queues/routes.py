@@ -13,12 +13,13 @@ from fastapi.exceptions import RequestValidationError
 from simplequeue.api.auth import Action, Caller
 from simplequeue.api.dependencies import ServiceDep
 from simplequeue.api.errors import Forbidden
-from simplequeue.api.fields import TIME_TEXT, UtcDatetime
+from simplequeue.api.fields import KEY_TEXT, TIME_TEXT, Key, UtcDatetime
 from simplequeue.api.items.schemas import Item
 from simplequeue.api.queues.schemas import (
     Activity,
     DeadItemPage,
     DeletedQueueResponse,
+    GroupItemPage,
     HistoryEntry,
     HistoryPage,
     ItemPage,
@@ -30,7 +31,7 @@ from simplequeue.api.queues.schemas import (
     RedriveRequest,
     RedriveResponse,
 )
-from simplequeue.api.responses import also, errors, page_response
+from simplequeue.api.responses import also, errors, json_text, page_response
 from simplequeue.domain import DeadFilter, HistoryFilter, ItemStatus, Outcome
 from simplequeue.domain.activity import (
     MAX_AGE,
@@ -184,6 +185,45 @@ async def peek_items(
     """Look at a queue's live items in one state, oldest created first, without leasing them."""
     who.require(Action.ADMINISTER, name)
     return page_response(await sq.peek(name, ItemStatus(state.value), limit, cursor), Item.json_of)
+
+
+@router.get(
+    "/queues/{name}/items/by-group",
+    operation_id="listGroupItems",
+    response_model=GroupItemPage,
+    responses=errors(404, 422, 503),
+)
+async def list_group_items(
+    name: QueuePath,
+    sq: ServiceDep,
+    who: Caller,
+    group: Annotated[Key, Query(description=f"The group's key, as its items were pushed with. {KEY_TEXT}")],
+    limit: PageLimit = 100,
+    cursor: Cursor = None,
+) -> Response:
+    """Look at an ordered group's live items (every state but dead) in group order, its head (the
+    one handed out next) first, without leasing them. A group without live items has none."""
+    who.require(Action.ADMINISTER, name)
+    return page_response(await sq.group_items(name, group, limit, cursor), Item.json_of)
+
+
+@router.get(
+    "/queues/{name}/items/by-dedup-key",
+    operation_id="getItemByDedupKey",
+    response_model=Item,
+    responses=errors(404, 422, 503),
+)
+async def get_item_by_dedup_key(
+    name: QueuePath,
+    sq: ServiceDep,
+    who: Caller,
+    dedup_key: Annotated[Key, Query(description=f"The dedup_key the item was pushed with. {KEY_TEXT}")],
+) -> Response:
+    """The item, live or dead, that holds this dedup key in the queue. 404 ItemNotFound when none
+    does: no item was pushed with it, or its item finished (the key may still be held for the
+    queue's dedup window)."""
+    who.require(Action.ADMINISTER, name)
+    return json_text(Item.json_of(await sq.dedup_item(name, dedup_key)))
 
 
 @router.delete(

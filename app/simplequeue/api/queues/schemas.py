@@ -150,6 +150,11 @@ class ItemPage(BaseModel):
     next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last.")
 
 
+class GroupItemPage(BaseModel):
+    items: list[Item] = Field(description="In group order: the group's head (the one handed out next) first.")
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last.")
+
+
 class PeekState(StrEnum):
     READY = "ready"
     DELAYED = "delayed"

@@ -780,6 +780,35 @@ WHERE i.queue = @queue AND i.status IN ('ready', 'leased')
   AND (@after_at IS NULL OR i.created_at > @after_at OR (i.created_at = @after_at AND i.seq > @after_seq))
 ORDER BY i.created_at, i.seq;
 
+
+-- name: group_items
+-- A group's live items in group order (seq, the order its items are handed out), after the cursor's
+-- seq ('' for none): a range of the filtered sq_items_group, which holds no dead item.
+SET NOCOUNT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @queue NVARCHAR(4000) = :queue;
+DECLARE @group NVARCHAR(4000) = :group;
+DECLARE @after_seq BIGINT = COALESCE(CAST(NULLIF(:after_seq, N'') AS BIGINT), 0);
+SELECT TOP (CAST(:limit AS INT)) i.seq, i.id, i.queue, i.payload, i.attributes, i.status, i.attempts, i.errors, i.created_at,
+       i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at,
+       q.max_attempts, @now AS now
+FROM dbo.sq_items AS i WITH (INDEX(sq_items_group))
+JOIN dbo.sq_queues AS q ON q.name = i.queue
+WHERE i.queue = @queue AND i.group_key = @group AND i.group_key IS NOT NULL AND i.status IN ('ready', 'leased')
+  AND i.seq > @after_seq
+ORDER BY i.seq;
+
+-- name: dedup_item
+-- The item (live or dead) that holds a dedup key of the queue: sq_dedup's key, then the item by id.
+-- None once the item finished, though its key may still be held for the queue's dedup window.
+SET NOCOUNT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @queue NVARCHAR(4000) = :queue;
+DECLARE @dedup_key NVARCHAR(4000) = :dedup_key;
+-- include: item_row
+JOIN dbo.sq_dedup AS d ON d.item_id = i.id AND d.queue = i.queue
+WHERE d.queue = @queue AND d.dedup_key = @dedup_key;
+
 -- name: delete_queue
 -- The queue row is locked first (UPDLOCK, HOLDLOCK) so that no push registers it meanwhile; live
 -- leases decide, unless forced; then its items, history, dedup keys, attributes, tags and row go, in

@@ -288,6 +288,14 @@ class MssqlStore(QueueReads):
         return rows.item_view(found[0], found[0]["now"])
 
     @retry_deadlocks
+    async def dedup_item(self, queue: str, dedup_key: str) -> ItemView:
+        async with self._transaction() as conn:
+            found = await fetch(conn, "dedup_item", now=self._now(), queue=queue, dedup_key=dedup_key)
+        if not found:
+            raise ItemNotFound()
+        return rows.item_view(found[0], found[0]["now"])
+
+    @retry_deadlocks
     async def next_visible_at(self, queues: Sequence[str]) -> tuple[dict[str, datetime], datetime]:
         async with self._transaction() as conn:
             [[clock], found] = await fetch_sets(

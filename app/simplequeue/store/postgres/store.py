@@ -323,6 +323,13 @@ class PostgresStore(QueueReads):
             raise ItemNotFound()
         return rows.item_view(row, row["now"])
 
+    async def dedup_item(self, queue: str, dedup_key: str) -> ItemView:
+        async with self._conn() as conn:
+            row = await fetch_one(conn, "dedup_item", queue=queue, dedup_key=dedup_key, now=self._now())
+        if row is None:
+            raise ItemNotFound()
+        return rows.item_view(row, row["now"])
+
     async def next_visible_at(self, queues: Sequence[str]) -> tuple[dict[str, datetime], datetime]:
         now = self._now()
         async with self._conn() as conn:

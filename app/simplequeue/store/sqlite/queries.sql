@@ -358,6 +358,27 @@ WHERE i.queue = :queue AND i.status IN ('ready', 'leased')
 ORDER BY i.created_at, i.seq
 LIMIT :limit
 
+
+-- name: group_items
+-- A group's live items in group order (seq, the order its items are handed out), after the cursor's
+-- seq: a range of sq_items_group, which holds no dead item.
+SELECT i.seq, i.id, i.queue, i.payload, i.attributes, i.status, i.attempts, i.errors, i.created_at, i.visible_at, i.lease_token,
+       i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at, q.max_attempts, :now AS now
+FROM sq_items AS i INDEXED BY sq_items_group JOIN sq_queues AS q ON q.name = i.queue
+WHERE i.queue = :queue AND i.group_key = :group AND i.status <> 'dead' AND i.seq > COALESCE(:after_seq, 0)
+ORDER BY i.seq
+LIMIT :limit
+
+-- name: dedup_item
+-- The item (live or dead) that holds a dedup key of the queue: sq_dedup's key, then the item by id.
+-- None once the item finished, though its key may still be held for the queue's dedup window.
+SELECT i.id, i.queue, i.payload, i.attributes, i.status, i.attempts, i.errors, i.created_at, i.visible_at, i.lease_token,
+       i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at, q.max_attempts
+FROM sq_dedup AS d
+JOIN sq_items AS i ON i.id = d.item_id AND i.queue = d.queue
+JOIN sq_queues AS q ON q.name = i.queue
+WHERE d.queue = :queue AND d.dedup_key = :dedup_key
+
 -- name: live_leases
 SELECT COUNT(*) AS leased FROM sq_items AS i INDEXED BY sq_items_pop
 JOIN sq_queues AS q ON q.name = i.queue

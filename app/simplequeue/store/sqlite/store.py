@@ -277,6 +277,13 @@ class SqliteStore(QueueReads):
             raise ItemNotFound()
         return rows.item_view(row, self._clock())
 
+    async def dedup_item(self, queue: str, dedup_key: str) -> ItemView:
+        async with self._read() as conn:
+            row = await fetch_one(conn, "dedup_item", queue=queue, dedup_key=dedup_key)
+        if row is None:
+            raise ItemNotFound()
+        return rows.item_view(row, self._clock())
+
     async def next_visible_at(self, queues: Sequence[str]) -> tuple[dict[str, datetime], datetime]:
         now = self._clock()
         async with self._read() as conn:
