@@ -71,8 +71,10 @@ async def test_push_pop_fail_complete_and_inspect(client: Client, queue: str, cl
         "first_popped_at",
         "died_at",
         "attributes",
+        "lease_token_prefix",
     }
     assert (view["status"], view["attempts"]) == ("leased", 2)
+    assert view["lease_token_prefix"] == again["lease_token"][:8]  # which lease, never the token
 
     stale = await client.delete(f"/items/{item_id}", params={"lease_token": item["lease_token"]})
     assert_error(stale, 409, "LeaseMismatch")
@@ -488,6 +490,7 @@ def test_operation_ids_are_stable() -> None:
         "completeItems",
         "failItem",
         "getItem",
+        "releaseItem",
         "listQueues",
         "getQueue",
         "pauseQueue",
