@@ -327,11 +327,92 @@ def test_an_item_its_payload_errors_and_actions(chromium: str, service: str, api
         expect(page.locator("#items")).to_have_count(0)
         page.evaluate("location.hash = '#/items/not-an-id'")
         expect(page.locator("#not-found")).to_have_text("Item not found")
-        # Text that is no id is refused in the banner, with its code.
+        # Text that is no id is a dedup key or a group of the queue on screen: with none on
+        # screen, the banner says so, with its code.
         page.fill("#search", "report-42")
         page.press("#search", "Enter")
-        expect(page.locator("#banner .code")).to_have_text("NotAnId")
+        expect(page.locator("#banner .code")).to_have_text("NoQueue")
         tab.clean(f"status of 404 (Not Found) {service}/items/{item_id}")
+
+
+def test_the_search_box_finds_a_dedup_keys_item_and_a_groups_items(
+    chromium: str, served: str, api: httpx.Client
+) -> None:
+    from playwright.sync_api import expect
+
+    # shop: an ordered group "cart/7" of 55 items (its head leased), an item keyed "welcome?ann", and
+    # an item whose dedup key is "cart/7" too. Keys may hold any character: '/' and '?' here.
+    items = [{"payload": f"line {n}", "group": "cart/7"} for n in range(55)]
+    assert api.post("/push/batch", json={"queue": "shop", "items": items}).status_code == 201
+    keyed = api.post("/push", json={"queue": "shop", "payload": "hello", "dedup_key": "welcome?ann"}).json()
+    both = api.post("/push", json={"queue": "shop", "payload": "both", "dedup_key": "cart/7"}).json()
+    [head] = api.post("/pop", json={"queue": "shop", "lease_seconds": 600}).json()["items"]
+    assert head["payload"] == "line 0"
+    with browsing(chromium, served) as tab:
+        page = tab.page
+        # On the list of queues, no queue is on screen: only an id can be found.
+        page.goto(f"{served}/ui/")
+        expect(page.locator("#queues")).to_be_visible()
+        page.fill("#search", "cart/7")
+        page.press("#search", "Enter")
+        expect(page.locator("#banner .code")).to_have_text("NoQueue")
+
+        # On a queue's page, a dedup key whose item is in no group with that name opens the item.
+        page.goto(f"{served}/ui/#/queues/shop")
+        expect(page.locator("#items")).to_be_visible()
+        page.fill("#search", "welcome?ann")
+        page.press("#search", "Enter")
+        expect(page).to_have_url(re.compile(f"#/items/{keyed['id']}$"))
+        expect(page.locator('#facts [data-fact="Dedup key"]')).to_have_text("welcome?ann")
+        expect(page.locator("#banner")).to_be_hidden()
+
+        # On an item's page, the search is in the item's queue. "cart/7" is a group and a dedup key:
+        # the results show the item holding the key and the group's items in group order, paged.
+        page.fill("#search", "cart/7")
+        page.press("#search", "Enter")
+        expect(page).to_have_url(re.compile("#/queues/shop/find/cart%2F7$"))
+        expect(page.locator("#found-title code")).to_have_text("cart/7")
+        expect(page.locator("#found-dedup a.id-link")).to_have_text(both["id"])
+        rows = page.locator("#found-group #items tbody tr")
+        expect(rows).to_have_count(50)
+        expect(rows.first).to_have_attribute("data-item", head["id"])
+        expect(rows.first.locator(".badge")).to_have_text("leased")
+        expect(rows.nth(1)).to_contain_text('"line 1"')
+        expect(rows.nth(49)).to_contain_text('"line 49"')
+        expect(page.locator("#found-group input[type=checkbox]")).to_have_count(0)  # nothing to act on here
+        page.click("#page-next")
+        expect(page.locator("#page-number")).to_have_text("Page 2")
+        expect(rows).to_have_count(5)
+        expect(rows.first).to_contain_text('"line 50"')
+        expect(page.locator("#page-next")).to_be_disabled()
+        page.click("#page-previous")
+        expect(rows).to_have_count(50)
+        expect(rows.first).to_have_attribute("data-item", head["id"])
+        # An item of the results opens as any item does.
+        rows.nth(1).locator("a.id-link").click()
+        expect(page.locator('#facts [data-fact="Group"]')).to_have_text("cart/7")
+
+        # Neither a dedup key nor a group: the results say so, and nothing of the page before stays.
+        page.fill("#search", "nobody")
+        page.press("#search", "Enter")
+        expect(page).to_have_url(re.compile("#/queues/shop/find/nobody$"))
+        expect(page.locator("#no-dedup")).to_be_visible()
+        expect(page.locator("#no-group")).to_be_visible()
+        expect(page.locator("#items")).to_have_count(0)
+        # An id still opens its item.
+        page.fill("#search", keyed["id"])
+        page.press("#search", "Enter")
+        expect(page).to_have_url(re.compile(f"#/items/{keyed['id']}$"))
+        # A key the API refuses (over 128 characters) is told in the banner with its code.
+        page.goto(f"{served}/ui/#/queues/shop")
+        expect(page.locator("#items")).to_be_visible()
+        page.fill("#search", "x" * 129)
+        page.press("#search", "Enter")
+        expect(page.locator("#banner .code")).to_have_text("ValidationError")
+        tab.clean(
+            f"status of 404 (Not Found) {served}/queues/shop/items/by-dedup-key",
+            f"status of 422 (Unprocessable Entity) {served}/queues/shop/items/by-",
+        )
 
 
 def test_tabs_page_by_cursor_and_act_on_selected_items(chromium: str, served: str, api: httpx.Client) -> None:

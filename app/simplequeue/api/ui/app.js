@@ -27,15 +27,35 @@ document.getElementById("key-form").addEventListener("submit", (event) => {
 });
 showKey();
 
-// The search box takes an item's id: the API finds items by id only (not by dedup key or group).
-document.getElementById("search-form").addEventListener("submit", (event) => {
+// The search box takes an item's id, or else a dedup key or a group of the queue on screen (a
+// queue's page or one of its items): the item holding the key is opened when the group has no
+// live items; otherwise the results show both, the group's items paged.
+let here = null; // the queue of the page on screen, if any
+
+function enc(text) { return encodeURIComponent(text); }
+function groupPath(name, group, cursor) {
+  return `/queues/${enc(name)}/items/by-group?group=${enc(group)}&limit=${PAGE}${cursor ? `&cursor=${enc(cursor)}` : ""}`;
+}
+async function heldBy(name, key) { // the item holding the dedup key, or null
+  try { return await api("GET", `/queues/${enc(name)}/items/by-dedup-key?dedup_key=${enc(key)}`); } catch (error) {
+    if (error.code === "ItemNotFound") return null;
+    throw error;
+  }
+}
+
+document.getElementById("search-form").addEventListener("submit", async (event) => {
   event.preventDefault();
   const input = document.getElementById("search");
   const text = input.value.trim();
   if (!text) return;
-  if (!UUID.test(text)) { say({ code: "NotAnId", detail: `"${text}" is not an item id (the search finds items by id only)` }); return; }
-  input.value = "";
-  go(`#/items/${text.toLowerCase()}`);
+  if (UUID.test(text)) { input.value = ""; go(`#/items/${text.toLowerCase()}`); return; }
+  const name = here;
+  if (!name) { say({ code: "NoQueue", detail: `"${text}" is not an item id: open a queue to find a dedup key or a group in it` }); return; }
+  try {
+    const [held, group] = await Promise.all([heldBy(name, text), api("GET", groupPath(name, text, null))]);
+    input.value = "";
+    go(held && group.items.length === 0 ? `#/items/${held.id}` : `#/queues/${enc(name)}/find/${enc(text)}`);
+  } catch (error) { say(error); }
 });
 
 function go(hash) { if (location.hash === hash) render(); else location.hash = hash; }
@@ -231,6 +251,7 @@ function drawChart(activity, totals) {
 }
 
 function notFound(show, what, why) {
+  if (show.latest()) here = null;
   show(
     el("p", {}, el("a", { href: "#/" }, "← Queues")),
     el("h1", { id: "not-found" }, `${what} not found`),
@@ -267,6 +288,7 @@ function act(label, cls, confirmText, run, attrs = {}) {
 
 async function queuesPage(show) {
   const [{ queues }, activity] = await Promise.all([api("GET", "/queues"), loadActivity(null)]);
+  if (show.latest()) here = null;
   const rows = queues.map((q) => el("tr", { class: "link", "data-queue": q.name, onclick: (event) => {
     if (event.target.closest("a, button")) return;
     location.hash = `#/queues/${encodeURIComponent(q.name)}`;
@@ -328,12 +350,14 @@ const COLUMNS = {
     ["First popped", (i) => when(i.first_popped_at)], ["Lease ends", (i) => when(i.lease_expires_at)], ["Payload", (i) => preview(i.payload)]],
   dead: [["Attempts", (i) => `${i.attempts}/${i.max_attempts}`], ["Created", (i) => when(i.created_at)],
     ["Died", (i) => when(i.died_at)], ["Last error", (i) => el("pre", { class: "error" }, lastError(i))]],
+  group: [["State", (i) => badge(i.status)], ["Attempts", (i) => `${i.attempts}/${i.max_attempts}`], ["Created", (i) => when(i.created_at)],
+    ["Visible at", (i) => when(i.visible_at)], ["Payload", (i) => preview(i.payload)]],
   history: [["Outcome", (h) => badge(h.outcome)], ["Attempts", (h) => h.attempts], ["Created", (h) => when(h.created_at)],
     ["Finished", (h) => when(h.finished_at)], ["Last error", (h) => el("pre", { class: "error" }, h.last_error || "")]],
 };
 
 function itemsTable(name, tab, page, admin) {
-  const bulk = admin && tab !== "history";
+  const bulk = admin && tab !== "history" && tab !== "group";
   const base = `/queues/${encodeURIComponent(name)}`;
   const ids = page.items.map((i) => i.id);
   for (const id of [...selected]) if (!ids.includes(id)) selected.delete(id);
@@ -434,16 +458,38 @@ async function queuePage(show, name, tab) {
   ]);
   if (page.refused) {
     administers.set(name, false);
+    if (show.latest()) here = name;
     return show(...queueHead(q), cards(q), chartSection(activity, "Activity"),
       readOnlyNote(`This key may read the counts of ${name} only: its items, history, settings and actions need an admin key that covers it.`));
   }
   administers.set(name, true);
   if (!show.latest()) return; // a render overtaken by another must not touch the selection
+  here = name;
   const [bulkBar, table] = itemsTable(name, tab, page, true);
   const empty = tab === "history" ? "No finished items within the queue's retention." : `No ${tab} items.`;
   show(...queueHead(q), cards(q), chartSection(activity, "Activity"), toolbar(q, tab, page), tabsNav(q, tab),
     el("div", { class: "above-table" }, page.items.length ? bulkBar : "", page.next_cursor || p.before.length ? pager(page) : ""),
     page.items.length === 0 && p.before.length === 0 ? el("p", { class: "muted", id: "empty" }, empty) : table);
+}
+
+// --- a search's results: the item holding a dedup key, and a group's live items ---------------------
+
+async function findPage(show, name, text) {
+  const p = pagingFor(`${name}/find/${text}`);
+  const [q, held, page] = await Promise.all([
+    api("GET", `/queues/${enc(name)}`), heldBy(name, text), api("GET", groupPath(name, text, p.cursor)),
+  ]);
+  if (!show.latest()) return;
+  here = name;
+  const dedup = el("section", { class: "panel", id: "found-dedup" }, el("h2", {}, "Dedup key"),
+    held ? el("p", {}, "Held by item ", idOf(held.id, `#/items/${held.id}`), " ", badge(held.status))
+      : el("p", { class: "muted", id: "no-dedup" }, `No live or dead item of ${name} holds this dedup key.`));
+  const [, table] = itemsTable(name, "group", page, false);
+  const group = el("section", { class: "panel", id: "found-group" },
+    el("h2", {}, "Group ", el("span", { class: "muted small" }, "live items in group order, the next one handed out first")),
+    page.next_cursor || p.before.length ? el("div", { class: "above-table" }, pager(page)) : "",
+    page.items.length === 0 && p.before.length === 0 ? el("p", { class: "muted", id: "no-group" }, `No live item of ${name} is in this group.`) : table);
+  show(...queueHead(q), el("h2", { id: "found-title" }, "Found for ", el("code", { class: "searched" }, text)), dedup, group);
 }
 
 // --- a queue's settings, and deleting it ---------------------------------------------------------
@@ -548,6 +594,7 @@ function deleteDialog(q) {
 async function settingsPage(show, name) {
   const q = await api("GET", `/queues/${encodeURIComponent(name)}`);
   const admin = await mayAdminister(name);
+  if (show.latest()) here = name;
   show(...queueHead(q), cards(q), admin ? toolbar(q, "settings", null) : "", tabsNav(q, "settings"),
     admin ? "" : readOnlyNote("This key may not change this queue: its settings are shown, not editable."),
     settingsForm(q, admin), admin ? deleteSection(q) : "");
@@ -614,6 +661,7 @@ function itemActions(item, admin) {
 async function itemPage(show, id) {
   const item = await api("GET", `/items/${id}`);
   const admin = await mayAdminister(item.queue);
+  if (show.latest()) here = item.queue;
   show(el("p", {}, el("a", { href: `#/queues/${encodeURIComponent(item.queue)}/${item.status}` }, `← ${item.queue}`)),
     el("h1", { class: "item-title" }, "Item ", idOf(item.id), " ", badge(item.status)),
     itemActions(item, admin), facts(item), payloadSection(item), errorsSection(item));
@@ -642,6 +690,7 @@ function replacePage(nodes) {
 
 function route() {
   const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  if (parts[0] === "queues" && parts[1] && parts[2] === "find" && parts[3]) return { page: "find", name: parts[1], text: parts[3] };
   if (parts[0] === "queues" && parts[1]) {
     const tab = [...STATES, "history", "settings"].includes(parts[2]) ? parts[2] : "ready";
     return { page: "queue", name: parts[1], tab };
@@ -662,6 +711,7 @@ async function render() {
   const again = () => { if (latest()) timer = setTimeout(refresh, 5000); };
   try {
     if (r.page === "queue") await queuePage(show, r.name, r.tab);
+    else if (r.page === "find") await findPage(show, r.name, r.text);
     else if (r.page === "item") {
       if (!UUID.test(r.id)) throw Object.assign(new Error(), { code: "ItemNotFound" });
       await itemPage(show, r.id.toLowerCase());
@@ -671,7 +721,7 @@ async function render() {
     say("");
   } catch (error) {
     if (!latest()) return; // another page was asked for meanwhile: it renders itself
-    if (r.page === "queue" && error.code === "QueueNotFound") {
+    if ((r.page === "queue" || r.page === "find") && error.code === "QueueNotFound") {
       notFound(show, "Queue", "There is no queue by that name (it may have been deleted).");
       shown = hash;
       say("");
@@ -680,7 +730,7 @@ async function render() {
       shown = hash;
       say("");
     } else {
-      if (shown !== hash) { main.replaceChildren(); shown = null; } // nothing of another page stays
+      if (shown !== hash) { main.replaceChildren(); shown = null; here = null; } // nothing of another page stays
       say(error);
     }
   }
