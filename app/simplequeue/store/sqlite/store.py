@@ -389,6 +389,14 @@ class SqliteStore(QueueReads):
             if len(seqs) < BATCH:
                 return revived
 
+    @staticmethod
+    async def _delete_purged(conn: aiosqlite.Connection, seqs: list[int], now: str) -> None:
+        """Items that go without finishing (purge_dead, purge_live, expire_retained): the windows
+        of their dedup keys and remembered ids start, then they are deleted."""
+        await execute(conn, "start_dedup_windows", seqs=json.dumps(seqs), now=now)
+        await execute(conn, "remember_ids", seqs=json.dumps(seqs), now=now)
+        await execute(conn, "delete_items", seqs=json.dumps(seqs))
+
     async def purge_dead(self, queue: str) -> int:
         purged = 0
         while True:
@@ -396,9 +404,7 @@ class SqliteStore(QueueReads):
                 params = {"queue": queue, "ids": None, "limit": BATCH}
                 seqs = [row["seq"] for row in await fetch(conn, "dead_to_redrive", **params)]
                 now = to_text(self._clock())
-                await execute(conn, "start_dedup_windows", seqs=json.dumps(seqs), now=now)
-                await execute(conn, "remember_ids", seqs=json.dumps(seqs), now=now)
-                await execute(conn, "delete_items", seqs=json.dumps(seqs))
+                await self._delete_purged(conn, seqs, now)
             purged += len(seqs)
             if len(seqs) < BATCH:
                 return purged
@@ -410,9 +416,7 @@ class SqliteStore(QueueReads):
                 now = to_text(self._clock())
                 params = {"queue": queue, "now": now, "limit": BATCH}
                 seqs = [row["seq"] for row in await fetch(conn, "live_to_purge", **params)]
-                await execute(conn, "start_dedup_windows", seqs=json.dumps(seqs), now=now)
-                await execute(conn, "remember_ids", seqs=json.dumps(seqs), now=now)
-                await execute(conn, "delete_items", seqs=json.dumps(seqs))
+                await self._delete_purged(conn, seqs, now)
             purged += len(seqs)
             if len(seqs) < BATCH:
                 return purged
@@ -421,9 +425,7 @@ class SqliteStore(QueueReads):
         async with self._write() as conn:
             now = to_text(self._clock())
             seqs = [row["seq"] for row in await fetch(conn, "live_to_expire", now=now, limit=limit)]
-            await execute(conn, "start_dedup_windows", seqs=json.dumps(seqs), now=now)
-            await execute(conn, "remember_ids", seqs=json.dumps(seqs), now=now)
-            await execute(conn, "delete_items", seqs=json.dumps(seqs))
+            await self._delete_purged(conn, seqs, now)
         return len(seqs)
 
     async def reap_expired(self, limit: int) -> int:
