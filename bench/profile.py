@@ -110,7 +110,7 @@ def postgres_processes() -> dict[int, float]:
     """CPU time so far, by process, of the PostgreSQL server that holds the bench's databases: its
     postmaster, its own processes (checkpointer, WAL writer, autovacuum…) and the backends of the
     bench's databases (sq_bench_*). Backends of other databases and other clusters on the machine
-    (other engineers' test runs) are left out; with no bench database open, every postgres
+    (other test runs) are left out; with no bench database open, every postgres
     process counts."""
     every = _postgres()
     servers = set()

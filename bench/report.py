@@ -22,10 +22,10 @@ SCENARIOS = ["batches", "push", "pop", "wake", "idle", "dead"]
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 
 
-# Issue 26's targets (PostgreSQL, judged on the median of three full runs), keyed by the measure's
-# number and the engine; SQLite's figures are to be kept, so its bounds are the ratios of the run
-# the docs showed when the issue was filed (bench/results/20261125T093332Z.json).
-ISSUE_26 = {
+# The next throughput targets (PostgreSQL, judged on the median of three full runs), keyed by the
+# measure's number and the engine; SQLite's figures are to be kept, so its bounds are the ratios of
+# the run the docs showed when the targets were set (bench/results/20261125T093332Z.json).
+NEXT_TARGETS = {
     ("1", "postgresql"): "≥ 4x",
     ("3b", "postgresql"): "≥ 0.3x",
     ("3c", "postgresql"): "≥ 0.45x",
@@ -36,8 +36,8 @@ ISSUE_26 = {
 }
 
 
-def issue_26_target(measure: str, engine: str) -> str:
-    return ISSUE_26.get((measure.split(".", 1)[0], engine), "")
+def next_target(measure: str, engine: str) -> str:
+    return NEXT_TARGETS.get((measure.split(".", 1)[0], engine), "")
 
 
 def judge(figure: Figure) -> bool | None:
@@ -165,7 +165,7 @@ def medians(runs: list[list[Figure]]) -> list[Median]:
         baseline = _spread(baselines) if baselines else (None, None, None)
         ratio = _spread(ratios) if ratios else (None, None, None)
         first = same[0]
-        issue = issue_26_target(measure, engine)
+        issue = next_target(measure, engine)
         out.append(
             Median(
                 measure,
@@ -242,7 +242,7 @@ def render(records: list[dict[str, Any]]) -> str:
         f"line below), {about['date']} to {ended}, on "
         f"{about['os']}, {about['cores']} cores, {about['memory']}, Python {about['python']}, "
         f"SQLite {about['sqlite']}, PostgreSQL {about['postgresql']}. The machine was shared with "
-        "other engineers' test runs throughout (1-minute load average at the start and end of each run "
+        "other test runs throughout (1-minute load average at the start and end of each run "
         "below).",
         "",
         *(f"- {line}" for line in timing),
@@ -251,7 +251,7 @@ def render(records: list[dict[str, Any]]) -> str:
         " and highest of the runs. Targets are judged on the median.",
         "",
         "| measure | engine | simplequeue, median (spread) | baseline (same run), median (spread) | "
-        "ratio, median (spread) | target | met | issue 26 target | met |",
+        "ratio, median (spread) | target | met | next target | met |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     verdict = {True: "yes", False: "**no**", None: "-"}
