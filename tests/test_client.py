@@ -78,14 +78,14 @@ async def test_push_batch_dedup_and_fields(sq: AsyncClient, queue: str) -> None:
 
 
 async def test_message_attributes_go_in_and_come_back(sq: AsyncClient, queue: str) -> None:
-    attributes = {"trace": {"type": "String", "value": "abc"}, "n": {"type": "Number", "value": "2.50"}}
+    attributes = {"trace": {"type": "String", "value": "trace-value-kept-out-of-repr"}, "n": {"type": "Number", "value": "2.50"}}
     one = await sq.push("a", queue=queue, attributes=attributes)
     await sq.push_batch([{"payload": "b", "attributes": attributes}, {"payload": "c"}], queue=queue)
 
     assert (await sq.get_item(one.id)).attributes == attributes
     items = await sq.pop(queue, max_items=3)
     assert [i.attributes for i in items] == [attributes, attributes, None]
-    assert "abc" not in repr(items[0])
+    assert "trace-value-kept-out-of-repr" not in repr(items[0])
     with pytest.raises(sdk.InvalidAttributes) as refused:
         await sq.push("d", queue=queue, attributes={"AWS.x": {"type": "String", "value": "v"}})
     assert refused.value.code == "InvalidAttributes"
