@@ -78,7 +78,10 @@ async def test_push_batch_dedup_and_fields(sq: AsyncClient, queue: str) -> None:
 
 
 async def test_message_attributes_go_in_and_come_back(sq: AsyncClient, queue: str) -> None:
-    attributes = {"trace": {"type": "String", "value": "trace-value-kept-out-of-repr"}, "n": {"type": "Number", "value": "2.50"}}
+    attributes = {
+        "trace": {"type": "String", "value": "trace-value-kept-out-of-repr"},
+        "n": {"type": "Number", "value": "2.50"},
+    }
     one = await sq.push("a", queue=queue, attributes=attributes)
     await sq.push_batch([{"payload": "b", "attributes": attributes}, {"payload": "c"}], queue=queue)
 
@@ -172,7 +175,7 @@ async def test_errors_are_typed_by_code(sq: AsyncClient, queue: str, clock: Fake
     with pytest.raises(sdk.InvalidPayload):
         await sq.push(deep, queue=queue)
     with pytest.raises(sdk.PayloadTooLarge):
-        await sq.push("x" * 300_000, queue=queue)
+        await sq.push("x" * 1_100_000, queue=queue)
     with pytest.raises(sdk.InvalidCursor):
         await sq.dead(queue, cursor="not-a-cursor")
 

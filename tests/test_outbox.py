@@ -114,7 +114,7 @@ def test_a_push_outside_a_transaction_is_refused(conn: sqlite3.Connection) -> No
 
 @pytest.mark.parametrize(
     ("payload", "error"),
-    [(float("nan"), InvalidPayload), ("a\x00b", InvalidPayload), ("x" * 300_000, PayloadTooLarge)],
+    [(float("nan"), InvalidPayload), ("a\x00b", InvalidPayload), ("x" * 1_100_000, PayloadTooLarge)],
 )
 def test_payloads_follow_the_services_rules(conn: sqlite3.Connection, payload: object, error: type) -> None:
     conn.execute("INSERT INTO orders (id) VALUES (6)")

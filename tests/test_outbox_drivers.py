@@ -183,7 +183,7 @@ async def test_a_refused_push_leaves_the_callers_transaction_usable(case: Case) 
     with pytest.raises(ItemExists):  # another queue's item holds the id: nothing of this batch goes in
         await caller.push_many(queue, [{"payload": 1}, {"payload": 2, "id": taken.id}])
     with pytest.raises(PayloadTooLarge):
-        await caller.push(queue, "x" * 300_000)
+        await caller.push(queue, "x" * 1_100_000)
     await caller.write(after)  # the transaction goes on (on PostgreSQL, rolled back to the savepoint)
     await caller.commit()
 
@@ -206,7 +206,7 @@ async def test_a_push_outside_a_transaction_is_refused(case: Case) -> None:
     [
         (float("nan"), InvalidPayload),
         ({"a": "b\x00"}, InvalidPayload),
-        ("x" * 262_145, PayloadTooLarge),  # migrate's limit: the service's default, 256 KiB
+        ("x" * 1_048_575, PayloadTooLarge),  # migrate's limit: the service's default, 1 MiB (quotes too)
         (_nested(65), InvalidPayload),
     ],
     ids=["nan", "nul", "too-large", "too-deep"],
@@ -290,7 +290,7 @@ async def test_a_role_that_may_only_execute_the_entry_points_pushes(case: Case) 
         again = await case.caller.push(queue, {"n": 2}, dedup_key="k")
         assert again == outbox.Pushed(first.id, created=False)
         with pytest.raises(PayloadTooLarge):  # the limit, read by the role
-            await case.caller.push(queue, "x" * 300_000)
+            await case.caller.push(queue, "x" * 1_100_000)
         [_, second] = await case.caller.push_many(queue, [{"payload": 3, "dedup_key": "k"}, {"payload": 4}])
         await case.caller.commit()
     finally:

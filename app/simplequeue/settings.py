@@ -64,7 +64,7 @@ class Settings(BaseSettings):
     workers: int = Field(default=1, ge=1, le=64, description="serve's worker processes (--workers).")
     migrate_on_start: bool = True
     max_payload_bytes: int = Field(
-        default=256 * 1024, ge=1, description="Largest payload accepted, as UTF-8 JSON."
+        default=1024 * 1024, ge=1, description="Largest payload accepted, as UTF-8 JSON (1 MiB, as SQS)."
     )
     max_request_bytes: int = Field(
         default=8 * 1024 * 1024,

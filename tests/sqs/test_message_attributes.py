@@ -127,9 +127,9 @@ def test_system_attributes_are_refused_not_dropped(sqs: Any, url: str) -> None:
 
 
 def test_body_and_attributes_share_the_size_limit(sqs: Any, url: str) -> None:
-    # The service's limit (SIMPLEQUEUE_MAX_PAYLOAD_BYTES, 262,144 bytes by default) counts the body
-    # as a JSON string (its quotes too) and the attributes' names, types and values.
-    body = "x" * (262_144 - 2 - 1_000)
+    # The service's limit (SIMPLEQUEUE_MAX_PAYLOAD_BYTES, 1 MiB by default, as SQS's) counts the
+    # body as a JSON string (its quotes too) and the attributes' names, types and values.
+    body = "x" * (1_048_576 - 2 - 1_000)
     fits = {"a": {"DataType": "String", "StringValue": "v" * (1_000 - 7)}}  # 1 + 6 + 993 bytes
     sqs.send_message(QueueUrl=url, MessageBody=body, MessageAttributes=fits)
     over = {"a": {"DataType": "String", "StringValue": "v" * (1_000 - 6)}}
@@ -158,10 +158,11 @@ def test_one_queue_two_doors(sqs: Any, sqs_base: str, url: str, name: str) -> No
 
 
 def test_a_batchs_attributes_count_toward_its_size(sqs: Any, url: str) -> None:
-    # Bodies of 240,000 bytes fit in a batch's 262,144; with 2 x 12,000 bytes of attributes they do not.
+    # Bodies of 1,040,000 bytes fit in a batch's 1,048,576; with 2 x 12,000 bytes of attributes
+    # they do not.
     attributes = {"a": {"DataType": "String", "StringValue": "v" * 11_993}}  # 1 + 6 + 11,993 bytes
     entries = [
-        {"Id": str(n), "MessageBody": "x" * 120_000, "MessageAttributes": attributes} for n in range(2)
+        {"Id": str(n), "MessageBody": "x" * 520_000, "MessageAttributes": attributes} for n in range(2)
     ]
     with pytest.raises(ClientError) as e:
         sqs.send_message_batch(QueueUrl=url, Entries=entries)

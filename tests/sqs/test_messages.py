@@ -154,7 +154,7 @@ def test_batches(sqs: Any, url: str) -> None:
         ),
         ([{"Id": "not ok!", "MessageBody": "x"}], "AWS.SimpleQueueService.InvalidBatchEntryId"),
         (
-            [{"Id": "a", "MessageBody": "x" * 200_000}, {"Id": "b", "MessageBody": "x" * 100_000}],
+            [{"Id": "a", "MessageBody": "x" * 700_000}, {"Id": "b", "MessageBody": "x" * 400_000}],
             "AWS.SimpleQueueService.BatchRequestTooLong",
         ),
     ],
@@ -232,6 +232,51 @@ def test_fifo_groups_and_deduplication(sqs: Any, name: str) -> None:
     assert [m["Body"] for m in receive(sqs, url)] == ["2"]
     attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["FifoQueue"])["Attributes"]
     assert attributes == {"FifoQueue": "true"}
+
+
+def test_content_based_deduplication_and_sequence_numbers(sqs: Any, name: str) -> None:
+    attributes = {"FifoQueue": "true", "ContentBasedDeduplication": "true"}
+    url = sqs.create_queue(QueueName=f"{name}.fifo", Attributes=attributes)["QueueUrl"]
+    first = sqs.send_message(QueueUrl=url, MessageBody="same body", MessageGroupId="g")
+    # The same body is the same message (its SHA-256 is the deduplication id), in any group.
+    again = sqs.send_message(QueueUrl=url, MessageBody="same body", MessageGroupId="h")
+    assert again["MessageId"] == first["MessageId"]
+    # An explicit deduplication id wins over the body's.
+    explicit = sqs.send_message(
+        QueueUrl=url, MessageBody="same body", MessageGroupId="g", MessageDeduplicationId="own"
+    )
+    assert explicit["MessageId"] != first["MessageId"]
+    other = sqs.send_message(QueueUrl=url, MessageBody="other body", MessageGroupId="g")
+    got = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    assert got["ContentBasedDeduplication"] == "true"
+
+    numbers: list[str] = []
+    for expected in (first, explicit, other):  # group g, in send order
+        [message] = receive(sqs, url, MessageSystemAttributeNames=["SequenceNumber", "MessageGroupId"])
+        assert message["MessageId"] == expected["MessageId"]
+        numbers.append(message["Attributes"]["SequenceNumber"])
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    assert all(len(n) == 20 and n.isdigit() for n in numbers)
+    assert numbers == sorted(numbers)
+    assert len(set(numbers)) == 3
+
+    sqs.set_queue_attributes(QueueUrl=url, Attributes={"ContentBasedDeduplication": "false"})
+    with pytest.raises(ClientError) as e:
+        sqs.send_message(QueueUrl=url, MessageBody="no id now", MessageGroupId="g")
+    assert error_code(e) == "InvalidParameterValue"
+    standard = sqs.create_queue(QueueName=f"{name}-std")["QueueUrl"]
+    for bad, code in (
+        ({"ContentBasedDeduplication": "maybe"}, "InvalidAttributeValue"),
+        ({"ContentBasedDeduplication": "true"}, "InvalidAttributeName"),
+    ):
+        target = url if code == "InvalidAttributeValue" else standard
+        with pytest.raises(ClientError) as e:
+            sqs.set_queue_attributes(QueueUrl=target, Attributes=bad)
+        assert error_code(e) == code
+    [plain] = [sqs.send_message(QueueUrl=standard, MessageBody="x")]
+    [message] = receive(sqs, standard, MessageSystemAttributeNames=["All"])
+    assert message["MessageId"] == plain["MessageId"]
+    assert "SequenceNumber" not in message["Attributes"]  # standard queues have none, as on SQS
 
 
 def test_sent_through_sqs_popped_through_rest(sqs: Any, sqs_base: str, url: str, name: str) -> None:

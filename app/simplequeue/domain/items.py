@@ -123,6 +123,7 @@ class LeasedItem:
     priority: int = 0
     group: str | None = None
     attributes_json: str | None = None
+    seq: int | None = None  # the store's insertion order: a group's items pop in this order
 
     @property
     def payload(self) -> Any:

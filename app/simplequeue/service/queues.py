@@ -60,7 +60,7 @@ START_RETRY_MAX_SECONDS = 10.0
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    max_payload_bytes: int = 256 * 1024
+    max_payload_bytes: int = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)

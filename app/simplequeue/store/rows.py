@@ -73,6 +73,7 @@ def leased_item(row: Row) -> LeasedItem:
         priority=row["priority"],
         group=row["group_key"],
         attributes_json=row["attributes"],
+        seq=row["seq"],
     )
 
 

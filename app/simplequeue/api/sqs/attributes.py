@@ -11,6 +11,8 @@
 - RedrivePolicy is kept and answered as given; beside it the queue keeps its target's name
   (DEAD_LETTER_QUEUE, which the store reads where items die) and its settings' max_attempts is the
   policy's maxReceiveCount (simplequeue.api.sqs.queues checks the target).
+- ContentBasedDeduplication (FIFO queues) is kept, and a send without a MessageDeduplicationId
+  to a queue that has it true is deduplicated by the SHA-256 of its body.
 - The rest of SQS's attributes are refused with the attribute named, never accepted and ignored.
 """
 
@@ -150,6 +152,12 @@ def redrive_policy(value: str) -> Redrive | None:
     return Redrive(arn, number)
 
 
+def _boolean(name: str, value: str, limit: int) -> str:
+    if value.lower() not in ("true", "false"):
+        raise _bad(name, "true or false.")
+    return value.lower()
+
+
 def _redrive(name: str, value: str, limit: int) -> str:
     return value if redrive_policy(value) is not None else ""  # "" or {}: removes the policy
 
@@ -172,13 +180,14 @@ KEPT: dict[str, Kept] = {
     "Policy": Kept(_policy, lambda limit: None),
     "RedriveAllowPolicy": Kept(_redrive_allow, lambda limit: None),
     "RedrivePolicy": Kept(_redrive, lambda limit: None),
+    # FIFO queues only (checked): a send without a MessageDeduplicationId is deduplicated by the
+    # SHA-256 of its body. Answered "false" for a FIFO queue that never set it.
+    "ContentBasedDeduplication": Kept(_boolean, lambda limit: None),
 }
 DEFAULT_RETENTION_SECONDS = "345600"  # SQS's default MessageRetentionPeriod: 4 days
 EMPTY_REMOVES = frozenset({"Policy", "RedriveAllowPolicy", "RedrivePolicy"})
 """Set to "", these are removed, as SQS removes them."""
-READABLE = frozenset(
-    {"QueueArn", *COUNTS, "VisibilityTimeout", "FifoQueue", "ContentBasedDeduplication", *KEPT}
-)
+READABLE = frozenset({"QueueArn", *COUNTS, "VisibilityTimeout", "FifoQueue", *KEPT})
 KNOWN = frozenset({*READABLE, *NOT_YET, *TIMESTAMPS, "All"})
 
 
@@ -193,6 +202,10 @@ def checked(name: str, attributes: Mapping[str, Any], limit: int) -> dict[str, s
             if not value.strip().isdigit() or not 1 <= int(value) <= 43200:
                 raise _bad(key, "an integer from 1 to 43200 (0 is not supported yet).")
             value = str(int(value))
+        elif key == "ContentBasedDeduplication":
+            if not is_fifo(name):
+                raise SqsError("InvalidAttributeName", "Unknown Attribute ContentBasedDeduplication.")
+            value = KEPT[key].check(key, value, limit)
         elif key in KEPT:
             value = KEPT[key].check(key, value, limit)
         elif key == "FifoQueue":
@@ -200,11 +213,6 @@ def checked(name: str, attributes: Mapping[str, Any], limit: int) -> dict[str, s
                 raise SqsError(
                     "InvalidAttributeValue", "FifoQueue is true exactly for a queue whose name ends in .fifo."
                 )
-        elif key == "ContentBasedDeduplication":
-            if not is_fifo(name):
-                raise SqsError("InvalidAttributeName", "Unknown Attribute ContentBasedDeduplication.")
-            if value != "false":
-                raise SqsError("InvalidAttributeValue", "ContentBasedDeduplication is not supported yet.")
         elif key in NOT_YET:
             raise SqsError(
                 "InvalidAttributeValue", f"The attribute {key} is not supported yet by simplequeue."

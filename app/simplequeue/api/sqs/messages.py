@@ -39,7 +39,7 @@ from simplequeue.domain import (
 MAX_DELAY_SECONDS = 900
 MAX_VISIBILITY_SECONDS = 43200
 MAX_WAIT_SECONDS = 20
-MAX_BATCH_BODY_BYTES = 262144
+MAX_BATCH_BODY_BYTES = 1_048_576  # SQS: a batch's bodies and attributes together, 1 MiB
 FIFO_KEY = re.compile(r"[\x21-\x7e]{1,128}")  # alphanumerics and punctuation, as SQS allows
 NOT_FOR_THIS_QUEUE = "The request include parameter that is not valid for this queue type."
 SYSTEM_ATTRIBUTES = (
@@ -47,7 +47,9 @@ SYSTEM_ATTRIBUTES = (
     "SentTimestamp",
     "ApproximateFirstReceiveTimestamp",
     "MessageGroupId",
+    "SequenceNumber",
 )
+SEQUENCE_DIGITS = 20  # SQS's sequence numbers are decimal strings this long
 
 
 def md5(text: str) -> str:
@@ -104,6 +106,8 @@ def _draft(queue: str, p: dict[str, Any], kept: dict[str, str]) -> Draft:
         raise invalid("DelaySeconds", delay, NOT_FOR_THIS_QUEUE)
     if group is None:
         raise missing("MessageGroupId")
+    if dedup is None and kept.get("ContentBasedDeduplication") == "true":
+        dedup = hashlib.sha256(body.encode("utf-8")).hexdigest()
     if dedup is None:
         raise SqsError(
             "InvalidParameterValue",
@@ -233,6 +237,9 @@ async def _message(
         attributes["ApproximateFirstReceiveTimestamp"] = _ms(first)
     if "MessageGroupId" in names and item.group is not None:
         attributes["MessageGroupId"] = item.group
+    if "SequenceNumber" in names and is_fifo(item.queue) and item.seq is not None:
+        # The store's insertion order, which a group's messages keep: larger for a later send.
+        attributes["SequenceNumber"] = str(item.seq).zfill(SEQUENCE_DIGITS)
     if attributes:
         message["Attributes"] = attributes
     message.update(message_attributes.received(item.attributes_json, asked))

@@ -106,7 +106,8 @@ def _attributes_of(ctx: Context, stats: QueueStats, metadata: QueueMetadata | No
         **attributes.kept_of(metadata, ctx.service.max_payload_bytes),
     }
     if is_fifo(stats.name):
-        values |= {"FifoQueue": "true", "ContentBasedDeduplication": "false"}
+        values["FifoQueue"] = "true"
+        values.setdefault("ContentBasedDeduplication", "false")
     return values
 
 
