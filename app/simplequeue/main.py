@@ -12,6 +12,7 @@ from simplequeue import __version__
 from simplequeue.api.app import QueueApi, build_api
 from simplequeue.api.auth import ApiKey, Grant, Keyring, Role
 from simplequeue.api.metrics import Metrics
+from simplequeue.api.sqs.moves import MoveTasks
 from simplequeue.api.sqs.routes import SqsConfig
 from simplequeue.domain import Clock, FinishedHook, ignore_finished, system_clock
 from simplequeue.service.queues import Limits, QueueService, Upkeep
@@ -72,6 +73,7 @@ def create_app(
             else None,
             events=metrics,
         )
+        moves = MoveTasks(service, clock or system_clock)
         try:
             await service.start(migrate=settings.migrate_on_start)
             log.info(
@@ -82,9 +84,11 @@ def create_app(
             )
             app.state.service = service
             app.state.metrics = metrics
+            app.state.sqs_moves = moves  # SQS's message move tasks: this process's, stopped below
             with on_stop_signal(service.stop_waiting):
                 yield
         finally:
+            await moves.close()
             await service.stop()
 
     app = build_api(

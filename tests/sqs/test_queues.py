@@ -145,9 +145,9 @@ def test_another_account_or_a_url_of_no_queue_is_no_queue(
 
 def test_actions_not_built_are_unsupported_operation(sqs: Any, url: str) -> None:
     with pytest.raises(ClientError) as e:
-        sqs.list_message_move_tasks(SourceArn=f"arn:aws:sqs:us-east-1:{ACCOUNT}:dlq")
+        sqs.add_permission(QueueUrl=url, Label="x", AWSAccountIds=[ACCOUNT], Actions=["SendMessage"])
     assert error_code(e) == "AWS.SimpleQueueService.UnsupportedOperation"
-    assert "ListMessageMoveTasks" in e.value.response["Error"]["Message"]
+    assert "AddPermission" in e.value.response["Error"]["Message"]
 
 
 POLICY = (

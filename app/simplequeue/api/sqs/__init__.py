@@ -10,5 +10,6 @@ queue by changing only their endpoint URL.
 - urls.py: queue URLs and ARNs;
 - params.py: reading and checking an action's parameters;
 - queues.py, messages.py: the actions, each a call of QueueService;
+- moves.py: the message move tasks, run in this process (MoveTasks, owned by the app's lifespan);
 - routes.py: the routes (outside the OpenAPI spec) and the dispatch.
 """

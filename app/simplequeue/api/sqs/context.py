@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from simplequeue.api.auth import Action, Grant
 from simplequeue.api.sqs.errors import SqsError
 from simplequeue.api.sqs.urls import Place
 from simplequeue.service.queues import QueueService
 from simplequeue.service.waiting import never_gone
+
+if TYPE_CHECKING:
+    from simplequeue.api.sqs.moves import MoveTasks
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +25,8 @@ class Context:
     """The queue of the URL the request was posted to (the query protocol may post to it)."""
     gone: Callable[[], Awaitable[bool]] = never_gone
     """Whether the caller hung up (a long-poll then ends)."""
+    moves: MoveTasks | None = None
+    """This process's message move tasks (None: an app built without them)."""
 
     def authorize(self, action: Action, queue: str | None = None) -> None:
         """AccessDenied (403) unless the caller's key may do this, to this queue."""

@@ -52,6 +52,7 @@ KINDS: dict[str, Kind] = {
     "InvalidAttributeValue": Kind("InvalidAttributeValue"),
     "InvalidMessageContents": Kind("InvalidMessageContents"),
     "OverLimit": Kind("OverLimit", 403),
+    "ResourceNotFoundException": Kind("ResourceNotFoundException", 404),  # a move task's queue or task
     # The errors common to every AWS service.
     "MissingParameter": Kind("MissingParameter"),
     "InvalidParameterValue": Kind("InvalidParameterValue"),

@@ -22,7 +22,7 @@ from starlette.types import Scope
 from simplequeue.api.auth import Grant, signs_itself
 from simplequeue.api.front import DoorRules
 from simplequeue.api.request_ids import REQUEST_ID
-from simplequeue.api.sqs import messages, queues, tags
+from simplequeue.api.sqs import messages, moves, queues, tags
 from simplequeue.api.sqs.context import Context
 from simplequeue.api.sqs.errors import (
     JSON_CONTENT_TYPE,
@@ -61,6 +61,9 @@ ACTIONS: dict[str, Handler] = {
     "DeleteMessageBatch": messages.delete_message_batch,
     "ChangeMessageVisibility": messages.change_message_visibility,
     "ChangeMessageVisibilityBatch": messages.change_message_visibility_batch,
+    "StartMessageMoveTask": moves.start_message_move_task,
+    "ListMessageMoveTasks": moves.list_message_move_tasks,
+    "CancelMessageMoveTask": moves.cancel_message_move_task,
 }
 
 
@@ -136,7 +139,9 @@ async def _call(request: Request, headers: dict[str, str], call: Call, grant: Gr
     service: QueueService = request.app.state.service
     service.require_ready()
     path_queue = queue_of_path(request.url.path, config.account_id)
-    return await handler(Context(service, place, grant, path_queue, request.is_disconnected), call.params)
+    tasks: moves.MoveTasks | None = getattr(request.app.state, "sqs_moves", None)
+    context = Context(service, place, grant, path_queue, request.is_disconnected, tasks)
+    return await handler(context, call.params)
 
 
 def _caller(request: Request, body: bytes) -> Grant:
