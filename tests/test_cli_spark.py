@@ -225,11 +225,13 @@ def test_the_local_session_keeps_to_loopback(monkeypatch: pytest.MonkeyPatch, tm
     assert not local_master()
 
 
-def finish(url: str, queue: str, count: int, errors: list[str], retried: int = 0) -> None:
+def finish(
+    url: str, queue: str, count: int, errors: list[str], retried: int = 0, retention_seconds: int = 604800
+) -> None:
     """Push `count` items; fail `retried` of them once (retried at once), then complete all but
     len(errors), which die with those errors."""
     with httpx.Client(base_url=url, timeout=30) as http:
-        http.put(f"/queues/{queue}", json={"max_attempts": 3})
+        http.put(f"/queues/{queue}", json={"max_attempts": 3, "retention_seconds": retention_seconds})
         items = [{"payload": {"n": n}} for n in range(count)]
         assert http.post("/push/batch", json={"queue": queue, "items": items}).status_code == 201
         popped = http.post("/pop", json={"queue": queue, "max_items": 100}).json()["items"]
@@ -249,11 +251,17 @@ def test_the_report_writes_charts_html_and_parquet_aggregates(url: str, tmp_path
 
     finish(url, "report-mail", 20, ["smtp timeout"] * 3 + ["<bad address>"] * 2, retried=4)
     finish(url, "report-thumbs", 10, [])
+    finish(url, "report-unkept", 5, ["gone"], retention_seconds=0)  # keeps no history
     done = run(url, "report", "--out", str(tmp_path / "out"), cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     page = Path(done.stdout.strip().splitlines()[-1])
     assert page == tmp_path / "out" / "report.html"
     assert "report: drawing charts" in done.stderr  # progress, on stderr
+    # What the report cannot see, it says: on the way and on the page.
+    assert "keeping no history (retention_seconds 0): report-unkept" in done.stderr
+    assert "retention_seconds</code> 0), whose finished items leave no record: report-unkept." in (
+        page.read_text()
+    )
 
     text = page.read_text()
     charts = re.findall(r"<img src='([^']+)'", text)
@@ -270,6 +278,7 @@ def test_the_report_writes_charts_html_and_parquet_aggregates(url: str, tmp_path
     assert mail["wait_p50_s"] >= 0
     assert mail["processing_p99_s"] >= mail["processing_p50_s"]
     assert (summary["report-thumbs"]["completed"], summary["report-thumbs"]["dead"]) == (10, 0)
+    assert "report-unkept" not in summary
     errors = pq.read_table(page.parent / "top_errors.parquet").to_pylist()
     assert [(e["queue"], e["rank"], e["error"], e["count"]) for e in errors] == [
         ("report-mail", 1, "smtp timeout", 3),

@@ -79,12 +79,17 @@ def test_complete_batch_deletes_by_seek_where_the_token_matches_or_none_was_give
     )
     output = delete.args["returning"]
     assert output.args["into"].name == "done"
-    # The payload is copied only for a queue whose history keeps it.
-    assert [col.sql("tsql") for col in output.expressions][-2:] == [
+    # The payload is copied only for a queue whose history keeps it, and a queue with retention 0
+    # keeps no history at all.
+    assert [col.sql("tsql") for col in output.expressions][-3:] == [
         "CASE WHEN q.history_payload = 1 THEN deleted.payload END",
         "q.dedup_window_seconds",
+        "IIF(q.retention_seconds > 0, 1, 0)",
     ]
-    assert "payload NVARCHAR(MAX) NULL, dedup_window_seconds INTEGER NOT NULL" in declared("complete_batch")
+    assert (
+        "payload NVARCHAR(MAX) NULL, dedup_window_seconds INTEGER NOT NULL, keeps_history BIT NOT NULL"
+        in declared("complete_batch")
+    )
 
 
 def test_complete_batch_writes_history_and_starts_dedup_windows_in_the_same_batch() -> None:
@@ -100,6 +105,7 @@ def test_complete_batch_writes_history_and_starts_dedup_windows_in_the_same_batc
     assert values["last_error"].endswith("ORDER BY CAST(a.[key] AS INTEGER) DESC)")
     assert history.expression.find(exp.From).this.sql("tsql") == "@done AS d"
     assert history.expression.args.get("joins") is None
+    assert history.expression.args["where"].this.sql("tsql") == "d.keeps_history = 1"
     # A finished item's key keeps matching for the queue's window: its row in sq_dedup, if it holds
     # it. Items without a key are filtered out before any seek.
     assert windows.this.name == "k"

@@ -112,12 +112,14 @@ def test_fail_writes_a_deaths_history_record_in_the_same_batch() -> None:
         "d.died_at",
         "@error",
     )
-    assert history.expression.args["where"].this.sql("tsql") == "d.status = 'dead'"
-    # The UPDATE's own join to the queue row decides whether the payload is kept; the INSERT
-    # reads sq_queues no second time.
-    assert [col.sql("tsql") for col in update.args["returning"].expressions][-1] == (
-        "CASE WHEN q.history_payload = 1 THEN inserted.payload END"
-    )
+    # Only for a death, in a queue that keeps history (retention above 0).
+    assert history.expression.args["where"].this.sql("tsql") == "d.status = 'dead' AND d.keeps_history = 1"
+    # The UPDATE's own join to the queue row decides whether the payload is kept, and whether any
+    # record is; the INSERT reads sq_queues no second time.
+    assert [col.sql("tsql") for col in update.args["returning"].expressions][-2:] == [
+        "CASE WHEN q.history_payload = 1 THEN inserted.payload END",
+        "IIF(q.retention_seconds > 0, 1, 0)",
+    ]
     assert values["payload"] == "d.payload"
     assert history.expression.args.get("joins") is None
     assert failed.sql("tsql") == "SELECT status FROM @failed"

@@ -46,6 +46,8 @@ def test_reap_expired_kills_expired_last_attempts_skipping_locked_rows_and_write
     assert isinstance(history, exp.Insert)
     values = history_values(history)
     assert (values["outcome"], values["finished_at"], values["last_error"]) == ("'dead'", "@now", "@error")
+    # A queue whose retention is 0 keeps no history.
+    assert history.expression.args["where"].this.sql("tsql") == "q.retention_seconds > 0"
     assert count.sql("tsql") == "SELECT queue, COUNT(*) AS killed FROM @killed GROUP BY queue"
 
 

@@ -20,6 +20,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
+from simplequeue.client import Client
 from simplequeue.reports.shaping import ERROR_PATTERNS, group_queues
 
 TOP_ERRORS = 10
@@ -47,6 +48,16 @@ class Aggregates:
     other: dict[str, Any] | None = None
     # The most frequent errors over every queue: error, count, queues (how many had it), example.
     errors_overall: list[dict[str, Any]] = field(default_factory=list)
+
+
+def without_history(request: ReportRequest) -> list[str]:
+    """The queues in the report's scope that keep no history (retention_seconds 0): their items
+    finish without a record, so the report cannot count them. Asked of the service by the driver."""
+    with Client(request.url, api_key=request.api_key, timeout=30.0) as sq:
+        queues = sq.queues()
+    return sorted(
+        q.name for q in queues if q.settings.get("retention_seconds") == 0 and request.queue in (None, q.name)
+    )
 
 
 def history(spark: SparkSession, request: ReportRequest) -> DataFrame:

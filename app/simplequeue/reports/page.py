@@ -48,6 +48,7 @@ th { white-space: nowrap; }
 th { background: #f5f7fa; }
 img { max-width: 100%; border: 1px solid #e4e7eb; border-radius: 4px; }
 .empty { color: #52606d; font-style: italic; }
+.note { background: #fff8e1; border-left: 4px solid #f0b429; padding: 0.5em 0.8em; }
 .error { font-family: ui-monospace, monospace; white-space: pre-wrap; word-break: break-word; }
 .example { color: #52606d; font-size: .85rem; }
 tr.other td, tr.total td { color: #52606d; }
@@ -146,8 +147,15 @@ def _error_cell(row: dict[str, Any]) -> str:
 
 
 def write_html(
-    out: Path, request: ReportRequest, aggregates: Aggregates, charts: list[tuple[str, str]], files: list[str]
+    out: Path,
+    request: ReportRequest,
+    aggregates: Aggregates,
+    charts: list[tuple[str, str]],
+    files: list[str],
+    unseen: list[str] | None = None,
 ) -> Path:
+    """The report page. `unseen`: queues in its scope that keep no history, named on the page so
+    that nobody reads their absence as no work."""
     scope = f"queue {request.queue}" if request.queue else "every queue"
     since = request.since.isoformat(timespec="seconds") if request.since else "the start of the history kept"
     parts = [
@@ -158,6 +166,13 @@ def write_html(
         f"{html.escape(request.until.isoformat(timespec='seconds'))} · made "
         f"{datetime.now(UTC).isoformat(timespec='seconds')}</p>",
     ]
+    if unseen:
+        names = ", ".join(html.escape(n) for n in unseen)
+        parts.append(
+            f"<p class='note'>Not in this report: {len(unseen)} queue{'s' if len(unseen) != 1 else ''} "
+            f"keeping no history (<code>retention_seconds</code> 0), whose finished items leave no "
+            f"record: {names}.</p>"
+        )
     if not aggregates.summary:
         parts.append("<p class='empty'>No item finished in this time range.</p>")
     else:

@@ -22,20 +22,23 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from simplequeue.reports.charts import draw_charts
-from simplequeue.reports.history import ReportRequest, aggregate, history, write_parquet
+from simplequeue.reports.history import ReportRequest, aggregate, history, without_history, write_parquet
 from simplequeue.reports.page import write_html
 
 
 def make_report(spark: SparkSession, request: ReportRequest, say: Callable[[str], None]) -> Path:
     request.out.mkdir(parents=True, exist_ok=True)
     say(f"reading the history of {request.queue or 'every queue'} from {request.url}")
+    unseen = without_history(request)
+    if unseen:  # their items finish without a record: say so before anyone reads their absence
+        say(f"not in this report, keeping no history (retention_seconds 0): {', '.join(unseen)}")
     aggregates = aggregate(history(spark, request))
     finished = sum(row["finished"] for row in aggregates.summary)
     say(f"{finished:,} finished items in {len(aggregates.summary)} queues; writing Parquet aggregates")
     files = write_parquet(request.out, aggregates)
     say("drawing charts")
     charts = draw_charts(request.out, aggregates) if aggregates.summary else []
-    return write_html(request.out, request, aggregates, charts, files)
+    return write_html(request.out, request, aggregates, charts, files, unseen)
 
 
 __all__ = ["ReportRequest", "make_report"]

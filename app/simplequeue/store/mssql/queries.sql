@@ -165,8 +165,8 @@ WHERE i.id = @id;
 -- and the dedup window; the history INSERT joins nothing, sq_dedup is sought only for items that
 -- have a dedup_key, and sq_client_ids only for items whose id a producer gave (remember_id): its
 -- claim's window starts, so a retry keeps finding the item for the queue's dedup window. The item is
--- locked before its claim, as a push locks them (see push_batch). The history record is always
--- written (retention 0 keeps it until the purge).
+-- locked before its claim, as a push locks them (see push_batch). A queue whose retention_seconds is
+-- 0 keeps no history: @done says so (keeps_history) and its items get no record.
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
 DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
@@ -177,12 +177,14 @@ DECLARE @done TABLE (
     remember_id BIT NOT NULL,
     errors NVARCHAR(MAX) NOT NULL,
     payload NVARCHAR(MAX) NULL,
-    dedup_window_seconds INT NOT NULL
+    dedup_window_seconds INT NOT NULL,
+    keeps_history BIT NOT NULL
 );
 DELETE i
 OUTPUT deleted.id, deleted.queue, deleted.attempts, deleted.created_at, deleted.first_popped_at,
        deleted.group_key, deleted.dedup_key, deleted.remember_id, deleted.errors,
-       CASE WHEN q.history_payload = 1 THEN deleted.payload END, q.dedup_window_seconds
+       CASE WHEN q.history_payload = 1 THEN deleted.payload END, q.dedup_window_seconds,
+       IIF(q.retention_seconds > 0, 1, 0)
 INTO @done
 FROM dbo.sq_items AS i WITH (FORCESEEK)
 JOIN OPENJSON(@items) WITH (id UNIQUEIDENTIFIER, token UNIQUEIDENTIFIER) AS j ON i.id = j.id
@@ -196,7 +198,8 @@ SELECT d.id, d.queue, 'completed', d.attempts, d.created_at, d.first_popped_at, 
         CROSS APPLY OPENJSON(a.value) WITH (error NVARCHAR(MAX) '$.error') AS e
         ORDER BY CAST(a.[key] AS INT) DESC),
        d.payload
-FROM @done AS d;
+FROM @done AS d
+WHERE d.keeps_history = 1;
 UPDATE k
 SET expires_at = DATEADD(SECOND, d.dedup_window_seconds, @now)
 FROM dbo.sq_dedup AS k WITH (FORCESEEK)
@@ -288,7 +291,8 @@ DECLARE @failed TABLE (
     -- include: finished_columns
     status VARCHAR(6) NOT NULL,
     died_at DATETIME2(7) NULL,
-    payload NVARCHAR(MAX) NULL
+    payload NVARCHAR(MAX) NULL,
+    keeps_history BIT NOT NULL
 );
 UPDATE i
 SET status = CASE WHEN f.dies = 1 THEN 'dead' ELSE 'ready' END,
@@ -302,7 +306,7 @@ SET status = CASE WHEN f.dies = 1 THEN 'dead' ELSE 'ready' END,
     )
 OUTPUT inserted.id, inserted.queue, inserted.attempts, inserted.created_at, inserted.first_popped_at,
        inserted.group_key, inserted.dedup_key, inserted.status, inserted.died_at,
-       CASE WHEN q.history_payload = 1 THEN inserted.payload END
+       CASE WHEN q.history_payload = 1 THEN inserted.payload END, IIF(q.retention_seconds > 0, 1, 0)
 INTO @failed
 FROM dbo.sq_items AS i
 JOIN dbo.sq_queues AS q ON q.name = i.queue
@@ -324,7 +328,7 @@ WHERE i.id = @id AND i.status <> 'dead' AND (@token IS NULL OR i.lease_token = @
 SELECT d.id, d.queue, 'dead', d.attempts, d.created_at, d.first_popped_at, d.died_at, d.group_key, d.dedup_key,
        @error, d.payload
 FROM @failed AS d
-WHERE d.status = 'dead';
+WHERE d.status = 'dead' AND d.keeps_history = 1;
 DECLARE @dead TABLE (id UNIQUEIDENTIFIER NOT NULL PRIMARY KEY);
 INSERT INTO @dead (id) SELECT id FROM @failed WHERE status = 'dead';
 -- include: dead_letter_moves
@@ -372,7 +376,8 @@ INTO @killed;
 SELECT k.id, k.queue, 'dead', k.attempts, k.created_at, k.first_popped_at, @now, k.group_key, k.dedup_key,
        @error, CASE WHEN q.history_payload = 1 THEN k.payload END
 FROM @killed AS k
-JOIN dbo.sq_queues AS q ON q.name = k.queue;
+JOIN dbo.sq_queues AS q ON q.name = k.queue
+WHERE q.retention_seconds > 0;
 DECLARE @dead TABLE (id UNIQUEIDENTIFIER NOT NULL PRIMARY KEY);
 INSERT INTO @dead (id) SELECT id FROM @killed;
 -- include: dead_letter_moves

@@ -76,8 +76,8 @@ WHERE seq = (SELECT seq FROM sq_items WHERE id = :id)
 -- Only the work an item needs: `done` reads its queue's row once (settings), for the history
 -- record and the dedup window both, sq_dedup is probed only for an item that has a dedup_key, and
 -- sq_client_ids only for an item whose id a producer gave (remember_id): its window starts too.
--- The history record is always written: a queue with retention_seconds = 0 keeps its records until
--- the next purge (docs/concepts.md, History and retention), and its stats count them until then.
+-- A queue whose retention_seconds is 0 keeps no history: no record is written (nor for a death, in
+-- fail and reap).
 present AS (
     SELECT i.id,
            CASE WHEN i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now())
@@ -102,6 +102,7 @@ present AS (
     SELECT d.id, d.queue, 'completed', d.attempts, d.created_at, d.first_popped_at, COALESCE(:now::timestamptz, now()),
            d.group_key, d.dedup_key, d.last_error, CASE WHEN (d.settings).history_payload THEN d.payload END
     FROM done AS d
+    WHERE (d.settings).retention_seconds > 0
 ), windows AS (
     UPDATE sq_dedup AS k
     SET expires_at = COALESCE(:now::timestamptz, now()) + (d.settings).dedup_window_seconds * interval '1 second'
@@ -210,7 +211,7 @@ FROM unnest(:queues::text[]) AS q(queue)
 -- and its remembered id's claim follows it.
 WITH f AS (
     SELECT i.seq, i.queue AS source, i.attempts AS source_attempts, i.first_popped_at AS source_first_popped_at,
-           q.max_attempts, q.history_payload, q.dedup_window_seconds,
+           q.max_attempts, q.history_payload, q.dedup_window_seconds, q.retention_seconds,
            (NOT :retry OR i.attempts >= q.max_attempts) AS dies, t.name AS target,
            COALESCE(t.max_attempts, q.max_attempts) AS answer_max_attempts,
            COALESCE(:retry_after, LEAST(q.backoff_cap_seconds,
@@ -238,7 +239,7 @@ WITH f AS (
       AND NOT (i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now())
                AND i.attempts >= f.max_attempts)
     RETURNING i.*, f.answer_max_attempts, f.history_payload, f.dies, f.source, f.target, f.source_attempts,
-              f.source_first_popped_at, f.dedup_window_seconds
+              f.source_first_popped_at, f.dedup_window_seconds, f.retention_seconds
 ), history AS (
     INSERT INTO sq_history (id, queue, outcome, attempts, created_at, first_popped_at, finished_at,
                             group_key, dedup_key, last_error, payload)
@@ -246,7 +247,7 @@ WITH f AS (
            COALESCE(:now::timestamptz, now()),
            d.group_key, d.dedup_key, :error::text, CASE WHEN d.history_payload THEN d.payload END
     FROM failed AS d
-    WHERE d.dies
+    WHERE d.dies AND d.retention_seconds > 0
 )
 -- include: dead_letter_moved
 SELECT d.id, d.queue, d.payload::text AS payload, d.attributes, d.status, d.attempts, d.errors::text AS errors, d.created_at,
@@ -259,7 +260,7 @@ FROM failed AS d
 -- queue with a dead-letter target, move there (see dead_letter_target).
 WITH expired AS (
     SELECT i.seq, i.queue AS source, i.attempts AS source_attempts, i.first_popped_at AS source_first_popped_at,
-           q.history_payload, q.dedup_window_seconds, true AS dies, t.name AS target
+           q.history_payload, q.dedup_window_seconds, q.retention_seconds, true AS dies, t.name AS target
     FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
 -- include: dead_letter_target
     WHERE i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now()) AND i.attempts >= q.max_attempts
@@ -279,7 +280,7 @@ WITH expired AS (
     FROM expired AS e
     WHERE i.seq = e.seq AND i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now())
     RETURNING i.*, e.history_payload, e.dies, e.source, e.target, e.source_attempts, e.source_first_popped_at,
-              e.dedup_window_seconds
+              e.dedup_window_seconds, e.retention_seconds
 ), history AS (
     INSERT INTO sq_history (id, queue, outcome, attempts, created_at, first_popped_at, finished_at,
                             group_key, dedup_key, last_error, payload)
@@ -287,6 +288,7 @@ WITH expired AS (
            COALESCE(:now::timestamptz, now()),
            d.group_key, d.dedup_key, :error::text, CASE WHEN d.history_payload THEN d.payload END
     FROM failed AS d
+    WHERE d.retention_seconds > 0
 )
 -- include: dead_letter_moved
 SELECT source AS queue, count(*) AS killed FROM failed GROUP BY source

@@ -93,14 +93,15 @@ FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
 WHERE i.id IN (SELECT value FROM json_each(:ids))
 
 -- name: write_history
--- Called with the rows' final state: before they are deleted (completed) or once dead.
+-- Called with the rows' final state: before they are deleted (completed) or once dead. A queue whose
+-- retention_seconds is 0 keeps no history: its items get no record.
 INSERT INTO sq_history (id, queue, outcome, attempts, created_at, first_popped_at, finished_at,
                         group_key, dedup_key, last_error, payload)
 SELECT i.id, i.queue, :outcome, i.attempts, i.created_at, i.first_popped_at, :now,
        i.group_key, i.dedup_key, json_extract(i.errors, '$[#-1].error'),
        CASE WHEN q.history_payload THEN i.payload END
 FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
-WHERE i.seq IN (SELECT value FROM json_each(:seqs))
+WHERE i.seq IN (SELECT value FROM json_each(:seqs)) AND q.retention_seconds > 0
 
 -- name: start_dedup_windows
 -- Items leaving the table: their dedup keys keep matching for the queue's window. Completions run
