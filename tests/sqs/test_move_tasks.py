@@ -6,18 +6,25 @@ Every wait is for a condition, with a deadline; nothing here asserts how long an
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 from uuid import uuid4
 
 import httpx
 import pytest
 from botocore.exceptions import ClientError
+from simplequeue.api.sqs.moves import MoveTask, MoveTasks, Status
+from simplequeue.domain import Draft, QueueSettings
+from simplequeue.main import store_for
+from simplequeue.service.queues import QueueService
+from simplequeue.settings import Settings
 
+from tests.engines import FakeClock
 from tests.sqs.conftest import error_code
 from tests.sqs.test_dead_letters import arn, policy, receive_once
 
@@ -40,7 +47,7 @@ def until(done: Callable[[], Any], what: str, seconds: float = 30.0) -> Any:
 def latest(sqs: Any, dlq: str, status: str) -> dict[str, Any] | None:
     """The source's latest task, once its status is `status`."""
     [task] = sqs.list_message_move_tasks(SourceArn=arn(dlq))["Results"]
-    return task if task["Status"] == status else None  # type: ignore[no-any-return]
+    return task if task["Status"] == status else None
 
 
 def count(sqs: Any, url: str) -> tuple[int, int]:
@@ -317,3 +324,93 @@ def test_the_query_protocol_answers(sqs: Any, sqs_base: str, name: str) -> None:
         400,
         "InvalidParameterValue",
     )
+
+
+# --- the task itself, in this process, with the clock in the test's hands ------------------------
+
+
+@pytest.fixture
+async def service(database_url: str, clock: FakeClock) -> AsyncIterator[QueueService]:
+    settings = Settings(database_url=database_url, db_timeout_seconds=5, sweep=False)
+    service = QueueService(store_for(settings, clock), clock)
+    await service.start(migrate=True)
+    yield service
+    await service.stop()
+
+
+async def queues_with(service: QueueService, messages: int) -> tuple[str, str]:
+    """(source, destination): the source holds `messages` messages m0, m1, ..."""
+    source, destination = f"t-{uuid4().hex[:12]}-dlq", f"t-{uuid4().hex[:12]}-to"
+    await service.put_queue(destination, QueueSettings())
+    await service.push_batch(source, [Draft(payload=f"m{k}") for k in range(messages)])
+    return source, destination
+
+
+async def bodies(service: QueueService, queue: str) -> list[str]:
+    items = await service.pop(queue, max_items=100, wait_seconds=0.0, lease_seconds=30)
+    return sorted(item.payload for item in items)
+
+
+async def test_a_task_keeps_to_its_rate_by_the_redrives_rule(service: QueueService, clock: FakeClock) -> None:
+    source, destination = await queues_with(service, 10)
+    waits: list[float] = []
+
+    async def pause(task: MoveTask, seconds: float) -> None:
+        waits.append(seconds)
+        clock.advance(seconds)
+
+    moves = MoveTasks(service, clock, pause)
+    task = moves.start(source, destination, destination, 4, 10)
+    assert task.runner is not None
+    await task.runner
+
+    assert (task.status, task.moved) == (Status.COMPLETED, 10)
+    # The k-th message moves k / 4 seconds after the start: the first at once, then one every 0.25 s.
+    assert waits == [0.25] * 9
+    assert await bodies(service, destination) == sorted(f"m{k}" for k in range(10))
+    assert await bodies(service, source) == []
+
+
+async def test_a_cancelled_task_stops_before_its_next_batch(service: QueueService, clock: FakeClock) -> None:
+    source, destination = await queues_with(service, 10)
+    pauses = 0
+
+    async def pause(task: MoveTask, seconds: float) -> None:
+        nonlocal pauses
+        pauses += 1
+        if pauses == 3:
+            moves.cancel(task)
+            assert task.status is Status.CANCELLING
+        clock.advance(seconds)
+
+    moves = MoveTasks(service, clock, pause)
+    task = moves.start(source, destination, destination, 1, 10)
+    assert task.runner is not None
+    await task.runner
+
+    assert (task.status, task.moved) == (Status.CANCELLED, 3)
+    assert await bodies(service, destination) == ["m0", "m1", "m2"]
+    assert len(await bodies(service, source)) == 7
+    assert moves.active(source) is None
+    assert moves.listed(source, 10) == [task]
+
+
+async def test_shutdown_stops_a_running_task(service: QueueService, clock: FakeClock) -> None:
+    source, destination = await queues_with(service, 5)
+
+    paused = asyncio.Event()
+
+    async def until_stopped(task: MoveTask, seconds: float) -> None:
+        paused.set()
+        await task.stop.wait()
+
+    moves = MoveTasks(service, clock, until_stopped)
+    task = moves.start(source, destination, destination, 1, 5)
+    # The first message moves at once; the second waits for a clock that stands still.
+    await asyncio.wait_for(paused.wait(), 30)
+
+    await moves.close()
+
+    assert task.runner is not None
+    assert task.runner.done()
+    assert (task.status, task.moved) == (Status.CANCELLED, 1)
