@@ -11,7 +11,8 @@ import base64
 import json
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
@@ -25,8 +26,9 @@ from simplequeue.service.queues import QueueService
 from simplequeue.settings import Settings
 
 from tests.engines import FakeClock
-from tests.sqs.conftest import error_code
+from tests.sqs.conftest import error_code, sqs_client
 from tests.sqs.test_dead_letters import arn, policy, receive_once
+from tests.test_e2e import serving
 
 NS = {"sqs": "http://queue.amazonaws.com/doc/2012-11-05/"}
 TEXT = {"DataType": "String", "StringValue": "a & <b> ✓"}
@@ -414,3 +416,47 @@ async def test_shutdown_stops_a_running_task(service: QueueService, clock: FakeC
     assert task.runner is not None
     assert task.runner.done()
     assert (task.status, task.moved) == (Status.CANCELLED, 1)
+
+
+# --- who may -------------------------------------------------------------------------------------
+
+ADMIN = ("AKIDMOVEADMIN000001", "admin-secret-" + "a" * 32)
+JOBS_ADMIN = ("AKIDMOVEJOBSADMIN01", "jobs-admin-secret-" + "j" * 32)
+CONSUMER = ("AKIDMOVECONSUMER001", "consumer-secret-" + "c" * 32)
+KEYS = [
+    {"key": ADMIN[1], "role": "admin", "access_key_id": ADMIN[0]},
+    {"key": JOBS_ADMIN[1], "role": "admin", "queues": ["jobs-*"], "access_key_id": JOBS_ADMIN[0]},
+    {"key": CONSUMER[1], "role": "consumer", "access_key_id": CONSUMER[0]},
+]
+
+
+@pytest.fixture(scope="module")
+def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    db = Path(tmp_path_factory.mktemp("sqs-move-keys")) / "keys.db"
+    with serving(f"sqlite:///{db}", env={"SIMPLEQUEUE_API_KEYS": json.dumps(KEYS)}) as base:
+        yield base
+
+
+def test_only_an_admin_of_both_queues_may_move(keyed: str) -> None:
+    admin, jobs_admin, consumer = (
+        sqs_client(keyed, aws_access_key_id=k[0], aws_secret_access_key=k[1])
+        for k in (ADMIN, JOBS_ADMIN, CONSUMER)
+    )
+    admin.create_queue(QueueName="jobs-dlq")
+    admin.create_queue(QueueName="jobs-main", Attributes={"RedrivePolicy": policy("jobs-dlq", 1)})
+    admin.create_queue(QueueName="other")
+
+    for call in (
+        lambda: consumer.start_message_move_task(SourceArn=arn("jobs-dlq")),
+        lambda: consumer.list_message_move_tasks(SourceArn=arn("jobs-dlq")),
+        lambda: jobs_admin.start_message_move_task(SourceArn=arn("jobs-dlq"), DestinationArn=arn("other")),
+    ):
+        with pytest.raises(ClientError) as e:
+            call()
+        assert error_code(e) == "AccessDenied"
+    assert jobs_admin.list_message_move_tasks(SourceArn=arn("jobs-dlq"))["Results"] == []
+
+    handle = jobs_admin.start_message_move_task(SourceArn=arn("jobs-dlq"))["TaskHandle"]
+    with pytest.raises(ClientError) as e:
+        consumer.cancel_message_move_task(TaskHandle=handle)
+    assert error_code(e) == "AccessDenied"
