@@ -327,6 +327,24 @@ def test_the_query_protocol_answers(sqs: Any, sqs_base: str, name: str) -> None:
         "InvalidParameterValue",
     )
 
+    # A task that runs (20 messages at one a second), cancelled.
+    send(sqs, dlq, [f"m{k}" for k in range(20)])
+    slow = query(
+        sqs_base,
+        Action="StartMessageMoveTask",
+        SourceArn=dlq_arn,
+        DestinationArn=to,
+        MaxNumberOfMessagesPerSecond="1",
+    )
+    handle = slow.findtext("sqs:StartMessageMoveTaskResult/sqs:TaskHandle", namespaces=NS)
+    assert handle
+    cancelled = query(sqs_base, Action="CancelMessageMoveTask", TaskHandle=handle)
+    moved = cancelled.findtext(
+        "sqs:CancelMessageMoveTaskResult/sqs:ApproximateNumberOfMessagesMoved", namespaces=NS
+    )
+    assert moved is not None
+    assert 0 <= int(moved) < 20
+
 
 # --- the task itself, in this process, with the clock in the test's hands ------------------------
 
