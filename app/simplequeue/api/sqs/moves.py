@@ -152,6 +152,9 @@ class MoveTasks:
     async def _run(self, task: MoveTask) -> None:
         try:
             await self._move(task)
+        except asyncio.CancelledError:  # shutdown did not wait for its batch to end
+            task.status = Status.CANCELLED
+            raise
         except QueueNotFound:
             task.status, task.failure = Status.FAILED, NO_QUEUE_REASON
         except (DatabaseUnavailable, SchemaNotReady):
