@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -75,6 +75,39 @@ async def pop_plan(schema: tuple[str, str], settings: dict[str, str]) -> str:
     )
 
 
+def assert_claims_by_its_indexes(plan: str) -> None:
+    """The claim of pop and complete_and_pop: ready items along sq_items_ready in pop order (no sort,
+    so the walk stops after the items it takes), leases that ran out from sq_items_lapsed by a range
+    cut off at now, and the two merged. Sorts are allowed only over those expired leases, and over the
+    merge of the two walks, each cut to :max_items by its Limit; never over a queue's items."""
+    nodes = list(plan_nodes(json.loads(plan)[0]["Plan"]))
+    scans = [n for n in nodes if n.get("Relation Name") == "sq_items" and "Scan" in n["Node Type"]]
+    assert not [n for n in scans if n["Node Type"] == "Seq Scan"], plan
+    [ready] = [n for n in scans if n.get("Index Name") == "sq_items_ready"]
+    assert ready["Index Cond"].startswith("(queue = "), plan
+    [lapsed] = [n for n in nodes if n.get("Index Name") == "sq_items_lapsed"]  # an index or bitmap scan
+    assert "visible_at <= " in lapsed["Index Cond"], plan  # only the leases that ran out are read
+    assert set(sq_items_indexes(nodes)) <= {
+        "sq_items_ready",
+        "sq_items_lapsed",
+        "sq_items_group",  # a candidate's group probe
+        "sq_items_pkey",  # the UPDATE finds its rows by key
+        "sq_items_id_key",  # complete_and_pop's completion
+    }, plan
+    for sort in (n for n in nodes if n["Node Type"] == "Sort"):
+        [below] = sort["Plans"]
+        if below["Node Type"] == "Append":  # the merge: each member is one walk, cut by its Limit
+            assert all(m["Plans"][0]["Node Type"] == "Limit" for m in below["Plans"]), plan
+        else:  # the expired leases, and nothing else of sq_items
+            assert set(sq_items_indexes(plan_nodes(sort))) <= {"sq_items_lapsed", "sq_items_group"}, plan
+            assert not [n for n in plan_nodes(sort) if n["Node Type"] == "Seq Scan"], plan
+
+
+def sq_items_indexes(nodes: Iterable[dict[str, Any]]) -> list[str]:
+    """The indexes of sq_items that these plan nodes read (index, index-only and bitmap scans)."""
+    return [str(n["Index Name"]) for n in nodes if str(n.get("Index Name")).startswith("sq_items_")]
+
+
 async def test_pop_walks_its_index_in_order_even_with_stale_statistics(schema: tuple[str, str]) -> None:
     await fill(schema, "q", "dead", 1_000)
     await fill(schema, "q", "ready", 60_000)
@@ -83,8 +116,7 @@ async def test_pop_walks_its_index_in_order_even_with_stale_statistics(schema: t
     # row here. v2's pop (more filters, a priority column) happens to plan well either way on
     # PostgreSQL 15; the setting stays as the guard, and this test holds the plan we depend on.
     plan = await pop_plan(schema, PLANNER_SETTINGS)
-    assert '"Index Name": "sq_items_pop"' in plan, plan  # the claim walks the pop index in order
-    assert '"Node Type": "Sort"' not in plan, plan
+    assert_claims_by_its_indexes(plan)  # the claim walks the ready index in order
     assert '"Node Type": "Seq Scan"' not in plan, plan  # and the update finds its rows by key
 
 
@@ -97,7 +129,7 @@ async def test_pop_ignores_many_dead_rows(schema: tuple[str, str]) -> None:
     await conn.close()
 
     plan = await pop_plan(schema, PLANNER_SETTINGS)
-    assert '"Index Name": "sq_items_pop"' in plan, plan
+    assert_claims_by_its_indexes(plan)
     assert '"Node Type": "Seq Scan"' not in plan, plan
 
 
@@ -110,7 +142,7 @@ async def test_probe_seeks_its_own_index(schema: tuple[str, str]) -> None:
 async def test_group_probe_seeks_the_group_index(schema: tuple[str, str]) -> None:
     await fill(schema, "q", "ready", 20_000, grouped=True)
     plan = await pop_plan(schema, PLANNER_SETTINGS)
-    assert '"Index Name": "sq_items_pop"' in plan, plan
+    assert_claims_by_its_indexes(plan)
     assert '"Index Name": "sq_items_group"' in plan, plan  # head-of-group: one seek per candidate
     assert '"Node Type": "Seq Scan"' not in plan, plan
 
@@ -146,7 +178,7 @@ async def test_expiry_reaches_items_by_index_only(schema: tuple[str, str]) -> No
         nodes = list(plan_nodes(json.loads(text)[0]["Plan"]))
         scanned = {n["Relation Name"] for n in nodes if n["Node Type"] == "Seq Scan"}
         assert "sq_items" not in scanned, text  # only the small tables (queues, attributes) are read whole
-        live = [n for n in nodes if n.get("Index Name") in ("sq_items_pop", "sq_items_visible")]
+        live = [n for n in nodes if n.get("Index Name") == "sq_items_visible"]
         assert any("queue = a.queue" in n.get("Index Cond", "") for n in live), text  # a queue's range
 
 
@@ -255,13 +287,61 @@ async def test_generic_plans_of_the_hot_statements_use_indexes_at_scale(
     for query, values in HOT_STATEMENTS.items():
         plan = await generic_plan_of(schema, query, **values)
         assert '"Node Type": "Seq Scan"' not in plan, (query, plan)
-        assert '"Node Type": "Sort"' not in plan, (query, plan)
+        if query in ("pop", "complete_and_pop"):
+            assert_claims_by_its_indexes(plan)  # its sorts: the expired leases and the merge only
+        else:
+            assert '"Node Type": "Sort"' not in plan, (query, plan)
         if query in ("fail", "extend", "get_item", "complete_batch", "complete_and_pop"):
             # one item, found by its id: not a walk over a queue's or every lease's rows
             assert '"Index Name": "sq_items_id_key"' in plan, (query, plan)
             assert '"Index Name": "sq_items_leased"' not in plan, (query, plan)
-    for query in ("pop", "complete_and_pop"):
-        assert '"Index Name": "sq_items_pop"' in await generic_plan_of(schema, query, **HOT_STATEMENTS[query])
+
+
+@pytest.mark.parametrize("statistics", ["stale", "analysed"])
+@pytest.mark.parametrize("query", ["pop", "complete_and_pop"])
+async def test_the_claim_walks_ready_items_and_reads_only_the_leases_that_ran_out(
+    schema: tuple[str, str], statistics: str, query: str
+) -> None:
+    await crowd(schema)  # 2,000 queues, 100,000 items, a third of them leased
+    url, name = schema
+    conn = await asyncpg.connect(url, server_settings={"search_path": name})
+    try:
+        # q1 as a busy queue finds it: ready items behind many leases in flight (older, and of
+        # higher priority, so ahead of them in pop order), and a few leases that ran out.
+        await conn.execute(
+            "UPDATE sq_items SET visible_at = now() - interval '1 minute' WHERE status = 'ready'"
+        )
+        await conn.execute(
+            "INSERT INTO sq_items (id, queue, payload, created_at, visible_at, status, lease_token, attempts,"
+            " priority)"
+            " SELECT gen_random_uuid(), 'q1', '1'::json, now() - interval '1 hour',"
+            "  now() + interval '1 minute',"
+            "  'leased', gen_random_uuid(), 1, 5 FROM generate_series(1, 20000)"
+            " UNION ALL"
+            " SELECT gen_random_uuid(), 'q1', '1'::json, now() - interval '1 hour',"
+            "  now() - interval '1 second',"
+            "  'leased', gen_random_uuid(), 1, 0 FROM generate_series(1, 5)"
+        )
+    finally:
+        await conn.close()
+    if statistics == "analysed":
+        await analyze(schema)
+    values = {**HOT_STATEMENTS[query], "max_items": 10}
+    assert_claims_by_its_indexes(await generic_plan_of(schema, query, **values))
+    nodes = await executed_generic_plan(schema, query, **values)
+    scans = {n["Index Name"]: n for n in nodes if "Index Name" in n}
+    # The walk reads the ten it takes and passes over nothing (the leases in flight ahead of them
+    # are in no index it reads); the five expired leases come first in pop order (older) and are
+    # all read, and sorted, alone.
+    assert scans["sq_items_ready"]["Actual Rows"] == 10, nodes
+    assert scans["sq_items_ready"].get("Rows Removed by Filter", 0) == 0, nodes
+    assert scans["sq_items_lapsed"]["Actual Rows"] == 5, nodes
+    [claimed] = [
+        n
+        for n in nodes
+        if n["Node Type"] == "ModifyTable" and n["Operation"] == "Update" and n["Relation Name"] == "sq_items"
+    ]
+    assert claimed["Actual Rows"] == 10, nodes  # five expired leases and the five oldest ready items
 
 
 async def test_pooled_sessions_reuse_hot_plans_and_plan_filtered_reads_for_their_values(
@@ -360,8 +440,9 @@ async def test_a_completion_reads_its_queue_once_and_sq_dedup_or_sq_client_ids_o
         nodes = await executed_generic_plan(schema, query, **values)
         [done] = [n for n in nodes if n.get("Subplan Name") == "CTE done"]
         assert done["Actual Rows"] == 1, nodes  # completed
-        # The queue's row once for the completion (complete_and_pop's pop reads its own queue's once more).
-        assert reads_of(nodes, "sq_queues") == (1 if query == "complete_batch" else 2), nodes
+        # The queue's row once for the completion (complete_and_pop's pop reads its own queue's in each
+        # of its two walks, ready items and expired leases: whether it is paused).
+        assert reads_of(nodes, "sq_queues") == (1 if query == "complete_batch" else 3), nodes
         [windows] = [n for n in nodes if n.get("Subplan Name") == "CTE windows"]
         probes = [
             n

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from simplequeue.domain import CompleteOutcome, Completion
 from simplequeue.store.protocol import Store
 
-from tests.conformance.helpers import push
+from tests.conformance.helpers import configure, push
 from tests.engines import FakeClock
 from tests.factories import new_item
 
@@ -95,3 +96,79 @@ async def test_an_items_view_says_when_it_became_or_becomes_poppable(
         None,
         clock.now + timedelta(seconds=60),
     )
+
+
+# --- leases that ran out --------------------------------------------------------------------
+
+
+async def _ready_and_expired(store: Store, queue: str, clock: FakeClock) -> None:
+    """Two leases that ran out (hi, a), one in flight (b), and ready items on either side of them
+    in pop order (top before all, mid between a and b, c to e after)."""
+    t = clock.now
+    await push(
+        store,
+        new_item(queue, "hi", priority=5, created_at=t - timedelta(seconds=10)),
+        *(new_item(queue, name, created_at=t - timedelta(seconds=s)) for name, s in [("a", 60), ("b", 50)]),
+        *(new_item(queue, name, created_at=t - timedelta(seconds=s)) for name, s in [("c", 40), ("d", 30)]),
+    )
+    assert [p.payload for p in await store.pop(queue, 2, 10)] == ["hi", "a"]
+    assert [p.payload for p in await store.pop(queue, 1, 100)] == ["b"]
+    clock.advance(11)
+    await push(
+        store,
+        new_item(queue, "top", priority=9, created_at=t),
+        new_item(queue, "mid", created_at=t - timedelta(seconds=55)),
+    )
+
+
+async def test_leases_that_ran_out_are_popped_again_in_pop_order_among_ready_items(
+    store: Store, queue: str, clock: FakeClock
+) -> None:
+    await _ready_and_expired(store, queue, clock)
+
+    first = await store.pop(queue, 4, 30)
+    assert [(p.payload, p.attempts) for p in first] == [("top", 1), ("hi", 2), ("a", 2), ("mid", 1)]
+    assert [p.payload for p in await store.pop(queue, 10, 30)] == ["c", "d"]  # b's lease still runs
+
+
+async def test_complete_and_pop_takes_leases_that_ran_out_in_pop_order_too(
+    store: Store, queue: str, clock: FakeClock
+) -> None:
+    await _ready_and_expired(store, queue, clock)
+    [top] = await store.pop(queue, 1, 30)
+    assert top.payload == "top"
+
+    outcomes, popped = await store.complete_and_pop([Completion(top.id, top.lease_token)], queue, 2, 30)
+    assert outcomes == [CompleteOutcome.COMPLETED]
+    assert [(p.payload, p.attempts) for p in popped] == [("hi", 2), ("a", 2)]
+    outcomes, popped = await store.complete_and_pop([], queue, 10, 30)
+    assert [p.payload for p in popped] == ["mid", "c", "d"]
+
+
+async def test_a_lease_that_ran_out_on_its_last_attempt_is_not_popped(
+    store: Store, queue: str, clock: FakeClock
+) -> None:
+    await configure(store, queue, max_attempts=1)
+    await push(
+        store, new_item(queue, "once", created_at=clock.now - timedelta(seconds=5)), new_item(queue, "next")
+    )
+    assert [p.payload for p in await store.pop(queue, 1, 10)] == ["once"]
+    clock.advance(11)
+    assert [p.payload for p in await store.pop(queue, 10, 30)] == ["next"]
+
+
+async def test_a_group_head_whose_lease_ran_out_is_popped_again_before_the_rest_of_its_group(
+    store: Store, queue: str, clock: FakeClock
+) -> None:
+    t = clock.now
+    await push(
+        store,
+        new_item(queue, "g1", group="g", created_at=t - timedelta(seconds=60)),
+        new_item(queue, "g2", group="g", created_at=t - timedelta(seconds=50)),
+        new_item(queue, "free", created_at=t - timedelta(seconds=40)),
+    )
+    assert [p.payload for p in await store.pop(queue, 1, 10)] == ["g1"]
+    assert [p.payload for p in await store.pop(queue, 10, 100)] == ["free"]  # g2 waits for its head
+    clock.advance(11)
+    [again] = await store.pop(queue, 10, 30)
+    assert (again.payload, again.attempts) == ("g1", 2)

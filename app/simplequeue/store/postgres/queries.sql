@@ -25,6 +25,12 @@ FROM (
 -- name: pop
 -- SKIP LOCKED: concurrent poppers pass over rows another transaction is claiming instead of
 -- queueing behind it; each row goes to exactly one of them.
+-- Two walks, merged in pop order: ready items along sq_items_ready (which holds no lease, so the
+-- walk never passes over the leases in flight), and leases that ran out along sq_items_lapsed (a
+-- range of the queue's leases cut off at now: only those, sorted). Each takes at most :max_items
+-- and locks what it takes; the first :max_items of both in pop order are the ones the single walk
+-- over every live item found. The few rows locked and not taken (only when leases ran out) are
+-- free again at commit, at the end of this statement.
 -- seq = ANY(ARRAY(...)): the claim runs once and the UPDATE finds its rows by primary key. Joined
 -- to a CTE instead, the planner may hash-join against a scan of the whole table (seen: 20,000 rows
 -- read to lease 100), a cost that grows with everything the table holds.
@@ -40,17 +46,36 @@ SET status = 'leased',
         + COALESCE(:lease_seconds, (SELECT lease_seconds FROM sq_queues WHERE name = :queue)) * interval '1 second',
     first_popped_at = COALESCE(first_popped_at, COALESCE(:now::timestamptz, now()))
 WHERE seq = ANY (ARRAY(
-    SELECT x.seq FROM sq_items AS x
-    WHERE x.queue = :queue AND x.status IN ('ready', 'leased') AND x.visible_at <= COALESCE(:now::timestamptz, now())
-      AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
-      AND (x.status = 'ready' OR x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue))
-      AND (x.group_key IS NULL OR NOT EXISTS (
-          SELECT 1 FROM sq_items AS e
-          WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
-            AND e.group_key IS NOT NULL AND e.status <> 'dead'))
-    ORDER BY x.priority DESC, x.created_at, x.seq
+    SELECT c.seq FROM (
+        SELECT r.seq, r.priority, r.created_at FROM (
+            SELECT x.seq, x.priority, x.created_at FROM sq_items AS x
+            WHERE x.queue = :queue AND x.status = 'ready' AND x.visible_at <= COALESCE(:now::timestamptz, now())
+              AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
+              AND (x.group_key IS NULL OR NOT EXISTS (
+                  SELECT 1 FROM sq_items AS e
+                  WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
+                    AND e.group_key IS NOT NULL AND e.status <> 'dead'))
+            ORDER BY x.priority DESC, x.created_at, x.seq
+            LIMIT :max_items
+            FOR UPDATE SKIP LOCKED
+        ) AS r
+        UNION ALL
+        SELECT l.seq, l.priority, l.created_at FROM (
+            SELECT x.seq, x.priority, x.created_at FROM sq_items AS x
+            WHERE x.queue = :queue AND x.status = 'leased' AND x.visible_at <= COALESCE(:now::timestamptz, now())
+              AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
+              AND x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)
+              AND (x.group_key IS NULL OR NOT EXISTS (
+                  SELECT 1 FROM sq_items AS e
+                  WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
+                    AND e.group_key IS NOT NULL AND e.status <> 'dead'))
+            ORDER BY x.priority DESC, x.created_at, x.seq
+            LIMIT :max_items
+            FOR UPDATE SKIP LOCKED
+        ) AS l
+    ) AS c
+    ORDER BY c.priority DESC, c.created_at, c.seq
     LIMIT :max_items
-    FOR UPDATE SKIP LOCKED
 ))
 RETURNING seq, id, queue, payload::text AS payload, created_at, attempts, lease_token, visible_at,
           priority, group_key, attributes
@@ -142,19 +167,40 @@ WITH
             + COALESCE(:lease_seconds, (SELECT lease_seconds FROM sq_queues WHERE name = :queue)) * interval '1 second',
         first_popped_at = COALESCE(first_popped_at, COALESCE(:now::timestamptz, now()))
     WHERE seq = ANY (ARRAY(
-        SELECT x.seq FROM sq_items AS x
-        WHERE x.queue = :queue AND x.status IN ('ready', 'leased') AND x.visible_at <= COALESCE(:now::timestamptz, now())
-          AND x.id <> ALL (:ids::uuid[])
-          AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
-          AND (x.status = 'ready' OR x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue))
-          AND (x.group_key IS NULL OR NOT EXISTS (
-              SELECT 1 FROM sq_items AS e
-              WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
-                AND e.group_key IS NOT NULL AND e.status <> 'dead'
-                AND e.id NOT IN (SELECT id FROM done)))
-        ORDER BY x.priority DESC, x.created_at, x.seq
+        SELECT c.seq FROM (
+            SELECT r.seq, r.priority, r.created_at FROM (
+                SELECT x.seq, x.priority, x.created_at FROM sq_items AS x
+                WHERE x.queue = :queue AND x.status = 'ready' AND x.visible_at <= COALESCE(:now::timestamptz, now())
+                  AND x.id <> ALL (:ids::uuid[])
+                  AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
+                  AND (x.group_key IS NULL OR NOT EXISTS (
+                      SELECT 1 FROM sq_items AS e
+                      WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
+                        AND e.group_key IS NOT NULL AND e.status <> 'dead'
+                        AND e.id NOT IN (SELECT id FROM done)))
+                ORDER BY x.priority DESC, x.created_at, x.seq
+                LIMIT :max_items
+                FOR UPDATE SKIP LOCKED
+            ) AS r
+            UNION ALL
+            SELECT l.seq, l.priority, l.created_at FROM (
+                SELECT x.seq, x.priority, x.created_at FROM sq_items AS x
+                WHERE x.queue = :queue AND x.status = 'leased' AND x.visible_at <= COALESCE(:now::timestamptz, now())
+                  AND x.id <> ALL (:ids::uuid[])
+                  AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
+                  AND x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)
+                  AND (x.group_key IS NULL OR NOT EXISTS (
+                      SELECT 1 FROM sq_items AS e
+                      WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
+                        AND e.group_key IS NOT NULL AND e.status <> 'dead'
+                        AND e.id NOT IN (SELECT id FROM done)))
+                ORDER BY x.priority DESC, x.created_at, x.seq
+                LIMIT :max_items
+                FOR UPDATE SKIP LOCKED
+            ) AS l
+        ) AS c
+        ORDER BY c.priority DESC, c.created_at, c.seq
         LIMIT :max_items
-        FOR UPDATE SKIP LOCKED
     ))
     RETURNING seq, id, queue, payload::text AS payload, created_at, attempts, lease_token, visible_at,
               priority, group_key, attributes
@@ -264,6 +310,7 @@ WITH expired AS (
     FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
 -- include: dead_letter_target
     WHERE i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now()) AND i.attempts >= q.max_attempts
+      AND i.lease_token IS NOT NULL  -- true of every lease; sq_items_leased's predicate says it
     LIMIT :limit
     FOR UPDATE OF i SKIP LOCKED
 ), failed AS (
@@ -591,7 +638,7 @@ SELECT (SELECT count(*) FROM q) AS found, (SELECT leased FROM busy) AS leased,
        (SELECT count(*) FROM history) AS history, (SELECT count(*) FROM dedup) AS dedup_keys
 
 -- name: queue_stats
--- Per queue: the live counts read sq_items_pop's rows, the dead count sq_items_dead, history
+-- Per queue: the live counts read sq_items_visible's rows, the dead count sq_items_dead, history
 -- counts sq_history_outcome; none walks the others, so a million dead or finished items do not
 -- slow the live figures down. An expired lease on its last attempt counts as dead already.
 SELECT q.name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backoff_factor, q.backoff_cap_seconds,

@@ -59,7 +59,7 @@ log = logging.getLogger("simplequeue.postgres")
 # A queue table's size swings faster than autovacuum analyses it, so the planner often thinks a
 # queue holds a handful of rows when it holds thousands. It then reads them all through a bitmap
 # scan and sorts them, on every pop (seen: 22 ms instead of 0.1 ms with 60,000 ready rows).
-# Pricing sorts out for our own sessions leaves pop one cheap plan: walking sq_items_pop in order
+# Pricing sorts out for our own sessions leaves pop one cheap plan: walking sq_items_ready in order
 # (a bitmap scan loses the order, so it would need the sort too). A penalty, not a ban: statements
 # that cannot avoid a sort (ORDER BY over unnest) still sort.
 # Generic plans: each pooled connection plans a statement once and reuses the plan. Left to
