@@ -42,6 +42,10 @@ JOIN sq_dedup AS d ON d.queue = json_extract(c.value, '$.queue') AND d.dedup_key
 -- name: pop
 -- Poppable: due, not an expired lease on its last attempt (the sweep makes that one dead), and
 -- for a grouped item, the head of its group: no live item of the group was pushed before it.
+-- Two walks, merged in pop order: ready items along sq_items_ready (which holds no lease, so the
+-- walk never passes over the leases in flight), and leases that ran out along sq_items_lapsed (a
+-- range of the queue's leases cut off at now: only those, sorted). Each takes at most :max_items;
+-- the first :max_items of both in pop order are the ones one walk over every live item found.
 UPDATE sq_items
 SET status = 'leased',
     attempts = attempts + 1,
@@ -49,15 +53,33 @@ SET status = 'leased',
     visible_at = sq_add_seconds(:now, COALESCE(:lease_seconds, (SELECT lease_seconds FROM sq_queues WHERE name = :queue))),
     first_popped_at = COALESCE(first_popped_at, :now)
 WHERE seq IN (
-    SELECT x.seq FROM sq_items AS x INDEXED BY sq_items_pop
-    WHERE x.queue = :queue AND x.status IN ('ready', 'leased') AND x.visible_at <= :now
-      AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
-      AND (x.status = 'ready' OR x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue))
-      AND (x.group_key IS NULL OR NOT EXISTS (
-          SELECT 1 FROM sq_items AS e INDEXED BY sq_items_group
-          WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
-            AND e.group_key IS NOT NULL AND e.status <> 'dead'))
-    ORDER BY x.priority DESC, x.created_at, x.seq
+    SELECT c.seq FROM (
+        SELECT * FROM (
+            SELECT x.seq, x.priority, x.created_at FROM sq_items AS x INDEXED BY sq_items_ready
+            WHERE x.queue = :queue AND x.status = 'ready' AND x.visible_at <= :now
+              AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
+              AND (x.group_key IS NULL OR NOT EXISTS (
+                  SELECT 1 FROM sq_items AS e INDEXED BY sq_items_group
+                  WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
+                    AND e.group_key IS NOT NULL AND e.status <> 'dead'))
+            ORDER BY x.priority DESC, x.created_at, x.seq
+            LIMIT :max_items
+        )
+        UNION ALL
+        SELECT * FROM (
+            SELECT x.seq, x.priority, x.created_at FROM sq_items AS x INDEXED BY sq_items_lapsed
+            WHERE x.queue = :queue AND x.status = 'leased' AND x.visible_at <= :now
+              AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
+              AND x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)
+              AND (x.group_key IS NULL OR NOT EXISTS (
+                  SELECT 1 FROM sq_items AS e INDEXED BY sq_items_group
+                  WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
+                    AND e.group_key IS NOT NULL AND e.status <> 'dead'))
+            ORDER BY x.priority DESC, x.created_at, x.seq
+            LIMIT :max_items
+        )
+    ) AS c
+    ORDER BY c.priority DESC, c.created_at, c.seq
     LIMIT :max_items
 )
 RETURNING seq, id, queue, payload, created_at, attempts, lease_token, visible_at, priority, group_key, attributes
@@ -243,7 +265,7 @@ LIMIT :limit
 SELECT i.seq
 FROM sq_queue_attributes AS a
 JOIN sq_queues AS q ON q.name = a.queue
-JOIN sq_items AS i INDEXED BY sq_items_pop ON i.queue = a.queue
+JOIN sq_items AS i INDEXED BY sq_items_visible ON i.queue = a.queue
 WHERE a.name = 'MessageRetentionPeriod' AND i.status IN ('ready', 'leased')
   AND i.created_at < sq_add_seconds(:now, -CAST(a.value AS REAL))
   AND NOT (i.status = 'leased' AND i.visible_at <= :now AND i.attempts >= q.max_attempts)
@@ -347,7 +369,7 @@ UPDATE sq_queues SET paused = :paused WHERE name = :queue
 -- Live items in one state at :now (as queue_stats counts them), oldest created first.
 SELECT i.seq, i.id, i.queue, i.payload, i.attributes, i.status, i.attempts, i.errors, i.created_at, i.visible_at, i.lease_token,
        i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at, q.max_attempts, :now AS now
-FROM sq_items AS i INDEXED BY sq_items_pop JOIN sq_queues AS q ON q.name = i.queue
+FROM sq_items AS i INDEXED BY sq_items_visible JOIN sq_queues AS q ON q.name = i.queue
 WHERE i.queue = :queue AND i.status IN ('ready', 'leased')
   AND CASE :state
         WHEN 'ready' THEN i.visible_at <= :now AND (i.status = 'ready' OR i.attempts < q.max_attempts)
@@ -381,9 +403,9 @@ JOIN sq_queues AS q ON q.name = i.queue
 WHERE d.queue = :queue AND d.dedup_key = :dedup_key
 
 -- name: live_leases
-SELECT COUNT(*) AS leased FROM sq_items AS i INDEXED BY sq_items_pop
-JOIN sq_queues AS q ON q.name = i.queue
-WHERE i.queue = :queue AND i.status IN ('ready', 'leased') AND i.status = 'leased' AND i.visible_at > :now
+-- The queue's leases still running: a range of sq_items_lapsed.
+SELECT COUNT(*) AS leased FROM sq_items AS i INDEXED BY sq_items_lapsed
+WHERE i.queue = :queue AND i.status = 'leased' AND i.visible_at > :now
 
 -- name: delete_queue_items
 DELETE FROM sq_items WHERE queue = :queue
@@ -404,30 +426,30 @@ DELETE FROM sq_queue_tags WHERE queue = :queue
 DELETE FROM sq_queues WHERE name = :queue
 
 -- name: queue_stats
--- Per queue: the live counts read sq_items_pop's rows, the dead count sq_items_dead, history
+-- Per queue: the live counts read sq_items_visible's rows, the dead count sq_items_dead, history
 -- counts sq_history_outcome; none walks the others, so a million dead or finished items do not
 -- slow the live figures down. An expired lease on its last attempt counts as dead already.
 SELECT q.name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backoff_factor,
        q.backoff_cap_seconds, q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds,
        q.history_payload, q.paused,
-       (SELECT COUNT(*) FROM sq_items AS i INDEXED BY sq_items_pop
+       (SELECT COUNT(*) FROM sq_items AS i INDEXED BY sq_items_visible
         WHERE i.queue = q.name AND i.status IN ('ready', 'leased') AND i.visible_at <= :now
           AND (i.status = 'ready' OR i.attempts < q.max_attempts)) AS ready,
-       (SELECT COUNT(*) FROM sq_items AS i INDEXED BY sq_items_pop
+       (SELECT COUNT(*) FROM sq_items AS i INDEXED BY sq_items_visible
         WHERE i.queue = q.name AND i.status IN ('ready', 'leased')
           AND i.status = 'leased' AND i.visible_at > :now) AS leased,
-       (SELECT COUNT(*) FROM sq_items AS i INDEXED BY sq_items_pop
+       (SELECT COUNT(*) FROM sq_items AS i INDEXED BY sq_items_visible
         WHERE i.queue = q.name AND i.status IN ('ready', 'leased')
           AND i.status = 'ready' AND i.visible_at > :now AND i.attempts = 0) AS delayed,
-       (SELECT COUNT(*) FROM sq_items AS i INDEXED BY sq_items_pop
+       (SELECT COUNT(*) FROM sq_items AS i INDEXED BY sq_items_visible
         WHERE i.queue = q.name AND i.status IN ('ready', 'leased')
           AND i.status = 'ready' AND i.visible_at > :now AND i.attempts > 0) AS retrying,
        (SELECT COUNT(*) FROM sq_items AS d INDEXED BY sq_items_dead
         WHERE d.queue = q.name AND d.status = 'dead')
-       + (SELECT COUNT(*) FROM sq_items AS i INDEXED BY sq_items_pop
+       + (SELECT COUNT(*) FROM sq_items AS i INDEXED BY sq_items_visible
           WHERE i.queue = q.name AND i.status IN ('ready', 'leased')
             AND i.status = 'leased' AND i.visible_at <= :now AND i.attempts >= q.max_attempts) AS dead,
-       (SELECT MIN(i.created_at) FROM sq_items AS i INDEXED BY sq_items_pop
+       (SELECT MIN(i.created_at) FROM sq_items AS i INDEXED BY sq_items_visible
         WHERE i.queue = q.name AND i.status IN ('ready', 'leased') AND i.visible_at <= :now
           AND (i.status = 'ready' OR i.attempts < q.max_attempts)) AS oldest_ready,
        (SELECT COUNT(*) FROM sq_history AS h INDEXED BY sq_history_outcome
