@@ -1,13 +1,15 @@
-"""The pop: a locking claim of the TOP rows on the filtered pop index, in priority order, that
-waits for an ordered group's earlier items; next_visible_at, which tells a waiting pop when to
-look again; and both bound through the fake connection."""
+"""The pop: a locking claim of the TOP rows of two filtered indexes (ready items, and leases that
+ran out), merged in priority order, that waits for an ordered group's earlier items; next_visible_at,
+which tells a waiting pop when to look again; and both bound through the fake connection."""
 
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from uuid import UUID, uuid4
 
+from simplequeue.store.migrations import load_migrations
 from simplequeue.store.mssql.statements import Q
 from simplequeue.store.mssql.store import MssqlStore
 from sqlglot import exp
@@ -24,6 +26,7 @@ from tests.mssql.helpers import (
     hints,
     index_hint,
     live_statuses,
+    migration_statements,
     next_visible_at_min,
     parse,
     placeholders,
@@ -31,10 +34,12 @@ from tests.mssql.helpers import (
     visible_rows,
 )
 
+READY_POP = next(m for m in load_migrations("mssql") if m.name == "ready_pop_index")
+
 
 def pop_update() -> exp.Update:
     trees = parse(Q["pop"].sql)
-    assert [type(tree) for tree in trees] == [exp.Set, exp.Set, *[exp.Declare] * 5, exp.Update]
+    assert [type(tree) for tree in trees] == [exp.Set, exp.Set, *[exp.Declare] * 6, exp.Update]
     update = trees[-1]
     assert isinstance(update, exp.Update)
     return update
@@ -55,73 +60,119 @@ def claim_select() -> exp.Select:
     return cte.this
 
 
-def group_probe() -> exp.Select:
-    [probe] = [node.this for node in claim_select().args["where"].find_all(exp.Exists)]
+def walks() -> dict[str, exp.Select]:
+    """The claim's two locking walks, by the index each names: ready items, and leases that ran out."""
+    found: dict[str, exp.Select] = {}
+    for select in claim_select().args["where"].find_all(exp.Select):
+        table = select.find(exp.From).this
+        if select.args.get("limit") is not None and table.alias == "w":
+            [index] = re.findall(r"INDEX\((\w+)\)", index_hint(table))
+            found[index] = select
+    assert sorted(found) == ["sq_items_lapsed", "sq_items_ready"]
+    return {"ready": found["sq_items_ready"], "lapsed": found["sq_items_lapsed"]}
+
+
+def group_probe(walk: exp.Select) -> exp.Select:
+    [probe] = [node.this for node in walk.args["where"].find_all(exp.Exists)]
     assert isinstance(probe, exp.Select)
     return probe
 
 
-def test_pop_claims_top_n_rows_of_sq_items_with_the_four_locking_hints_on_the_pop_index() -> None:
+def order_of(select: exp.Select) -> list[tuple[str, bool]]:
+    return [(o.this.name, bool(o.args.get("desc"))) for o in select.args["order"].expressions]
+
+
+POP_ORDER = [("priority", True), ("created_at", False), ("seq", False)]
+
+
+def test_pop_claims_through_two_walks_each_top_n_rows_with_the_four_locking_hints_on_its_index() -> None:
+    for walk in walks().values():
+        assert walk.args["limit"].expression.sql("tsql") == "@max_items"
+        table = walk.find(exp.From).this
+        assert (table.db, table.name) == ("dbo", "sq_items")
+        assert hints(table) == ["INDEX", "READCOMMITTEDLOCK", "READPAST", "ROWLOCK", "UPDLOCK"]
+    # The CTE keeps the first TOP of the walks' rows, found by key: the rows the walks locked.
     select = claim_select()
-    assert select.args.get("limit") is not None, "TOP (n)"
+    assert select.args["limit"].expression.sql("tsql") == "@max_items"
     table = select.find(exp.From).this
     assert (table.db, table.name) == ("dbo", "sq_items")
-    assert hints(table) == ["INDEX", "READCOMMITTEDLOCK", "READPAST", "ROWLOCK", "UPDLOCK"]
-    assert "sq_items_pop" in index_hint(table), "pop must walk the filtered pop index"
+    assert hints(table) == ["FORCESEEK", "ROWLOCK"]
+    members = select.args["where"].this
+    assert isinstance(members, exp.In)
+    assert members.this.sql("tsql") == "x.seq"
+    assert isinstance(members.args["query"].this, exp.Union), "the two walks, UNION ALL"
+    assert members.args["query"].this.args.get("distinct") is False
+    assert pop_declares()["max_items"] == "CAST(? AS INTEGER)"
 
 
 def test_pop_takes_the_highest_priority_first_then_the_oldest_then_insertion_order() -> None:
-    order = claim_select().find(exp.Order)
-    assert [(o.this.name, bool(o.args.get("desc"))) for o in order.expressions] == [
-        ("priority", True),
-        ("created_at", False),
-        ("seq", False),
-    ]
-    # The pop index has the same order, so the claim stops after TOP rows of a walk.
-    columns = create_index("sq_items_pop", DELIVERY).this.args["params"].args["columns"]
-    assert [(o.this.name, bool(o.args.get("desc"))) for o in columns] == [
+    assert order_of(claim_select()) == POP_ORDER
+    for walk in walks().values():
+        assert order_of(walk) == POP_ORDER
+    # The ready index has the same order, so the ready walk stops after TOP rows; the expired
+    # leases are sorted from the lapsed index's included columns, without visiting the table.
+    ready = create_index("sq_items_ready", READY_POP).this.args["params"]
+    assert [(o.this.name, bool(o.args.get("desc"))) for o in ready.args["columns"]] == [
         ("queue", False),
-        ("priority", True),
-        ("created_at", False),
-        ("seq", False),
+        *POP_ORDER,
     ]
+    lapsed = create_index("sq_items_lapsed", READY_POP).this.args["params"]
+    assert [o.this.name for o in lapsed.args["columns"]] == ["queue", "visible_at"]
+    assert {i.name for i in lapsed.args["include"]} >= {"priority", "created_at", "attempts", "group_key"}
 
 
-def test_pop_claims_only_live_due_rows_and_no_expired_lease_on_its_last_attempt() -> None:
-    where = claim_select().args["where"]
-    assert live_statuses(where) == [["leased", "ready"]] * 2, "the claim's, then the group probe's"
-    assert where.this.sql("tsql").startswith("x.queue = @queue AND x.status IN ('ready', 'leased')")
-    cutoffs = [node for node in where.find_all(exp.LTE) if node.this.name == "visible_at"]
-    assert len(cutoffs) == 1
-    assert isinstance(cutoffs[0].expression, exp.Parameter)
-    assert cutoffs[0].expression.name == "now"
-    assert "(x.status = 'ready' OR x.attempts < @max_attempts)" in where.sql("tsql")
+def test_pop_claims_only_due_rows_and_no_expired_lease_on_its_last_attempt() -> None:
+    ready, lapsed = walks()["ready"], walks()["lapsed"]
+    # Each walk repeats its filtered index's filter as a literal, so the index can serve it.
+    for walk, name, status in ((ready, "sq_items_ready", "ready"), (lapsed, "sq_items_lapsed", "leased")):
+        where = walk.args["where"].this
+        assert where.sql("tsql").startswith(
+            f"w.queue = @queue AND w.status = '{status}' AND w.visible_at <= @now"
+        )
+        index = create_index(name, READY_POP).this.args["params"]
+        assert index.args["where"].this.sql("tsql") == f"status = '{status}'"
+        cutoffs = [node for node in where.find_all(exp.LTE) if node.this.name == "visible_at"]
+        assert [(c.expression.name, type(c.expression)) for c in cutoffs] == [("now", exp.Parameter)]
+    assert "w.attempts < @max_attempts" in lapsed.args["where"].sql("tsql")
+    assert "attempts" not in ready.args["where"].sql("tsql").replace("e.", "")
     assert pop_declares()["max_attempts"] == "(SELECT max_attempts FROM dbo.sq_queues WHERE name = @queue)"
+
+
+def test_the_migration_drops_the_pop_index_and_makes_the_live_readers_index_cover_them() -> None:
+    statements = migration_statements(READY_POP)
+    assert any("DROP INDEX sq_items_pop ON dbo.sq_items" in s for s in statements)
+    visible = create_index("sq_items_visible", READY_POP).this.args["params"]
+    assert [o.this.name for o in visible.args["columns"]] == ["queue", "visible_at"]
+    assert [i.name for i in visible.args["include"]] == ["status", "attempts", "created_at"]
+    assert live_statuses(visible.args["where"]) == [["leased", "ready"]]
+    assert not [q for q in Q.values() if "sq_items_pop" in q.sql], "no statement names the dropped index"
 
 
 def test_pops_group_probe_waits_for_locked_rows_instead_of_passing_them() -> None:
     # READPAST here would skip an earlier item of the group that another transaction holds and hand
     # out a later one while it is in flight; READCOMMITTEDLOCK waits and reads the committed status.
-    probe = group_probe()
-    table = probe.find(exp.From).this
-    assert (table.db, table.name, table.alias) == ("dbo", "sq_items", "e")
-    assert hints(table) == ["INDEX", "READCOMMITTEDLOCK"]
-    assert "READPAST" not in probe.sql("tsql").upper()
-    assert "sq_items_group" in index_hint(table)
+    for walk in walks().values():
+        probe = group_probe(walk)
+        table = probe.find(exp.From).this
+        assert (table.db, table.name, table.alias) == ("dbo", "sq_items", "e")
+        assert hints(table) == ["INDEX", "READCOMMITTEDLOCK"]
+        assert "READPAST" not in probe.sql("tsql").upper()
+        assert "sq_items_group" in index_hint(table)
     assert "deliberately carries READCOMMITTEDLOCK but NOT READPAST" in Q["pop"].sql, "the comment says why"
 
 
 def test_pops_group_probe_looks_for_an_earlier_live_item_of_the_same_group() -> None:
-    where = claim_select().args["where"].sql("tsql")
-    assert "(x.group_key IS NULL OR NOT EXISTS(" in where, "ungrouped items need no probe"
-    probe = group_probe().args["where"]
-    assert live_statuses(probe) == [["leased", "ready"]]
-    for condition in ("e.queue = x.queue", "e.group_key = x.group_key", "e.seq < x.seq"):
-        assert condition in probe.sql("tsql")
-    # A filtered index serves the probe only if the probe repeats its filter as literals.
-    index = create_index("sq_items_group", DELIVERY).this.args["params"]
-    assert [o.this.name for o in index.args["columns"]] == ["queue", "group_key", "seq"]
-    assert index.args["where"].this.sql("tsql") in probe.sql("tsql").replace("e.", "")
+    for walk in walks().values():
+        where = walk.args["where"].sql("tsql")
+        assert "(w.group_key IS NULL OR NOT EXISTS(" in where, "ungrouped items need no probe"
+        probe = group_probe(walk).args["where"]
+        assert live_statuses(probe) == [["leased", "ready"]]
+        for condition in ("e.queue = w.queue", "e.group_key = w.group_key", "e.seq < w.seq"):
+            assert condition in probe.sql("tsql")
+        # A filtered index serves the probe only if the probe repeats its filter as literals.
+        index = create_index("sq_items_group", DELIVERY).this.args["params"]
+        assert [o.this.name for o in index.args["columns"]] == ["queue", "group_key", "seq"]
+        assert index.args["where"].this.sql("tsql") in probe.sql("tsql").replace("e.", "")
 
 
 def test_pop_leases_for_the_given_seconds_or_the_queues_and_outputs_the_leased_rows() -> None:
@@ -158,7 +209,8 @@ def test_pop_leases_for_the_given_seconds_or_the_queues_and_outputs_the_leased_r
 
 def test_a_paused_queue_hands_out_nothing() -> None:
     assert pop_declares()["paused"] == "COALESCE((SELECT paused FROM dbo.sq_queues WHERE name = @queue), 0)"
-    assert "@paused = 0" in claim_select().args["where"].sql("tsql")
+    for walk in walks().values():
+        assert "@paused = 0" in walk.args["where"].sql("tsql")
 
 
 def test_next_visible_at_reads_the_clock_then_each_queues_earliest_live_item() -> None:
@@ -263,7 +315,8 @@ async def test_pop_binds_a_fresh_lease_and_returns_items_in_pop_order(
     assert CLOCK in batch
     assert "DECLARE @queue NVARCHAR(4000) = N'orders';" in batch
     assert "CAST(NULLIF(N'45', N'') AS INT)" in batch
-    assert "SELECT TOP (CAST(5 AS INT)) x.seq," in batch
+    assert "DECLARE @max_items INT = CAST(5 AS INT);" in batch
+    assert "SELECT TOP (@max_items) x.seq," in batch
     assert f"lease_token = CAST(N'{lease_token}' AS UNIQUEIDENTIFIER)," in batch
     assert [item.id for item in items] == [urgent, older, newer]
     first, second = items[:2]

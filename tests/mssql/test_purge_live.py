@@ -26,7 +26,7 @@ def test_purge_live_deletes_a_batch_of_live_items_and_keeps_a_lease_dead_already
     select = delete.find(exp.CTE).this
     table = select.find(exp.From).this
     assert hints(table) == ["INDEX", "READCOMMITTEDLOCK", "READPAST", "ROWLOCK", "UPDLOCK"]
-    assert "sq_items_pop" in index_hint(table)
+    assert "sq_items_visible" in index_hint(table)  # its rows are the live items, its columns all this reads
     assert select.args.get("limit") is not None
     assert select.args["where"].this.sql("tsql") == (
         "x.queue = @queue AND x.status IN ('ready', 'leased') "
@@ -83,7 +83,7 @@ def test_expire_retained_deletes_old_live_items_of_queues_that_keep_a_period_as_
     [pick] = [s for s in delete.find_all(exp.Select)]
     items = table_named(pick, "sq_items")
     assert hints(items) == ["INDEX", "READCOMMITTEDLOCK", "READPAST", "ROWLOCK", "UPDLOCK"]
-    assert "WITH (INDEX(sq_items_pop), READCOMMITTEDLOCK" in Q["expire_retained"].sql
+    assert "WITH (INDEX(sq_items_visible), READCOMMITTEDLOCK" in Q["expire_retained"].sql
     where = pick.args["where"].this.sql("tsql")
     assert "a.name = N'MessageRetentionPeriod'" in where
     assert "i.created_at < DATEADD(SECOND, -CAST(a.value AS INTEGER), @now)" in where

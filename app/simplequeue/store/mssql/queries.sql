@@ -56,8 +56,13 @@ ORDER BY r.n;
 -- An atomic test-and-set: the CTE picks the first poppable rows and the UPDATE leases exactly the
 -- rows it picked. Poppable: due; not an expired lease on its last attempt (the sweep makes that one
 -- dead); and for a grouped item, the head of its group: no live item of the group has a smaller seq.
--- Pop order: highest priority, then oldest created_at, then first pushed. Each hint on the scan is
--- load-bearing:
+-- Pop order: highest priority, then oldest created_at, then first pushed. Two walks claim the
+-- candidates: ready items along sq_items_ready (which holds no lease, so the walk never passes over
+-- the leases in flight), and leases that ran out along sq_items_lapsed (a seek to the queue's range
+-- cut off at @now: only those, sorted). Each locks at most TOP rows; the CTE keeps the first TOP of
+-- both in pop order, the ones one walk over every live item found, and the UPDATE leases them. The
+-- few rows locked and not taken (only when leases ran out) are free again at commit, at the end of
+-- this batch. Each hint on the walks is load-bearing:
 -- READCOMMITTEDLOCK: under READ_COMMITTED_SNAPSHOT (the Azure SQL Database default) READ COMMITTED
 --   reads row versions, and READPAST/UPDLOCK would not make a locking claim; this takes locks anyway.
 -- ROWLOCK: row locks only, never page locks or escalation to the table, with which READPAST would
@@ -65,10 +70,11 @@ ORDER BY r.n;
 -- READPAST: skip rows that another popper has locked instead of waiting for it.
 -- UPDLOCK: take an update lock as each row is read, so that no other popper can claim it between
 --   this SELECT and the UPDATE (no lost update, no double lease).
--- INDEX(sq_items_pop): walk the filtered pop index in (priority DESC, created_at, seq) order and stop
---   after TOP rows. A queue table's size swings faster than statistics follow it; with stale ones the
---   optimizer may scan another index and sort every ready row on each pop (PostgreSQL was seen
---   doing exactly that: see PLANNER_SETTINGS in postgres/store.py).
+-- INDEX(sq_items_ready): walk the filtered ready index in (priority DESC, created_at, seq) order and
+--   stop after TOP rows; INDEX(sq_items_lapsed): seek the queue's expired leases. A queue table's
+--   size swings faster than statistics follow it; with stale ones the optimizer may scan another
+--   index and sort every ready row on each pop (PostgreSQL was seen doing exactly that: see
+--   PLANNER_SETTINGS in postgres/store.py).
 -- The group probe (the inner NOT EXISTS) deliberately carries READCOMMITTEDLOCK but NOT READPAST.
 -- With READPAST it would skip an earlier item of the group that another transaction holds (a popper
 -- leasing it, a worker completing it, a push not yet committed), find no live predecessor and hand
@@ -87,17 +93,37 @@ DECLARE @lease_seconds INT = COALESCE(
     CAST(NULLIF(:lease_seconds, N'') AS INT), (SELECT lease_seconds FROM dbo.sq_queues WHERE name = @queue)
 );
 DECLARE @paused BIT = COALESCE((SELECT paused FROM dbo.sq_queues WHERE name = @queue), 0);
+DECLARE @max_items INT = CAST(:max_items AS INT);
 WITH claimable AS (
-    SELECT TOP (CAST(:max_items AS INT)) x.seq, x.id, x.queue, x.payload, x.created_at, x.status, x.attempts,
+    SELECT TOP (@max_items) x.seq, x.id, x.queue, x.payload, x.created_at, x.status, x.attempts,
            x.lease_token, x.visible_at, x.first_popped_at, x.priority, x.group_key, x.attributes
-    FROM dbo.sq_items AS x WITH (INDEX(sq_items_pop), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
-    WHERE x.queue = @queue AND x.status IN ('ready', 'leased') AND x.visible_at <= @now AND @paused = 0
-      AND (x.status = 'ready' OR x.attempts < @max_attempts)
-      AND (x.group_key IS NULL OR NOT EXISTS (
-          SELECT 1
-          FROM dbo.sq_items AS e WITH (INDEX(sq_items_group), READCOMMITTEDLOCK)
-          WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
-            AND e.group_key IS NOT NULL AND e.status IN ('ready', 'leased')))
+    FROM dbo.sq_items AS x WITH (FORCESEEK, ROWLOCK)
+    WHERE x.seq IN (
+        SELECT r.seq FROM (
+            SELECT TOP (@max_items) w.seq
+            FROM dbo.sq_items AS w WITH (INDEX(sq_items_ready), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
+            WHERE w.queue = @queue AND w.status = 'ready' AND w.visible_at <= @now AND @paused = 0
+              AND (w.group_key IS NULL OR NOT EXISTS (
+                  SELECT 1
+                  FROM dbo.sq_items AS e WITH (INDEX(sq_items_group), READCOMMITTEDLOCK)
+                  WHERE e.queue = w.queue AND e.group_key = w.group_key AND e.seq < w.seq
+                    AND e.group_key IS NOT NULL AND e.status IN ('ready', 'leased')))
+            ORDER BY w.priority DESC, w.created_at, w.seq
+        ) AS r
+        UNION ALL
+        SELECT l.seq FROM (
+            SELECT TOP (@max_items) w.seq
+            FROM dbo.sq_items AS w WITH (INDEX(sq_items_lapsed), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
+            WHERE w.queue = @queue AND w.status = 'leased' AND w.visible_at <= @now AND @paused = 0
+              AND w.attempts < @max_attempts
+              AND (w.group_key IS NULL OR NOT EXISTS (
+                  SELECT 1
+                  FROM dbo.sq_items AS e WITH (INDEX(sq_items_group), READCOMMITTEDLOCK)
+                  WHERE e.queue = w.queue AND e.group_key = w.group_key AND e.seq < w.seq
+                    AND e.group_key IS NOT NULL AND e.status IN ('ready', 'leased')))
+            ORDER BY w.priority DESC, w.created_at, w.seq
+        ) AS l
+    )
     ORDER BY x.priority DESC, x.created_at, x.seq
 )
 UPDATE claimable
@@ -532,7 +558,7 @@ DECLARE @max_attempts INT = (SELECT q.max_attempts FROM dbo.sq_queues AS q WHERE
 -- include: purged_table
 WITH doomed AS (
     SELECT TOP (CAST(:limit AS INT)) x.id, x.queue, x.dedup_key, x.remember_id
-    FROM dbo.sq_items AS x WITH (INDEX(sq_items_pop), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
+    FROM dbo.sq_items AS x WITH (INDEX(sq_items_visible), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
     WHERE x.queue = @queue AND x.status IN ('ready', 'leased')
       AND NOT (x.status = 'leased' AND x.visible_at <= @now AND x.attempts >= @max_attempts)
     ORDER BY x.seq
@@ -558,7 +584,7 @@ WHERE x.seq IN (
     SELECT TOP (CAST(:limit AS INT)) i.seq
     FROM dbo.sq_queue_attributes AS a
     JOIN dbo.sq_queues AS q ON q.name = a.queue
-    JOIN dbo.sq_items AS i WITH (INDEX(sq_items_pop), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
+    JOIN dbo.sq_items AS i WITH (INDEX(sq_items_visible), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
         ON i.queue = a.queue
     WHERE a.name = N'MessageRetentionPeriod' AND i.status IN ('ready', 'leased')
       AND i.created_at < DATEADD(SECOND, -CAST(a.value AS INT), @now)
@@ -858,7 +884,7 @@ SELECT @found AS found, @leased AS leased, @deleted AS deleted, @items AS items,
 
 -- name: queue_stats
 -- '' for the queue filter lists every queue. Per queue: its settings; the live counts read the
--- filtered pop index's rows, the dead count sq_items_dead, the history counts sq_history_outcome;
+-- rows of sq_items_visible (filtered to live items), the dead count sq_items_dead, the history counts sq_history_outcome;
 -- none walks the others, so a million dead or finished items do not slow the live figures down. An
 -- expired lease on its last attempt counts as dead already. SUM over no rows is NULL, hence the
 -- COALESCE where a sum is added to.
