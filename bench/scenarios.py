@@ -345,7 +345,7 @@ class PopComplete:
 # in one statement and one commit. It keeps no lease, no history and no attempts: the floor that
 # issue 15's targets are set against. It gets the plan ours gets: the store's session settings on
 # PostgreSQL (freshly filled, the table's statistics would have the planner sort a scan for every
-# claim), and on SQLite the pop index, whose partial predicate the status IN (...) term matches.
+# claim), and on SQLite the ready index, whose partial predicate the status term matches.
 TEXTBOOK_PG = """
 DELETE FROM sq_items WHERE id = (
     SELECT id FROM sq_items
@@ -357,8 +357,8 @@ DELETE FROM sq_items WHERE id = (
 """
 TEXTBOOK_LITE = """
 DELETE FROM sq_items WHERE seq = (
-    SELECT seq FROM sq_items INDEXED BY sq_items_pop
-    WHERE queue = ? AND status IN ('ready', 'leased') AND status = 'ready' AND visible_at <= ?
+    SELECT seq FROM sq_items INDEXED BY sq_items_ready
+    WHERE queue = ? AND status = 'ready' AND visible_at <= ?
     ORDER BY priority DESC, created_at, seq
     LIMIT 1
 ) RETURNING id, payload
