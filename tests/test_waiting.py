@@ -149,8 +149,8 @@ class SlowPop:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.store, name)
 
-    async def pop(self, *args: Any) -> Any:
-        found = await self.store.pop(*args)
+    async def pop(self, *args: Any, **kwargs: Any) -> Any:
+        found = await self.store.pop(*args, **kwargs)
         self.started.set()
         await self.release.wait()
         return found

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
 from uuid import UUID, uuid4
 
+import pytest
 from simplequeue.domain import CompleteOutcome, Completion, Failure
 from simplequeue.store.protocol import Store
 
@@ -60,7 +61,10 @@ async def test_a_redriven_item_rejoins_its_group_at_the_back(store: Store, queue
     assert [p.payload for p in await store.pop(queue, 10, 30)] == ["a1"]
 
 
-async def test_groups_under_32_workers_never_overlap_and_finish_in_order(store: Store, queue: str) -> None:
+@pytest.mark.parametrize("group_runs", [False, True], ids=["heads", "runs"])
+async def test_groups_under_32_workers_never_overlap_and_finish_in_order(
+    store: Store, queue: str, group_runs: bool
+) -> None:
     groups, per_group, workers = 8, 25, 32
     pushed: dict[str, list[UUID]] = defaultdict(list)
     for n in range(per_group):
@@ -77,21 +81,23 @@ async def test_groups_under_32_workers_never_overlap_and_finish_in_order(store: 
 
     async def worker() -> None:
         for _ in range(groups * per_group + 40):  # bounded
-            batch = await store.pop(queue, rng.randint(1, 4), 120)
+            batch = await store.pop(queue, rng.randint(1, 4), 120, group_runs=group_runs)
             if not batch:
                 if sum(map(len, finished.values())) == groups * per_group:
                     return
                 await asyncio.sleep(0.005)
                 continue
-            for item in batch:
-                if item.group is not None:
-                    if item.group in in_flight:
-                        overlaps.append(item.group)
-                    in_flight.add(item.group)
+            for group in {item.group for item in batch if item.group is not None}:
+                if group in in_flight:  # held by another worker's batch
+                    overlaps.append(group)
+                in_flight.add(group)
             await asyncio.sleep(0)
-            for item in batch:
+            held = Counter(item.group for item in batch if item.group is not None)
+            for item in sorted(batch, key=lambda item: item.seq or 0):  # a run, in its order
                 if item.group is not None:
-                    in_flight.discard(item.group)
+                    held[item.group] -= 1
+                    if not held[item.group]:  # the batch's last of its group: free once completed
+                        in_flight.discard(item.group)
                     finished[item.group].append(item.id)
                 await store.complete(item.id, item.lease_token)
 
@@ -99,3 +105,51 @@ async def test_groups_under_32_workers_never_overlap_and_finish_in_order(store: 
 
     assert overlaps == []
     assert dict(finished) == dict(pushed)
+
+
+# --- runs: a head that brings the ready items behind it (SQS's FIFO receive) ------------------
+
+
+async def test_a_pop_for_runs_takes_a_groups_ready_items_behind_its_head_in_order(
+    store: Store, queue: str, clock: FakeClock
+) -> None:
+    a = [new_item(queue, f"a{n}", group="a") for n in range(1, 6)]
+    b = [new_item(queue, f"b{n}", group="b") for n in range(1, 3)]
+    loose = new_item(queue, "loose")
+    await push(store, *a[:3], b[0], loose, *a[3:], b[1])
+
+    popped = await store.pop(queue, 6, 30, group_runs=True)
+    # The heads (a1, b1, loose), then the runs behind them in seq order as far as room allows:
+    # a2, a3 and a4 (pushed before b2).
+    assert sorted(p.payload for p in popped) == ["a1", "a2", "a3", "a4", "b1", "loose"]
+    assert len({p.lease_token for p in popped}) == 1
+    assert await store.pop(queue, 10, 30, group_runs=True) == []  # a5 and b2 wait behind live items
+    assert await store.pop(queue, 10, 30) == []
+
+    # Every item of the run is leased: completed in order, the group moves on to a5.
+    for item in sorted((p for p in popped if p.group == "a"), key=lambda p: p.seq or 0):
+        await store.complete(item.id, item.lease_token)
+    assert [p.payload for p in await store.pop(queue, 10, 30, group_runs=True)] == ["a5"]
+
+
+async def test_a_run_ends_at_the_first_item_not_ready(store: Store, queue: str, clock: FakeClock) -> None:
+    await configure(store, queue, max_attempts=3)
+    a1, a2, a3 = (new_item(queue, f"a{n}", group="a") for n in (1, 2, 3))
+    await push(store, a1, a2, a3)
+    [first] = await store.pop(queue, 1, 30)
+    await store.fail(first.id, Failure("later", first.lease_token, retry_after_seconds=60))
+    assert await store.pop(queue, 10, 30, group_runs=True) == []  # the head is retrying: nothing
+
+    clock.advance(61)
+    [head] = [p for p in await store.pop(queue, 1, 30)]
+    assert head.payload == "a1"
+    await store.complete(head.id, head.lease_token)
+    delayed = new_item(queue, "a4", group="a", delay_seconds=600)
+    await push(store, delayed, new_item(queue, "a5", group="a"))
+    # a2 and a3 are ready behind the head a2; a4 is delayed, so the run stops before it (and a5).
+    assert [p.payload for p in await store.pop(queue, 10, 30, group_runs=True)] == ["a2", "a3"]
+
+
+async def test_without_runs_a_pop_keeps_one_item_of_a_group_in_flight(store: Store, queue: str) -> None:
+    await push(store, *(new_item(queue, f"a{n}", group="a") for n in range(3)))
+    assert [p.payload for p in await store.pop(queue, 10, 30)] == ["a0"]

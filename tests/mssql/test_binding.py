@@ -57,6 +57,7 @@ TAGS = '[{"n":"a","v":"b"}]'  # FOR JSON PATH's text
 PARAMETERS = {
     "push_batch": ("now", "items"),
     "pop": ("now", "queue", "lease_seconds", "max_items", "lease_token"),
+    "lease_runs": ("now", "queue", "room", "heads", "lease_seconds", "lease_token"),
     "extend": ("now", "id", "lease_token", "lease_seconds"),
     "complete_batch": ("now", "items"),
     "fail": ("now", "id", "lease_token", "retry", "retry_after", "draw", "error"),
@@ -221,9 +222,12 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     conn.reply("group_items", dead_rows())
     conn.reply("dedup_item", item_row(item_id, status="ready"))
     conn.reply("delete_queue", result(found=1, leased=0, deleted=1, items=2, history=3))
+    head = item_row(uuid4(), status="leased", lease_token=token, group_key="g")
+    conn.reply("pop", Result(["seq"], []), Result(["seq", *head.columns], [(7, *head.rows[0])]))
 
     await store.push_batch([keyed], skip_existing=False)
     await store.pop("orders", 1, None)
+    await store.pop("orders", 2, None, group_runs=True)  # a grouped head: lease_runs follows
     await store.extend(item_id, token, 30)
     await store.complete(item_id, token)
     await store.complete_batch([Completion(item_id, None)])

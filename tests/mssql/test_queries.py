@@ -57,6 +57,7 @@ def test_every_batch_that_writes_aborts_its_transaction_on_any_error(name: str) 
 def test_the_batches_that_write_are_the_ones_expected() -> None:
     assert {name for name in batches() if writes(name)} == {
         "pop",
+        "lease_runs",
         "extend",
         "complete_batch",
         "fail",

@@ -224,10 +224,11 @@ def test_fifo_groups_and_deduplication(sqs: Any, name: str) -> None:
         with pytest.raises(ClientError) as e:
             sqs.send_message(QueueUrl=url, MessageBody="x", **kwargs)
         assert error_code(e) == code, kwargs
-    # One group: its head only, until the head is deleted.
-    [head] = receive(sqs, url, MaxNumberOfMessages=10, AttributeNames=["All"])
+    # One group: a receive of one takes its head only; nothing more of the group goes out until
+    # the head is deleted.
+    [head] = receive(sqs, url, MaxNumberOfMessages=1, AttributeNames=["All"])
     assert (head["Body"], head["Attributes"]["MessageGroupId"]) == ("1", "g")
-    assert receive(sqs, url) == []
+    assert receive(sqs, url, MaxNumberOfMessages=10) == []
     sqs.delete_message(QueueUrl=url, ReceiptHandle=head["ReceiptHandle"])
     assert [m["Body"] for m in receive(sqs, url)] == ["2"]
     attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["FifoQueue"])["Attributes"]
@@ -315,11 +316,32 @@ def test_a_fifo_batch_keeps_its_order(sqs: Any, name: str) -> None:
     ]
     assert len(sqs.send_message_batch(QueueUrl=url, Entries=entries)["Successful"]) == 10
     bodies: list[str] = []
-    while len(bodies) < 10:
-        [message] = receive(sqs, url, MaxNumberOfMessages=10, WaitTimeSeconds=1)
-        bodies.append(message["Body"])
-        sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    for _ in range(10):  # bounded: one message a receive at the least
+        messages = receive(sqs, url, MaxNumberOfMessages=3, WaitTimeSeconds=1)
+        bodies += [m["Body"] for m in messages]
+        for message in messages:
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+        if len(bodies) == 10:
+            break
     assert bodies == [str(n) for n in range(10)]
+
+
+def test_a_fifo_receive_takes_a_groups_run_in_order_and_holds_the_group(sqs: Any, name: str) -> None:
+    url = sqs.create_queue(QueueName=f"{name}.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+    for n, group in enumerate("aabab"):
+        sqs.send_message(
+            QueueUrl=url, MessageBody=f"{group}{n}", MessageGroupId=group, MessageDeduplicationId=str(n)
+        )
+    first = receive(sqs, url, MaxNumberOfMessages=10, AttributeNames=["MessageGroupId"])
+    # Every message of both groups, each group's in the order sent, as SQS hands them out.
+    by_group = {g: [m["Body"] for m in first if m["Attributes"]["MessageGroupId"] == g] for g in "ab"}
+    assert by_group == {"a": ["a0", "a1", "a3"], "b": ["b2", "b4"]}
+    assert receive(sqs, url, MaxNumberOfMessages=10) == []  # both groups are in flight
+    sqs.send_message(QueueUrl=url, MessageBody="a5", MessageGroupId="a", MessageDeduplicationId="5")
+    assert receive(sqs, url, MaxNumberOfMessages=10) == []  # a new message waits behind its group
+    for message in first:
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    assert [m["Body"] for m in receive(sqs, url, MaxNumberOfMessages=10)] == ["a5"]
 
 
 def test_visibility_zero_wakes_a_long_poll_at_once(tmp_path: Path) -> None:

@@ -232,11 +232,17 @@ class QueueService:
         wait_seconds: float,
         lease_seconds: int | None,
         gone: Callable[[], Awaitable[bool]] = never_gone,
+        group_runs: bool = False,
     ) -> list[LeasedItem]:
         """Lease up to max_items, waiting up to wait_seconds for one; nothing once `gone` says
-        the caller hung up while it waited."""
+        the caller hung up while it waited. group_runs: see Store.pop."""
         items = await self._waiting.pop(
-            queue, max_items=max_items, wait_seconds=wait_seconds, lease_seconds=lease_seconds, gone=gone
+            queue,
+            max_items=max_items,
+            wait_seconds=wait_seconds,
+            lease_seconds=lease_seconds,
+            gone=gone,
+            group_runs=group_runs,
         )
         if items:
             self._events.popped(queue, len(items))

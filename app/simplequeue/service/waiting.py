@@ -95,12 +95,13 @@ class Waiting:
         wait_seconds: float,
         lease_seconds: int | None,
         gone: Callable[[], Awaitable[bool]] = never_gone,
+        group_runs: bool = False,
     ) -> list[LeasedItem]:
         """Lease what is poppable, waiting up to wait_seconds for something to be. `gone` says
         whether the caller has hung up: after each wait it is asked before leasing, so that items
-        are not leased to nobody until their leases run out."""
+        are not leased to nobody until their leases run out. group_runs: see Store.pop."""
         if wait_seconds <= 0:
-            return await self._store.pop(queue, max_items, lease_seconds)
+            return await self._store.pop(queue, max_items, lease_seconds, group_runs=group_runs)
         deadline = time.monotonic() + wait_seconds
         watch = self._watch(queue)
         watch.users += 1
@@ -112,7 +113,7 @@ class Waiting:
                     if waited and await gone():
                         watch.wake(1)  # the signal that woke this pop is another waiter's now
                         return []
-                    items = await self._store.pop(queue, max_items, lease_seconds)
+                    items = await self._store.pop(queue, max_items, lease_seconds, group_runs=group_runs)
                     if items:
                         return items
                     if watch.generation == generation:

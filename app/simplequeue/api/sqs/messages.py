@@ -193,7 +193,12 @@ async def receive_message(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
         # queue with QueueDoesNotExist, where a pop finds nothing) runs only when it found none,
         # before any wait, so a busy worker's receive is one round trip. A receive that names no
         # WaitTimeSeconds waits the queue's ReceiveMessageWaitTimeSeconds, read by that look-up.
-        items = await ctx.service.pop(queue, max_items=count, wait_seconds=0.0, lease_seconds=lease)
+        # A FIFO receive takes a group's run of messages, each group's in order, as SQS hands
+        # them out; other receivers get none of the group until they are gone.
+        runs = is_fifo(queue)
+        items = await ctx.service.pop(
+            queue, max_items=count, wait_seconds=0.0, lease_seconds=lease, group_runs=runs
+        )
         if not items:
             if wait is None:
                 wait = int((await kept_attributes(ctx, queue))["ReceiveMessageWaitTimeSeconds"])
@@ -201,8 +206,15 @@ async def receive_message(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
                 await existing(ctx, queue)
             if wait:
                 items = await ctx.service.pop(
-                    queue, max_items=count, wait_seconds=float(wait), lease_seconds=lease, gone=ctx.gone
+                    queue,
+                    max_items=count,
+                    wait_seconds=float(wait),
+                    lease_seconds=lease,
+                    gone=ctx.gone,
+                    group_runs=runs,
                 )
+        if runs:  # a group's messages in the order they were sent, whatever their created_at
+            items = sorted(items, key=lambda item: item.seq or 0)
         messages = [await _message(ctx, item, wanted, asked) for item in items]
     except QueueError as exc:
         raise from_domain(exc) from None

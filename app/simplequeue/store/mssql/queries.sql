@@ -1019,3 +1019,45 @@ WHERE moment >= @since AND moment < @until
 GROUP BY CAST(DATEDIFF_BIG(SECOND, @since, moment) / @bucket AS INT)
 ORDER BY bucket
 OPTION (RECOMPILE);
+
+-- name: lease_runs
+-- pop(group_runs=True)'s second batch, in the pop's transaction: the runs behind the group heads
+-- the pop just leased (:heads, a JSON array of their seqs). A run is the group's next live items in
+-- seq order while each is ready and due (a delayed, retrying or leased one ends it); at most :room
+-- items in all, leased with the pop's token. No other popper takes an item behind a live head, so
+-- these need no READPAST: UPDLOCK and ROWLOCK hold them from this read to the UPDATE.
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @queue NVARCHAR(4000) = :queue;
+DECLARE @room INT = CAST(:room AS INT);
+DECLARE @heads NVARCHAR(MAX) = :heads;
+DECLARE @lease_seconds INT = COALESCE(
+    CAST(NULLIF(:lease_seconds, N'') AS INT), (SELECT lease_seconds FROM dbo.sq_queues WHERE name = @queue)
+);
+WITH runs AS (
+    SELECT TOP (@room) r.seq FROM (
+        SELECT y.seq,
+               MIN(IIF(y.status = 'ready' AND y.visible_at <= @now, 1, 0))
+                   OVER (PARTITION BY y.group_key ORDER BY y.seq ROWS UNBOUNDED PRECEDING) AS unbroken,
+               ROW_NUMBER() OVER (PARTITION BY y.group_key ORDER BY y.seq) AS n
+        FROM OPENJSON(@heads) WITH (seq BIGINT '$') AS j
+        JOIN dbo.sq_items AS h ON h.seq = j.seq
+        JOIN dbo.sq_items AS y WITH (INDEX(sq_items_group), UPDLOCK, ROWLOCK)
+          ON y.queue = h.queue AND y.group_key = h.group_key AND y.seq > h.seq
+        WHERE h.queue = @queue AND h.group_key IS NOT NULL AND y.status IN ('ready', 'leased')
+    ) AS r
+    WHERE r.unbroken = 1 AND r.n <= @room
+    ORDER BY r.seq
+)
+UPDATE i
+SET status = 'leased',
+    attempts = i.attempts + 1,
+    lease_token = CAST(:lease_token AS UNIQUEIDENTIFIER),
+    visible_at = DATEADD(SECOND, @lease_seconds, @now),
+    first_popped_at = COALESCE(i.first_popped_at, @now)
+OUTPUT inserted.seq, inserted.id, inserted.queue, inserted.payload, inserted.created_at, inserted.attempts,
+       inserted.lease_token, inserted.visible_at, inserted.priority, inserted.group_key, inserted.attributes
+FROM dbo.sq_items AS i
+JOIN runs ON runs.seq = i.seq
+WHERE i.status = 'ready';

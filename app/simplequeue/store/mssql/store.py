@@ -10,6 +10,7 @@ unixODBC.
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -178,12 +179,20 @@ class MssqlStore(QueueReads):
         return results
 
     @retry_deadlocks
-    async def pop(self, queue: str, max_items: int, lease_seconds: int | None) -> list[LeasedItem]:
+    async def pop(
+        self, queue: str, max_items: int, lease_seconds: int | None, *, group_runs: bool = False
+    ) -> list[LeasedItem]:
         async with self._transaction() as conn:
-            return await self._pop(conn, queue, max_items, lease_seconds)
+            return await self._pop(conn, queue, max_items, lease_seconds, group_runs=group_runs)
 
     async def _pop(
-        self, conn: Connection, queue: str, max_items: int, lease_seconds: int | None
+        self,
+        conn: Connection,
+        queue: str,
+        max_items: int,
+        lease_seconds: int | None,
+        *,
+        group_runs: bool = False,
     ) -> list[LeasedItem]:
         values: dict[str, Param] = {
             "now": self._now(),
@@ -193,6 +202,13 @@ class MssqlStore(QueueReads):
             "lease_token": str(uuid4()),
         }
         found = await fetch(conn, "pop", **values)
+        heads = [row["seq"] for row in found if row["group_key"] is not None]
+        if group_runs and heads and len(found) < max_items:
+            # The runs behind the heads, in the same transaction (see lease_runs).
+            values["heads"] = json.dumps(heads)
+            values["room"] = max_items - len(found)
+            del values["max_items"]
+            found += await fetch(conn, "lease_runs", **values)
         return in_pop_order([(row["seq"], rows.leased_item(row)) for row in found])
 
     @retry_deadlocks

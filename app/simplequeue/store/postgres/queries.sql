@@ -22,6 +22,49 @@ FROM (
     ORDER BY 1, 2
 ) AS g
 
+-- fragment: lease
+-- A pop's lease: one token for the items one call takes, the lease from now, one more attempt.
+UPDATE sq_items
+SET status = 'leased',
+    attempts = attempts + 1,
+    lease_token = :lease_token,
+    visible_at = COALESCE(:now::timestamptz, now())
+        + COALESCE(:lease_seconds, (SELECT lease_seconds FROM sq_queues WHERE name = :queue)) * interval '1 second',
+    first_popped_at = COALESCE(first_popped_at, COALESCE(:now::timestamptz, now()))
+
+-- fragment: claim
+-- The items a pop takes (see pop): their seqs, in pop order, at most :max_items.
+SELECT c.seq FROM (
+    SELECT r.seq, r.priority, r.created_at FROM (
+        SELECT x.seq, x.priority, x.created_at FROM sq_items AS x
+        WHERE x.queue = :queue AND x.status = 'ready' AND x.visible_at <= COALESCE(:now::timestamptz, now())
+          AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
+          AND (x.group_key IS NULL OR NOT EXISTS (
+              SELECT 1 FROM sq_items AS e
+              WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
+                AND e.group_key IS NOT NULL AND e.status <> 'dead'))
+        ORDER BY x.priority DESC, x.created_at, x.seq
+        LIMIT :max_items
+        FOR UPDATE SKIP LOCKED
+    ) AS r
+    UNION ALL
+    SELECT l.seq, l.priority, l.created_at FROM (
+        SELECT x.seq, x.priority, x.created_at FROM sq_items AS x
+        WHERE x.queue = :queue AND x.status = 'leased' AND x.visible_at <= COALESCE(:now::timestamptz, now())
+          AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
+          AND x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)
+          AND (x.group_key IS NULL OR NOT EXISTS (
+              SELECT 1 FROM sq_items AS e
+              WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
+                AND e.group_key IS NOT NULL AND e.status <> 'dead'))
+        ORDER BY x.priority DESC, x.created_at, x.seq
+        LIMIT :max_items
+        FOR UPDATE SKIP LOCKED
+    ) AS l
+) AS c
+ORDER BY c.priority DESC, c.created_at, c.seq
+LIMIT :max_items
+
 -- name: pop
 -- SKIP LOCKED: concurrent poppers pass over rows another transaction is claiming instead of
 -- queueing behind it; each row goes to exactly one of them.
@@ -38,45 +81,47 @@ FROM (
 -- The probe reads this statement's snapshot, which is safe because pushes into a group commit
 -- in seq order (lock_groups): whatever head this snapshot shows, an earlier live item would show
 -- too, and an item another popper is leasing right now still shows as live, so blocks the rest.
-UPDATE sq_items
-SET status = 'leased',
-    attempts = attempts + 1,
-    lease_token = :lease_token,
-    visible_at = COALESCE(:now::timestamptz, now())
-        + COALESCE(:lease_seconds, (SELECT lease_seconds FROM sq_queues WHERE name = :queue)) * interval '1 second',
-    first_popped_at = COALESCE(first_popped_at, COALESCE(:now::timestamptz, now()))
+-- include: lease
 WHERE seq = ANY (ARRAY(
-    SELECT c.seq FROM (
-        SELECT r.seq, r.priority, r.created_at FROM (
-            SELECT x.seq, x.priority, x.created_at FROM sq_items AS x
-            WHERE x.queue = :queue AND x.status = 'ready' AND x.visible_at <= COALESCE(:now::timestamptz, now())
-              AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
-              AND (x.group_key IS NULL OR NOT EXISTS (
-                  SELECT 1 FROM sq_items AS e
-                  WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
-                    AND e.group_key IS NOT NULL AND e.status <> 'dead'))
-            ORDER BY x.priority DESC, x.created_at, x.seq
+    -- include: claim
+))
+RETURNING seq, id, queue, payload::text AS payload, created_at, attempts, lease_token, visible_at,
+          priority, group_key, attributes
+
+-- name: pop_runs
+-- pop, where a group's head brings the run behind it: the group's next live items in seq order, as
+-- long as each is ready (a delayed, retrying or leased one ends the run), up to :max_items in all.
+-- Only a caller that handles a pop's items of one group in order asks for this (the SQS door's
+-- FIFO receive); pop keeps one item of a group in flight at a time. The followers are read without
+-- a lock and need none to be ours alone: no other popper takes an item behind a live head, and the
+-- head is locked by this claim. A follower that changed since this statement's snapshot (a
+-- completion by id, a fail to dead) is left by the UPDATE's own status check.
+-- include: lease
+WHERE seq = ANY (ARRAY(
+    WITH heads AS MATERIALIZED (
+        SELECT h.seq, h.group_key FROM sq_items AS h
+        WHERE h.seq = ANY (ARRAY(
+            -- include: claim
+        ))
+    )
+    SELECT seq FROM heads
+    UNION ALL
+    SELECT f.seq FROM heads AS h CROSS JOIN LATERAL (
+        SELECT r.seq FROM (
+            SELECT y.seq,
+                   bool_and(y.status = 'ready' AND y.visible_at <= COALESCE(:now::timestamptz, now()))
+                       OVER (ORDER BY y.seq) AS unbroken
+            FROM sq_items AS y
+            WHERE h.group_key IS NOT NULL AND y.queue = :queue AND y.group_key = h.group_key
+              AND y.seq > h.seq AND y.status <> 'dead'
+            ORDER BY y.seq
             LIMIT :max_items
-            FOR UPDATE SKIP LOCKED
         ) AS r
-        UNION ALL
-        SELECT l.seq, l.priority, l.created_at FROM (
-            SELECT x.seq, x.priority, x.created_at FROM sq_items AS x
-            WHERE x.queue = :queue AND x.status = 'leased' AND x.visible_at <= COALESCE(:now::timestamptz, now())
-              AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
-              AND x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)
-              AND (x.group_key IS NULL OR NOT EXISTS (
-                  SELECT 1 FROM sq_items AS e
-                  WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
-                    AND e.group_key IS NOT NULL AND e.status <> 'dead'))
-            ORDER BY x.priority DESC, x.created_at, x.seq
-            LIMIT :max_items
-            FOR UPDATE SKIP LOCKED
-        ) AS l
-    ) AS c
-    ORDER BY c.priority DESC, c.created_at, c.seq
+        WHERE r.unbroken
+    ) AS f
     LIMIT :max_items
 ))
+  AND status IN ('ready', 'leased')
 RETURNING seq, id, queue, payload::text AS payload, created_at, attempts, lease_token, visible_at,
           priority, group_key, attributes
 

@@ -216,11 +216,13 @@ class PostgresStore(QueueReads):
             )
         return [None if r["id"] is None else Pushed(r["id"], r["created_at"], r["created"]) for r in found]
 
-    async def pop(self, queue: str, max_items: int, lease_seconds: int | None) -> list[LeasedItem]:
+    async def pop(
+        self, queue: str, max_items: int, lease_seconds: int | None, *, group_runs: bool = False
+    ) -> list[LeasedItem]:
         async with self._conn() as conn:
             found = await fetch(
                 conn,
-                "pop",
+                "pop_runs" if group_runs else "pop",
                 queue=queue,
                 now=self._now(),
                 max_items=max_items,

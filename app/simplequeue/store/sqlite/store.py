@@ -208,9 +208,11 @@ class SqliteStore(QueueReads):
         assert not (skip_existing and any(i.dedup_key for i in items)), "dedup keys need skip_existing=False"
         return await self._transaction(transactions.push_batch, items, skip_existing, self._clock())
 
-    async def pop(self, queue: str, max_items: int, lease_seconds: int | None) -> list[LeasedItem]:
+    async def pop(
+        self, queue: str, max_items: int, lease_seconds: int | None, *, group_runs: bool = False
+    ) -> list[LeasedItem]:
         now = to_text(self._clock())
-        return await self._transaction(transactions.pop, queue, max_items, lease_seconds, now)
+        return await self._transaction(transactions.pop, queue, max_items, lease_seconds, now, group_runs)
 
     async def extend(self, item_id: UUID, lease_token: UUID, lease_seconds: int) -> ItemView:
         now = self._clock()

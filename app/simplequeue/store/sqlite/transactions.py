@@ -106,17 +106,30 @@ def claim_dedup_keys(
 
 
 def pop(
-    conn: sqlite3.Connection, queue: str, max_items: int, lease_seconds: int | None, now: str
+    conn: sqlite3.Connection,
+    queue: str,
+    max_items: int,
+    lease_seconds: int | None,
+    now: str,
+    group_runs: bool = False,
 ) -> list[LeasedItem]:
+    """Lease what is poppable (see Store.pop); with group_runs, the heads' runs too."""
+    token = str(uuid4())
     found = statements.rows(
-        conn,
-        "pop",
-        queue=queue,
-        max_items=max_items,
-        now=now,
-        lease_token=str(uuid4()),
-        lease_seconds=lease_seconds,
+        conn, "pop", queue=queue, max_items=max_items, now=now, lease_token=token, lease_seconds=lease_seconds
     )
+    heads = [row["seq"] for row in found if row["group_key"] is not None]
+    if group_runs and heads and len(found) < max_items:
+        found += statements.rows(
+            conn,
+            "lease_runs",
+            heads=json.dumps(heads),
+            room=max_items - len(found),
+            queue=queue,
+            now=now,
+            lease_token=token,
+            lease_seconds=lease_seconds,
+        )
     return in_pop_order([(row["seq"], rows.leased_item(row)) for row in found])
 
 
