@@ -538,6 +538,16 @@ def test_settings_are_edited_and_the_queue_deleted(chromium: str, service: str, 
         expect(page.locator("#settings-message")).to_contain_text("Saved")
         settings = api.get("/queues/mail").json()["settings"]
         assert (settings["max_attempts"], settings["retention_seconds"]) == (7, 3600)
+        page.click('a[data-tab="history"]')
+        expect(page.locator("#items, #empty").first).to_be_visible()
+        expect(page.locator("#no-history")).to_have_count(0)
+        # A queue that keeps no history says so where its history would be.
+        api.put("/queues/mail", json={**settings, "retention_seconds": 0}).raise_for_status()
+        page.reload()
+        expect(page.locator("#no-history")).to_contain_text("keeps no history")
+        api.put("/queues/mail", json=settings).raise_for_status()
+        page.goto(f"{service}/ui/#/queues/mail/settings")
+        expect(page.locator("#set-max_attempts")).to_have_value("7")
         # What the API refuses, it says why, in the form and next to the field.
         page.fill("#set-max_attempts", "0")
         page.click("#save-settings")

@@ -190,7 +190,7 @@ function clock(date) {
   return date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
 }
 
-function chartSection(activity, title) {
+function chartSection(activity, title, unkept = false) {
   const switcher = el("div", { class: "spans", role: "group", "aria-label": "Time span" },
     ...Object.entries(SPANS).map(([id, s]) => el("button", {
       class: id === span ? "" : "secondary", "data-span": id, "aria-pressed": String(id === span),
@@ -204,7 +204,8 @@ function chartSection(activity, title) {
   const legend = el("ul", { class: "legend" }, ...SERIES.map((s) => el("li", { "data-series": s.key },
     el("span", { class: `swatch s-${s.key}` }), `${s.label} `, el("strong", {}, totals[s.key]))));
   return el("section", { class: "chart" }, head, legend, drawChart(activity, totals),
-    el("p", { class: "muted small" }, `Per ${SPANS[span].per}; pushed by creation time, failures of items since completed are not counted.`));
+    el("p", { class: "muted small" }, `Per ${SPANS[span].per}; pushed by creation time, failures of items since completed are not counted.` +
+      (unkept ? " Completions and deaths are counted from history, which this queue does not keep." : "")));
 }
 
 function drawChart(activity, totals) {
@@ -467,9 +468,13 @@ async function queuePage(show, name, tab) {
   here = name;
   const [bulkBar, table] = itemsTable(name, tab, page, true);
   const empty = tab === "history" ? "No finished items within the queue's retention." : `No ${tab} items.`;
-  show(...queueHead(q), cards(q), chartSection(activity, "Activity"), toolbar(q, tab, page), tabsNav(q, tab),
+  // A queue whose retention is 0 writes no history at all: say so where its history would be.
+  const unkept = tab === "history" && q.settings.retention_seconds === 0
+    ? el("p", { class: "muted", id: "no-history" }, "This queue keeps no history: its retention_seconds is 0, so its items finish without a record. Set a retention in its settings to keep some.")
+    : "";
+  show(...queueHead(q), cards(q), chartSection(activity, "Activity", q.settings.retention_seconds === 0), toolbar(q, tab, page), tabsNav(q, tab), unkept,
     el("div", { class: "above-table" }, page.items.length ? bulkBar : "", page.next_cursor || p.before.length ? pager(page) : ""),
-    page.items.length === 0 && p.before.length === 0 ? el("p", { class: "muted", id: "empty" }, empty) : table);
+    page.items.length === 0 && p.before.length === 0 ? (unkept ? "" : el("p", { class: "muted", id: "empty" }, empty)) : table);
 }
 
 // --- a search's results: the item holding a dedup key, and a group's live items ---------------------
