@@ -198,6 +198,17 @@ async def _pop(engine: str, window: float, figures: list[Figure], raw: dict[str,
             "≥ 0.5x",
         )
     )
+    figures.append(
+        Figure(
+            "3d. 3c's loop on a queue keeping no history (retention_seconds 0) vs 3c",
+            engine,
+            measured.unkept,
+            "items/s",
+            measured.acknowledging,
+            "3c: the same loop, history kept",
+            "≥ 1x",
+        )
+    )
     print(
         f"[{engine}] pop+complete {ours_pc:.0f}/s, pop completing the previous "
         f"{measured.acknowledging:.0f}/s, raw {raw_pc:.0f}/s, textbook {textbook_pc:.0f}/s",

@@ -280,11 +280,15 @@ async def pop_complete(engine: str, seconds: float) -> PopComplete:
     claim+delete, one statement and one commit per item; and where the server's time goes under
     ours (a second window, sampled by py-spy, so that sampling does not slow the counted one)."""
     pg = engine == "postgresql"
-    meters = {name: profile.CpuMeter(postgres=pg) for name in ("pop + DELETE", "pop completing", "textbook")}
+    meters = {
+        name: profile.CpuMeter(postgres=pg)
+        for name in ("pop + DELETE", "pop completing", "no history", "textbook")
+    }
     async with database(engine) as url:
         with server(url, access_log="false") as base:
             await fill(base, "work", 60_000)
-            meters["pop + DELETE"].server_pid = meters["pop completing"].server_pid = PIDS[base]
+            for name in ("pop + DELETE", "pop completing", "no history"):
+                meters[name].server_pid = PIDS[base]
             async with session(base) as http:
 
                 async def one() -> int:
@@ -301,15 +305,26 @@ async def pop_complete(engine: str, seconds: float) -> PopComplete:
                 # The SDK worker's loop: each pop completes the item handled before it, one
                 # request per item (the finished items are shared out, one per request).
                 finished: deque[dict[str, str]] = deque()
+                queue = "work"
 
                 async def acknowledging() -> int:
                     done = [finished.popleft()] if finished else []
-                    body = {"queue": "work", "complete": done}
+                    body = {"queue": queue, "complete": done}
                     popped = (await post(http, "/pop", body))["items"]
                     finished.extend({"id": i["id"], "lease_token": i["lease_token"]} for i in popped)
                     return len(popped)
 
                 acked = await counted_rate(seconds, 1, acknowledging, CONCURRENCY, meters["pop completing"])
+                # The same loop on a queue that keeps no history (retention_seconds 0): what the
+                # history record costs each item, measured beside it.
+                async with http.put("/queues/unkept", json={"retention_seconds": 0}) as made:
+                    made.raise_for_status()
+                await fill(base, "unkept", 60_000)
+                finished.clear()
+                queue = "unkept"
+                unkept = await counted_rate(seconds, 1, acknowledging, CONCURRENCY, meters["no history"])
+                queue = "work"
+                finished.clear()
                 sampling = asyncio.ensure_future(profile.record(PIDS[base], seconds))
                 await counted_rate(seconds, 1, acknowledging, CONCURRENCY)
                 stacks = await sampling
@@ -321,10 +336,13 @@ async def pop_complete(engine: str, seconds: float) -> PopComplete:
     per_item = {
         "pop + DELETE over HTTP (3, 3b)": meters["pop + DELETE"].per_operation(),
         "pop completing the previous item over HTTP (3c)": meters["pop completing"].per_operation(),
+        "3c on a queue keeping no history (3d)": meters["no history"].per_operation(),
         "textbook claim+delete, raw driver": meters["textbook"].per_operation(),
     }
     cpu = profile.cpu_table(f"{engine}: CPU per item, by process (same run)", per_item)
-    return PopComplete(ours, acked, raw, textbook, profile.summary(stacks, title) + "\n" + cpu, per_item)
+    return PopComplete(
+        ours, acked, raw, textbook, profile.summary(stacks, title) + "\n" + cpu, per_item, unkept
+    )
 
 
 @dataclass(frozen=True)
@@ -339,6 +357,8 @@ class PopComplete:
     profile: str
     cpu: dict[str, dict[str, float]]
     """Microseconds of CPU per item, by loop and by process (profile.CpuMeter.per_operation)."""
+    unkept: float
+    """Items/s of 3c's loop on a queue whose retention_seconds is 0 (no history records)."""
 
 
 # The textbook queue loop: claim the first ready row, skipping those others hold, and delete it,
