@@ -1,6 +1,6 @@
-"""What the Spark test modules share: a local Spark session per module (local[2, 3]: two cores, a
-task may fail twice; a session time zone that is not UTC, on purpose) and a live service on SQLite
-and on PostgreSQL."""
+"""What the Spark test modules share: one local Spark session for the whole run (local[2, 3]: two
+cores, a task may fail twice; a session time zone that is not UTC, on purpose), and a live service
+on SQLite and on PostgreSQL per module."""
 
 from __future__ import annotations
 
@@ -17,26 +17,45 @@ from simplequeue.spark import register
 
 from tests.test_e2e import serving
 
+_session: SparkSession | None = None
 
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
+
+def shared_session(config: pytest.Config) -> SparkSession:
+    """The run's Spark session, started by the first module that needs it and stopped when pytest
+    ends: a JVM and its warm-up cost seconds each time, and no test changes the session's settings
+    (each stream stops before its test ends)."""
+    global _session
     if shutil.which("java") is None:
         if os.environ.get("CI") == "true":
             pytest.fail("CI needs Java for the Spark tests")
         pytest.skip("no java")
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = (
-        SparkSession.builder.master("local[2, 3]")  # two cores, a task may fail twice
-        .appName("simplequeue-tests")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.session.timeZone", "America/New_York")  # not UTC, on purpose
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    register(session)
-    yield session
-    session.stop()
+    if _session is None:
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+        session = (
+            SparkSession.builder.master("local[2, 3]")  # two cores, a task may fail twice
+            .appName("simplequeue-tests")
+            .config("spark.sql.shuffle.partitions", "2")
+            .config("spark.ui.enabled", "false")
+            .config("spark.sql.session.timeZone", "America/New_York")  # not UTC, on purpose
+            .getOrCreate()
+        )
+        session.sparkContext.setLogLevel("ERROR")
+        register(session)
+        _session = session
+        config.add_cleanup(_stop)
+    return _session
+
+
+def _stop() -> None:
+    global _session
+    if _session is not None:
+        _session.stop()
+        _session = None
+
+
+@pytest.fixture(scope="module")
+def spark(request: pytest.FixtureRequest) -> SparkSession:
+    return shared_session(request.config)
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])

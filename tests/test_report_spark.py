@@ -3,11 +3,6 @@ regexp_replace and Python's re give the same text for each message."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import sys
-from collections.abc import Iterator
-
 import pytest
 
 pytest.importorskip("pyspark", reason="pip install 'simplequeue[spark]'")
@@ -16,17 +11,12 @@ from pyspark.sql import SparkSession
 from simplequeue.reports.history import normalised_error
 from simplequeue.reports.shaping import normalise_error
 
+from tests.sparking import shared_session
+
 
 @pytest.fixture(scope="module")
-def session() -> Iterator[SparkSession]:
-    if shutil.which("java") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI needs Java for the Spark tests")
-        pytest.skip("no java")
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
-    yield spark
-    spark.stop()
+def session(request: pytest.FixtureRequest) -> SparkSession:
+    return shared_session(request.config)
 
 
 MESSAGES = [
