@@ -93,17 +93,23 @@ def test_the_blocks_of_a_page_run_in_order_against_a_live_service(
             )
             where = ran.stderr.rsplit("--- ", 1)[-1].splitlines()[0] if "--- " in ran.stderr else page
             assert ran.returncode == 0, f"{where} failed:\n{ran.stdout[-2000:]}\n{ran.stderr[-2000:]}"
-        for number, block in enumerate(b for b in found if b.language == "python"):
-            source = tmp_path / f"block_{number}.py"
+        python = [b for b in found if b.language == "python"]
+        sources = [tmp_path / f"block_{number}.py" for number in range(len(python))]
+        for source, block in zip(sources, python, strict=True):
             source.write_text(ADDRESS.sub(address, block.text), encoding="utf-8")
+        if python:
+            # One mypy run checks every block (each its own module, as if run alone): a run spends
+            # most of its time loading the libraries' types, the same for every block.
             typed = subprocess.run(
-                [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(source)],
+                [sys.executable, "-m", "mypy", "--strict", "--no-incremental", *map(str, sources)],
                 cwd=ROOT,
                 capture_output=True,
                 text=True,
                 timeout=RUNS_IN,
             )
-            assert typed.returncode == 0, f"{page}:{block.line} is not mypy --strict clean:\n{typed.stdout}"
+            lines = ", ".join(f"{s.name} is {page}:{b.line}" for s, b in zip(sources, python, strict=True))
+            assert typed.returncode == 0, f"{page} is not mypy --strict clean ({lines}):\n{typed.stdout}"
+        for source, block in zip(sources, python, strict=True):
             ran = subprocess.run(
                 [sys.executable, str(source)],
                 cwd=ROOT,
