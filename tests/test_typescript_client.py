@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.installs import npm_ci
 from tests.test_e2e import serving
 
 pytestmark = pytest.mark.e2e
@@ -34,12 +35,12 @@ def run(*command: str, timeout: float = 300) -> str:
 
 @pytest.fixture(scope="module")
 def tools() -> Path:
-    """clients/typescript/node_modules/.bin, installed by `npm ci` once per run."""
+    """clients/typescript/node_modules/.bin, installed by `npm ci` once per package-lock.json."""
     if shutil.which("npm") is None or shutil.which("node") is None:
         if os.environ.get("CI") == "true":
             pytest.fail("CI needs node and npm for the TypeScript client check")
         pytest.skip("node and npm are not installed")
-    run("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
+    npm_ci(CLIENT)
     return CLIENT / "node_modules" / ".bin"
 
 

@@ -23,6 +23,8 @@ from uuid import uuid4
 
 import pytest
 
+from tests.installs import npm_ci
+
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).parent.parent.parent
@@ -44,12 +46,12 @@ def run(*command: str, timeout: float = 300) -> str:
 
 @pytest.fixture(scope="module")
 def node() -> str:
-    """node, with clients/sqs-js/node_modules installed by `npm ci` once per module."""
+    """node, with clients/sqs-js/node_modules installed by `npm ci` once per package-lock.json."""
     if shutil.which("npm") is None or shutil.which("node") is None:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail("CI needs node and npm for the JavaScript SDK check")
         pytest.skip("node and npm are not installed")
-    run("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
+    npm_ci(CLIENT)
     return "node"
 
 

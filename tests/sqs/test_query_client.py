@@ -1,20 +1,21 @@
 """The query protocol as a real client speaks it: boto3 1.28 / botocore 1.31.80 (the last SQS model
 before the JSON protocol), in a venv of its own, runs tests/sqs/query_client.py against the door on
 every engine. SIMPLEQUEUE_TEST_QUERY_PYTHON may name a python that has it; else the venv is built
-here (skipped when it cannot be installed, failed under CI)."""
+once, as .venv-query-client-* in the project's root (skipped when it cannot be installed, failed
+under CI)."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.engines import REQUIRE_POSTGRES
+from tests.installs import pip_venv
 
 OLD_CLIENT = ["botocore==1.31.80", "boto3==1.28.80"]
 MD5_ALL = "2a8c5d4c1c5e810eae3baa6c3dce8a99"
@@ -23,25 +24,15 @@ SCRIPT = Path(__file__).with_name("query_client.py")
 
 
 @pytest.fixture(scope="module")
-def old_python(tmp_path_factory: pytest.TempPathFactory) -> str:
+def old_python() -> str:
     given = os.environ.get("SIMPLEQUEUE_TEST_QUERY_PYTHON")
     if given:
         return given
-    venv = Path(tmp_path_factory.mktemp("query-venv"))
-    python = venv / "bin" / "python"
-    built = subprocess.run([sys.executable, "-m", "venv", str(venv)], capture_output=True, text=True)
-    if built.returncode == 0:
-        built = subprocess.run(
-            [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *OLD_CLIENT],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-    if built.returncode != 0:
-        message = f"cannot install {' '.join(OLD_CLIENT)}: {built.stderr[-500:]}"
+    python, problem = pip_venv("query-client", OLD_CLIENT)
+    if problem:
         if REQUIRE_POSTGRES:  # under CI
-            pytest.fail(message)
-        pytest.skip(message)
+            pytest.fail(problem)
+        pytest.skip(problem)
     return str(python)
 
 
