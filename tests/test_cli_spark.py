@@ -36,30 +36,9 @@ WITHOUT_PYSPARK = (
 
 
 # The JVM each Spark command starts, tuned for a short life: the first JIT tier only and the serial
-# collector (a JVM that lives seconds spends much of its CPU compiling and collecting on every
-# core), and the classes the first command loaded kept in a class-data archive that the later ones
-# map instead of loading them again. These settings change how fast the JVM starts, not what Spark
-# does; they halve each command's time.
-_jvm: dict[str, Path] = {}
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _class_archive(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    _jvm["archive"] = tmp_path_factory.mktemp("jvm") / "spark.jsa"
-    yield
-    _jvm.pop("archive").unlink(missing_ok=True)  # some 150 MB
-
-
-def java_options() -> str:
-    archive = _jvm.get("archive")
-    # The JVM's own warnings on stderr, not in the command's output (Spark's launcher, a JVM too,
-    # warns that the archive is not for its classes).
-    options = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xlog:disable -Xlog:all=warning:stderr"
-    if archive is None:
-        return options
-    if archive.exists():
-        return f"{options} -XX:SharedArchiveFile={archive}"
-    return f"{options} -XX:ArchiveClassesAtExit={archive}"
+# collector (a JVM that lives seconds spends much of its CPU compiling and collecting, on cores the
+# command's Python and the service share). How fast the JVM starts, not what Spark does.
+JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +68,7 @@ def run(
         "PATH": os.environ["PATH"],
         "HOME": os.environ.get("HOME", "/tmp"),
         "SIMPLEQUEUE_URL": url,
-        "JAVA_TOOL_OPTIONS": java_options(),
+        "JAVA_TOOL_OPTIONS": JAVA_OPTIONS,
     }
     if key:
         env["SIMPLEQUEUE_API_KEY"] = key
