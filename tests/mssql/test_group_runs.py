@@ -14,20 +14,8 @@ from simplequeue.store.mssql.store import MssqlStore
 from sqlglot import exp
 
 from tests.mssql.helpers import FakeConnection, Result, hints, index_hint, parse
+from tests.mssql.test_pop import POP_COLUMNS as COLUMNS
 
-COLUMNS = [
-    "seq",
-    "id",
-    "queue",
-    "payload",
-    "created_at",
-    "attempts",
-    "lease_token",
-    "visible_at",
-    "priority",
-    "group_key",
-    "attributes",
-]
 CREATED = datetime(2026, 2, 1, 8, 0, 0)
 UNTIL = datetime(2026, 2, 1, 8, 1, 0)
 

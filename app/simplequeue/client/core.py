@@ -391,10 +391,16 @@ class AsyncClient:
     ) -> DeadPage:
         """Dead items (died_at in [since, until) when given), newest dead first, with payloads."""
         params: dict[str, str | int] = {"limit": limit}
-        for name, value in (("since", _iso(since)), ("until", _iso(until)), ("cursor", cursor)):
+        for name, value in (("since", _iso(since)), ("until", _iso(until))):
             if value is not None:
                 params[name] = value
-        answer = await self._json("GET", f"/queues/{queue}/dead", retry=Repeat.ANY, params=params)
+        return await self._item_page(f"/queues/{queue}/dead", params, cursor)
+
+    async def _item_page(self, path: str, params: dict[str, str | int], cursor: str | None) -> DeadPage:
+        """One page of a listing of items (dead, peeked, a group's), after `cursor` if given."""
+        if cursor:
+            params["cursor"] = cursor
+        answer = await self._json("GET", path, retry=Repeat.ANY, params=params)
         return DeadPage([ItemInfo.of(i) for i in answer["items"]], answer["next_cursor"])
 
     async def history(
@@ -448,21 +454,14 @@ class AsyncClient:
         self, queue: str, state: str = "ready", *, limit: int = 100, cursor: str | None = None
     ) -> DeadPage:
         """Live items in one state (ready, delayed, retrying, leased), oldest first, leasing nothing."""
-        params: dict[str, str | int] = {"state": state, "limit": limit}
-        if cursor:
-            params["cursor"] = cursor
-        answer = await self._json("GET", f"/queues/{queue}/items", retry=Repeat.ANY, params=params)
-        return DeadPage([ItemInfo.of(i) for i in answer["items"]], answer["next_cursor"])
+        return await self._item_page(f"/queues/{queue}/items", {"state": state, "limit": limit}, cursor)
 
     async def group_items(
         self, queue: str, group: str, *, limit: int = 100, cursor: str | None = None
     ) -> DeadPage:
         """An ordered group's live items in group order (its head first), leasing nothing."""
         params: dict[str, str | int] = {"group": group, "limit": limit}
-        if cursor:
-            params["cursor"] = cursor
-        answer = await self._json("GET", f"/queues/{queue}/items/by-group", retry=Repeat.ANY, params=params)
-        return DeadPage([ItemInfo.of(i) for i in answer["items"]], answer["next_cursor"])
+        return await self._item_page(f"/queues/{queue}/items/by-group", params, cursor)
 
     async def find_by_dedup_key(self, queue: str, dedup_key: str) -> ItemInfo:
         """The item, live or dead, that holds the dedup key in the queue; ItemNotFound if none does."""

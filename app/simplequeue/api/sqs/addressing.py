@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from simplequeue.api.sqs import attributes, params
@@ -35,3 +36,19 @@ async def kept_attributes(ctx: Context, name: str) -> dict[str, str]:
     except QueueNotFound:
         raise no_queue() from None
     return attributes.kept_of(metadata, ctx.service.max_payload_bytes)
+
+
+async def dead_letter_sources(
+    ctx: Context, dlq: str, wanted: Callable[[str], bool] = lambda name: True
+) -> AsyncIterator[str]:
+    """The queues whose RedrivePolicy names `dlq`, by name, of those `wanted` says to look at
+    (asked before their metadata is read). A queue deleted meanwhile is passed over."""
+    for queue in sorted(q.name for q in await ctx.service.list_queues()):
+        if not wanted(queue):
+            continue
+        try:
+            metadata = await ctx.service.queue_metadata(queue)
+        except QueueNotFound:
+            continue
+        if metadata.attributes.get(attributes.DEAD_LETTER_QUEUE) == dlq:
+            yield queue

@@ -31,7 +31,8 @@ from typing import Any
 from uuid import UUID, uuid4
 
 from simplequeue.api.auth import Action
-from simplequeue.api.sqs import attributes, params
+from simplequeue.api.sqs import params
+from simplequeue.api.sqs.addressing import dead_letter_sources
 from simplequeue.api.sqs.context import Context
 from simplequeue.api.sqs.errors import SqsError, invalid, unsupported
 from simplequeue.domain import (
@@ -247,19 +248,6 @@ async def _queue_of_arn(ctx: Context, p: dict[str, Any], parameter: str) -> str:
     return name
 
 
-async def _sources(ctx: Context, dlq: str) -> list[str]:
-    """The queues whose RedrivePolicy names `dlq`, by name."""
-    found: list[str] = []
-    for queue in sorted(q.name for q in await ctx.service.list_queues()):
-        try:
-            metadata = await ctx.service.queue_metadata(queue)
-        except QueueNotFound:  # deleted meanwhile
-            continue
-        if metadata.attributes.get(attributes.DEAD_LETTER_QUEUE) == dlq:
-            found.append(queue)
-    return found
-
-
 def task_handle(ctx: Context, task: MoveTask) -> str:
     """Opaque to callers, as SQS's is: the task's id and its source's ARN."""
     text = json.dumps({"taskId": str(task.id), "sourceArn": ctx.place.arn(task.source)})
@@ -281,7 +269,7 @@ async def start_message_move_task(ctx: Context, p: dict[str, Any]) -> dict[str, 
     given_destination = params.text(p, "DestinationArn", required=False)
     source = await _queue_of_arn(ctx, p, "SourceArn")
     ctx.authorize(Action.ADMINISTER, source)
-    sources = await _sources(ctx, source)
+    sources = [queue async for queue in dead_letter_sources(ctx, source)]
     if not sources:
         raise SqsError("InvalidParameterValue", "Source queue must be configured as a Dead Letter Queue.")
     destination = await _queue_of_arn(ctx, p, "DestinationArn") if given_destination else None

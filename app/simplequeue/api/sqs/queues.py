@@ -13,7 +13,7 @@ from typing import Any
 
 from simplequeue.api.auth import Action
 from simplequeue.api.sqs import attributes, params
-from simplequeue.api.sqs.addressing import existing, queue_param
+from simplequeue.api.sqs.addressing import dead_letter_sources, existing, queue_param
 from simplequeue.api.sqs.context import Context
 from simplequeue.api.sqs.errors import SqsError, from_domain, invalid, missing, no_queue
 from simplequeue.api.sqs.tags import MAX_TAGS, checked_tags, too_many_tags
@@ -271,17 +271,14 @@ async def list_dead_letter_source_queues(ctx: Context, p: dict[str, Any]) -> dic
     await existing(ctx, name)
     after = _after(token) if token else None
     found: list[str] = []
-    for queue in sorted(q.name for q in await ctx.service.list_queues()):
-        if not ctx.grant.covers(queue) or (after is not None and queue <= after):
-            continue
-        try:
-            metadata = await ctx.service.queue_metadata(queue)
-        except QueueNotFound:  # deleted meanwhile
-            continue
-        if metadata.attributes.get(attributes.DEAD_LETTER_QUEUE) == name:
-            found.append(queue)
-            if limit is not None and len(found) > limit:
-                break
+
+    def wanted(queue: str) -> bool:  # this key's queues, past the page before
+        return ctx.grant.covers(queue) and (after is None or queue > after)
+
+    async for queue in dead_letter_sources(ctx, name, wanted):
+        found.append(queue)
+        if limit is not None and len(found) > limit:
+            break
     page = found[: limit or 1000]
     result: dict[str, Any] = {"queueUrls": [ctx.place.queue_url(n) for n in page]}
     if limit is not None and len(found) > limit:

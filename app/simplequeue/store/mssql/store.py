@@ -205,10 +205,10 @@ class MssqlStore(QueueReads):
         heads = [row["seq"] for row in found if row["group_key"] is not None]
         if group_runs and heads and len(found) < max_items:
             # The runs behind the heads, in the same transaction (see lease_runs).
-            values["heads"] = json.dumps(heads)
-            values["room"] = max_items - len(found)
             del values["max_items"]
-            found += await fetch(conn, "lease_runs", **values)
+            found += await fetch(
+                conn, "lease_runs", **values, heads=json.dumps(heads), room=max_items - len(found)
+            )
         return in_pop_order([(row["seq"], rows.leased_item(row)) for row in found])
 
     @retry_deadlocks
