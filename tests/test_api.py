@@ -99,6 +99,7 @@ async def test_push_pop_fail_complete_and_inspect(client: Client, queue: str, cl
             "backoff": {"base_seconds": 1.0, "factor": 2.0, "cap_seconds": 3600.0, "jitter": 0.1},
             "retention_seconds": 604800,
             "dedup_window_seconds": 3600,
+            "dedup_window_from": "finish",
             "history_payload": False,
         },
         "paused": False,

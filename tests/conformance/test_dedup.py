@@ -110,6 +110,37 @@ async def test_a_key_keeps_matching_for_the_window_after_its_item_finished(
     assert (await push(store, fresh))[0] == Pushed(fresh.id, fresh.created_at, True)
 
 
+async def test_a_window_from_the_send_ends_whether_or_not_the_item_is_still_there(
+    store: Store, queue: str, clock: FakeClock, send: Push
+) -> None:
+    # SQS FIFO's deduplication interval: the key matches for the window after the push that
+    # claimed it, while its item waits and after it finished alike.
+    await configure(store, queue, dedup_window_seconds=60, dedup_window_from="send")
+    assert (await store.get_queue(queue)).settings.dedup_window_from == "send"
+    first = new_item(queue, "first", dedup_key="k")
+    assert (await send(first)).created
+    clock.advance(59)
+    assert await send(new_item(queue, dedup_key="k")) == original(first)
+    clock.advance(1)
+    waiting = new_item(queue, "second", dedup_key="k")  # the first is still there, not popped
+    assert await send(waiting) == Pushed(waiting.id, waiting.created_at, created=True)
+    assert [i.payload for i in await store.pop(queue, 10, 30)] == ["first", "second"]
+
+
+async def test_a_window_from_the_send_is_not_restarted_when_the_item_finishes(
+    store: Store, queue: str, clock: FakeClock
+) -> None:
+    await configure(store, queue, dedup_window_seconds=60, dedup_window_from="send")
+    first = new_item(queue, dedup_key="k")
+    await push(store, first)
+    clock.advance(30)
+    await finish(store, queue)
+    clock.advance(29)
+    assert (await push(store, new_item(queue, dedup_key="k")))[0] == original(first)
+    clock.advance(1)
+    assert (await push(store, new_item(queue, dedup_key="k")))[0].created  # type: ignore[union-attr]
+
+
 async def test_a_dead_item_holds_its_key_until_purged(store: Store, queue: str, clock: FakeClock) -> None:
     await configure(store, queue, dedup_window_seconds=0)
     first = new_item(queue, dedup_key="k")

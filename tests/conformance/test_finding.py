@@ -4,6 +4,7 @@ the item that holds a dedup key, live or dead, until it finishes."""
 from __future__ import annotations
 
 from datetime import timedelta
+from uuid import uuid4
 
 import pytest
 from simplequeue.domain import Failure, InvalidCursor, ItemNotFound, ItemStatus
@@ -86,3 +87,17 @@ async def test_a_finished_items_dedup_key_finds_nothing(store: Store, queue: str
     await store.complete(popped.id, popped.lease_token)
     with pytest.raises(ItemNotFound):
         await store.dedup_item(queue, "k")  # the key is held for the window; its item is gone
+
+
+async def test_sequence_numbers_are_the_insertion_order_a_pop_sees(store: Store, queue: str) -> None:
+    first, second = new_item(queue, "a"), new_item(queue, "b")
+    await push(store, first)
+    await push(store, second)
+    numbers = await store.sequence_numbers([second.id, first.id, uuid4()])
+    assert set(numbers) == {first.id, second.id}, "an id of no item is left out"
+    assert numbers[first.id] < numbers[second.id]
+    popped = await pop_one(store, queue)
+    assert popped.seq == numbers[popped.id]
+    await store.fail(second.id, Failure("bad", retry=False))
+    assert await store.sequence_numbers([second.id]) == {second.id: numbers[second.id]}, "dead ones too"
+    assert await store.sequence_numbers([]) == {}

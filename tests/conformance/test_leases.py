@@ -40,6 +40,24 @@ async def test_a_pop_without_a_lease_takes_the_queues(store: Store, queue: str, 
     assert (await pop_one(store, queue, None)).lease_expires_at == clock.now + timedelta(seconds=75)
 
 
+async def test_a_queue_leasing_for_zero_seconds_hands_an_item_out_again_at_once(
+    store: Store, queue: str, clock: FakeClock
+) -> None:
+    # SQS's VisibilityTimeout 0: a received message is visible again straight away; whoever holds
+    # the latest lease completes it.
+    await configure(store, queue, lease_seconds=0)
+    assert (await store.get_queue(queue)).settings.lease_seconds == 0
+    await push(store, new_item(queue, "job"))
+    first = await pop_one(store, queue, None)
+    assert first.lease_expires_at == clock.now
+    second = await pop_one(store, queue, None)
+    assert (second.id, second.attempts) == (first.id, 2)
+    with pytest.raises(LeaseMismatch):
+        await store.complete(first.id, first.lease_token)
+    await store.complete(second.id, second.lease_token)
+    assert await store.pop(queue, 1, None) == []
+
+
 async def test_stale_lease_token_cannot_complete_and_changes_nothing(
     store: Store, queue: str, clock: FakeClock
 ) -> None:

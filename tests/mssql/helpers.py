@@ -34,6 +34,8 @@ URL = "mssql+odbc://sa:secret@db.example:1433/queue?TrustServerCertificate=yes"
 # v1; v2: delivery semantics; v3: pause; v4: no lock escalation on sq_items; v5: remembered ids
 MIGRATION, DELIVERY, ADMIN, ESCALATION, CLIENT_IDS = load_migrations("mssql")[:5]
 SQLITE_DELIVERY = load_migrations("sqlite")[1]
+QUEUE_WINDOWS = load_migrations("mssql")[9]  # v10: lease_seconds from 0, dedup_window_from
+SQLITE_QUEUE_WINDOWS = load_migrations("sqlite")[8]  # v9: sq_queues rebuilt with both
 
 
 # --- parsing --------------------------------------------------------------------------------------
@@ -423,7 +425,7 @@ STATS_COLUMNS = [
 
 
 def stats_row(name: str, oldest: datetime | None) -> tuple[Any, ...]:
-    settings = (5, 30, 1.0, 2.0, 3600.0, 0.1, 604800, 3600, False)
+    settings = (5, 30, 1.0, 2.0, 3600.0, 0.1, 604800, 3600, "finish", False)
     return (name, *settings, False, 2, 1, 3, None, 4, oldest, 7, 8, NOW.replace(tzinfo=None))
 
 

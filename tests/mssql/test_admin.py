@@ -31,7 +31,7 @@ from tests.mssql.helpers import (
 
 def test_put_queue_updates_under_a_key_lock_or_inserts_and_says_which() -> None:
     update, created, insert = statements("put_queue")
-    assert placeholders(Q["put_queue"].sql) == 11
+    assert placeholders(Q["put_queue"].sql) == 12
     assert isinstance(update, exp.Update)
     assert hints(update.this) == ["HOLDLOCK", "UPDLOCK"]
     # Every setting, and the time they changed (SQS's LastModifiedTimestamp).
@@ -161,7 +161,8 @@ async def test_put_queue_binds_every_setting_and_says_whether_it_created_the_que
 
     assert await store.put_queue("orders", settings) is created
 
-    assert conn.params("put_queue") == (NOW_TEXT, "orders", 3, 90, "0.5", "3.0", "60.0", "0.0", 0, 10, 1)
+    bound = (NOW_TEXT, "orders", 3, 90, "0.5", "3.0", "60.0", "0.0", 0, 10, "finish", 1)
+    assert conn.params("put_queue") == bound
     batch = conn.inlined("put_queue")
     assert "DECLARE @backoff_factor FLOAT = CAST(N'3.0' AS FLOAT);" in batch
     assert "DECLARE @history_payload BIT = 1;" in batch

@@ -82,9 +82,11 @@ PARAMETERS = {
         "backoff_jitter",
         "retention_seconds",
         "dedup_window_seconds",
+        "dedup_window_from",
         "history_payload",
     ),
     "next_visible_at": ("now", "queues"),
+    "sequence_numbers": ("ids",),
     "queue_stats": ("now", "queue"),
     "queue_exists": ("queue",),
     "queue_metadata": ("queue",),
@@ -233,6 +235,8 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     await store.complete_batch([Completion(item_id, None)])
     await store.fail(item_id, Failure("boom", lease_token=token, retry=False))
     await store.get_item(item_id)
+    conn.reply("sequence_numbers", result(id=str(item_id).upper(), seq=7))
+    assert await store.sequence_numbers([item_id]) == {item_id: 7}
     await store.next_visible_at(["orders"])
     await store.list_queues()
     await store.get_queue("orders")

@@ -17,7 +17,9 @@ from tests.mssql.helpers import (
     CLIENT_IDS,
     DELIVERY,
     MIGRATION,
+    QUEUE_WINDOWS,
     SQLITE_DELIVERY,
+    SQLITE_QUEUE_WINDOWS,
     all_migration_statements,
     create_index,
     create_table,
@@ -137,10 +139,10 @@ def test_the_watchers_index_is_filtered_to_live_rows_by_the_probes_own_predicate
 # --- v2: delivery semantics -----------------------------------------------------------------------
 
 
-def added_columns(table: str) -> dict[str, exp.ColumnDef]:
-    """The columns the delivery migration adds to a table, each guarded by a check for itself."""
+def added_columns(table: str, migrations: tuple[Migration, ...] = (DELIVERY,)) -> dict[str, exp.ColumnDef]:
+    """The columns the migrations add to a table, each guarded by a check for itself."""
     found = {}
-    for guard, body in guarded(DELIVERY):
+    for guard, body in (pair for migration in migrations for pair in guarded(migration)):
         if isinstance(body, exp.Alter) and isinstance(body.args["actions"][0], exp.ColumnDef):
             if body.this.name != table:
                 continue
@@ -158,12 +160,25 @@ def constraint(column: exp.ColumnDef, kind: type[exp.Expression]) -> exp.Express
 
 
 def sqlite_settings() -> dict[str, tuple[str, str]]:
-    """SQLite's queue settings, the reference: column -> (default, check)."""
+    """SQLite's queue settings as its latest sq_queues has them, the reference: column -> (default,
+    check)."""
     found = re.findall(
-        r"ALTER TABLE sq_queues ADD COLUMN (\w+) \w+ NOT NULL DEFAULT ([\d.]+) CHECK \((.+)\);",
-        SQLITE_DELIVERY.sql,
+        r"^    (\w+) \w+ NOT NULL DEFAULT ('\w+'|[\d.]+) CHECK \((.+)\),$",
+        SQLITE_QUEUE_WINDOWS.sql,
+        re.M,
     )
-    return {name: (default, check) for name, default, check in found}
+    return {name: (default, check) for name, default, check in found if name != "paused"}
+
+
+QUEUE_SETTINGS = (DELIVERY, QUEUE_WINDOWS)
+"""The migrations that add the queue settings' columns."""
+
+
+def replaced_checks() -> dict[str, str]:
+    """Column -> the CHECK that v10 puts in place of v2's (dropped first, by name)."""
+    found = re.findall(r"ADD CONSTRAINT sq_queues_(\w+)_ck CHECK \((.+)\);", QUEUE_WINDOWS.sql)
+    assert all(f"DROP CONSTRAINT sq_queues_{name}_ck;" in QUEUE_WINDOWS.sql for name, _ in found)
+    return dict(found)
 
 
 def test_every_delivery_statement_is_guarded_or_touches_only_rows_not_yet_done() -> None:
@@ -178,17 +193,24 @@ def test_every_delivery_statement_is_guarded_or_touches_only_rows_not_yet_done()
 
 
 def test_queue_settings_have_sqlites_defaults_and_ranges() -> None:
-    columns = added_columns("sq_queues")
+    columns = added_columns("sq_queues", QUEUE_SETTINGS)
     reference = sqlite_settings()
     assert set(columns) == set(reference) == set(rows.settings_params(QueueSettings()))
+    replaced = replaced_checks()
+    assert set(replaced) == {"lease_seconds"}
     for name, (default, check) in reference.items():
         column = columns[name]
         assert constraint(column, exp.NotNullColumnConstraint) is not None
-        assert float(constraint(column, exp.DefaultColumnConstraint).this.name) == float(default), name
+        ours_default = constraint(column, exp.DefaultColumnConstraint).this.name
+        if name == "dedup_window_from":
+            assert ours_default == default.strip("'") == QueueSettings().dedup_window_from
+            assert constraint(column, exp.CheckColumnConstraint).this.sql("tsql") == check
+            continue
+        assert float(ours_default) == float(default), name
         if name == "history_payload":
             assert column.args["kind"].sql("tsql") == "BIT", "0 or 1 by its type"
             continue
-        ours = constraint(column, exp.CheckColumnConstraint).this.sql("tsql")
+        ours = replaced.get(name) or constraint(column, exp.CheckColumnConstraint).this.sql("tsql")
         assert [float(n) for n in re.findall(r"[\d.]+", ours)] == [
             float(n) for n in re.findall(r"[\d.]+", check)
         ]
@@ -200,9 +222,12 @@ def test_queue_settings_have_sqlites_defaults_and_ranges() -> None:
 def test_a_queue_made_by_a_push_gets_the_domains_default_settings() -> None:
     defaults = {
         name: constraint(column, exp.DefaultColumnConstraint).this.name
-        for name, column in added_columns("sq_queues").items()
+        for name, column in added_columns("sq_queues", QUEUE_SETTINGS).items()
     }
-    row = {name: float(value) if "." in value else int(value) for name, value in defaults.items()}
+    row = {
+        name: value if name == "dedup_window_from" else float(value) if "." in value else int(value)
+        for name, value in defaults.items()
+    }
     assert rows.queue_settings(row) == QueueSettings()
 
 

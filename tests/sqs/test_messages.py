@@ -210,6 +210,22 @@ def test_visibility_timeout_runs_out(sqs: Any, url: str) -> None:
     assert again["Attributes"] == {"ApproximateReceiveCount": "2"}
 
 
+def test_a_queue_whose_visibility_timeout_is_zero_hands_a_message_out_again_at_once(
+    sqs: Any, sqs_base: str, name: str
+) -> None:
+    url = sqs.create_queue(QueueName=name, Attributes={"VisibilityTimeout": "0"})["QueueUrl"]
+    got = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["VisibilityTimeout"])["Attributes"]
+    assert got == {"VisibilityTimeout": "0"}
+    assert httpx.get(f"{sqs_base}/queues/{name}").json()["settings"]["lease_seconds"] == 0
+    sent = sqs.send_message(QueueUrl=url, MessageBody="again and again")
+    [first] = receive(sqs, url)
+    [second] = receive(sqs, url, MessageSystemAttributeNames=["ApproximateReceiveCount"])
+    assert first["MessageId"] == second["MessageId"] == sent["MessageId"]
+    assert second["Attributes"] == {"ApproximateReceiveCount": "2"}
+    sqs.delete_message(QueueUrl=url, ReceiptHandle=second["ReceiptHandle"])
+    assert receive(sqs, url) == []
+
+
 def test_fifo_groups_and_deduplication(sqs: Any, name: str) -> None:
     url = sqs.create_queue(QueueName=f"{name}.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
     first = sqs.send_message(QueueUrl=url, MessageBody="1", MessageGroupId="g", MessageDeduplicationId="d1")
@@ -235,13 +251,28 @@ def test_fifo_groups_and_deduplication(sqs: Any, name: str) -> None:
     assert attributes == {"FifoQueue": "true"}
 
 
+def test_a_fifo_queues_deduplication_interval_is_five_minutes_from_the_send(
+    sqs: Any, sqs_base: str, name: str
+) -> None:
+    # The interval itself runs on the store's clock (tests/conformance/test_dedup.py holds it with a
+    # clock moved by hand); here, that a FIFO queue made through SQS counts it from the send.
+    sqs.create_queue(QueueName=f"{name}.fifo", Attributes={"FifoQueue": "true"})
+    settings = httpx.get(f"{sqs_base}/queues/{name}.fifo").json()["settings"]
+    assert (settings["dedup_window_seconds"], settings["dedup_window_from"]) == (300, "send")
+    sqs.create_queue(QueueName=name)
+    settings = httpx.get(f"{sqs_base}/queues/{name}").json()["settings"]
+    assert settings["dedup_window_from"] == "finish"  # no deduplication ids on a standard queue
+
+
 def test_content_based_deduplication_and_sequence_numbers(sqs: Any, name: str) -> None:
     attributes = {"FifoQueue": "true", "ContentBasedDeduplication": "true"}
     url = sqs.create_queue(QueueName=f"{name}.fifo", Attributes=attributes)["QueueUrl"]
     first = sqs.send_message(QueueUrl=url, MessageBody="same body", MessageGroupId="g")
-    # The same body is the same message (its SHA-256 is the deduplication id), in any group.
+    # The same body is the same message (its SHA-256 is the deduplication id), in any group; a
+    # duplicate is answered with the original's id and sequence number.
     again = sqs.send_message(QueueUrl=url, MessageBody="same body", MessageGroupId="h")
     assert again["MessageId"] == first["MessageId"]
+    assert again["SequenceNumber"] == first["SequenceNumber"]
     # An explicit deduplication id wins over the body's.
     explicit = sqs.send_message(
         QueueUrl=url, MessageBody="same body", MessageGroupId="g", MessageDeduplicationId="own"
@@ -255,6 +286,7 @@ def test_content_based_deduplication_and_sequence_numbers(sqs: Any, name: str) -
     for expected in (first, explicit, other):  # group g, in send order
         [message] = receive(sqs, url, MessageSystemAttributeNames=["SequenceNumber", "MessageGroupId"])
         assert message["MessageId"] == expected["MessageId"]
+        assert message["Attributes"]["SequenceNumber"] == expected["SequenceNumber"], "as the send answered"
         numbers.append(message["Attributes"]["SequenceNumber"])
         sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
     assert all(len(n) == 20 and n.isdigit() for n in numbers)
@@ -275,6 +307,7 @@ def test_content_based_deduplication_and_sequence_numbers(sqs: Any, name: str) -
             sqs.set_queue_attributes(QueueUrl=target, Attributes=bad)
         assert error_code(e) == code
     [plain] = [sqs.send_message(QueueUrl=standard, MessageBody="x")]
+    assert "SequenceNumber" not in plain
     [message] = receive(sqs, standard, MessageSystemAttributeNames=["All"])
     assert message["MessageId"] == plain["MessageId"]
     assert "SequenceNumber" not in message["Attributes"]  # standard queues have none, as on SQS
@@ -314,7 +347,11 @@ def test_a_fifo_batch_keeps_its_order(sqs: Any, name: str) -> None:
         {"Id": f"e{n}", "MessageBody": str(n), "MessageGroupId": "g", "MessageDeduplicationId": f"d{n}"}
         for n in range(10)
     ]
-    assert len(sqs.send_message_batch(QueueUrl=url, Entries=entries)["Successful"]) == 10
+    sent = sqs.send_message_batch(QueueUrl=url, Entries=entries)["Successful"]
+    assert len(sent) == 10
+    numbers = [entry["SequenceNumber"] for entry in sorted(sent, key=lambda e: int(e["Id"][1:]))]
+    assert numbers == sorted(numbers), "in the batch's order"
+    assert len(set(numbers)) == 10
     bodies: list[str] = []
     for _ in range(10):  # bounded: one message a receive at the least
         messages = receive(sqs, url, MaxNumberOfMessages=3, WaitTimeSeconds=1)

@@ -187,7 +187,7 @@ def test_timestamps_are_when_the_queue_was_made_and_last_changed(sqs: Any, name:
 
 def test_a_failed_set_changes_nothing(sqs: Any, url: str) -> None:
     with pytest.raises(ClientError) as e:
-        sqs.set_queue_attributes(QueueUrl=url, Attributes={"Policy": POLICY, "VisibilityTimeout": "0"})
+        sqs.set_queue_attributes(QueueUrl=url, Attributes={"Policy": POLICY, "VisibilityTimeout": "43201"})
     assert error_code(e) == "InvalidAttributeValue"
     got = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
     assert "Policy" not in got

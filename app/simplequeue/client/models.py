@@ -145,7 +145,8 @@ class QueueStats:
     completed_in_history: int
     dead_in_history: int
     settings: dict[str, Any]
-    """max_attempts, lease_seconds, backoff, retention_seconds, dedup_window_seconds, history_payload."""
+    """max_attempts, lease_seconds, backoff, retention_seconds, dedup_window_seconds, dedup_window_from,
+    history_payload."""
     paused: bool = False
 
     @classmethod

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
+
+DedupWindowFrom = Literal["finish", "send"]
+"""Where a dedup key's window starts: when its item finishes (the key matches while the item lives,
+then for the window), or at the push that claimed it (SQS FIFO's deduplication interval)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +28,7 @@ class QueueSettings:
     backoff: Backoff = field(default_factory=Backoff)
     retention_seconds: int = 7 * 24 * 3600  # history kept this long after an item finished
     dedup_window_seconds: int = 3600  # a dedup_key still matches this long after its item finished
+    dedup_window_from: DedupWindowFrom = "finish"
     history_payload: bool = False  # copy payloads into history records
 
 

@@ -314,6 +314,10 @@ class QueueService:
     async def get_item(self, item_id: UUID) -> ItemView:
         return await self._store.get_item(item_id)
 
+    async def sequence_numbers(self, ids: Sequence[UUID]) -> dict[UUID, int]:
+        """The insertion order of the items among `ids` that are still there (live or dead)."""
+        return await self._store.sequence_numbers(ids) if ids else {}
+
     async def release(self, item_id: UUID) -> ItemView:
         """End the item's lease now (an administrator frees an item a stuck worker holds): it is
         ready at once with that attempt counted, or dead if it was the last. An item that is not

@@ -131,6 +131,11 @@ class Inspection(Protocol):
 
     async def get_item(self, item_id: UUID) -> ItemView: ...
 
+    async def sequence_numbers(self, ids: Sequence[UUID]) -> dict[UUID, int]:
+        """The insertion order (seq) of the live or dead items among `ids`; an id of no item is
+        left out. An SQS FIFO send answers it as the message's SequenceNumber."""
+        ...
+
     async def list_queues(self) -> list[QueueStats]: ...
 
     async def get_queue(self, name: str) -> QueueStats:

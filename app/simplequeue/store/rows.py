@@ -118,6 +118,7 @@ def queue_settings(row: Row) -> QueueSettings:
         ),
         retention_seconds=row["retention_seconds"],
         dedup_window_seconds=row["dedup_window_seconds"],
+        dedup_window_from=row["dedup_window_from"],
         history_payload=bool(row["history_payload"]),
     )
 
@@ -133,6 +134,7 @@ def settings_params(settings: QueueSettings) -> dict[str, Any]:
         "backoff_jitter": settings.backoff.jitter,
         "retention_seconds": settings.retention_seconds,
         "dedup_window_seconds": settings.dedup_window_seconds,
+        "dedup_window_from": settings.dedup_window_from,
         "history_payload": settings.history_payload,
     }
 

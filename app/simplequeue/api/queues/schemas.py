@@ -16,6 +16,7 @@ from simplequeue.api.items.schemas import Item
 from simplequeue.api.responses import with_payload
 from simplequeue.domain import HistoryRecord, Outcome, QueueStats
 from simplequeue.domain.activity import ActivityBucket
+from simplequeue.domain.queues import DedupWindowFrom
 
 DEFAULTS = domain.QueueSettings()
 
@@ -40,7 +41,11 @@ class QueueSettingsRequest(Body):
         description="Pops before a failure or expiry makes an item dead.",
     )
     lease_seconds: Annotated[int, Number] = Field(
-        DEFAULTS.lease_seconds, ge=1, le=43200, description="Lease of a pop that gives none."
+        DEFAULTS.lease_seconds,
+        ge=0,
+        le=43200,
+        description="Lease of a pop that gives none. 0: a popped item is visible again at once, and the "
+        "next pop takes it unless its worker completes it first (SQS's VisibilityTimeout 0).",
     )
     backoff: BackoffRequest = Field(default_factory=BackoffRequest)
     retention_seconds: Annotated[int, Number] = Field(
@@ -50,7 +55,14 @@ class QueueSettingsRequest(Body):
         DEFAULTS.dedup_window_seconds,
         ge=0,
         le=31536000,
-        description="A dedup_key keeps matching this long after its item finished.",
+        description="A dedup_key keeps matching this long after its item finished (or after the push "
+        "that claimed it: dedup_window_from).",
+    )
+    dedup_window_from: DedupWindowFrom = Field(
+        DEFAULTS.dedup_window_from,
+        description="Where a dedup_key's window starts. finish: the key matches while its item lives, "
+        "then for dedup_window_seconds. send: for dedup_window_seconds from the push that claimed it, "
+        "whether or not its item is still there (SQS FIFO queues' deduplication interval).",
     )
     history_payload: StrictBool = Field(
         DEFAULTS.history_payload, description="Copy payloads into history records."
@@ -64,6 +76,7 @@ class QueueSettingsRequest(Body):
             backoff=domain.Backoff(b.base_seconds, b.factor, b.cap_seconds, b.jitter),
             retention_seconds=self.retention_seconds,
             dedup_window_seconds=self.dedup_window_seconds,
+            dedup_window_from=self.dedup_window_from,
             history_payload=self.history_payload,
         )
 
@@ -86,6 +99,7 @@ class QueueSettings(BaseModel):
     backoff: Backoff
     retention_seconds: int
     dedup_window_seconds: int
+    dedup_window_from: DedupWindowFrom
     history_payload: bool
 
     @classmethod
@@ -99,6 +113,7 @@ class QueueSettings(BaseModel):
             ),
             retention_seconds=settings.retention_seconds,
             dedup_window_seconds=settings.dedup_window_seconds,
+            dedup_window_from=settings.dedup_window_from,
             history_payload=settings.history_payload,
         )
 

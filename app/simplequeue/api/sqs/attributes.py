@@ -199,8 +199,8 @@ def checked(name: str, attributes: Mapping[str, Any], limit: int) -> dict[str, s
         if not isinstance(value, str):
             raise SqsError("InvalidAttributeValue", f"Invalid value for the parameter {key}.")
         if key == "VisibilityTimeout":
-            if not value.strip().isdigit() or not 1 <= int(value) <= 43200:
-                raise _bad(key, "an integer from 1 to 43200 (0 is not supported yet).")
+            if not value.strip().isdigit() or not 0 <= int(value) <= 43200:
+                raise _bad(key, "an integer from 0 to 43200.")
             value = str(int(value))
         elif key == "ContentBasedDeduplication":
             if not is_fifo(name):

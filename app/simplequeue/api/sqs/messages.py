@@ -130,7 +130,8 @@ async def send_message(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
         pushed = await ctx.service.push(queue, draft)
     except QueueError as exc:
         raise from_domain(exc) from None
-    return _sent(draft, {"MessageId": str(pushed.id)})
+    answer = _sent(draft, {"MessageId": str(pushed.id)})
+    return (await _numbered(ctx, queue, [answer]))[0]
 
 
 def _sent(draft: Draft, answer: dict[str, Any]) -> dict[str, Any]:
@@ -165,9 +166,23 @@ async def send_message_batch(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     if is_fifo(queue):
         # A FIFO batch is sent in its order: each entry (it has a deduplication id) commits on its
         # own, so they go one after another.
-        return _batch([await send(e) for e in entries])
+        return _batch(await _numbered(ctx, queue, [await send(e) for e in entries]))
     # Each entry is a push of its own (its own outcome); the service shares their commits.
     return _batch(await asyncio.gather(*(send(e) for e in entries)))
+
+
+async def _numbered(ctx: Context, queue: str, answers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """FIFO sends' answers with their messages' SequenceNumber (a duplicate's is its original's),
+    read after the sends committed: one look-up for the answers that sent a message. A message
+    already received and deleted in between is answered without one."""
+    sent = [a for a in answers if "MessageId" in a]
+    if not is_fifo(queue) or not sent:
+        return answers
+    numbers = await ctx.service.sequence_numbers([UUID(a["MessageId"]) for a in sent])
+    for answer in sent:
+        if (seq := numbers.get(UUID(answer["MessageId"]))) is not None:
+            answer["SequenceNumber"] = str(seq).zfill(SEQUENCE_DIGITS)
+    return answers
 
 
 def _batch(outcomes: list[dict[str, Any]]) -> dict[str, Any]:

@@ -48,11 +48,14 @@ def _settings(
     base: QueueSettings | None = None,
     dead_letters: DeadLetters | None = None,
 ) -> QueueSettings:
-    settings = base or QueueSettings(
-        max_attempts=MAX_ATTEMPTS,
-        dedup_window_seconds=FIFO_DEDUP_WINDOW_SECONDS
+    settings = base or (
+        QueueSettings(
+            max_attempts=MAX_ATTEMPTS,
+            dedup_window_seconds=FIFO_DEDUP_WINDOW_SECONDS,
+            dedup_window_from="send",  # SQS: the interval runs from the send, delivered or not
+        )
         if is_fifo(name)
-        else QueueSettings().dedup_window_seconds,
+        else QueueSettings(max_attempts=MAX_ATTEMPTS)
     )
     if "VisibilityTimeout" in attributes:
         settings = replace(settings, lease_seconds=int(attributes["VisibilityTimeout"]))

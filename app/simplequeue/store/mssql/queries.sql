@@ -230,7 +230,7 @@ UPDATE k
 SET expires_at = DATEADD(SECOND, d.dedup_window_seconds, @now)
 FROM dbo.sq_dedup AS k WITH (FORCESEEK)
 JOIN @done AS d ON k.queue = d.queue AND k.dedup_key = d.dedup_key AND k.item_id = d.id
-WHERE d.dedup_key IS NOT NULL;
+WHERE d.dedup_key IS NOT NULL AND k.expires_at IS NULL;
 UPDATE k
 SET expires_at = DATEADD(SECOND, d.dedup_window_seconds, @now)
 FROM dbo.sq_client_ids AS k WITH (FORCESEEK)
@@ -280,7 +280,8 @@ UPDATE k
 SET expires_at = DATEADD(SECOND, q.dedup_window_seconds, @now)
 FROM dbo.sq_dedup AS k
 JOIN @moving AS m ON k.queue = m.queue AND k.dedup_key = m.dedup_key AND k.item_id = m.id
-JOIN dbo.sq_queues AS q ON q.name = m.queue;
+JOIN dbo.sq_queues AS q ON q.name = m.queue
+WHERE k.expires_at IS NULL;
 UPDATE c
 SET queue = m.target
 FROM dbo.sq_client_ids AS c
@@ -416,6 +417,15 @@ DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SY
 -- include: item_row
 WHERE i.id = CAST(:id AS UNIQUEIDENTIFIER);
 
+-- name: sequence_numbers
+-- The insertion order of the live or dead items among :ids (an SQS FIFO send answers it), a seek
+-- by id each.
+SET NOCOUNT ON;
+DECLARE @ids NVARCHAR(MAX) = :ids;
+SELECT i.id, i.seq
+FROM OPENJSON(@ids) WITH (id UNIQUEIDENTIFIER '$') AS j
+JOIN dbo.sq_items AS i WITH (FORCESEEK) ON i.id = j.id;
+
 -- name: list_dead
 -- A page of dead items, most recently dead first, after the cursor's (died_at, seq) if one is given:
 -- a backward walk of the filtered sq_items_dead from the cursor, stopped after TOP rows. since and
@@ -516,7 +526,8 @@ UPDATE k
 SET expires_at = DATEADD(SECOND, q.dedup_window_seconds, @now)
 FROM dbo.sq_dedup AS k WITH (FORCESEEK)
 JOIN @gone AS d ON k.queue = d.queue AND k.dedup_key = d.dedup_key AND k.item_id = d.id
-JOIN dbo.sq_queues AS q ON q.name = d.queue;
+JOIN dbo.sq_queues AS q ON q.name = d.queue
+WHERE k.expires_at IS NULL;
 UPDATE k
 SET expires_at = DATEADD(SECOND, q.dedup_window_seconds, @now)
 FROM dbo.sq_client_ids AS k WITH (FORCESEEK)
@@ -672,22 +683,24 @@ DECLARE @backoff_cap_seconds FLOAT = CAST(:backoff_cap_seconds AS FLOAT);
 DECLARE @backoff_jitter FLOAT = CAST(:backoff_jitter AS FLOAT);
 DECLARE @retention_seconds INT = :retention_seconds;
 DECLARE @dedup_window_seconds INT = :dedup_window_seconds;
+DECLARE @dedup_window_from VARCHAR(6) = :dedup_window_from;
 DECLARE @history_payload BIT = :history_payload;
 DECLARE @updated TABLE (name NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL);
 UPDATE dbo.sq_queues WITH (UPDLOCK, HOLDLOCK)
 SET max_attempts = @max_attempts, lease_seconds = @lease_seconds, backoff_base_seconds = @backoff_base_seconds,
     backoff_factor = @backoff_factor, backoff_cap_seconds = @backoff_cap_seconds, backoff_jitter = @backoff_jitter,
     retention_seconds = @retention_seconds, dedup_window_seconds = @dedup_window_seconds,
-    history_payload = @history_payload, modified_at = @now
+    dedup_window_from = @dedup_window_from, history_payload = @history_payload, modified_at = @now
 OUTPUT inserted.name INTO @updated
 WHERE name = @queue;
 SELECT CASE WHEN EXISTS (SELECT 1 FROM @updated) THEN 0 ELSE 1 END AS created;
 IF NOT EXISTS (SELECT 1 FROM @updated)
     INSERT INTO dbo.sq_queues (name, created_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_factor,
                                backoff_cap_seconds, backoff_jitter, retention_seconds, dedup_window_seconds,
-                               history_payload)
+                               dedup_window_from, history_payload)
     VALUES (@queue, @now, @max_attempts, @lease_seconds, @backoff_base_seconds, @backoff_factor,
-            @backoff_cap_seconds, @backoff_jitter, @retention_seconds, @dedup_window_seconds, @history_payload);
+            @backoff_cap_seconds, @backoff_jitter, @retention_seconds, @dedup_window_seconds, @dedup_window_from,
+            @history_payload);
 
 -- name: next_visible_at
 -- The long-poll watcher's probe for every queue it waits on: the clock, then one row per queue with
@@ -892,8 +905,8 @@ SET NOCOUNT ON;
 DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
 DECLARE @queue NVARCHAR(4000) = NULLIF(:queue, N'');
 SELECT q.name AS name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backoff_factor,
-       q.backoff_cap_seconds, q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds, q.history_payload,
-       q.paused,
+       q.backoff_cap_seconds, q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds, q.dedup_window_from,
+       q.history_payload, q.paused,
        live.ready, live.leased, live.delayed, live.retrying, dead.dead + COALESCE(live.expired_dead, 0) AS dead,
        live.oldest_ready, hist.completed_in_history, hist.dead_in_history, @now AS now
 FROM dbo.sq_queues AS q

@@ -303,6 +303,11 @@ class MssqlStore(QueueReads):
             raise ItemNotFound()
         return rows.item_view(found[0], found[0]["now"])
 
+    async def sequence_numbers(self, ids: Sequence[UUID]) -> dict[UUID, int]:
+        async with self._transaction() as conn:
+            found = await fetch(conn, "sequence_numbers", ids=params.json_text([str(i) for i in ids]))
+        return {rows.as_uuid(row["id"]): int(row["seq"]) for row in found}
+
     @retry_deadlocks
     async def dedup_item(self, queue: str, dedup_key: str) -> ItemView:
         async with self._transaction() as conn:
@@ -354,6 +359,7 @@ class MssqlStore(QueueReads):
             "backoff_jitter": params.float_text(given["backoff_jitter"]),
             "retention_seconds": given["retention_seconds"],
             "dedup_window_seconds": given["dedup_window_seconds"],
+            "dedup_window_from": given["dedup_window_from"],
             "history_payload": int(given["history_payload"]),
         }
         async with self._transaction() as conn:

@@ -177,7 +177,7 @@ present AS (
     UPDATE sq_dedup AS k
     SET expires_at = COALESCE(:now::timestamptz, now()) + (d.settings).dedup_window_seconds * interval '1 second'
     FROM done AS d
-    WHERE d.dedup_key IS NOT NULL AND k.queue = d.queue AND k.dedup_key = d.dedup_key AND k.item_id = d.id
+    WHERE d.dedup_key IS NOT NULL AND k.queue = d.queue AND k.dedup_key = d.dedup_key AND k.item_id = d.id AND k.expires_at IS NULL
 ), ids AS (
     UPDATE sq_client_ids AS k
     SET expires_at = COALESCE(:now::timestamptz, now()) + (d.settings).dedup_window_seconds * interval '1 second'
@@ -281,7 +281,7 @@ FROM unnest(:queues::text[]) AS q(queue)
     SET expires_at = COALESCE(:now::timestamptz, now()) + d.dedup_window_seconds * interval '1 second'
     FROM failed AS d
     WHERE d.dies AND d.target IS NOT NULL AND d.dedup_key IS NOT NULL
-      AND k.queue = d.source AND k.dedup_key = d.dedup_key AND k.item_id = d.id
+      AND k.queue = d.source AND k.dedup_key = d.dedup_key AND k.item_id = d.id AND k.expires_at IS NULL
 ), ids AS (
     UPDATE sq_client_ids AS k
     SET queue = d.target
@@ -392,6 +392,10 @@ SELECT i.id, i.queue, i.payload::text AS payload, i.attributes, i.status, i.atte
 FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
 WHERE i.id = :id
 
+-- name: sequence_numbers
+-- The insertion order of the live or dead items among :ids (an SQS FIFO send answers it).
+SELECT i.id, i.seq FROM sq_items AS i WHERE i.id = ANY (:ids::uuid[])
+
 -- name: list_dead
 SELECT i.seq, i.id, i.queue, i.payload::text AS payload, i.attributes, i.status, i.attempts, i.errors::text AS errors,
        i.created_at, i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.first_popped_at,
@@ -431,7 +435,7 @@ WHERE i.seq = r.seq
     UPDATE sq_dedup AS k
     SET expires_at = COALESCE(:now::timestamptz, now()) + q.dedup_window_seconds * interval '1 second'
     FROM gone AS d JOIN sq_queues AS q ON q.name = d.queue
-    WHERE d.dedup_key IS NOT NULL AND k.queue = d.queue AND k.dedup_key = d.dedup_key AND k.item_id = d.id
+    WHERE d.dedup_key IS NOT NULL AND k.queue = d.queue AND k.dedup_key = d.dedup_key AND k.item_id = d.id AND k.expires_at IS NULL
 ), ids AS (
     UPDATE sq_client_ids AS k
     SET expires_at = COALESCE(:now::timestamptz, now()) + q.dedup_window_seconds * interval '1 second'
@@ -545,14 +549,16 @@ SELECT (SELECT count(*) FROM old) AS history, (SELECT count(*) FROM keys) AS key
 
 -- name: put_queue
 INSERT INTO sq_queues (name, created_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_factor,
-                       backoff_cap_seconds, backoff_jitter, retention_seconds, dedup_window_seconds, history_payload)
-VALUES (:queue, COALESCE(:now::timestamptz, now()), :max_attempts, :lease_seconds, :backoff_base_seconds, :backoff_factor, :backoff_cap_seconds, :backoff_jitter, :retention_seconds, :dedup_window_seconds, :history_payload)
+                       backoff_cap_seconds, backoff_jitter, retention_seconds, dedup_window_seconds, dedup_window_from,
+                       history_payload)
+VALUES (:queue, COALESCE(:now::timestamptz, now()), :max_attempts, :lease_seconds, :backoff_base_seconds, :backoff_factor, :backoff_cap_seconds, :backoff_jitter, :retention_seconds, :dedup_window_seconds, :dedup_window_from, :history_payload)
 ON CONFLICT (name) DO UPDATE
 SET max_attempts = excluded.max_attempts, lease_seconds = excluded.lease_seconds,
     backoff_base_seconds = excluded.backoff_base_seconds, backoff_factor = excluded.backoff_factor,
     backoff_cap_seconds = excluded.backoff_cap_seconds, backoff_jitter = excluded.backoff_jitter,
     retention_seconds = excluded.retention_seconds, dedup_window_seconds = excluded.dedup_window_seconds,
-    history_payload = excluded.history_payload, modified_at = excluded.created_at
+    dedup_window_from = excluded.dedup_window_from, history_payload = excluded.history_payload,
+    modified_at = excluded.created_at
 RETURNING xmax = 0 AS created
 
 -- name: queue_exists
@@ -687,8 +693,8 @@ SELECT (SELECT count(*) FROM q) AS found, (SELECT leased FROM busy) AS leased,
 -- counts sq_history_outcome; none walks the others, so a million dead or finished items do not
 -- slow the live figures down. An expired lease on its last attempt counts as dead already.
 SELECT q.name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backoff_factor, q.backoff_cap_seconds,
-       q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds, q.history_payload, q.paused,
-       live.ready, live.leased, live.delayed, live.retrying, dead.dead + live.expired_dead AS dead,
+       q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds, q.dedup_window_from, q.history_payload,
+       q.paused, live.ready, live.leased, live.delayed, live.retrying, dead.dead + live.expired_dead AS dead,
        live.oldest_ready, hist.completed_in_history, hist.dead_in_history, c.now
 FROM (SELECT COALESCE(:now::timestamptz, now()) AS now) AS c
 CROSS JOIN sq_queues AS q

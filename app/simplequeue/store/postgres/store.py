@@ -325,6 +325,11 @@ class PostgresStore(QueueReads):
             raise ItemNotFound()
         return rows.item_view(row, row["now"])
 
+    async def sequence_numbers(self, ids: Sequence[UUID]) -> dict[UUID, int]:
+        async with self._conn() as conn:
+            found = await fetch(conn, "sequence_numbers", ids=list(ids))
+        return {row["id"]: row["seq"] for row in found}
+
     async def dedup_item(self, queue: str, dedup_key: str) -> ItemView:
         async with self._conn() as conn:
             row = await fetch_one(conn, "dedup_item", queue=queue, dedup_key=dedup_key, now=self._now())

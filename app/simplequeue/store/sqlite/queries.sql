@@ -24,13 +24,23 @@ WHERE id IN (SELECT value FROM json_each(:ids)) AND expires_at > :now
 
 -- name: claim_dedup_keys
 -- :claims is a JSON array of {"queue", "key", "id", "created_at"}. Returns the keys this call
--- took: new ones, and those whose window after their item finished has passed.
+-- took: new ones, and those whose window has passed. A window that runs from the send (the
+-- queue's dedup_window_from) starts here; one that runs from the finish starts when the item
+-- finishes (NULL until then; a queue this push creates has the default, 'finish'). Built-in date
+-- functions only, no sq_add_seconds: pushes in a caller's own transaction (simplequeue.outbox) run
+-- this on the caller's connection. The window is whole seconds, so :now's fraction is kept as it is.
 INSERT INTO sq_dedup (queue, dedup_key, item_id, created_at, expires_at)
 SELECT json_extract(c.value, '$.queue'), json_extract(c.value, '$.key'), json_extract(c.value, '$.id'),
-       json_extract(c.value, '$.created_at'), NULL
-FROM json_each(:claims) AS c WHERE true
+       json_extract(c.value, '$.created_at'),
+       CASE WHEN q.dedup_window_from = 'send'
+            THEN strftime('%Y-%m-%dT%H:%M:%S', substr(:now, 1, 19), '+' || q.dedup_window_seconds || ' seconds')
+                 || substr(:now, 20)
+       END
+FROM json_each(:claims) AS c
+LEFT JOIN sq_queues AS q ON q.name = json_extract(c.value, '$.queue')
+WHERE true
 ON CONFLICT (queue, dedup_key) DO UPDATE
-SET item_id = excluded.item_id, created_at = excluded.created_at, expires_at = NULL
+SET item_id = excluded.item_id, created_at = excluded.created_at, expires_at = excluded.expires_at
 WHERE sq_dedup.expires_at IS NOT NULL AND sq_dedup.expires_at <= :now
 RETURNING queue, dedup_key
 
@@ -133,6 +143,7 @@ SET expires_at = sq_add_seconds(:now, q.dedup_window_seconds)
 FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
 WHERE i.seq IN (SELECT value FROM json_each(:seqs))
   AND sq_dedup.queue = i.queue AND sq_dedup.dedup_key = i.dedup_key AND sq_dedup.item_id = i.id
+  AND sq_dedup.expires_at IS NULL
 
 -- name: remember_ids
 -- Items leaving the table whose ids producers gave: their ids stay taken for the queue's window
@@ -200,6 +211,7 @@ SET expires_at = sq_add_seconds(:now, q.dedup_window_seconds)
 JOIN sq_queues AS q ON q.name = i.queue
 WHERE i.seq IN (SELECT value FROM json_each(:seqs)) AND i.status = 'dead'
   AND sq_dedup.queue = i.queue AND sq_dedup.dedup_key = i.dedup_key AND sq_dedup.item_id = i.id
+  AND sq_dedup.expires_at IS NULL
 
 -- name: dead_letter_ids
 -- ... and their remembered ids' claims follow them.
@@ -228,6 +240,10 @@ SELECT i.id, i.queue, i.payload, i.attributes, i.status, i.attempts, i.errors, i
        i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at, q.max_attempts
 FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
 WHERE i.id = :id
+
+-- name: sequence_numbers
+-- The insertion order of the live or dead items among :ids (an SQS FIFO send answers it).
+SELECT i.id, i.seq FROM sq_items AS i WHERE i.id IN (SELECT value FROM json_each(:ids))
 
 -- name: list_dead
 SELECT i.seq, i.id, i.queue, i.payload, i.attributes, i.status, i.attempts, i.errors, i.created_at, i.visible_at, i.lease_token,
@@ -352,15 +368,18 @@ UPDATE sq_queues SET modified_at = :now WHERE name = :queue
 
 -- name: put_queue
 INSERT INTO sq_queues (name, created_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_factor,
-                       backoff_cap_seconds, backoff_jitter, retention_seconds, dedup_window_seconds, history_payload)
+                       backoff_cap_seconds, backoff_jitter, retention_seconds, dedup_window_seconds, dedup_window_from,
+                       history_payload)
 VALUES (:queue, :now, :max_attempts, :lease_seconds, :backoff_base_seconds, :backoff_factor,
-        :backoff_cap_seconds, :backoff_jitter, :retention_seconds, :dedup_window_seconds, :history_payload)
+        :backoff_cap_seconds, :backoff_jitter, :retention_seconds, :dedup_window_seconds, :dedup_window_from,
+        :history_payload)
 ON CONFLICT (name) DO UPDATE
 SET max_attempts = excluded.max_attempts, lease_seconds = excluded.lease_seconds,
     backoff_base_seconds = excluded.backoff_base_seconds, backoff_factor = excluded.backoff_factor,
     backoff_cap_seconds = excluded.backoff_cap_seconds, backoff_jitter = excluded.backoff_jitter,
     retention_seconds = excluded.retention_seconds, dedup_window_seconds = excluded.dedup_window_seconds,
-    history_payload = excluded.history_payload, modified_at = excluded.created_at
+    dedup_window_from = excluded.dedup_window_from, history_payload = excluded.history_payload,
+    modified_at = excluded.created_at
 
 -- name: set_paused
 UPDATE sq_queues SET paused = :paused WHERE name = :queue
@@ -431,7 +450,7 @@ DELETE FROM sq_queues WHERE name = :queue
 -- slow the live figures down. An expired lease on its last attempt counts as dead already.
 SELECT q.name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backoff_factor,
        q.backoff_cap_seconds, q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds,
-       q.history_payload, q.paused,
+       q.dedup_window_from, q.history_payload, q.paused,
        (SELECT COUNT(*) FROM sq_items AS i INDEXED BY sq_items_visible
         WHERE i.queue = q.name AND i.status IN ('ready', 'leased') AND i.visible_at <= :now
           AND (i.status = 'ready' OR i.attempts < q.max_attempts)) AS ready,

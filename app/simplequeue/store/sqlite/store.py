@@ -279,6 +279,11 @@ class SqliteStore(QueueReads):
             raise ItemNotFound()
         return rows.item_view(row, self._clock())
 
+    async def sequence_numbers(self, ids: Sequence[UUID]) -> dict[UUID, int]:
+        async with self._read() as conn:
+            found = await fetch(conn, "sequence_numbers", ids=json.dumps([str(i) for i in ids]))
+        return {rows.as_uuid(row["id"]): row["seq"] for row in found}
+
     async def dedup_item(self, queue: str, dedup_key: str) -> ItemView:
         async with self._read() as conn:
             row = await fetch_one(conn, "dedup_item", queue=queue, dedup_key=dedup_key)
