@@ -50,22 +50,29 @@ async def translated_errors(server: str | None = None) -> AsyncIterator[None]:
     (host:port, see server_of) ends a misconfiguration's detail: `... does not exist on db:5432`."""
     try:
         yield
-    except QueueError:
-        raise
-    except asyncpg.UniqueViolationError as exc:
-        if exc.constraint_name == "sq_items_id_key":
-            raise ItemExists() from exc
-        raise StoreError() from exc
-    except _MISCONFIGURED as exc:
-        raise DatabaseMisconfigured(misconfiguration(exc, server)) from exc
-    except (asyncpg.UndefinedTableError, asyncpg.UndefinedFunctionError) as exc:
-        raise SchemaNotReady() from exc
-    except (*UNAVAILABLE, *_TRY_AGAIN) as exc:
-        raise DatabaseUnavailable() from exc
-    except asyncpg.PostgresError as exc:
-        if exc.sqlstate == ITEM_EXISTS:
-            raise ItemExists() from exc
-        raise StoreError() from exc
+    except Exception as exc:
+        error = domain_error(exc, server)
+        if error is None:
+            raise
+        raise error from exc
+
+
+def domain_error(exc: BaseException, server: str | None = None) -> QueueError | None:
+    """The domain error that `exc` becomes (see translated_errors), or None: it goes on as it is
+    (a domain error already, or not the driver's)."""
+    if isinstance(exc, QueueError):
+        return None
+    if isinstance(exc, asyncpg.UniqueViolationError):
+        return ItemExists() if exc.constraint_name == "sq_items_id_key" else StoreError()
+    if isinstance(exc, _MISCONFIGURED):
+        return DatabaseMisconfigured(misconfiguration(exc, server))
+    if isinstance(exc, asyncpg.UndefinedTableError | asyncpg.UndefinedFunctionError):
+        return SchemaNotReady()
+    if isinstance(exc, (*UNAVAILABLE, *_TRY_AGAIN)):
+        return DatabaseUnavailable()
+    if isinstance(exc, asyncpg.PostgresError):
+        return ItemExists() if exc.sqlstate == ITEM_EXISTS else StoreError()
+    return None
 
 
 def misconfiguration(exc: asyncpg.PostgresError, server: str | None = None) -> str:

@@ -12,7 +12,7 @@ from simplequeue.store.queries import load_queries
 
 Q = load_queries("simplequeue.store.postgres", "numbered")
 
-Connection = asyncpg.pool.PoolConnectionProxy
+Connection = asyncpg.Connection
 
 
 # Pooled sessions reuse one generic plan per statement (store.PLANNER_SETTINGS). These reads

@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 from uuid import UUID, uuid4
@@ -47,8 +46,9 @@ from simplequeue.domain.rules import (
 from simplequeue.store import rows
 from simplequeue.store.metadata import change_params, metadata_of
 from simplequeue.store.migrations import latest_version, load_migrations
-from simplequeue.store.postgres.errors import UNAVAILABLE, server_of, translated_errors
+from simplequeue.store.postgres.errors import UNAVAILABLE, domain_error, server_of
 from simplequeue.store.postgres.listen import Listener
+from simplequeue.store.postgres.pool import Pool
 from simplequeue.store.postgres.statements import execute, fetch, fetch_one, fetch_value
 from simplequeue.store.reads import QueueReads
 
@@ -80,6 +80,56 @@ async def keep_session(conn: asyncpg.Connection) -> None:
     """
 
 
+_CUT_OFF = (asyncio.CancelledError, *UNAVAILABLE)  # a call's connection is not to be trusted after these
+
+
+class _Call:
+    """One store call's connection, in one context manager: asyncpg's errors become domain errors
+    (errors.domain_error), within a deadline (asyncio.timeout), on a pooled connection. Written as
+    a class: as three nested generator-based context managers, entering and leaving them was a
+    measurable part of each call's CPU."""
+
+    __slots__ = ("_conn", "_deadline", "_pool", "_server")
+
+    def __init__(self, pool: Pool, seconds: float | None, server: str | None) -> None:
+        self._pool = pool
+        self._deadline = asyncio.timeout(seconds)
+        self._server = server
+
+    async def __aenter__(self) -> asyncpg.Connection:
+        await self._deadline.__aenter__()
+        try:
+            self._conn: asyncpg.Connection = await self._pool.acquire()
+        except BaseException as exc:
+            await self._leave(exc)
+            raise
+        return self._conn
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        if isinstance(exc, _CUT_OFF):
+            # Cut off mid-statement, or broken: what the connection would say next is unknown, so
+            # it is closed (at once, without a round trip) rather than handed to the next caller.
+            self._conn.terminate()
+        self._pool.release(self._conn)
+        await self._leave(exc)
+
+    async def _leave(self, exc: BaseException | None) -> None:
+        """Leave the deadline (a cancellation it caused becomes TimeoutError), then translate what
+        the call raised: raises the domain error, or returns to let `exc` go on as it is."""
+        try:
+            if exc is None:
+                await self._deadline.__aexit__(None, None, None)
+            else:
+                await self._deadline.__aexit__(type(exc), exc, exc.__traceback__)
+        except Exception as raised:
+            error = domain_error(raised, self._server)
+            if error is None:
+                raise
+            raise error from raised
+        if isinstance(exc, Exception) and (error := domain_error(exc, self._server)) is not None:
+            raise error from exc
+
+
 class PostgresStore(QueueReads):
     dialect = "postgresql"
 
@@ -100,7 +150,7 @@ class PostgresStore(QueueReads):
         self._timeout = timeout_seconds
         self._clock = clock
         self._random = random  # backoff jitter
-        self._pool: asyncpg.Pool | None = None
+        self._pool: Pool | None = None
         self._own_pids: set[int] = set()  # our pool's backends: their NOTIFYs were already signalled
         self.notifications = Listener(url, timeout_seconds, ignore_pids=self._own_pids)
 
@@ -117,47 +167,34 @@ class PostgresStore(QueueReads):
         # free (the server does not notice a closed socket while it waits), and a 503 would then
         # hide a push that happened.
         limit_ms = str(round(self._timeout * 1000 * 0.8))
-        self._pool = await asyncpg.create_pool(
-            self._url,
-            min_size=0,
-            max_size=self._pool_size,
-            timeout=self._timeout,
-            command_timeout=self._timeout,
-            init=self._remember_pid,
-            reset=keep_session,
-            server_settings={
-                **PLANNER_SETTINGS,
-                "statement_timeout": limit_ms,
-                "lock_timeout": limit_ms,
-                "idle_in_transaction_session_timeout": str(round(max(60.0, 4 * self._timeout) * 1000)),
-            },
-        )
+        settings = {
+            **PLANNER_SETTINGS,
+            "statement_timeout": limit_ms,
+            "lock_timeout": limit_ms,
+            "idle_in_transaction_session_timeout": str(round(max(60.0, 4 * self._timeout) * 1000)),
+        }
 
-    async def _remember_pid(self, conn: asyncpg.Connection) -> None:
-        self._own_pids.add(conn.get_server_pid())
+        async def connect() -> asyncpg.Connection:
+            conn = await asyncpg.connect(
+                self._url, timeout=self._timeout, command_timeout=self._timeout, server_settings=settings
+            )
+            self._own_pids.add(conn.get_server_pid())
+            return conn
+
+        self._pool = Pool(connect, self._pool_size)
 
     async def close(self) -> None:
         await self.notifications.stop()
         if self._pool is not None:
             await self._pool.close()
 
-    @asynccontextmanager
-    async def _conn(self, *, bounded: bool = True) -> AsyncIterator[asyncpg.pool.PoolConnectionProxy]:
-        """A pooled connection for one store call. The whole call (waiting for the pool, connecting,
-        every statement) ends within the timeout, or raises DatabaseUnavailable: a request never
-        hangs on a frozen or unreachable server. bounded=False: migrations only."""
+    def _conn(self, *, bounded: bool = True) -> _Call:
+        """A pooled connection for one store call (`async with self._conn() as conn`). The whole
+        call (waiting for the pool, connecting, every statement) ends within the timeout, or raises
+        DatabaseUnavailable: a request never hangs on a frozen or unreachable server.
+        bounded=False: migrations only."""
         assert self._pool is not None, "store is not open"
-        async with translated_errors(self._server), asyncio.timeout(self._timeout if bounded else None):
-            conn = await self._pool.acquire()
-            try:
-                yield conn
-            except (asyncio.CancelledError, *UNAVAILABLE):
-                # Cut off mid-statement, or broken: what the connection would say next is unknown,
-                # so it is closed (at once, without a round trip) rather than handed to the next caller.
-                conn.terminate()
-                raise
-            finally:
-                await self._pool.release(conn)
+        return _Call(self._pool, self._timeout if bounded else None, self._server)
 
     async def migrate(self, *, max_payload_bytes: int | None = None) -> list[int]:
         applied: list[int] = []
@@ -286,17 +323,26 @@ class PostgresStore(QueueReads):
                 lease_token=uuid4(),
                 lease_seconds=lease_seconds,
             )
-        checked = [r for r in found if r["kind"] == "completion"]
-        completed = [r for r in checked if r["completed"]]
-        tell(self._on_finished, Outcome.COMPLETED, [r["queue"] for r in completed])
-        outcomes = complete_outcomes(
-            completions,
-            {r["id"] for r in completed},
-            {r["id"] for r in checked if not r["completed"]},
-            {r["id"] for r in checked if r["status"] == ItemStatus.DEAD},
-        )
-        popped = [(r["seq"], rows.leased_item(r)) for r in found if r["kind"] == "popped"]
-        return outcomes, in_pop_order(popped)
+        # One pass over the rows: this runs for every item a worker finishes.
+        popped: list[tuple[int, LeasedItem]] = []
+        completed: set[UUID] = set()
+        still_there: set[UUID] = set()
+        dead: set[UUID] = set()
+        queues: list[str] = []
+        for r in found:
+            if r["kind"] == "popped":
+                popped.append((r["seq"], rows.leased_item(r)))
+            elif r["completed"]:
+                completed.add(r["id"])
+                queues.append(r["queue"])
+            else:
+                still_there.add(r["id"])
+                if r["status"] == ItemStatus.DEAD:
+                    dead.add(r["id"])
+        if queues:
+            tell(self._on_finished, Outcome.COMPLETED, queues)
+        outcomes = complete_outcomes(completions, completed, still_there, dead)
+        return outcomes, in_pop_order(popped) if len(popped) > 1 else [item for _, item in popped]
 
     async def fail(self, item_id: UUID, failure: Failure) -> ItemView:
         async with self._conn() as conn:
