@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import logging
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -25,7 +26,10 @@ from simplequeue.api.errors import Forbidden
 from simplequeue.api.hot import Hot, HotCall, HotRoutes, check_declared, hot_table, is_json
 from simplequeue.api.items.endpoints import HOT
 from simplequeue.api.items.routes import HOT_OPERATIONS
+from simplequeue.api.items.schemas import PoppedItem
+from simplequeue.api.responses import with_payload
 from simplequeue.api.routes import router
+from simplequeue.domain import LeasedItem
 from simplequeue.main import create_app
 from simplequeue.settings import Settings
 
@@ -318,3 +322,36 @@ def _internal(module: str) -> bool:
 )
 def test_which_content_types_are_json(content_type: str, json_: bool) -> None:
     assert is_json(content_type) is json_
+
+
+@pytest.mark.parametrize("group", [None, 'é\n"\x7f\u2028'])
+@pytest.mark.parametrize("microsecond", [0, 120_000, 987_654])
+def test_a_popped_item_is_written_as_its_model_serializes_it(group: str | None, microsecond: int) -> None:
+    # PoppedItem.json_of writes the answer without building the model: it must be the model's text.
+    at = datetime(2026, 1, 2, 3, 4, 5, microsecond, tzinfo=UTC)
+    item = LeasedItem(
+        id=UUID(ITEM),
+        queue="wörk",
+        payload_json='{"n": [1, "two"]}',
+        created_at=at,
+        attempts=3,
+        lease_token=UUID(TOKEN),
+        lease_expires_at=at + timedelta(seconds=30),
+        priority=-2,
+        group=group,
+        attributes_json='{"a":{"data_type":"String","string_value":"x"}}',
+        seq=7,
+    )
+    model = PoppedItem.model_construct(
+        id=item.id,
+        queue=item.queue,
+        created_at=item.created_at,
+        attempts=item.attempts,
+        lease_token=item.lease_token,
+        lease_expires_at=item.lease_expires_at,
+        priority=item.priority,
+        group=item.group,
+        payload=None,
+        attributes=None,
+    )
+    assert PoppedItem.json_of(item) == with_payload(model, item.payload_json, attributes=item.attributes_json)
