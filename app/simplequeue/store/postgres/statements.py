@@ -23,10 +23,7 @@ CUSTOM_PLANNED = frozenset({"list_dead", "pick_dead", "list_history", "peek", "q
 
 
 @asynccontextmanager
-async def _planned_for(conn: Connection, name: str) -> AsyncIterator[None]:
-    if name not in CUSTOM_PLANNED:
-        yield
-        return
+async def _custom_planned(conn: Connection) -> AsyncIterator[None]:
     async with conn.transaction():  # a savepoint inside the caller's transaction, if any
         await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
         yield
@@ -37,13 +34,17 @@ async def fetch(
 ) -> list[Any]:
     """The rows of the named query, with its parameters bound by name."""
     query = Q[name]
-    async with _planned_for(conn, name):
-        return list(await conn.fetch(query.sql, *query.bind(**values), timeout=deadline_seconds))
+    if name not in CUSTOM_PLANNED:  # the hot statements: no context manager to enter and leave
+        return await conn.fetch(query.sql, *query.bind(**values), timeout=deadline_seconds)
+    async with _custom_planned(conn):
+        return await conn.fetch(query.sql, *query.bind(**values), timeout=deadline_seconds)
 
 
 async def fetch_one(conn: Connection, name: str, /, **values: Any) -> Any:
     query = Q[name]
-    async with _planned_for(conn, name):
+    if name not in CUSTOM_PLANNED:
+        return await conn.fetchrow(query.sql, *query.bind(**values))
+    async with _custom_planned(conn):
         return await conn.fetchrow(query.sql, *query.bind(**values))
 
 
