@@ -532,12 +532,17 @@ def test_settings_are_edited_and_the_queue_deleted(chromium: str, service: str, 
         expect(page.locator("#set-max_attempts")).to_have_value("1")
         factor = api.get("/queues/mail").json()["settings"]["backoff"]["factor"]
         expect(page.locator("#set-backoff\\.factor")).to_have_value(f"{factor:g}")
+        expect(page.locator("#set-dedup_window_from")).to_have_value("finish")
         page.fill("#set-max_attempts", "7")
         page.fill("#set-retention_seconds", "3600")
+        page.select_option("#set-dedup_window_from", "send")
         page.click("#save-settings")
         expect(page.locator("#settings-message")).to_contain_text("Saved")
         settings = api.get("/queues/mail").json()["settings"]
         assert (settings["max_attempts"], settings["retention_seconds"]) == (7, 3600)
+        assert settings["dedup_window_from"] == "send", "a save keeps every setting the form shows"
+        page.reload()
+        expect(page.locator("#set-dedup_window_from")).to_have_value("send")
         page.click('a[data-tab="history"]')
         expect(page.locator("#items, #empty").first).to_be_visible()
         expect(page.locator("#no-history")).to_have_count(0)

@@ -501,14 +501,15 @@ async function findPage(show, name, text) {
 
 const SETTINGS = [
   ["max_attempts", "Max attempts", "Pops before a failure or expiry makes an item dead."],
-  ["lease_seconds", "Lease (s)", "Lease of a pop that gives none."],
+  ["lease_seconds", "Lease (s)", "Lease of a pop that gives none. 0: a popped item is visible again at once."],
   ["backoff.base_seconds", "Backoff base (s)", "Delay after the first failed attempt."],
   ["backoff.factor", "Backoff factor", "Each further attempt's delay is this many times the one before."],
   ["backoff.cap_seconds", "Backoff cap (s)", "No delay is longer."],
   ["backoff.jitter", "Backoff jitter", "Up to this fraction of a delay is taken off at random (0–1)."],
   ["retention_seconds", "History retention (s)", "Finished items' records are kept this long."],
-  ["dedup_window_seconds", "Dedup window (s)", "A dedup_key keeps matching this long after its item finished."],
+  ["dedup_window_seconds", "Dedup window (s)", "A dedup_key keeps matching this long after its item finished (or after its push: see below)."],
 ];
+const WINDOW_FROM = [["finish", "when its item finishes"], ["send", "at the push (SQS FIFO)"]];
 
 function dig(object, path) { return path.split(".").reduce((o, k) => (o == null ? undefined : o[k]), object); }
 
@@ -519,6 +520,7 @@ function settingsBody(form) {
     const value = text !== "" && Number.isFinite(Number(text)) ? Number(text) : text; // anything else: the API says why
     if (path.startsWith("backoff.")) body.backoff[path.slice(8)] = value; else body[path] = value;
   }
+  body.dedup_window_from = form.elements.dedup_window_from.value;
   body.history_payload = form.elements.history_payload.checked;
   return body;
 }
@@ -530,6 +532,12 @@ function settingsForm(q, admin) {
     el("input", { id: `set-${path}`, name: path, value: String(dig(q.settings, path)), inputmode: "decimal", disabled: !admin, "aria-describedby": `help-${path}` }),
     el("small", { id: `help-${path}`, class: "muted" }, help),
     el("small", { class: "field-error", "data-field": path, hidden: true })));
+  const windowFrom = el("div", { class: "field" },
+    el("label", { for: "set-dedup_window_from" }, "Dedup window starts"),
+    el("select", { id: "set-dedup_window_from", name: "dedup_window_from", disabled: !admin, "aria-describedby": "help-dedup_window_from" },
+      ...WINDOW_FROM.map(([value, label]) => el("option", { value, selected: q.settings.dedup_window_from === value }, label))),
+    el("small", { id: "help-dedup_window_from", class: "muted" }, "At the push, a key matches for the window whether or not its item is still there."),
+    el("small", { class: "field-error", "data-field": "dedup_window_from", hidden: true }));
   const history = el("div", { class: "field check" },
     el("input", { id: "set-history_payload", name: "history_payload", type: "checkbox", checked: q.settings.history_payload, disabled: !admin }),
     el("label", { for: "set-history_payload" }, "Keep payloads in history"));
@@ -543,6 +551,7 @@ function settingsForm(q, admin) {
       message.className = "saved";
       message.textContent = `Saved: they apply from the next pop, fail or finish on.`;
       for (const [path] of SETTINGS) form.elements[path].value = String(dig(saved.settings, path));
+      form.elements.dedup_window_from.value = saved.settings.dedup_window_from;
     } catch (error) {
       message.className = "error-text";
       message.replaceChildren(el("strong", {}, error.code), " ", error.detail);
@@ -553,7 +562,7 @@ function settingsForm(q, admin) {
       }
     }
     message.hidden = false;
-  } }, el("div", { class: "fields" }, fields, history), message,
+  } }, el("div", { class: "fields" }, fields, windowFrom, history), message,
     admin ? el("button", { type: "submit", id: "save-settings" }, "Save settings") : "");
   return el("section", { class: "panel" }, el("h2", {}, "Settings"), form);
 }
