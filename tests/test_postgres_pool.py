@@ -173,3 +173,26 @@ async def test_closing_closes_the_idle_connections_and_those_in_use_when_release
     assert cast(FakeConnection, b).terminated
     with pytest.raises(asyncpg.InterfaceError):
         await pool.acquire()
+
+
+async def test_a_waiter_cancelled_and_passed_over_by_a_release_is_not_looked_for_again() -> None:
+    pool = Pool(Opener(), 1)
+    held = await pool.acquire()
+    first = asyncio.ensure_future(pool.acquire())
+    second = asyncio.ensure_future(pool.acquire())
+    await asyncio.sleep(0)
+    first.cancel()  # its waiter is cancelled at once; the task learns of it on its next turn
+    pool.release(held)  # passes over the first waiter, to the second
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    assert number(await asyncio.wait_for(second, 1)) == number(held)
+
+
+async def test_closing_refuses_the_callers_waiting() -> None:
+    pool = Pool(Opener(), 1)
+    await pool.acquire()
+    waiting = asyncio.ensure_future(pool.acquire())
+    await asyncio.sleep(0)
+    await pool.close()
+    with pytest.raises(asyncpg.InterfaceError, match="closed"):
+        await waiting

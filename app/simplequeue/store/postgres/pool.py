@@ -16,6 +16,7 @@ one left idle `idle_seconds` is closed when the pool is next used.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import deque
 from collections.abc import Awaitable, Callable
 
@@ -58,15 +59,18 @@ class Pool:
         try:
             handed_over = await waiter
         except BaseException:
-            # Cancelled (the call's deadline, or its caller): whatever was handed over goes back.
-            if waiter.done() and not waiter.cancelled():
+            if not waiter.done() or waiter.cancelled():
+                # A release may have passed over it already (it skips waiters that are done).
+                with contextlib.suppress(ValueError):
+                    self._waiters.remove(waiter)
+            elif waiter.exception() is None:
+                # Handed a connection or a place, then cancelled before it could run (the call's
+                # deadline, or its caller): what it was handed goes to the next.
                 handed = waiter.result()
                 if handed is None:
                     self._free_place()
                 else:
                     self.release(handed)
-            else:
-                self._waiters.remove(waiter)
             raise
         return handed_over if handed_over is not None else await self._opened()
 
