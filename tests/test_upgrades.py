@@ -1,0 +1,116 @@
+"""A database made by the previous release, upgraded in place by the next `migrate`: its queues
+keep their settings and their items, and their dedup keys keep matching.
+
+The latest migration rebuilds SQLite's sq_queues (a CHECK changed) and adds a setting on every
+engine, so this holds it against a real database of each engine here: migrated to the version
+before, given settings and items as the previous release wrote them, then migrated to the latest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from uuid import uuid4
+
+import asyncpg
+import pytest
+from simplequeue.domain import Backoff, QueueSettings
+from simplequeue.main import store_for
+from simplequeue.settings import Settings
+from simplequeue.store import migrations
+
+from tests.engines import FakeClock, postgres_database
+from tests.factories import new_item
+
+# Settings no release's defaults have, written as the previous release wrote them.
+KEPT = uuid4()
+OLD_SETTINGS = (
+    "UPDATE sq_queues SET max_attempts = 3, lease_seconds = 45, retention_seconds = 0, "
+    "dedup_window_seconds = 120, backoff_factor = 3, paused = {true} WHERE name = 'kept'"
+)
+
+
+# SQLite's statements are the package's own, and this package's claim of a dedup key reads the
+# new setting: the previous release's item and key are written as rows.
+AT = "'2026-01-01T00:00:00.000000Z'"
+OLD_SQLITE_ITEM = f"""
+INSERT INTO sq_queues (name, created_at) VALUES ('kept', {AT});
+INSERT INTO sq_items (id, queue, payload, created_at, visible_at, dedup_key)
+VALUES ('{KEPT}', 'kept', '"waiting"', {AT}, {AT}, 'order-1');
+INSERT INTO sq_dedup (queue, dedup_key, item_id, created_at, expires_at)
+VALUES ('kept', 'order-1', '{KEPT}', {AT}, NULL);
+"""
+
+
+@contextmanager
+def database(engine: str, tmp_path: Path) -> Iterator[str]:
+    if engine == "postgresql":
+        with postgres_database() as url:
+            yield url
+    else:
+        yield f"sqlite:///{tmp_path / 'upgraded.db'}"
+
+
+async def write_old_settings(engine: str, url: str) -> None:
+    if engine == "postgresql":
+        conn = await asyncpg.connect(url.replace("postgresql+asyncpg", "postgresql"), timeout=5)
+        try:
+            await conn.execute(OLD_SETTINGS.format(true="true"))
+        finally:
+            await conn.close()
+    else:
+        with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
+            conn.executescript(OLD_SQLITE_ITEM)
+            conn.execute(OLD_SETTINGS.format(true=1))
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "postgresql"])
+def test_the_latest_migration_keeps_every_queues_settings_and_items(
+    engine: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    latest = migrations.load_migrations(engine)
+    module = f"simplequeue.store.{'postgres' if engine == 'postgresql' else 'sqlite'}.store"
+    kept = new_item("kept", "waiting", id=KEPT, dedup_key="order-1")
+
+    async def upgrade(url: str) -> None:
+        settings = Settings(database_url=url)
+        monkeypatch.setattr(f"{module}.load_migrations", lambda dialect: latest[:-1])
+        old = store_for(settings, FakeClock())
+        await old.open()
+        assert await old.migrate() == [m.version for m in latest[:-1]]
+        if engine == "postgresql":  # its push is the database's function of the version before
+            await old.push_batch([kept], skip_existing=False)
+        await old.close()
+        await write_old_settings(engine, url)
+
+        monkeypatch.undo()
+        new = store_for(settings, FakeClock())
+        await new.open()
+        try:
+            assert await new.migrate() == [latest[-1].version]
+            stats = await new.get_queue("kept")
+            assert stats.settings == QueueSettings(
+                max_attempts=3,
+                lease_seconds=45,
+                backoff=Backoff(factor=3),
+                retention_seconds=0,
+                dedup_window_seconds=120,
+                dedup_window_from="finish",
+            )
+            assert (stats.paused, stats.ready) == (True, 1)
+            [again] = await new.push_batch(
+                [new_item("kept", "again", dedup_key="order-1")], skip_existing=False
+            )
+            assert again is not None
+            assert (again.id, again.created) == (kept.id, False), "the key still matches"
+            # What the migration allows now: a zero lease, a window from the send.
+            await new.put_queue("kept", QueueSettings(lease_seconds=0, dedup_window_from="send"))
+            assert (await new.get_queue("kept")).settings.lease_seconds == 0
+        finally:
+            await new.close()
+
+    with database(engine, tmp_path) as url:
+        asyncio.run(upgrade(url))
