@@ -9,7 +9,8 @@ from typing import Any
 from uuid import uuid4
 
 import pytest
-from simplequeue.domain import DatabaseUnavailable, ItemExists, Pushed
+from simplequeue.domain import DatabaseUnavailable, Failure, ItemExists, Pushed, QueueSettings
+from simplequeue.domain.metadata import MetadataChange
 from simplequeue.main import store_for
 from simplequeue.service.pushing import PushCoalescer
 from simplequeue.service.waiting import Waiting
@@ -242,3 +243,36 @@ async def test_pushes_queued_behind_a_timed_out_batch_fail_with_it(real_store: S
 
     assert all(isinstance(r, DatabaseUnavailable) for r in results)
     assert store.batches == [1], "the queued pushes would have waited out a second timeout"
+
+
+@pytest.mark.parametrize("how", ["failed", "reaped"])
+async def test_a_move_to_a_dead_letter_queue_through_another_process_is_found(
+    settings: Settings, real_store: Store, queue: str, how: str
+) -> None:
+    # A worker's last failure, or the sweep's reap of an expired last lease, moves the item to its
+    # queue's dead-letter target; a long-poll on the target in another replica hears of it as of a
+    # push (PostgreSQL: NOTIFY from the moving statement; elsewhere: the probe's recheck).
+    target = f"{queue}-dlq"
+    await real_store.put_queue(target, QueueSettings())
+    await real_store.put_queue(queue, QueueSettings(max_attempts=1))
+    redrive = MetadataChange(set_attributes={"dead_letter_queue": target})
+    await real_store.change_queue_metadata(queue, redrive)
+    await real_store.push_batch([new_item(queue, "doomed")], skip_existing=False)
+    [popped] = await real_store.pop(queue, 1, 0 if how == "reaped" else 30)
+    other = store_for(settings)
+    await other.open()
+    waiting = Waiting(other, recheck_seconds=1000 if settings.database_url.startswith("postgresql") else 0.2)
+    if other.notifications is not None:
+        await other.notifications.start(waiting.notify)
+    try:
+        waiter = asyncio.create_task(waiting.pop(target, max_items=1, wait_seconds=15, lease_seconds=30))
+        await asyncio.sleep(0.5)  # the waiter is asleep and the listener is up
+        if how == "failed":
+            await real_store.fail(popped.id, Failure("fatal", popped.lease_token, retry=False))
+        else:
+            assert await real_store.reap_expired(10) == 1
+        [moved] = await asyncio.wait_for(waiter, timeout=10)
+        assert (moved.id, moved.queue, moved.payload) == (popped.id, target, "doomed")
+    finally:
+        waiting.close()
+        await other.close()

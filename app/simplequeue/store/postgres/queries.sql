@@ -275,7 +275,10 @@ FROM unnest(:queues::text[]) AS q(queue)
 -- fragment: dead_letter_moved
 -- The CTEs after a kill's `failed` (its rows carry dies, source, target, dedup_window_seconds): an
 -- item moved to its queue's dead-letter target leaves its dedup key's claim in the source, whose
--- window starts as a purge's does, and takes its remembered id's claim along.
+-- window starts as a purge's does, and takes its remembered id's claim along. The targets' long
+-- polls in every replica hear of the moves at commit, as of a push (sq_items_notify_ready sees
+-- inserts only, and a move is an UPDATE); `woken` is one row, which the statement's SELECT joins
+-- so that it runs (an unreferenced SELECT in WITH would not).
 , windows AS (
     UPDATE sq_dedup AS k
     SET expires_at = COALESCE(:now::timestamptz, now()) + d.dedup_window_seconds * interval '1 second'
@@ -287,6 +290,9 @@ FROM unnest(:queues::text[]) AS q(queue)
     SET queue = d.target
     FROM failed AS d
     WHERE d.dies AND d.target IS NOT NULL AND d.remember_id AND k.id = d.id
+), woken AS (
+    SELECT count(pg_notify('simplequeue_ready', json_build_object('q', m.target, 'n', m.n)::text)) AS targets
+    FROM (SELECT d.target, count(*) AS n FROM failed AS d WHERE d.dies AND d.target IS NOT NULL GROUP BY d.target) AS m
 )
 
 -- name: fail
@@ -344,7 +350,7 @@ WITH f AS (
 SELECT d.id, d.queue, d.payload::text AS payload, d.attributes, d.status, d.attempts, d.errors::text AS errors, d.created_at,
        d.visible_at, d.lease_token, d.priority, d.group_key, d.dedup_key, d.first_popped_at, d.died_at,
        d.answer_max_attempts AS max_attempts, COALESCE(:now::timestamptz, now()) AS now
-FROM failed AS d
+FROM failed AS d CROSS JOIN woken
 
 -- name: reap
 -- Expired leases on their last attempt become dead, with an error and a history record; or, in a
@@ -383,7 +389,7 @@ WITH expired AS (
     WHERE d.retention_seconds > 0
 )
 -- include: dead_letter_moved
-SELECT source AS queue, count(*) AS killed FROM failed GROUP BY source
+SELECT source AS queue, count(*) AS killed FROM failed CROSS JOIN woken GROUP BY source
 
 -- name: get_item
 SELECT i.id, i.queue, i.payload::text AS payload, i.attributes, i.status, i.attempts, i.errors::text AS errors, i.created_at,
