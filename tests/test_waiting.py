@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 from uuid import uuid4
 
@@ -118,11 +119,11 @@ async def test_an_expiring_lease_wakes_a_waiter_without_a_push(real_store: Store
     waiting.close()
 
 
-async def test_a_push_through_another_process_is_found(
-    settings: Settings, real_store: Store, queue: str
-) -> None:
-    # Another replica: its own store and waiting, no shared memory. PostgreSQL tells it through
-    # LISTEN/NOTIFY; SQLite and SQL Server through the probe's recheck.
+@asynccontextmanager
+async def waiter_in_another_replica(settings: Settings, queue: str) -> AsyncIterator[asyncio.Task[Any]]:
+    """A long-poll on `queue` in another replica: its own store and waiting, no shared memory, asleep
+    by the time this yields. PostgreSQL tells it of changes through LISTEN/NOTIFY (its recheck is
+    too slow to matter here); SQLite and SQL Server through the probe's recheck."""
     other = store_for(settings)
     await other.open()
     waiting = Waiting(other, recheck_seconds=1000 if settings.database_url.startswith("postgresql") else 0.2)
@@ -131,12 +132,19 @@ async def test_a_push_through_another_process_is_found(
     try:
         waiter = asyncio.create_task(waiting.pop(queue, max_items=1, wait_seconds=15, lease_seconds=30))
         await asyncio.sleep(0.5)  # the waiter is asleep and the listener is up
-        await real_store.push_batch([new_item(queue, "from elsewhere")], skip_existing=False)
-        [popped] = await asyncio.wait_for(waiter, timeout=10)
-        assert popped.payload == "from elsewhere"
+        yield waiter
     finally:
         waiting.close()
         await other.close()
+
+
+async def test_a_push_through_another_process_is_found(
+    settings: Settings, real_store: Store, queue: str
+) -> None:
+    async with waiter_in_another_replica(settings, queue) as waiter:
+        await real_store.push_batch([new_item(queue, "from elsewhere")], skip_existing=False)
+        [popped] = await asyncio.wait_for(waiter, timeout=10)
+        assert popped.payload == "from elsewhere"
 
 
 class SlowPop:
@@ -259,20 +267,10 @@ async def test_a_move_to_a_dead_letter_queue_through_another_process_is_found(
     await real_store.change_queue_metadata(queue, redrive)
     await real_store.push_batch([new_item(queue, "doomed")], skip_existing=False)
     [popped] = await real_store.pop(queue, 1, 0 if how == "reaped" else 30)
-    other = store_for(settings)
-    await other.open()
-    waiting = Waiting(other, recheck_seconds=1000 if settings.database_url.startswith("postgresql") else 0.2)
-    if other.notifications is not None:
-        await other.notifications.start(waiting.notify)
-    try:
-        waiter = asyncio.create_task(waiting.pop(target, max_items=1, wait_seconds=15, lease_seconds=30))
-        await asyncio.sleep(0.5)  # the waiter is asleep and the listener is up
+    async with waiter_in_another_replica(settings, target) as waiter:
         if how == "failed":
             await real_store.fail(popped.id, Failure("fatal", popped.lease_token, retry=False))
         else:
             assert await real_store.reap_expired(10) == 1
         [moved] = await asyncio.wait_for(waiter, timeout=10)
         assert (moved.id, moved.queue, moved.payload) == (popped.id, target, "doomed")
-    finally:
-        waiting.close()
-        await other.close()
