@@ -267,9 +267,8 @@ class PoppedItem(BaseModel):
                 item.group,
             )
         ).decode()
-        payload = "null" if item.payload_json is None else item.payload_json
         attributes = "null" if item.attributes_json is None else item.attributes_json
-        return f'{head[:-1]},"payload":{payload},"attributes":{attributes}}}'
+        return f'{head[:-1]},"payload":{item.payload_json},"attributes":{attributes}}}'
 
 
 @dataclass(slots=True)  # not frozen: a frozen dataclass is slower to build
