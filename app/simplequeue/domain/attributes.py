@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 from simplequeue.domain.errors import InvalidAttributes
+from simplequeue.domain.xml_chars import NOT_XML
 
 MAX_ATTRIBUTES = 10
 MAX_NAME_CHARS = 256
@@ -39,9 +40,6 @@ return, and U+FFFE and U+FFFF (nor lone surrogates, which JSON's UTF-8 cannot ca
 _NAME = re.compile(r"[A-Za-z0-9_.\-]+")
 _TYPE = re.compile(TYPE_PATTERN)
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
-# What SQS lets a String value (and a body) hold: XML's characters, so that the query protocol's
-# XML answers can carry every value.
-_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +111,7 @@ def _check_name(name: str) -> None:
 
 def _check_value(name: str, attribute: Attribute) -> None:
     type_ = attribute.type
-    if len(type_) > MAX_TYPE_CHARS or not _TYPE.fullmatch(type_) or _NOT_XML.search(type_):
+    if len(type_) > MAX_TYPE_CHARS or not _TYPE.fullmatch(type_) or NOT_XML.search(type_):
         raise InvalidAttributes(
             f"attribute {name!r}: its type must be String, Number or Binary, optionally with a "
             f"custom label of printable ASCII after a period, {MAX_TYPE_CHARS} characters at most"
@@ -124,7 +122,7 @@ def _check_value(name: str, attribute: Attribute) -> None:
     if not value:
         raise InvalidAttributes(f"attribute {name!r}: its value must not be empty")
     if isinstance(value, str):
-        if _NOT_XML.search(value):
+        if NOT_XML.search(value):
             raise InvalidAttributes(
                 f"attribute {name!r}: its value holds a character SQS does not allow (valid: #x9, "
                 "#xA, #xD, #x20 to #xD7FF, #xE000 to #xFFFD, #x10000 to #x10FFFF)"

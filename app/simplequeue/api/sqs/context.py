@@ -27,6 +27,9 @@ class Context:
     """Whether the caller hung up (a long-poll then ends)."""
     moves: MoveTasks | None = None
     """This process's message move tasks (None: an app built without them)."""
+    xml: bool = False
+    """Whether the answer is written in XML (the query protocol), which cannot carry every
+    character a message may hold."""
 
     def authorize(self, action: Action, queue: str | None = None) -> None:
         """AccessDenied (403) unless the caller's key may do this, to this queue."""

@@ -14,6 +14,7 @@ import base64
 import binascii
 import hashlib
 import json
+import logging
 import re
 from datetime import UTC, datetime
 from typing import Any
@@ -28,6 +29,7 @@ from simplequeue.api.sqs.urls import is_fifo
 from simplequeue.domain import (
     Completion,
     Draft,
+    Failure,
     ItemDead,
     ItemNotFound,
     LeasedItem,
@@ -35,6 +37,9 @@ from simplequeue.domain import (
     LeaseMismatch,
     QueueError,
 )
+from simplequeue.domain.xml_chars import first_not_xml, xml_safe_json
+
+log = logging.getLogger("simplequeue.sqs")
 
 MAX_DELAY_SECONDS = 900
 MAX_VISIBILITY_SECONDS = 43200
@@ -231,6 +236,8 @@ async def receive_message(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
         if runs:  # a group's messages in the order they were sent, whatever their created_at
             items = sorted(items, key=lambda item: item.seq or 0)
         messages = [await _message(ctx, item, wanted, asked) for item in items]
+        if ctx.xml:
+            messages = await _carried_in_xml(ctx, items, messages)
     except QueueError as exc:
         raise from_domain(exc) from None
     return {"Messages": messages} if messages else {}
@@ -243,7 +250,7 @@ async def _message(
     body = (
         payload
         if isinstance(payload, str)
-        else json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+        else xml_safe_json(json.dumps(payload, ensure_ascii=False, separators=(",", ":")))
     )
     message: dict[str, Any] = {
         "MessageId": str(item.id),
@@ -271,6 +278,45 @@ async def _message(
         message["Attributes"] = attributes
     message.update(message_attributes.received(item.attributes_json, asked))
     return message
+
+
+async def _carried_in_xml(
+    ctx: Context, items: list[LeasedItem], messages: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The messages XML can carry. Another (a string payload or a group pushed through the REST
+    API or SQL, which take any JSON text) would make the whole answer ill-formed and every message
+    in it come back until its last attempt: it goes to its dead letters now, with the reason as its
+    error, where the REST API and SQS's JSON protocol can still read and redrive it."""
+    carried = []
+    for item, message in zip(items, messages, strict=True):
+        problem = _not_in_xml(message)
+        if problem is None:
+            carried.append(message)
+        else:
+            await _dead_letter(ctx, item, problem)
+    return carried
+
+
+def _not_in_xml(message: dict[str, Any]) -> str | None:
+    fields = {"body": message["Body"], **message.get("Attributes", {})}
+    for field, value in fields.items():
+        found = first_not_xml(value)
+        if found is not None:
+            index, code = found
+            return (
+                f"SQS's query protocol cannot hand it out: its {field} holds {code} (character "
+                f"{index + 1}), which XML 1.0 cannot carry; read it over the REST API or SQS's JSON protocol"
+            )
+    return None
+
+
+async def _dead_letter(ctx: Context, item: LeasedItem, problem: str) -> None:
+    failure = Failure(problem, lease_token=item.lease_token, retry=False)
+    try:
+        await ctx.service.fail(item.id, failure)
+    except (ItemNotFound, ItemDead, LeaseExpired, LeaseMismatch):
+        return  # taken or finished meanwhile (a zero visibility timeout): its next receive decides
+    log.warning("SQS receive: item %s of queue %s is dead: %s", item.id, item.queue, problem)
 
 
 def _ms(at: datetime) -> str:

@@ -140,7 +140,8 @@ async def _call(request: Request, headers: dict[str, str], call: Call, grant: Gr
     service.require_ready()
     path_queue = queue_of_path(request.url.path, config.account_id)
     tasks: moves.MoveTasks | None = getattr(request.app.state, "sqs_moves", None)
-    context = Context(service, place, grant, path_queue, request.is_disconnected, tasks)
+    xml = call.wire is Wire.QUERY
+    context = Context(service, place, grant, path_queue, request.is_disconnected, tasks, xml)
     return await handler(context, call.params)
 
 
