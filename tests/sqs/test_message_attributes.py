@@ -47,6 +47,7 @@ def test_send_and_receive_with_their_md5(sqs: Any, url: str) -> None:
         ([], set()),
         (["All"], {"trace", "count", "blob", "app.id", "app.kind"}),
         ([".*"], {"trace", "count", "blob", "app.id", "app.kind"}),
+        (["*"], {"trace", "count", "blob", "app.id", "app.kind"}),
         (["trace"], {"trace"}),
         (["app.*"], {"app.id", "app.kind"}),
         (["app.*", "count", "missing"], {"app.id", "app.kind", "count"}),

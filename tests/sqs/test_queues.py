@@ -17,8 +17,8 @@ def test_create_queue_answers_its_url_and_the_same_url_again(sqs: Any, sqs_base:
     assert url == f"{sqs_base}/{ACCOUNT}/{name}"
     assert sqs.create_queue(QueueName=name, Attributes={"VisibilityTimeout": "45"})["QueueUrl"] == url
     assert sqs.create_queue(QueueName=name)["QueueUrl"] == url
-    for same in ({"FifoQueue": "false"}, {"DelaySeconds": "0", "ReceiveMessageWaitTimeSeconds": "0"}):
-        assert sqs.create_queue(QueueName=name, Attributes=same)["QueueUrl"] == url
+    same = {"DelaySeconds": "0", "ReceiveMessageWaitTimeSeconds": "0", "SqsManagedSseEnabled": "true"}
+    assert sqs.create_queue(QueueName=name, Attributes=same)["QueueUrl"] == url
     with pytest.raises(ClientError) as e:
         sqs.create_queue(QueueName=name, Attributes={"VisibilityTimeout": "46"})
     assert error_code(e) == "QueueAlreadyExists"
@@ -34,13 +34,13 @@ def test_create_queue_answers_its_url_and_the_same_url_again(sqs: Any, sqs_base:
         ("x" * 81, {}, "InvalidParameterValue"),
         ("ok", {"VisibilityTimeout": "43201"}, "InvalidAttributeValue"),
         ("ok", {"NoSuchAttribute": "1"}, "InvalidAttributeName"),
-        ("ok", {"KmsMasterKeyId": "alias/aws/sqs"}, "InvalidAttributeValue"),
+        ("ok", {"KmsDataKeyReusePeriodSeconds": "86401"}, "InvalidAttributeValue"),
         ("ok", {"DelaySeconds": "901"}, "InvalidAttributeValue"),
         ("ok", {"Policy": "not json"}, "InvalidAttributeValue"),
         ("ok", {"RedriveAllowPolicy": '{"redrivePermission": "some"}'}, "InvalidAttributeValue"),
         ("ok", {"RedriveAllowPolicy": '{"redrivePermission": "byQueue"}'}, "InvalidAttributeValue"),
         ("ok", {"MaximumMessageSize": "1023"}, "InvalidAttributeValue"),
-        ("ok", {"FifoQueue": "true"}, "InvalidAttributeValue"),
+        ("ok", {"FifoQueue": "true"}, "InvalidParameterValue"),  # SQS: the name must end in .fifo
     ],
 )
 def test_create_queue_refusals(sqs: Any, queue_name: str, attributes: dict[str, str], code: str) -> None:
@@ -120,7 +120,7 @@ def test_set_queue_attributes_changes_the_lease(sqs: Any, url: str) -> None:
     got = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["VisibilityTimeout"])["Attributes"]
     assert got == {"VisibilityTimeout": "120"}
     with pytest.raises(ClientError) as e:
-        sqs.set_queue_attributes(QueueUrl=url, Attributes={"KmsMasterKeyId": "alias/aws/sqs"})
+        sqs.set_queue_attributes(QueueUrl=url, Attributes={"VisibilityTimeout": "43201"})
     assert error_code(e) == "InvalidAttributeValue"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 from botocore.exceptions import ClientError
 
@@ -77,8 +78,9 @@ def test_tags_of_no_queue_and_empty_calls(sqs: Any, sqs_base: str, url: str) -> 
     assert error_code(e) == "MissingParameter"
 
 
-def test_tags_go_with_the_queue(sqs: Any, name: str) -> None:
+def test_tags_go_with_the_queue(sqs: Any, sqs_base: str, name: str) -> None:
     url = sqs.create_queue(QueueName=name, tags={"team": "payments"})["QueueUrl"]
     sqs.delete_queue(QueueUrl=url)
-    url = sqs.create_queue(QueueName=name)["QueueUrl"]
+    httpx.put(f"{sqs_base}/queues/{name}", json={}).raise_for_status()  # SQS's CreateQueue waits 60 s
+
     assert tags_of(sqs, url) == {}

@@ -95,6 +95,7 @@ class QueueService:
         self._listening = False
         self._ready = False
         self._purged_at: dict[str, datetime] = {}  # purge_live's last purge of each queue, here
+        self._deleted_at: dict[str, datetime] = {}  # delete_queue's deletions, here
 
     # --- life cycle ------------------------------------------------------------------------------
 
@@ -430,12 +431,8 @@ class QueueService:
         replica that did not purge the queue does not know of the purge. Raises QueueNotFound."""
         await self._known(queue)
         now = self._clock()
-        last = self._purged_at.get(queue)
-        if last is not None and (now - last).total_seconds() < once_in_seconds:
+        if _within(self._purged_at, queue, now, once_in_seconds):
             return None
-        for name, at in list(self._purged_at.items()):  # only the recent ones are worth keeping
-            if (now - at).total_seconds() >= once_in_seconds:
-                del self._purged_at[name]
         self._purged_at[queue] = now  # before the await: a purge that overlaps this one is refused
         try:
             return await self._store.purge_live(queue)
@@ -456,4 +453,20 @@ class QueueService:
         return stats
 
     async def delete_queue(self, queue: str, force: bool) -> DeletedQueue:
-        return await self._store.delete_queue(queue, force)
+        deleted = await self._store.delete_queue(queue, force)
+        self._deleted_at[queue] = self._clock()
+        return deleted
+
+    def deleted_within(self, queue: str, seconds: float) -> bool:
+        """Whether this process deleted the queue less than `seconds` ago (SQS refuses to make a
+        queue again within 60 seconds of its deletion). A replica knows its own deletions only."""
+        return _within(self._deleted_at, queue, self._clock(), seconds)
+
+
+def _within(record: dict[str, datetime], queue: str, now: datetime, seconds: float) -> bool:
+    """Whether `record` holds `queue` at less than `seconds` before `now`; entries older than that
+    are forgotten on the way, since only recent ones are asked about."""
+    for name, at in list(record.items()):
+        if (now - at).total_seconds() >= seconds:
+            del record[name]
+    return queue in record

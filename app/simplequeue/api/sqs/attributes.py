@@ -13,6 +13,13 @@
   policy's maxReceiveCount (simplequeue.api.sqs.queues checks the target).
 - ContentBasedDeduplication (FIFO queues) is kept, and a send without a MessageDeduplicationId
   to a queue that has it true is deduplicated by the SHA-256 of its body.
+- DeduplicationScope and FifoThroughputLimit (FIFO queues, high throughput) are kept; with
+  DeduplicationScope messageGroup a deduplication id matches within its message group only.
+  Throughput has no per-queue cap here to lift, so FifoThroughputLimit changes nothing else.
+- SqsManagedSseEnabled, KmsMasterKeyId and KmsDataKeyReusePeriodSeconds are kept and answered, so
+  that queues made by Terraform, CloudFormation or the CDK come up: encryption at rest is the
+  database's own (its disk or TDE), which no key named here changes.
+- Booleans are taken in any case ("True", as CloudFormation sends them) and answered lower-case.
 - The rest of SQS's attributes are refused with the attribute named, never accepted and ignored.
 """
 
@@ -29,15 +36,14 @@ from simplequeue.domain.metadata import QueueMetadata
 
 MAX_REDRIVE_SOURCES = 10
 PERMISSIONS = ("allowAll", "denyAll", "byQueue")  # RedriveAllowPolicy's redrivePermission
-NOT_YET = frozenset(
-    {
-        "KmsMasterKeyId",
-        "KmsDataKeyReusePeriodSeconds",
-        "SqsManagedSseEnabled",
-        "DeduplicationScope",
-        "FifoThroughputLimit",
-    }
-)
+FIFO_ONLY = frozenset({"ContentBasedDeduplication", "DeduplicationScope", "FifoThroughputLimit"})
+"""Attributes a standard queue does not know (InvalidAttributeName, as SQS answers)."""
+FIFO_DEFAULTS = {
+    "ContentBasedDeduplication": "false",
+    "DeduplicationScope": "queue",
+    "FifoThroughputLimit": "perQueue",
+}
+"""What a FIFO queue answers for the FIFO-only attributes it never set."""
 COUNTS = (
     "ApproximateNumberOfMessages",
     "ApproximateNumberOfMessagesNotVisible",
@@ -52,12 +58,24 @@ def _bad(name: str, why: str) -> SqsError:
 
 def _integer(low: int, high: int) -> Callable[[str, str, int], str]:
     def check(name: str, value: str, limit: int) -> str:
-        top = min(high, limit)
-        if not value.strip().isdigit() or not low <= int(value) <= top:
-            raise _bad(name, f"an integer from {low} to {top}.")
+        if not value.strip().isdigit() or not low <= int(value) <= high:
+            raise _bad(name, f"an integer from {low} to {high}.")
         return str(int(value))
 
     return check
+
+
+def _one_of(*choices: str) -> Callable[[str, str, int], str]:
+    def check(name: str, value: str, limit: int) -> str:
+        if value not in choices:
+            raise _bad(name, f"one of {', '.join(choices)}.")
+        return value
+
+    return check
+
+
+def _any_text(name: str, value: str, limit: int) -> str:
+    return value
 
 
 def _size(name: str, value: str, limit: int) -> str:
@@ -183,44 +201,51 @@ KEPT: dict[str, Kept] = {
     # FIFO queues only (checked): a send without a MessageDeduplicationId is deduplicated by the
     # SHA-256 of its body. Answered "false" for a FIFO queue that never set it.
     "ContentBasedDeduplication": Kept(_boolean, lambda limit: None),
+    "DeduplicationScope": Kept(_one_of("messageGroup", "queue"), lambda limit: None),
+    "FifoThroughputLimit": Kept(_one_of("perQueue", "perMessageGroupId"), lambda limit: None),
+    # SQS encrypts new queues with its own keys unless given a KMS key: answered so by default.
+    "SqsManagedSseEnabled": Kept(_boolean, lambda limit: None),
+    "KmsMasterKeyId": Kept(_any_text, lambda limit: None),
+    "KmsDataKeyReusePeriodSeconds": Kept(_integer(60, 86400), lambda limit: None),
 }
 DEFAULT_RETENTION_SECONDS = "345600"  # SQS's default MessageRetentionPeriod: 4 days
-EMPTY_REMOVES = frozenset({"Policy", "RedriveAllowPolicy", "RedrivePolicy"})
+DEFAULT_KMS_REUSE_SECONDS = "300"
+EMPTY_REMOVES = frozenset({"Policy", "RedriveAllowPolicy", "RedrivePolicy", "KmsMasterKeyId"})
 """Set to "", these are removed, as SQS removes them."""
 READABLE = frozenset({"QueueArn", *COUNTS, "VisibilityTimeout", "FifoQueue", *KEPT})
-KNOWN = frozenset({*READABLE, *NOT_YET, *TIMESTAMPS, "All"})
+KNOWN = frozenset({*READABLE, *TIMESTAMPS, "All"})
 
 
 def checked(name: str, attributes: Mapping[str, Any], limit: int) -> dict[str, str]:
     """The attributes given for queue `name`, each known and of a value the service can hold,
-    normalised as they will be answered. `limit` is the service's largest payload."""
+    normalised as they will be answered. `limit` is the service's largest payload. FifoQueue is
+    checked against the name by CreateQueue (simplequeue.api.sqs.queues)."""
     values: dict[str, str] = {}
     for key, value in attributes.items():
         if not isinstance(value, str):
             raise SqsError("InvalidAttributeValue", f"Invalid value for the parameter {key}.")
+        if key in FIFO_ONLY and not is_fifo(name):
+            raise SqsError("InvalidAttributeName", f"Unknown Attribute {key}.")
         if key == "VisibilityTimeout":
             if not value.strip().isdigit() or not 0 <= int(value) <= 43200:
                 raise _bad(key, "an integer from 0 to 43200.")
             value = str(int(value))
-        elif key == "ContentBasedDeduplication":
-            if not is_fifo(name):
-                raise SqsError("InvalidAttributeName", "Unknown Attribute ContentBasedDeduplication.")
-            value = KEPT[key].check(key, value, limit)
         elif key in KEPT:
             value = KEPT[key].check(key, value, limit)
         elif key == "FifoQueue":
-            if value not in ("true", "false") or (value == "true") != is_fifo(name):
-                raise SqsError(
-                    "InvalidAttributeValue", "FifoQueue is true exactly for a queue whose name ends in .fifo."
-                )
-        elif key in NOT_YET:
-            raise SqsError(
-                "InvalidAttributeValue", f"The attribute {key} is not supported yet by simplequeue."
-            )
+            value = _boolean(key, value, limit)
         else:
             raise SqsError("InvalidAttributeName", f"Unknown Attribute {key}.")
         values[key] = value
     return values
+
+
+def check_throughput(values: Mapping[str, str]) -> None:
+    """A queue's attributes as they will be (kept and given): SQS allows FifoThroughputLimit
+    perMessageGroupId only beside DeduplicationScope messageGroup."""
+    scope = values.get("DeduplicationScope", "queue")
+    if values.get("FifoThroughputLimit") == "perMessageGroupId" and scope != "messageGroup":
+        raise _bad("FifoThroughputLimit", "perMessageGroupId needs DeduplicationScope messageGroup.")
 
 
 def kept_of(metadata: QueueMetadata | None, limit: int) -> dict[str, str]:
@@ -233,6 +258,11 @@ def kept_of(metadata: QueueMetadata | None, limit: int) -> dict[str, str]:
             values[key] = value
     # Set when the service allowed more: the service's limit holds now.
     values["MaximumMessageSize"] = str(min(int(values["MaximumMessageSize"]), limit))
+    if "KmsMasterKeyId" in values:
+        values.setdefault("KmsDataKeyReusePeriodSeconds", DEFAULT_KMS_REUSE_SECONDS)
+        values.setdefault("SqsManagedSseEnabled", "false")
+    else:
+        values.setdefault("SqsManagedSseEnabled", "true")
     return values
 
 

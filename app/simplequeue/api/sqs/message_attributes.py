@@ -102,9 +102,10 @@ def md5_of(attributes: Mapping[str, Attribute]) -> str:
 
 
 def wanted(names: Iterable[str]) -> Asked:
-    """What MessageAttributeNames asks for (`All` or `.*`: every one)."""
+    """What MessageAttributeNames asks for (`All`, `.*` or `*`: every one; `name.*`: those whose
+    name starts with `name.`)."""
     names = list(names)
-    every = any(n in ("All", ".*") for n in names)
+    every = any(n in ("All", ".*", "*") for n in names)
     prefixes = tuple(n[:-1] for n in names if n.endswith(".*") and n != ".*")
     return every, frozenset(names), prefixes
 

@@ -107,7 +107,7 @@ def _draft(queue: str, p: dict[str, Any], kept: dict[str, str]) -> Draft:
             raise invalid("MessageDeduplicationId", dedup, NOT_FOR_THIS_QUEUE)
         delay = queue_delay if delay is None else delay
         return Draft(payload=body, delay_seconds=float(delay), attributes=attributes)
-    if delay is not None:  # a FIFO queue's messages wait out the queue's delay only
+    if delay:  # a FIFO queue's messages wait out the queue's delay only (0 is no delay of its own)
         raise invalid("DelaySeconds", delay, NOT_FOR_THIS_QUEUE)
     if group is None:
         raise missing("MessageGroupId")
@@ -122,9 +122,18 @@ def _draft(queue: str, p: dict[str, Any], kept: dict[str, str]) -> Draft:
     for name, value in (("MessageGroupId", group), ("MessageDeduplicationId", dedup)):
         if not FIFO_KEY.fullmatch(value):
             raise invalid(name, value, "it must be 1 to 128 alphanumeric or punctuation characters.")
+    if kept.get("DeduplicationScope") == "messageGroup":
+        dedup = group_scoped(group, dedup)
     return Draft(
         payload=body, group=group, dedup_key=dedup, attributes=attributes, delay_seconds=float(queue_delay)
     )
+
+
+def group_scoped(group: str, dedup: str) -> str:
+    """The store's key for a deduplication id that matches within its message group only
+    (DeduplicationScope messageGroup): both in one digest, since together they may pass the
+    128 characters a key holds. Neither holds a space, so the pair is unambiguous."""
+    return "g:" + hashlib.sha256(f"{group} {dedup}".encode()).hexdigest()
 
 
 async def send_message(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:

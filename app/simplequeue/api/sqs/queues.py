@@ -31,6 +31,7 @@ the process that answers (QueueService.purge_live): replicas do not share it."""
 
 AS_CREATED = {"FifoQueue": "false"}
 """What CreateQueue compares a given attribute with when the queue does not answer it."""
+RECREATE_AFTER_SECONDS = 60  # SQS: a deleted queue's name can be used again 60 s after
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +111,7 @@ def _attributes_of(ctx: Context, stats: QueueStats, metadata: QueueMetadata | No
     }
     if is_fifo(stats.name):
         values["FifoQueue"] = "true"
-        values.setdefault("ContentBasedDeduplication", "false")
+        values = attributes.FIFO_DEFAULTS | values
     return values
 
 
@@ -134,9 +135,29 @@ def _change(
     )
 
 
+def _fifo_as_named(name: str, given: dict[str, str]) -> None:
+    """SQS's answers when FifoQueue and the name disagree: a FIFO queue is asked for by both."""
+    fifo = given.get("FifoQueue")
+    if is_fifo(name) and fifo != "true":
+        raise SqsError(
+            "InvalidParameterValue",
+            "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length",
+        )
+    if fifo == "true" and not is_fifo(name):
+        raise SqsError(
+            "InvalidParameterValue",
+            "The name of a FIFO queue can only include alphanumeric characters, hyphens, or "
+            "underscores, must end with .fifo suffix and be 1 to 80 in length.",
+        )
+    if fifo == "false":  # on a standard queue SQS knows no such attribute
+        raise SqsError("InvalidAttributeName", "Unknown Attribute FifoQueue.")
+
+
 async def create_queue(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     name = creatable(params.required_text(p, "QueueName"))
     given = attributes.checked(name, params.mapping(p, "Attributes"), ctx.service.max_payload_bytes)
+    _fifo_as_named(name, given)
+    attributes.check_throughput(given)
     # The JSON protocol names them tags, the query protocol Tag.N.Key/Value.
     tags = checked_tags(params.mapping(p, "tags") or params.mapping(p, "Tags"))
     if len(tags) > MAX_TAGS:
@@ -145,6 +166,12 @@ async def create_queue(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     try:
         stats = await ctx.service.get_queue(name)
     except QueueNotFound:
+        if ctx.service.deleted_within(name, RECREATE_AFTER_SECONDS):
+            raise SqsError(
+                "QueueDeletedRecently",
+                f"You must wait {RECREATE_AFTER_SECONDS} seconds after deleting a queue before you can "
+                "create another with the same name.",
+            ) from None
         dead_letters = await _dead_letters(ctx, name, given)
         await ctx.service.put_queue(name, _settings(name, given, dead_letters=dead_letters))
         retention = {"MessageRetentionPeriod": attributes.DEFAULT_RETENTION_SECONDS}
@@ -228,6 +255,8 @@ async def set_queue_attributes(ctx: Context, p: dict[str, Any]) -> dict[str, Any
         raise SqsError("InvalidAttributeName", "FifoQueue can be set only when the queue is created.")
     try:
         stats = await ctx.service.get_queue(name)
+        kept = attributes.kept_of(await ctx.service.queue_metadata(name), ctx.service.max_payload_bytes)
+        attributes.check_throughput(kept | given)
         dead_letters = await _dead_letters(ctx, name, given)
         if "VisibilityTimeout" in given or dead_letters is not None:
             await ctx.service.put_queue(name, _settings(name, given, stats.settings, dead_letters))

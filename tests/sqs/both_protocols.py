@@ -1,0 +1,75 @@
+"""One SQS call over either protocol, as the clients send it: the JSON protocol as boto3 does
+(`X-Amz-Target`, a JSON object), the query protocol as botocore 1.31 did (a form, flattened lists
+and maps), against a service without keys. The answer comes back in one shape whichever protocol
+carried it, so that a test states SQS's behaviour once and checks it on both."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+NS = "{http://queue.amazonaws.com/doc/2012-11-05/}"
+PROTOCOLS = ["json", "query"]
+_MAPS = {"Attributes": ("Attribute", "Name", "Value"), "tags": ("Tag", "Key", "Value")}
+
+
+@dataclass
+class Answer:
+    status: int
+    code: str | None = None
+    """The query protocol's error code (the JSON protocol's x-amzn-query-error), None on success."""
+    message: str = ""
+    result: dict[str, Any] = field(default_factory=dict)
+
+
+def call(base: str, protocol: str, action: str, **params: Any) -> Answer:
+    if protocol == "json":
+        return _json(base, action, params)
+    return _query(base, action, params)
+
+
+def _json(base: str, action: str, params: dict[str, Any]) -> Answer:
+    headers = {"X-Amz-Target": f"AmazonSQS.{action}", "Content-Type": "application/x-amz-json-1.0"}
+    answer = httpx.post(base + "/", json=params, headers=headers, timeout=30)
+    body = answer.json()
+    if answer.status_code != 200:
+        code = answer.headers["x-amzn-query-error"].split(";")[0]
+        return Answer(answer.status_code, code, body.get("message", ""))
+    return Answer(200, result=body)
+
+
+def _query(base: str, action: str, params: dict[str, Any]) -> Answer:
+    form: dict[str, str] = {"Action": action, "Version": "2012-11-05"}
+    for key, value in params.items():
+        if isinstance(value, dict):
+            member, name, val = _MAPS[key]
+            for n, (k, v) in enumerate(value.items(), 1):
+                form[f"{member}.{n}.{name}"], form[f"{member}.{n}.{val}"] = k, v
+        elif isinstance(value, list):
+            member = key[:-1] if key.endswith("s") else key
+            form |= {f"{member}.{n}": v for n, v in enumerate(value, 1)}
+        else:
+            form[key] = str(value)
+    answer = httpx.post(base + "/", data=form, timeout=30)
+    root = ET.fromstring(answer.content)
+    if answer.status_code != 200:
+        return Answer(
+            answer.status_code,
+            root.findtext(f"{NS}Error/{NS}Code"),
+            root.findtext(f"{NS}Error/{NS}Message") or "",
+        )
+    return Answer(200, result=_result(root.find(f"{NS}{action}Result")))
+
+
+def _result(node: ET.Element | None) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for child in node if node is not None else []:
+        tag = child.tag.removeprefix(NS)
+        if tag == "Attribute":
+            result.setdefault("Attributes", {})[child.findtext(f"{NS}Name")] = child.findtext(f"{NS}Value")
+        else:
+            result[tag] = child.text
+    return result
