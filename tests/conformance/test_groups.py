@@ -153,3 +153,28 @@ async def test_a_run_ends_at_the_first_item_not_ready(store: Store, queue: str, 
 async def test_without_runs_a_pop_keeps_one_item_of_a_group_in_flight(store: Store, queue: str) -> None:
     await push(store, *(new_item(queue, f"a{n}", group="a") for n in range(3)))
     assert [p.payload for p in await store.pop(queue, 10, 30)] == ["a0"]
+
+
+async def test_a_run_whose_leases_ran_out_comes_back_whole(
+    store: Store, queue: str, clock: FakeClock
+) -> None:
+    await configure(store, queue, max_attempts=2)
+    await push(store, *(new_item(queue, f"a{n}", group="a") for n in range(1, 4)))
+    first = await store.pop(queue, 10, 30, group_runs=True)
+    assert [p.payload for p in sorted(first, key=lambda p: p.seq or 0)] == ["a1", "a2", "a3"]
+
+    clock.advance(31)  # every lease of the run runs out: SQS hands the whole run out again
+    again = await store.pop(queue, 10, 30, group_runs=True)
+    assert [(p.payload, p.attempts) for p in sorted(again, key=lambda p: p.seq or 0)] == [
+        ("a1", 2),
+        ("a2", 2),
+        ("a3", 2),
+    ]
+    stale = first[1]
+    assert await store.complete_batch([Completion(stale.id, stale.lease_token)]) == [
+        CompleteOutcome.LEASE_MISMATCH
+    ]
+
+    # On their last attempt, lapsed leases are dead already: no run goes past one.
+    clock.advance(31)
+    assert await store.pop(queue, 10, 30, group_runs=True) == []

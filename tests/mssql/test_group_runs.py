@@ -1,7 +1,7 @@
 """pop(group_runs=True) on SQL Server: after the pop batch, lease_runs leases the runs behind the
 group heads it took, in the same transaction: its shape (a group's next live items in seq order,
-as long as each is ready and due, at most the room left, locked from the read to the UPDATE) and
-how the store binds it."""
+as long as each is due, ready or a lease run out before its last attempt, at most the room left,
+locked from the read to the UPDATE) and how the store binds it."""
 
 from __future__ import annotations
 
@@ -41,21 +41,26 @@ def test_lease_runs_reads_each_groups_next_live_items_in_seq_order_locked_until_
     sql = inner.sql("tsql")
     assert "y.queue = h.queue AND y.group_key = h.group_key AND y.seq > h.seq" in sql
     assert "y.status IN ('ready', 'leased')" in sql  # live items: a dead one neither counts nor blocks
-    # unbroken: every item from the head's next up to this one is ready and due.
-    assert "MIN(IIF(y.status = 'ready' AND y.visible_at <= @now, 1, 0)) OVER (PARTITION BY y.group_key" in sql
+    # unbroken: every item from the head's next up to this one is due: ready, or a lease that ran
+    # out before its last attempt (a lapsed last attempt is dead already and ends the run).
+    due = (
+        "(y.status = 'ready' OR (y.status = 'leased' AND y.attempts < @max_attempts))"
+        " AND y.visible_at <= @now"
+    )
+    assert f"MIN(IIF({due}, 1, 0)) OVER (PARTITION BY y.group_key" in sql
     outer = cte.this
     assert outer.args["where"].this.sql("tsql") == "r.unbroken = 1 AND r.n <= @room"
     assert [o.sql("tsql") for o in outer.args["order"].expressions] == ["r.seq"]
     assert outer.args["limit"].expression.sql("tsql") == "@room"  # TOP (@room)
 
 
-def test_lease_runs_leases_only_items_still_ready_with_the_pops_token() -> None:
+def test_lease_runs_leases_only_items_still_due_with_the_pops_token() -> None:
     update = runs_update()
     assigned = {eq.this.name: eq.expression.sql("tsql") for eq in update.expressions}
     assert assigned["status"] == "'leased'"
     assert assigned["lease_token"] == "CAST(? AS UNIQUEIDENTIFIER)"
     assert assigned["visible_at"] == "DATEADD(SECOND, @lease_seconds, @now)"
-    assert update.args["where"].this.sql("tsql") == "i.status = 'ready'"
+    assert update.args["where"].this.sql("tsql") == "i.status IN ('ready', 'leased')"
     output = [c.sql("tsql") for c in update.args["returning"].expressions]
     assert output == [f"inserted.{c}" for c in COLUMNS]
 

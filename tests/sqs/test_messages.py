@@ -370,9 +370,9 @@ def test_a_fifo_receive_takes_a_groups_run_in_order_and_holds_the_group(sqs: Any
             QueueUrl=url, MessageBody=f"{group}{n}", MessageGroupId=group, MessageDeduplicationId=str(n)
         )
     first = receive(sqs, url, MaxNumberOfMessages=10, AttributeNames=["MessageGroupId"])
-    # Every message of both groups, each group's in the order sent, as SQS hands them out.
-    by_group = {g: [m["Body"] for m in first if m["Attributes"]["MessageGroupId"] == g] for g in "ab"}
-    assert by_group == {"a": ["a0", "a1", "a3"], "b": ["b2", "b4"]}
+    # Every message of both groups, one group's run at a time, each in the order sent, as SQS
+    # hands them out (not interleaved in send order across groups).
+    assert [m["Body"] for m in first] == ["a0", "a1", "a3", "b2", "b4"]
     assert receive(sqs, url, MaxNumberOfMessages=10) == []  # both groups are in flight
     sqs.send_message(QueueUrl=url, MessageBody="a5", MessageGroupId="a", MessageDeduplicationId="5")
     assert receive(sqs, url, MaxNumberOfMessages=10) == []  # a new message waits behind its group
@@ -396,3 +396,18 @@ def test_visibility_zero_wakes_a_long_poll_at_once(tmp_path: Path) -> None:
         [message] = waiting.result(timeout=15)
         assert message["MessageId"] == held["MessageId"]
         assert time.monotonic() - started < 5
+
+
+def test_a_fifo_run_whose_visibility_ran_out_is_received_whole_again(sqs: Any, name: str) -> None:
+    url = sqs.create_queue(QueueName=f"{name}.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+    for n in range(3):
+        sqs.send_message(QueueUrl=url, MessageBody=f"a{n}", MessageGroupId="a", MessageDeduplicationId=str(n))
+    first = receive(sqs, url, MaxNumberOfMessages=10, VisibilityTimeout=0)
+    assert [m["Body"] for m in first] == ["a0", "a1", "a2"]
+    # Visible again at once (VisibilityTimeout 0): SQS hands out the group's whole run, not its head.
+    again = receive(sqs, url, MaxNumberOfMessages=10, VisibilityTimeout=30, AttributeNames=["All"])
+    assert [(m["Body"], m["Attributes"]["ApproximateReceiveCount"]) for m in again] == [
+        ("a0", "2"),
+        ("a1", "2"),
+        ("a2", "2"),
+    ]

@@ -89,9 +89,10 @@ class Delivery(Protocol):
     ) -> list[LeasedItem]:
         """Lease up to max_items poppable items: highest priority first, then oldest created_at,
         then first pushed. Of an ordered group, only its head (its earliest live item) is poppable.
-        lease_seconds None: the queue's setting. group_runs: a head taken brings the run of ready
-        items behind it in its group (up to max_items in all), for a caller that handles one
-        group's items of a pop in order (SQS's FIFO receive)."""
+        lease_seconds None: the queue's setting. group_runs: a head taken brings the run of due
+        items behind it in its group (ready, or leased with the lease run out before the last
+        attempt; up to max_items in all), for a caller that handles one group's items of a pop
+        in order (SQS's FIFO receive, which hands a whole run out again after its visibility)."""
 
     async def next_visible_at(self, queues: Sequence[str]) -> tuple[dict[str, datetime], datetime]:
         """({queue: earliest visible_at of its ready or leased items}, the database's now).

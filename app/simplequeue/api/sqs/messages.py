@@ -242,14 +242,24 @@ async def receive_message(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
                     gone=ctx.gone,
                     group_runs=runs,
                 )
-        if runs:  # a group's messages in the order they were sent, whatever their created_at
-            items = sorted(items, key=lambda item: item.seq or 0)
+        if runs:
+            items = _runs_in_order(items)
         messages = [await _message(ctx, item, wanted, asked) for item in items]
         if ctx.xml:
             messages = await _carried_in_xml(ctx, items, messages)
     except QueueError as exc:
         raise from_domain(exc) from None
     return {"Messages": messages} if messages else {}
+
+
+def _runs_in_order(items: list[LeasedItem]) -> list[LeasedItem]:
+    """A FIFO receive's messages as SQS hands them out: each group's run together, in the order
+    its messages were sent (whatever their created_at), the group of the oldest message first."""
+    by_seq = sorted(items, key=lambda item: item.seq or 0)
+    first: dict[str | None, int] = {}
+    for place, item in enumerate(by_seq):
+        first.setdefault(item.group, place)
+    return sorted(by_seq, key=lambda item: first[item.group])  # stable: each run stays in order
 
 
 async def _message(

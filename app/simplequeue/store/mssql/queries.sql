@@ -1036,8 +1036,10 @@ OPTION (RECOMPILE);
 -- name: lease_runs
 -- pop(group_runs=True)'s second batch, in the pop's transaction: the runs behind the group heads
 -- the pop just leased (:heads, a JSON array of their seqs). A run is the group's next live items in
--- seq order while each is ready and due (a delayed, retrying or leased one ends it); at most :room
--- items in all, leased with the pop's token. No other popper takes an item behind a live head, so
+-- seq order while each is due: ready, or leased with its lease run out before its last attempt (SQS
+-- hands a whole run out again when its visibility runs out); a delayed, retrying or held one ends
+-- it, and so does a lapsed last attempt, dead already. At most :room items in all, leased with the
+-- pop's token. No other popper takes an item behind a live head, so
 -- these need no READPAST: UPDLOCK and ROWLOCK hold them from this read to the UPDATE.
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
@@ -1048,10 +1050,12 @@ DECLARE @heads NVARCHAR(MAX) = :heads;
 DECLARE @lease_seconds INT = COALESCE(
     CAST(NULLIF(:lease_seconds, N'') AS INT), (SELECT lease_seconds FROM dbo.sq_queues WHERE name = @queue)
 );
+DECLARE @max_attempts INT = (SELECT max_attempts FROM dbo.sq_queues WHERE name = @queue);
 WITH runs AS (
     SELECT TOP (@room) r.seq FROM (
         SELECT y.seq,
-               MIN(IIF(y.status = 'ready' AND y.visible_at <= @now, 1, 0))
+               MIN(IIF((y.status = 'ready' OR (y.status = 'leased' AND y.attempts < @max_attempts))
+                       AND y.visible_at <= @now, 1, 0))
                    OVER (PARTITION BY y.group_key ORDER BY y.seq ROWS UNBOUNDED PRECEDING) AS unbroken,
                ROW_NUMBER() OVER (PARTITION BY y.group_key ORDER BY y.seq) AS n
         FROM OPENJSON(@heads) WITH (seq BIGINT '$') AS j
@@ -1073,4 +1077,4 @@ OUTPUT inserted.seq, inserted.id, inserted.queue, inserted.payload, inserted.cre
        inserted.lease_token, inserted.visible_at, inserted.priority, inserted.group_key, inserted.attributes
 FROM dbo.sq_items AS i
 JOIN runs ON runs.seq = i.seq
-WHERE i.status = 'ready';
+WHERE i.status IN ('ready', 'leased');

@@ -90,7 +90,9 @@ RETURNING seq, id, queue, payload::text AS payload, created_at, attempts, lease_
 
 -- name: pop_runs
 -- pop, where a group's head brings the run behind it: the group's next live items in seq order, as
--- long as each is ready (a delayed, retrying or leased one ends the run), up to :max_items in all.
+-- long as each is due: ready, or leased with its lease run out before its last attempt (SQS hands
+-- a whole run out again when its visibility runs out); a delayed, retrying or held one ends the
+-- run, and so does a lapsed last attempt, dead already. Up to :max_items in all.
 -- Only a caller that handles a pop's items of one group in order asks for this (the SQS door's
 -- FIFO receive); pop keeps one item of a group in flight at a time. The followers are read without
 -- a lock and need none to be ours alone: no other popper takes an item behind a live head, and the
@@ -109,7 +111,9 @@ WHERE seq = ANY (ARRAY(
     SELECT f.seq FROM heads AS h CROSS JOIN LATERAL (
         SELECT r.seq FROM (
             SELECT y.seq,
-                   bool_and(y.status = 'ready' AND y.visible_at <= COALESCE(:now::timestamptz, now()))
+                   bool_and((y.status = 'ready' OR (y.status = 'leased' AND y.attempts < (
+                                SELECT q.max_attempts FROM sq_queues AS q WHERE q.name = :queue)))
+                            AND y.visible_at <= COALESCE(:now::timestamptz, now()))
                        OVER (ORDER BY y.seq) AS unbroken
             FROM sq_items AS y
             WHERE h.group_key IS NOT NULL AND y.queue = :queue AND y.group_key = h.group_key

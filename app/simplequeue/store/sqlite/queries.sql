@@ -549,16 +549,19 @@ LIMIT :limit
 -- name: lease_runs
 -- pop(group_runs=True)'s second step, in the pop's transaction: the runs behind the group heads
 -- it just leased (:heads, a JSON array of their seqs). A run is the group's next live items in seq
--- order while each is ready and due (a delayed, retrying or leased one ends it); at most :room
--- items in all, leased with the pop's token. Nobody else takes them: no item behind a live head
--- is poppable.
+-- order while each is due: ready, or leased with its lease run out before its last attempt (as SQS
+-- hands a whole run out again when its visibility runs out); a delayed, retrying or held one ends
+-- it, and so does a lapsed last attempt, dead already. At most :room items in all, leased with the
+-- pop's token. Nobody else takes them: no item behind a live head is poppable.
 WITH runs AS (
     SELECT r.seq FROM (
         SELECT y.seq,
-               min(y.status = 'ready' AND y.visible_at <= :now)
+               min((y.status = 'ready' OR (y.status = 'leased' AND y.attempts < q.max_attempts))
+                   AND y.visible_at <= :now)
                    OVER (PARTITION BY y.group_key ORDER BY y.seq) AS unbroken,
                row_number() OVER (PARTITION BY y.group_key ORDER BY y.seq) AS n
         FROM sq_items AS h
+        JOIN sq_queues AS q ON q.name = h.queue
         JOIN sq_items AS y INDEXED BY sq_items_group
           ON y.queue = h.queue AND y.group_key = h.group_key AND y.seq > h.seq AND y.status <> 'dead'
         WHERE h.seq IN (SELECT value FROM json_each(:heads)) AND h.group_key IS NOT NULL
@@ -573,5 +576,5 @@ SET status = 'leased',
     lease_token = :lease_token,
     visible_at = sq_add_seconds(:now, COALESCE(:lease_seconds, (SELECT lease_seconds FROM sq_queues WHERE name = :queue))),
     first_popped_at = COALESCE(first_popped_at, :now)
-WHERE seq IN (SELECT seq FROM runs) AND status = 'ready'
+WHERE seq IN (SELECT seq FROM runs) AND status IN ('ready', 'leased')
 RETURNING seq, id, queue, payload, created_at, attempts, lease_token, visible_at, priority, group_key, attributes
