@@ -12,6 +12,7 @@ from simplequeue import __version__
 from simplequeue.api.app import QueueApi, build_api
 from simplequeue.api.auth import ApiKey, Grant, Keyring, Role
 from simplequeue.api.metrics import Metrics
+from simplequeue.api.sqs.attempts import ReceiveAttempts
 from simplequeue.api.sqs.moves import MoveTasks
 from simplequeue.api.sqs.routes import SqsConfig
 from simplequeue.domain import Clock, FinishedHook, ignore_finished, system_clock
@@ -85,6 +86,7 @@ def create_app(
             app.state.service = service
             app.state.metrics = metrics
             app.state.sqs_moves = moves  # SQS's message move tasks: this process's, stopped below
+            app.state.sqs_attempts = ReceiveAttempts(clock or system_clock)  # FIFO receive retries
             with on_stop_signal(service.stop_waiting):
                 yield
         finally:

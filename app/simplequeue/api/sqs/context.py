@@ -13,6 +13,7 @@ from simplequeue.service.queues import QueueService
 from simplequeue.service.waiting import never_gone
 
 if TYPE_CHECKING:
+    from simplequeue.api.sqs.attempts import ReceiveAttempts
     from simplequeue.api.sqs.moves import MoveTasks
 
 
@@ -30,6 +31,8 @@ class Context:
     xml: bool = False
     """Whether the answer is written in XML (the query protocol), which cannot carry every
     character a message may hold."""
+    attempts: ReceiveAttempts | None = None
+    """This process's FIFO receive attempts (ReceiveRequestAttemptId; None: not remembered)."""
 
     def authorize(self, action: Action, queue: str | None = None) -> None:
         """AccessDenied (403) unless the caller's key may do this, to this queue."""

@@ -32,6 +32,8 @@ from simplequeue.domain import (
     Failure,
     ItemDead,
     ItemNotFound,
+    ItemStatus,
+    ItemView,
     LeasedItem,
     LeaseExpired,
     LeaseMismatch,
@@ -216,7 +218,10 @@ async def receive_message(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     lease = params.integer(p, "VisibilityTimeout", 0, MAX_VISIBILITY_SECONDS, None)
     wanted = {*params.names(p, "AttributeNames"), *params.names(p, "MessageSystemAttributeNames")}
     asked = message_attributes.wanted(params.names(p, "MessageAttributeNames"))
+    attempt_id = _attempt_id(p) if is_fifo(queue) else None  # SQS ignores it on standard queues
     ctx.authorize(Action.CONSUME, queue)
+    if attempt_id is not None and (same := await _same_again(ctx, queue, attempt_id, lease)) is not None:
+        return {"Messages": same} if same else {}
     try:
         # A pop that finds messages shows the queue exists: the look-up (SQS answers an unknown
         # queue with QueueDoesNotExist, where a pop finds nothing) runs only when it found none,
@@ -249,7 +254,47 @@ async def receive_message(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
             messages = await _carried_in_xml(ctx, items, messages)
     except QueueError as exc:
         raise from_domain(exc) from None
+    if attempt_id is not None and ctx.attempts is not None:
+        held = {m["MessageId"] for m in messages}
+        leases = [(i.id, i.lease_token) for i in items if str(i.id) in held]
+        ctx.attempts.remember(queue, attempt_id, messages, leases)
     return {"Messages": messages} if messages else {}
+
+
+def _attempt_id(p: dict[str, Any]) -> str | None:
+    attempt_id = params.text(p, "ReceiveRequestAttemptId", required=False)
+    if attempt_id is not None and not FIFO_KEY.fullmatch(attempt_id):
+        reason = "it must be 1 to 128 alphanumeric or punctuation characters."
+        raise invalid("ReceiveRequestAttemptId", attempt_id, reason)
+    return attempt_id
+
+
+async def _same_again(
+    ctx: Context, queue: str, attempt_id: str, lease: int | None
+) -> list[dict[str, Any]] | None:
+    """A retried receive's answer: the first one's messages, their visibility started again, while
+    every one is still held by that receive (none deleted, changed or received since); else None,
+    and the retry receives anew."""
+    if ctx.attempts is None or (attempt := ctx.attempts.recall(queue, attempt_id)) is None:
+        return None
+    try:
+        views = [await ctx.service.get_item(item_id) for item_id, _ in attempt.leases]
+        if not all(_held(view, token) for view, (_, token) in zip(views, attempt.leases, strict=True)):
+            ctx.attempts.forget(queue, attempt_id)
+            return None
+        seconds = lease if lease is not None else (await ctx.service.get_queue(queue)).settings.lease_seconds
+        for item_id, token in attempt.leases:
+            await ctx.service.extend(item_id, token, seconds)
+    except (ItemNotFound, ItemDead, LeaseExpired, LeaseMismatch):
+        ctx.attempts.forget(queue, attempt_id)
+        return None
+    except QueueError as exc:
+        raise from_domain(exc) from None
+    return attempt.messages
+
+
+def _held(view: ItemView, token: UUID) -> bool:
+    return view.status == ItemStatus.LEASED and view.lease_token == token
 
 
 def _runs_in_order(items: list[LeasedItem]) -> list[LeasedItem]:

@@ -23,6 +23,7 @@ from simplequeue.api.auth import Grant, signs_itself
 from simplequeue.api.front import DoorRules
 from simplequeue.api.request_ids import REQUEST_ID
 from simplequeue.api.sqs import messages, moves, queues, tags
+from simplequeue.api.sqs.attempts import ReceiveAttempts
 from simplequeue.api.sqs.context import Context
 from simplequeue.api.sqs.errors import (
     JSON_CONTENT_TYPE,
@@ -141,7 +142,8 @@ async def _call(request: Request, headers: dict[str, str], call: Call, grant: Gr
     path_queue = queue_of_path(request.url.path, config.account_id)
     tasks: moves.MoveTasks | None = getattr(request.app.state, "sqs_moves", None)
     xml = call.wire is Wire.QUERY
-    context = Context(service, place, grant, path_queue, request.is_disconnected, tasks, xml)
+    attempts: ReceiveAttempts | None = getattr(request.app.state, "sqs_attempts", None)
+    context = Context(service, place, grant, path_queue, request.is_disconnected, tasks, xml, attempts)
     return await handler(context, call.params)
 
 
