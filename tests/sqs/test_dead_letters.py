@@ -73,7 +73,9 @@ def test_set_queue_attributes_sets_answers_and_removes_the_policy(sqs: Any, sqs_
     sqs.set_queue_attributes(QueueUrl=url, Attributes={"RedrivePolicy": given})
 
     attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["RedrivePolicy"])["Attributes"]
-    assert attributes == {"RedrivePolicy": given}
+    # As SQS answers it: compact JSON, maxReceiveCount a number (it was given as the string "5").
+    target = arn(f"{name}-dlq")
+    assert attributes == {"RedrivePolicy": f'{{"deadLetterTargetArn":"{target}","maxReceiveCount":5}}'}
     assert httpx.get(f"{sqs_base}/queues/{name}").json()["settings"]["max_attempts"] == 5
     # The same attributes again: CreateQueue answers the queue's URL.
     assert sqs.create_queue(QueueName=name, Attributes={"RedrivePolicy": given})["QueueUrl"] == url

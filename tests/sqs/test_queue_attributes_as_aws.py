@@ -82,6 +82,15 @@ def test_a_name_cannot_be_made_again_within_60_seconds_of_its_deletion(
     assert "60 seconds" in again.message
 
 
+def test_a_bare_queue_name_is_taken_as_the_queue_url(sqs_base: str, protocol: str, name: str) -> None:
+    created(sqs_base, protocol, name)
+    sent = call(sqs_base, protocol, "SendMessage", QueueUrl=name, MessageBody="by name")
+    assert sent.status == 200, sent
+    assert attributes_of(sqs_base, protocol, name)["ApproximateNumberOfMessages"] == "1"
+    missing = call(sqs_base, protocol, "SendMessage", QueueUrl=f"no-{name}", MessageBody="x")
+    assert (missing.status, missing.code) == (400, "AWS.SimpleQueueService.NonExistentQueue")
+
+
 def test_encryption_attributes_are_kept_and_answered(sqs_base: str, protocol: str, name: str) -> None:
     plain = created(sqs_base, protocol, name)
     assert attributes_of(sqs_base, protocol, plain)["SqsManagedSseEnabled"] == "true"  # SQS's default

@@ -8,7 +8,8 @@
   through SQS keeps SQS's default of 4 days; one made through the REST API, none).
 - Policy and RedriveAllowPolicy are kept and answered as given: the door's access is the service's
   keys and roles, and RedriveAllowPolicy only matters to a RedrivePolicy naming this queue.
-- RedrivePolicy is kept and answered as given; beside it the queue keeps its target's name
+- RedrivePolicy is kept and answered as SQS answers it (compact JSON, maxReceiveCount a number);
+  beside it the queue keeps its target's name
   (DEAD_LETTER_QUEUE, which the store reads where items die) and its settings' max_attempts is the
   policy's maxReceiveCount (simplequeue.api.sqs.queues checks the target).
 - ContentBasedDeduplication (FIFO queues) is kept, and a send without a MessageDeduplicationId
@@ -177,7 +178,12 @@ def _boolean(name: str, value: str, limit: int) -> str:
 
 
 def _redrive(name: str, value: str, limit: int) -> str:
-    return value if redrive_policy(value) is not None else ""  # "" or {}: removes the policy
+    """The policy as SQS answers it: compact JSON, maxReceiveCount a number ("" or {}: removes it)."""
+    policy = redrive_policy(value)
+    if policy is None:
+        return ""
+    answer = {"deadLetterTargetArn": policy.target_arn, "maxReceiveCount": policy.max_receive_count}
+    return json.dumps(answer, separators=(",", ":"))
 
 
 @dataclass(frozen=True, slots=True)

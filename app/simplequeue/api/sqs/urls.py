@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
-from simplequeue.api.sqs.errors import SqsError, invalid, no_queue
+from simplequeue.api.sqs.errors import SqsError, no_queue
 from simplequeue.domain.names import QUEUE_NAME
 
 SQS_QUEUE_NAME = re.compile(r"[A-Za-z0-9_-]{1,80}")
@@ -54,11 +54,12 @@ def queue_of_path(path: str, account_id: str) -> str | None:
 
 def queue_of_url(url: str, account_id: str) -> str:
     """The queue a QueueUrl names. Its scheme and host are not ours to check (a proxy may stand
-    between): the path decides, as SQS's does; a path that is no queue's is QueueDoesNotExist."""
+    between): the path decides, as SQS's does; a path that is no queue's is QueueDoesNotExist. A
+    bare queue name is taken as that queue, as SQS takes it."""
     parts = urlsplit(url)
-    path = parts.path if parts.scheme else url
     if not parts.scheme and not url.startswith("/"):
-        raise invalid("QueueUrl", url, "it is not a queue URL.")
+        return checked_name(url)
+    path = parts.path if parts.scheme else url
     return queue_of_path(path, account_id) or _not_a_queue()
 
 
