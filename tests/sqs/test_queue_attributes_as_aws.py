@@ -180,3 +180,29 @@ async def test_the_name_is_free_again_60_seconds_after_its_deletion(lite: Client
     assert refused.json()["__type"] == "com.amazonaws.sqs#QueueDeletedRecently"
     clock.advance(1)
     assert (await sqs("CreateQueue", QueueName="again")).json()["QueueUrl"] == url
+
+
+@pytest.mark.parametrize(
+    ("missing", "code"),
+    [("MessageGroupId", "MissingParameter"), ("MessageDeduplicationId", "InvalidParameterValue")],
+)
+def test_a_fifo_batch_missing_an_id_fails_whole(
+    sqs_base: str, protocol: str, name: str, missing: str, code: str
+) -> None:
+    url = created(sqs_base, protocol, f"{name}.fifo", FifoQueue="true")
+    entries = [
+        {"Id": f"e{n}", "MessageBody": str(n), "MessageGroupId": "g", "MessageDeduplicationId": str(n)}
+        for n in range(2)
+    ]
+    del entries[1][missing]
+    if protocol == "query":
+        form = {
+            f"SendMessageBatchRequestEntry.{n}.{key}": value
+            for n, entry in enumerate(entries, 1)
+            for key, value in entry.items()
+        }
+        answer = call(sqs_base, protocol, "SendMessageBatch", QueueUrl=url, **form)
+    else:
+        answer = call(sqs_base, protocol, "SendMessageBatch", QueueUrl=url, Entries=entries)
+    assert (answer.status, answer.code) == (400, code), answer
+    assert attributes_of(sqs_base, protocol, url)["ApproximateNumberOfMessages"] == "0"  # none sent

@@ -116,11 +116,7 @@ def _draft(queue: str, p: dict[str, Any], kept: dict[str, str]) -> Draft:
     if dedup is None and kept.get("ContentBasedDeduplication") == "true":
         dedup = hashlib.sha256(body.encode("utf-8")).hexdigest()
     if dedup is None:
-        raise SqsError(
-            "InvalidParameterValue",
-            "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId "
-            "provided explicitly",
-        )
+        raise _no_dedup_id()
     for name, value in (("MessageGroupId", group), ("MessageDeduplicationId", dedup)):
         if not FIFO_KEY.fullmatch(value):
             raise invalid(name, value, "it must be 1 to 128 alphanumeric or punctuation characters.")
@@ -129,6 +125,24 @@ def _draft(queue: str, p: dict[str, Any], kept: dict[str, str]) -> Draft:
     return Draft(
         payload=body, group=group, dedup_key=dedup, attributes=attributes, delay_seconds=float(queue_delay)
     )
+
+
+def _no_dedup_id() -> SqsError:
+    return SqsError(
+        "InvalidParameterValue",
+        "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId "
+        "provided explicitly",
+    )
+
+
+def _fifo_ids_given(entries: list[dict[str, Any]], kept: dict[str, str]) -> None:
+    """SQS fails a whole FIFO batch, not the entry, when an entry lacks its group or its
+    deduplication id (the queue has no content-based deduplication)."""
+    for entry in entries:
+        if entry.get("MessageGroupId") is None:
+            raise missing("MessageGroupId")
+        if entry.get("MessageDeduplicationId") is None and kept.get("ContentBasedDeduplication") != "true":
+            raise _no_dedup_id()
 
 
 def group_scoped(group: str, dedup: str) -> str:
@@ -180,6 +194,7 @@ async def send_message_batch(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
         return _sent(draft, {"Id": entry["Id"], "MessageId": str(pushed.id)})
 
     if is_fifo(queue):
+        _fifo_ids_given(entries, kept)
         # A FIFO batch is sent in its order: each entry (it has a deduplication id) commits on its
         # own, so they go one after another.
         return _batch(await _numbered(ctx, queue, [await send(e) for e in entries]))
