@@ -64,12 +64,19 @@ def _query(base: str, action: str, params: dict[str, Any]) -> Answer:
     return Answer(200, result=_result(root.find(f"{NS}{action}Result")))
 
 
+_LISTS = {"Message": "Messages", "BatchResultErrorEntry": "Failed"}
+
+
 def _result(node: ET.Element | None) -> dict[str, Any]:
+    """An XML result in the JSON protocol's shape: Attribute elements as a map, repeated
+    messages and batch entries as lists, other elements as their text."""
     result: dict[str, Any] = {}
     for child in node if node is not None else []:
         tag = child.tag.removeprefix(NS)
         if tag == "Attribute":
             result.setdefault("Attributes", {})[child.findtext(f"{NS}Name")] = child.findtext(f"{NS}Value")
+        elif tag in _LISTS or tag.endswith("ResultEntry"):
+            result.setdefault(_LISTS.get(tag, "Successful"), []).append(_result(child))
         else:
             result[tag] = child.text
     return result

@@ -383,6 +383,10 @@ class QueueService:
         self.require_ready()
         return await self._store.change_queue_metadata(name, change)
 
+    def now(self) -> datetime:
+        """The service's clock: what leases and windows are measured against."""
+        return self._clock()
+
     @property
     def max_payload_bytes(self) -> int:
         """The largest payload a push may carry (SIMPLEQUEUE_MAX_PAYLOAD_BYTES)."""

@@ -429,6 +429,8 @@ async def delete_message(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     ctx.authorize(Action.CONSUME, queue)
     await existing(ctx, queue)
     item_id, token = await _lease_in(ctx, queue, handle)
+    if is_fifo(queue):
+        await _unexpired(ctx, handle, item_id, token)
     try:
         await ctx.service.complete(item_id, token)
     except (ItemNotFound, LeaseMismatch, ItemDead):
@@ -447,7 +449,10 @@ async def delete_message_batch(ctx: Context, p: dict[str, Any]) -> dict[str, Any
     completions: list[Completion] = []
     for entry in entries:
         try:
-            item_id, token = await _lease_in(ctx, queue, params.required_text(entry, "ReceiptHandle"))
+            handle = params.required_text(entry, "ReceiptHandle")
+            item_id, token = await _lease_in(ctx, queue, handle)
+            if is_fifo(queue):
+                await _unexpired(ctx, handle, item_id, token)
         except SqsError as exc:
             outcomes.append(params.failed(entry["Id"], exc))
             continue
@@ -461,8 +466,23 @@ async def delete_message_batch(ctx: Context, p: dict[str, Any]) -> dict[str, Any
     return _batch(outcomes)
 
 
+async def _unexpired(ctx: Context, handle: str, item_id: UUID, token: UUID) -> None:
+    """On a FIFO queue, SQS refuses a receipt handle whose visibility ran out (or that a later
+    receive replaced), so that a late worker cannot delete what another may hold in order. A
+    message already gone is left to the call, as a standard queue's."""
+    try:
+        view = await ctx.service.get_item(item_id)
+    except ItemNotFound:
+        return
+    lapsed = view.lease_expires_at is None or view.lease_expires_at <= ctx.service.now()
+    if view.status != ItemStatus.LEASED or view.lease_token != token or lapsed:
+        raise invalid("ReceiptHandle", handle, "The receipt handle has expired.")
+
+
 async def _change(ctx: Context, queue: str, handle: str, seconds: int) -> None:
     item_id, token = await _lease_in(ctx, queue, handle)
+    if is_fifo(queue):
+        await _unexpired(ctx, handle, item_id, token)
     try:
         view = await ctx.service.extend(item_id, token, seconds)
     except (ItemNotFound, LeaseMismatch):
