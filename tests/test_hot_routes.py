@@ -144,6 +144,7 @@ async def pair(tmp_path: Path) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.A
     """The app as it runs, and the same app with no hot routes (FastAPI serves everything)."""
     clients = []
     managers = []
+    clock = FakeClock()  # one for both: two clocks made across a second boundary answer other times
     for name, hot in (("hot", True), ("plain", False)):
         settings = Settings(
             database_url=f"sqlite:///{tmp_path / name}.db",
@@ -151,7 +152,7 @@ async def pair(tmp_path: Path) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.A
             max_request_bytes=200_000,
             sweep=False,
         )
-        app = create_app(settings, clock=FakeClock())
+        app = create_app(settings, clock=clock)
         if not hot:
             app.hot_operations.clear()
         manager = LifespanManager(app)
