@@ -10,8 +10,11 @@ codes are those of botocore's query-protocol model of SQS (before 1.34.90).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from xml.sax.saxutils import escape
+
+from starlette.responses import Response
 
 from simplequeue.domain import (
     DatabaseUnavailable,
@@ -53,6 +56,9 @@ KINDS: dict[str, Kind] = {
     "InvalidMessageContents": Kind("InvalidMessageContents"),
     "OverLimit": Kind("OverLimit", 403),
     "ResourceNotFoundException": Kind("ResourceNotFoundException", 404),  # a move task's queue or task
+    # A request larger than the service reads (SIMPLEQUEUE_MAX_REQUEST_BYTES): SQS's front answers a
+    # bare 413 Request Entity Too Large; this door answers the same status with an SQS error body.
+    "RequestEntityTooLarge": Kind("RequestEntityTooLarge", 413),
     # The errors common to every AWS service.
     "MissingParameter": Kind("MissingParameter"),
     "InvalidParameterValue": Kind("InvalidParameterValue"),
@@ -142,3 +148,11 @@ def xml_error(error: SqsError, request_id: str) -> tuple[int, dict[str, str], by
         f"</Error><RequestId>{escape(request_id)}</RequestId></ErrorResponse>"
     )
     return error.status, {"content-type": "text/xml"}, body.encode()
+
+
+def response(
+    error: SqsError, *, json_wire: bool, request_id: str, headers: Mapping[str, str] | None = None
+) -> Response:
+    """The answer to a request that fails with `error`, in the protocol it came in."""
+    status, shape_headers, body = json_error(error) if json_wire else xml_error(error, request_id)
+    return Response(body, status, {**shape_headers, "x-amzn-requestid": request_id, **(headers or {})})
