@@ -151,7 +151,8 @@ def test_a_date_past_the_calendar_with_a_made_up_key(keyed: str, target: str | N
     IncompleteSignature, in the caller's protocol) before any key is looked up, never a 500."""
     headers = {
         "Date": "Fri, 31 Dec 9999 23:59:59 -0100",
-        "Authorization": "AWS4-HMAC-SHA256 Credential=AKIDMADEUP000000001/99991231/us-east-1/sqs/aws4_request, "
+        "Authorization": "AWS4-HMAC-SHA256 "
+        "Credential=AKIDMADEUP000000001/99991231/us-east-1/sqs/aws4_request, "
         f"SignedHeaders=date;host, Signature={'0' * 64}",
     }
     if target is None:
