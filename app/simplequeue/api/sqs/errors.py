@@ -10,6 +10,7 @@ codes are those of botocore's query-protocol model of SQS (before 1.34.90).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from xml.sax.saxutils import escape
@@ -28,6 +29,10 @@ from simplequeue.domain import (
 
 NAMESPACE = "http://queue.amazonaws.com/doc/2012-11-05/"
 JSON_CONTENT_TYPE = "application/x-amz-json-1.0"
+MAX_MESSAGE = 1024  # characters of an error's message: it may quote what the caller sent
+# Characters an error message does not carry as they are: those XML 1.0 cannot (an ErrorResponse
+# holding one would not parse), and line ends (a message is one line).
+_NOT_SHOWN = re.compile("[^\t\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +85,7 @@ class SqsError(Exception):
     """An SQS error to answer: `code` is the JSON protocol's (a key of KINDS)."""
 
     def __init__(self, code: str, message: str, status: int | None = None) -> None:
+        message = readable(message)
         super().__init__(message)
         self.code = code
         self.message = message
@@ -93,6 +99,14 @@ class SqsError(Exception):
     @property
     def fault(self) -> str:
         return "Sender" if self.kind.sender else "Receiver"
+
+
+def readable(message: str) -> str:
+    """At most MAX_MESSAGE characters (and a "…"), each that XML cannot carry or that ends a line
+    shown as its Python escape (`\\x1f`, `\\n`, `\\ud800`)."""
+    if len(message) > MAX_MESSAGE:
+        message = message[:MAX_MESSAGE] + "…"
+    return _NOT_SHOWN.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), message)
 
 
 def missing(name: str) -> SqsError:

@@ -20,6 +20,12 @@ BATCH_ENTRY_ID = re.compile(r"[A-Za-z0-9_-]{1,80}")
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
+def carried_by_xml(value: str) -> bool:
+    """Whether the query protocol's XML can carry this text: every text the door keeps and answers
+    (a body, a tag, an attribute) must be such, or that answer would not parse."""
+    return _NOT_XML.search(value) is None
+
+
 def text(params: dict[str, Any], name: str, *, required: bool = True) -> str | None:
     value = params.get(name)
     if value is None:
@@ -73,7 +79,7 @@ def body(params: dict[str, Any], name: str = "MessageBody") -> str:
     value = required_text(params, name)
     if not value:
         raise missing(name)
-    if _NOT_XML.search(value):
+    if not carried_by_xml(value):
         raise SqsError(
             "InvalidMessageContents",
             "Invalid characters found. Valid unicode characters are #x9 | #xA | #xD | #x20 to #xD7FF | "
