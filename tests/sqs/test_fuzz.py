@@ -12,6 +12,7 @@ run is the same every time and takes seconds. On SQLite and a fresh PostgreSQL d
 
 from __future__ import annotations
 
+import base64
 import json
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Mapping
@@ -235,6 +236,16 @@ entries = mostly(
     st.lists(st.fixed_dictionaries({}, optional={"Id": ids, **ENTRY}), max_size=11) | json_values,
 )
 tags = mostly(st.dictionaries(names, st.text("abc \t\x1f", max_size=5), max_size=3), json_values)
+# A move task's handle is base64url of JSON: the JSON may be of any shape.
+task_handles = st.builds(
+    lambda fields: base64.urlsafe_b64encode(json.dumps(fields).encode()).decode(),
+    mostly(
+        st.fixed_dictionaries(
+            {"taskId": mostly(st.uuids().map(str), json_values), "sourceArn": mostly(arns, json_values)}
+        ),
+        json_values,
+    ),
+)
 PARAMS: dict[str, st.SearchStrategy[Any]] = {
     "QueueUrl": queue_urls,
     "QueueName": mostly(st.sampled_from([*QUEUES, "fuzz-new", "fuzz-new.fifo"]), texts),
@@ -263,7 +274,7 @@ PARAMS: dict[str, st.SearchStrategy[Any]] = {
     "SourceArn": arns,
     "DestinationArn": arns,
     "MaxNumberOfMessagesPerSecond": mostly(st.integers(1, 500), json_values),
-    "TaskHandle": texts | json_values,
+    "TaskHandle": mostly(task_handles, texts | json_values),
 }
 VICTIMS = mostly(st.sampled_from([url_of("fuzz-new"), url_of("fuzz-new.fifo")]), texts)
 ON_A_QUEUE = ["QueueUrl"]

@@ -280,6 +280,9 @@ def test_the_errors_sqs_answers(sqs: Any, name: str) -> None:
         "ResourceNotFoundException",
         404,
     )
+    for fields in ({"taskId": 5, "sourceArn": dlq_arn}, {"taskId": [], "sourceArn": dlq_arn}, [1], "x"):
+        handle = base64.urlsafe_b64encode(json.dumps(fields).encode()).decode()  # once an AttributeError
+        assert refused(cancel, TaskHandle=handle)[:2] == ("InvalidParameterValue", 400)
 
     # With two source queues, the way back is not known: a destination must be given.
     sqs.create_queue(QueueName=f"{name}-2", Attributes={"RedrivePolicy": policy(f"{name}-dlq", 1)})

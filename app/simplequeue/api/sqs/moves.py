@@ -261,12 +261,17 @@ def task_handle(ctx: Context, task: MoveTask) -> str:
 
 
 def _handle_of(handle: str) -> tuple[UUID, str]:
-    """(task id, source ARN) of a handle this door gave; InvalidParameterValue otherwise."""
-    try:
+    """(task id, source ARN) of a handle this door gave; InvalidParameterValue otherwise (any
+    other text, JSON of another shape, or nested past the parser's depth)."""
+    parsed: Any = None
+    with contextlib.suppress(binascii.Error, ValueError, UnicodeError, RecursionError):
         parsed = json.loads(base64.urlsafe_b64decode(handle.encode() + b"=" * (-len(handle) % 4)))
-        return UUID(parsed["taskId"]), str(parsed["sourceArn"])
-    except (binascii.Error, ValueError, UnicodeError, TypeError, KeyError):
-        raise SqsError("InvalidParameterValue", "Value for parameter TaskHandle is invalid.") from None
+    fields = parsed if isinstance(parsed, dict) else {}
+    task_id, source_arn = fields.get("taskId"), fields.get("sourceArn")
+    if isinstance(task_id, str) and isinstance(source_arn, str):
+        with contextlib.suppress(ValueError):
+            return UUID(task_id), source_arn
+    raise SqsError("InvalidParameterValue", "Value for parameter TaskHandle is invalid.")
 
 
 async def start_message_move_task(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
