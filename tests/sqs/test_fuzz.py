@@ -6,14 +6,16 @@ signature), and random signatures that are not. Whatever comes, the door answers
 - the JSON protocol (X-Amz-Target): a JSON object, an error's with `__type` and `x-amzn-query-error`;
 - the query protocol: XML that parses, an error's an `ErrorResponse` with a `Code`.
 
-Hypothesis draws the requests from a fixed seed (derandomize), a bounded number per protocol, so a
-run is the same every time and takes seconds. On SQLite and a fresh PostgreSQL database.
+Hypothesis draws the requests from a fixed seed (derandomize), a bounded number per protocol
+(SIMPLEQUEUE_SQS_FUZZ_EXAMPLES, 250 by default), so a run is the same every time and takes seconds.
+On SQLite and a fresh PostgreSQL database.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import os
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
@@ -45,7 +47,9 @@ NAMESPACE = "{http://queue.amazonaws.com/doc/2012-11-05/}"
 JSON_10 = "application/x-amz-json-1.0"
 FORM = "application/x-www-form-urlencoded; charset=utf-8"
 QUEUES = ["fuzz", "fuzz-dlq", "fuzz.fifo"]
-EXAMPLES = 250
+EXAMPLES = int(
+    os.environ.get("SIMPLEQUEUE_SQS_FUZZ_EXAMPLES", "250")
+)  # per test and engine; more for a long run
 FUZZ = settings(
     max_examples=EXAMPLES,
     deadline=None,

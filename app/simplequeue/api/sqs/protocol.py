@@ -24,8 +24,8 @@ TARGET_PREFIX = "AmazonSQS."
 
 # What the door reads of a request, bounded with room to spare above what SQS's own requests need.
 MAX_JSON_DEPTH = 10
-"""Arrays and objects within each other: SendMessageBatch's deepest (Entries, an entry, its
-MessageAttributes, a value, StringListValues) is 5."""
+"""Arrays and objects within each other, the body's own object counted: SendMessageBatch's deepest
+(the body, Entries, an entry, its MessageAttributes, a value, StringListValues) is 6."""
 MAX_PARAMETERS = 1000
 """A form's parameters: a SendMessageBatch of 10 entries of 10 message attributes has about 450."""
 MAX_KEY_LENGTH = 256
