@@ -143,3 +143,24 @@ def test_a_key_limited_to_some_queues_touches_their_messages_only(keyed: str) ->
     )
     assert counts["Attributes"] == {"ApproximateNumberOfMessagesNotVisible": "1"}  # still there, still leased
     admin.delete_message(QueueUrl=other, ReceiptHandle=handle)
+
+
+@pytest.mark.parametrize("target", [None, "AmazonSQS.ListQueues"])
+def test_a_date_past_the_calendar_with_a_made_up_key(keyed: str, target: str | None) -> None:
+    """Year 9999 west of UTC is year 10000: refused as SQS refuses a date it cannot read (400
+    IncompleteSignature, in the caller's protocol) before any key is looked up, never a 500."""
+    headers = {
+        "Date": "Fri, 31 Dec 9999 23:59:59 -0100",
+        "Authorization": "AWS4-HMAC-SHA256 "
+        "Credential=AKIDMADEUP000000001/99991231/us-east-1/sqs/aws4_request, "
+        f"SignedHeaders=date;host, Signature={'0' * 64}",
+    }
+    if target is None:
+        answer = httpx.post(keyed + "/", data={"Action": "ListQueues"}, headers=headers)
+        assert "<Code>IncompleteSignature</Code>" in answer.text
+    else:
+        headers |= {"X-Amz-Target": target, "Content-Type": "application/x-amz-json-1.0"}
+        answer = httpx.post(keyed + "/", content=b"{}", headers=headers)
+        assert answer.json()["__type"] == "com.amazonaws.sqs#IncompleteSignature"
+    assert answer.status_code == 400
+    assert "Date header" in answer.text

@@ -280,6 +280,9 @@ def test_the_errors_sqs_answers(sqs: Any, name: str) -> None:
         "ResourceNotFoundException",
         404,
     )
+    for fields in ({"taskId": 5, "sourceArn": dlq_arn}, {"taskId": [], "sourceArn": dlq_arn}, [1], "x"):
+        handle = base64.urlsafe_b64encode(json.dumps(fields).encode()).decode()  # once an AttributeError
+        assert refused(cancel, TaskHandle=handle)[:2] == ("InvalidParameterValue", 400)
 
     # With two source queues, the way back is not known: a destination must be given.
     sqs.create_queue(QueueName=f"{name}-2", Attributes={"RedrivePolicy": policy(f"{name}-dlq", 1)})
@@ -478,3 +481,32 @@ def test_only_an_admin_of_both_queues_may_move(keyed: str) -> None:
     with pytest.raises(ClientError) as e:
         consumer.cancel_message_move_task(TaskHandle=handle)
     assert error_code(e) == "AccessDenied"
+
+
+def test_a_queue_outside_the_key_s_reach_is_access_denied_whether_it_exists_or_not(keyed: str) -> None:
+    """No existence oracle: as every other action, the move tasks ask the key before they look for
+    the queue. Inside the key's reach, a queue that does not exist is ResourceNotFoundException."""
+    admin, jobs_admin = (
+        sqs_client(keyed, aws_access_key_id=k[0], aws_secret_access_key=k[1]) for k in (ADMIN, JOBS_ADMIN)
+    )
+    admin.create_queue(QueueName="hidden-dlq")
+    admin.create_queue(QueueName="hidden-main", Attributes={"RedrivePolicy": policy("hidden-dlq", 1)})
+    admin.create_queue(QueueName="jobs-oracle-dlq")
+    admin.create_queue(QueueName="jobs-oracle", Attributes={"RedrivePolicy": policy("jobs-oracle-dlq", 1)})
+
+    def code_of(call: Callable[..., Any], **given: Any) -> str:
+        with pytest.raises(ClientError) as e:
+            call(**given)
+        return error_code(e)
+
+    for hidden in ("hidden-dlq", "hidden-nowhere"):
+        assert code_of(jobs_admin.start_message_move_task, SourceArn=arn(hidden)) == "AccessDenied"
+        assert code_of(jobs_admin.list_message_move_tasks, SourceArn=arn(hidden)) == "AccessDenied"
+        handle = handle_of(str(uuid4()), arn(hidden))
+        assert code_of(jobs_admin.cancel_message_move_task, TaskHandle=handle) == "AccessDenied"
+        destination = {"SourceArn": arn("jobs-oracle-dlq"), "DestinationArn": arn(hidden)}
+        assert code_of(jobs_admin.start_message_move_task, **destination) == "AccessDenied"
+    missing = arn("jobs-nowhere")
+    assert code_of(jobs_admin.start_message_move_task, SourceArn=missing) == "ResourceNotFoundException"
+    assert code_of(jobs_admin.list_message_move_tasks, SourceArn=missing) == "ResourceNotFoundException"
+    assert jobs_admin.list_message_move_tasks(SourceArn=arn("jobs-oracle-dlq"))["Results"] == []

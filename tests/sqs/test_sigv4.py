@@ -396,6 +396,81 @@ def test_the_scope_date_must_be_the_request_date(at_now: None) -> None:
     wire.refused("SignatureDoesNotMatch", headers=wire.with_headers(authorization=authorization))
 
 
+# ---------------------------------------------------------------- dates at the ends of the calendar
+
+FIRST = datetime(1, 1, 1, tzinfo=UTC)
+LAST = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
+
+
+def signing_at(monkeypatch: pytest.MonkeyPatch, moment: datetime) -> None:
+    monkeypatch.setattr(botocore.auth, "get_current_datetime", lambda *a, **k: moment.replace(tzinfo=None))
+
+
+@pytest.mark.parametrize(
+    "date",
+    [
+        "Fri, 31 Dec 9999 23:59:59 -0100",  # year 10000 in UTC
+        "Fri, 31 Dec 9999 23:00:00 -2359",
+        "Fri, 31 Dec 99999 23:59:59 GMT",
+        "Fri, 31 Dec 2026 23:59:59 +2400",
+    ],
+)
+def test_a_date_header_past_the_calendar_is_refused(date: str, at_now: None) -> None:
+    """Refused before the key is looked up, whoever the key: 400 IncompleteSignature, never an
+    OverflowError in the conversion to UTC."""
+    wire = signed(json_send())
+    headers = {name: value for name, value in wire.headers.items() if name != "x-amz-date"}
+    authorization = headers["authorization"].replace(";x-amz-date;", ";date;")
+    headers |= {"date": date, "authorization": authorization}
+    refusal = wire.refused("IncompleteSignature", headers=headers)
+    assert "Date header" in refusal.message
+    wire.refused("IncompleteSignature", headers=headers, secrets=secrets_of({}))
+
+
+def test_a_date_header_of_the_first_years_has_four_digits(at_now: None) -> None:
+    """Year 100 at +0100 is year 99 in UTC: its timestamp is 00991231T230000Z (strftime's %Y writes
+    99), so the credential of that day matches it and the request is expired, as it is."""
+    wire = signed(json_send())
+    headers = {name: value for name, value in wire.headers.items() if name != "x-amz-date"}
+    authorization = headers["authorization"].replace(";x-amz-date;", ";date;")
+    headers |= {"date": "Fri, 01 Jan 0100 00:00:00 +0100", "authorization": authorization}
+    headers["authorization"] = headers["authorization"].replace("/20261125/", "/00991231/")
+    refusal = wire.refused("RequestExpired", headers=headers)
+    assert "00991231T230000Z" in refusal.message
+
+
+def test_signed_at_the_last_second_of_the_calendar(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request of 9999-12-31T23:59:59Z checked at that moment: its 15 minutes, or its presigned
+    URL's 7 days, end past the calendar (an OverflowError, once). Checked in year 1: far ahead."""
+    signing_at(monkeypatch, LAST)
+    for wire in [signed(json_send()), presigned(expires=604800)]:
+        assert wire.verify(now=LAST) == AKID
+        refusal = wire.refused("RequestExpired", now=FIRST)
+        assert "99991231T235959Z is more than 15 minutes ahead" in refusal.message
+
+
+def test_dated_the_first_second_of_the_calendar(at_now: None) -> None:
+    """00010101T000000Z (botocore cannot sign it: its strftime writes year 1 as "1"): checked in
+    year 1 its time passes and its signature is what is wrong; checked later, it has expired."""
+    wire = signed(json_send())
+    authorization = wire.headers["authorization"].replace("/20261125/", "/00010101/")
+    headers = wire.with_headers(x_amz_date="00010101T000000Z", authorization=authorization)
+    wire.refused("SignatureDoesNotMatch", now=FIRST, headers=headers)
+    refusal = wire.refused("RequestExpired", now=LAST, headers=headers)
+    assert "00010101T000000Z has expired" in refusal.message
+    query = presigned().query.replace("20261125", "00010101").replace("T123244Z", "T000000Z")
+    wire.refused("SignatureDoesNotMatch", now=FIRST, query=query, headers=presigned().headers)
+    wire.refused("RequestExpired", now=LAST, query=query, headers=presigned().headers)
+
+
+def test_an_x_amz_expires_of_thousands_of_digits(at_now: None) -> None:
+    """int() refuses a text of over 4,300 digits with a ValueError: never reached."""
+    wire = presigned()
+    for expires in ["9" * 5000, "0" * 5000 + "300", "1e3", "\u0663\u0660\u0660"]:
+        query = wire.query.replace("X-Amz-Expires=300", f"X-Amz-Expires={expires}")
+        wire.refused("MissingAuthenticationToken", query=query)
+
+
 # ---------------------------------------------------------------- presigned URLs
 
 

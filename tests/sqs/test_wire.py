@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -129,7 +130,7 @@ def test_the_query_protocol_posted_to_the_queue_url(sqs_base: str, url: str, nam
     assert other.findtext("sqs:Error/sqs:Code", namespaces=NS) == "AWS.SimpleQueueService.NonExistentQueue"
 
 
-def json_call(base: str, action: str, body: bytes | str) -> httpx.Response:
+def json_call(base: str, action: str, body: bytes | str | Iterator[bytes]) -> httpx.Response:
     headers = {"X-Amz-Target": f"AmazonSQS.{action}", "Content-Type": JSON_10}
     return httpx.post(base + "/", content=body, headers=headers, timeout=30)
 
@@ -156,6 +157,44 @@ def test_json_errors_exactly(sqs_base: str) -> None:
         answer = json_call(sqs_base, action, body)
         assert (answer.status_code, answer.headers["x-amzn-query-error"]) == (400, header), (action, body)
         assert answer.json()["__type"].startswith("com.amazonaws.sqs#")
+
+
+TEN_MIB = 10 * 1024 * 1024  # past SIMPLEQUEUE_MAX_REQUEST_BYTES (8 MiB by default)
+
+
+def _ten_mib_in_chunks(head: bytes) -> Iterator[bytes]:
+    yield head
+    for _ in range(10):
+        yield b"x" * (1024 * 1024)
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
+def test_a_request_too_large_is_refused_in_the_caller_s_protocol(sqs_base: str, chunked: bool) -> None:
+    """413 (SQS's front answers a bare 413 Request Entity Too Large) with SQS's error shape, not the
+    REST API's envelope: declared too large up front, or found so while read."""
+    json_head, form_head = b'{"QueueUrl": "q", "MessageBody": "', b"Action=SendMessage&MessageBody="
+    json_body: bytes | Iterator[bytes] = (
+        _ten_mib_in_chunks(json_head) if chunked else json_head + b"x" * TEN_MIB
+    )
+    form_body: bytes | Iterator[bytes] = (
+        _ten_mib_in_chunks(form_head) if chunked else form_head + b"x" * TEN_MIB
+    )
+    answer = json_call(sqs_base, "SendMessage", json_body)
+    assert answer.status_code == 413
+    assert answer.headers["content-type"] == JSON_10
+    assert answer.headers["x-amzn-query-error"] == "RequestEntityTooLarge;Sender"
+    assert answer.json()["__type"] == "com.amazonaws.sqs#RequestEntityTooLarge"
+    assert "bytes" in answer.json()["message"]
+    answer = httpx.post(sqs_base + "/", content=form_body, headers=FORM, timeout=30)
+    assert answer.status_code == 413
+    root = xml(answer)
+    assert root.tag == tag("ErrorResponse")
+    assert root.findtext("sqs:Error/sqs:Code", namespaces=NS) == "RequestEntityTooLarge"
+    assert root.findtext("sqs:RequestId", namespaces=NS) == answer.headers["x-amzn-requestid"]
+    rest = httpx.post(
+        sqs_base + "/push", content=json_head + b"x" * TEN_MIB, headers={"content-type": "application/json"}
+    )
+    assert (rest.status_code, rest.json()["error"]) == (413, "PayloadTooLarge")  # the REST API's, as it was
 
 
 def test_the_rest_api_is_as_it_was(sqs_base: str) -> None:

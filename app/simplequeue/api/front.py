@@ -3,8 +3,9 @@
 In order, for each request:
 - an id (the client's `X-Request-ID` when it is sensible, else a new one), answered in
   `X-Request-ID` and named in every log line about the request;
-- the body, read whole within a size limit (413) and a time limit (408), so that a client that
-  trickles its body cannot hold a connection and its file descriptor for long;
+- the body, read whole within a size limit (413; in SQS's error shape at the SQS door) and a time
+  limit (408), so that a client that trickles its body cannot hold a connection and its file
+  descriptor for long;
 - the caller, from its API key (401 before anything is parsed; see simplequeue.api.auth);
 - the answer: a hot route (push, pop, complete, fail, extend, get an item) is looked up in a
   small table and its hot function called straight from here (simplequeue.api.hot); every other
@@ -32,10 +33,12 @@ from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, ExceptionHandler, Message, Receive, Scope, Send
 
 from simplequeue.api.access_log import Observer, Served, log_served, template_of
-from simplequeue.api.auth import Keyring, authenticate
+from simplequeue.api.auth import Keyring, authenticate, signs_itself
 from simplequeue.api.errors import envelope, unexpected
 from simplequeue.api.hot import HotCall, HotRoute, HotRoutes
 from simplequeue.api.request_ids import REQUEST_ID, request_id_of
+from simplequeue.api.sqs.errors import SqsError
+from simplequeue.api.sqs.errors import response as sqs_response
 
 log = logging.getLogger("simplequeue.http")
 
@@ -181,6 +184,12 @@ class FrontDoor:
     async def _refuse_size(self, scope: Scope, receive: Receive, send: Send) -> None:
         # Connection: close, or the server would go on reading the rest of the body it refused.
         detail = f"request body is over {self.max_body_bytes} bytes"
+        if signs_itself(scope):  # SQS's clients read SQS's error shapes only, in their protocol
+            json_wire = any(name == b"x-amz-target" for name, _ in scope["headers"])
+            error = SqsError("RequestEntityTooLarge", f"The {detail}.")
+            refusal = sqs_response(error, json_wire=json_wire, request_id=REQUEST_ID.get(), headers=_CLOSE)
+            await refusal(scope, receive, send)
+            return
         await envelope(413, "PayloadTooLarge", detail, headers=_CLOSE)(scope, receive, send)
 
 

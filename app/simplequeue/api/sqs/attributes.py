@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from simplequeue.api.sqs import params
 from simplequeue.api.sqs.errors import SqsError, invalid
 from simplequeue.api.sqs.urls import is_fifo
 from simplequeue.domain.metadata import QueueMetadata
@@ -232,6 +233,8 @@ def checked(name: str, attributes: Mapping[str, Any], limit: int) -> dict[str, s
             raise SqsError("InvalidAttributeValue", f"Invalid value for the parameter {key}.")
         if key in FIFO_ONLY and not is_fifo(name):
             raise SqsError("InvalidAttributeName", f"Unknown Attribute {key}.")
+        if not params.carried_by_xml(value):  # kept and answered: the query protocol must carry it
+            raise SqsError("InvalidAttributeValue", f"The value of {key} holds a character XML cannot carry.")
         if key == "VisibilityTimeout":
             if not value.strip().isdigit() or not 0 <= int(value) <= 43200:
                 raise _bad(key, "an integer from 0 to 43200.")

@@ -10,8 +10,12 @@ codes are those of botocore's query-protocol model of SQS (before 1.34.90).
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from xml.sax.saxutils import escape
+
+from starlette.responses import Response
 
 from simplequeue.domain import (
     DatabaseUnavailable,
@@ -25,6 +29,10 @@ from simplequeue.domain import (
 
 NAMESPACE = "http://queue.amazonaws.com/doc/2012-11-05/"
 JSON_CONTENT_TYPE = "application/x-amz-json-1.0"
+MAX_MESSAGE = 1024  # characters of an error's message: it may quote what the caller sent
+# Characters an error message does not carry as they are: those XML 1.0 cannot (an ErrorResponse
+# holding one would not parse), and line ends (a message is one line).
+_NOT_SHOWN = re.compile("[^\t\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +61,9 @@ KINDS: dict[str, Kind] = {
     "InvalidMessageContents": Kind("InvalidMessageContents"),
     "OverLimit": Kind("OverLimit", 403),
     "ResourceNotFoundException": Kind("ResourceNotFoundException", 404),  # a move task's queue or task
+    # A request larger than the service reads (SIMPLEQUEUE_MAX_REQUEST_BYTES): SQS's front answers a
+    # bare 413 Request Entity Too Large; this door answers the same status with an SQS error body.
+    "RequestEntityTooLarge": Kind("RequestEntityTooLarge", 413),
     # The errors common to every AWS service.
     "MissingParameter": Kind("MissingParameter"),
     "InvalidParameterValue": Kind("InvalidParameterValue"),
@@ -74,6 +85,7 @@ class SqsError(Exception):
     """An SQS error to answer: `code` is the JSON protocol's (a key of KINDS)."""
 
     def __init__(self, code: str, message: str, status: int | None = None) -> None:
+        message = readable(message)
         super().__init__(message)
         self.code = code
         self.message = message
@@ -87,6 +99,14 @@ class SqsError(Exception):
     @property
     def fault(self) -> str:
         return "Sender" if self.kind.sender else "Receiver"
+
+
+def readable(message: str) -> str:
+    """At most MAX_MESSAGE characters (and a "…"), each that XML cannot carry or that ends a line
+    shown as its Python escape (`\\x1f`, `\\n`, `\\ud800`)."""
+    if len(message) > MAX_MESSAGE:
+        message = message[:MAX_MESSAGE] + "…"
+    return _NOT_SHOWN.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), message)
 
 
 def missing(name: str) -> SqsError:
@@ -142,3 +162,11 @@ def xml_error(error: SqsError, request_id: str) -> tuple[int, dict[str, str], by
         f"</Error><RequestId>{escape(request_id)}</RequestId></ErrorResponse>"
     )
     return error.status, {"content-type": "text/xml"}, body.encode()
+
+
+def response(
+    error: SqsError, *, json_wire: bool, request_id: str, headers: Mapping[str, str] | None = None
+) -> Response:
+    """The answer to a request that fails with `error`, in the protocol it came in."""
+    status, shape_headers, body = json_error(error) if json_wire else xml_error(error, request_id)
+    return Response(body, status, {**shape_headers, "x-amzn-requestid": request_id, **(headers or {})})

@@ -241,9 +241,15 @@ def _tasks(ctx: Context, action: str) -> MoveTasks:
 
 
 async def _queue_of_arn(ctx: Context, p: dict[str, Any], parameter: str) -> str:
+    """The queue an ARN names, if the caller may administer it and it exists. The key is asked
+    first, as every action asks it: a queue outside the key's reach is AccessDenied whether it exists
+    or not, so that the answer tells nothing of queues the key may not see."""
     arn = params.required_text(p, parameter)
     name = ctx.place.queue_of_arn(arn)
-    if name is None or not await ctx.service.queue_exists(name):
+    if name is None:
+        raise _not_found(parameter)
+    ctx.authorize(Action.ADMINISTER, name)
+    if not await ctx.service.queue_exists(name):
         raise _not_found(parameter)
     return name
 
@@ -255,12 +261,17 @@ def task_handle(ctx: Context, task: MoveTask) -> str:
 
 
 def _handle_of(handle: str) -> tuple[UUID, str]:
-    """(task id, source ARN) of a handle this door gave; InvalidParameterValue otherwise."""
-    try:
+    """(task id, source ARN) of a handle this door gave; InvalidParameterValue otherwise (any
+    other text, JSON of another shape, or nested past the parser's depth)."""
+    parsed: Any = None
+    with contextlib.suppress(binascii.Error, ValueError, UnicodeError, RecursionError):
         parsed = json.loads(base64.urlsafe_b64decode(handle.encode() + b"=" * (-len(handle) % 4)))
-        return UUID(parsed["taskId"]), str(parsed["sourceArn"])
-    except (binascii.Error, ValueError, UnicodeError, TypeError, KeyError):
-        raise SqsError("InvalidParameterValue", "Value for parameter TaskHandle is invalid.") from None
+    fields = parsed if isinstance(parsed, dict) else {}
+    task_id, source_arn = fields.get("taskId"), fields.get("sourceArn")
+    if isinstance(task_id, str) and isinstance(source_arn, str):
+        with contextlib.suppress(ValueError):
+            return UUID(task_id), source_arn
+    raise SqsError("InvalidParameterValue", "Value for parameter TaskHandle is invalid.")
 
 
 async def start_message_move_task(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
@@ -268,7 +279,6 @@ async def start_message_move_task(ctx: Context, p: dict[str, Any]) -> dict[str, 
     rate = params.integer(p, "MaxNumberOfMessagesPerSecond", 1, MAX_RATE, None)
     given_destination = params.text(p, "DestinationArn", required=False)
     source = await _queue_of_arn(ctx, p, "SourceArn")
-    ctx.authorize(Action.ADMINISTER, source)
     sources = [queue async for queue in dead_letter_sources(ctx, source)]
     if not sources:
         raise SqsError("InvalidParameterValue", "Source queue must be configured as a Dead Letter Queue.")
@@ -304,7 +314,6 @@ async def list_message_move_tasks(ctx: Context, p: dict[str, Any]) -> dict[str, 
     moves = _tasks(ctx, "ListMessageMoveTasks")
     limit = params.integer(p, "MaxResults", 1, MAX_LISTED, 1)
     source = await _queue_of_arn(ctx, p, "SourceArn")
-    ctx.authorize(Action.ADMINISTER, source)
     return {"Results": [_entry(ctx, task) for task in moves.listed(source, limit)]}
 
 
@@ -331,7 +340,6 @@ async def cancel_message_move_task(ctx: Context, p: dict[str, Any]) -> dict[str,
     moves = _tasks(ctx, "CancelMessageMoveTask")
     task_id, source_arn = _handle_of(params.required_text(p, "TaskHandle"))
     source = await _queue_of_arn(ctx, {"SourceArn": source_arn}, "SourceArn")
-    ctx.authorize(Action.ADMINISTER, source)
     task = moves.find(source, task_id)
     if task is None:
         raise SqsError("ResourceNotFoundException", "Task does not exist.")

@@ -10,14 +10,18 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from simplequeue.api.sqs.errors import SqsError, invalid, missing
+from simplequeue.domain.xml_chars import first_not_xml
 
 T = TypeVar("T")
 
 MAX_BATCH = 10
 BATCH_ENTRY_ID = re.compile(r"[A-Za-z0-9_-]{1,80}")
-# What an SQS message body may hold: XML's characters (#x9 #xA #xD #x20-#xD7FF #xE000-#xFFFD
-# #x10000-#x10FFFF), so that the query protocol can carry every body.
-_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def carried_by_xml(value: str) -> bool:
+    """Whether the query protocol's XML can carry this text: every text the door keeps and answers
+    (a body, a tag, an attribute) must be such, or that answer would not parse."""
+    return first_not_xml(value) is None
 
 
 def text(params: dict[str, Any], name: str, *, required: bool = True) -> str | None:
@@ -73,7 +77,7 @@ def body(params: dict[str, Any], name: str = "MessageBody") -> str:
     value = required_text(params, name)
     if not value:
         raise missing(name)
-    if _NOT_XML.search(value):
+    if not carried_by_xml(value):
         raise SqsError(
             "InvalidMessageContents",
             "Invalid characters found. Valid unicode characters are #x9 | #xA | #xD | #x20 to #xD7FF | "

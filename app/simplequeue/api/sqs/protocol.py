@@ -22,6 +22,16 @@ from simplequeue.api.sqs.errors import NAMESPACE, SqsError
 
 TARGET_PREFIX = "AmazonSQS."
 
+# What the door reads of a request, bounded with room to spare above what SQS's own requests need.
+MAX_JSON_DEPTH = 10
+"""Arrays and objects within each other, the body's own object counted: SendMessageBatch's deepest
+(the body, Entries, an entry, its MessageAttributes, a value, StringListValues) is 6."""
+MAX_PARAMETERS = 1000
+"""A form's parameters: a SendMessageBatch of 10 entries of 10 message attributes has about 450."""
+MAX_KEY_LENGTH = 256
+MAX_KEY_PARTS = 8
+"""A flattened name's parts: `SendMessageBatchRequestEntry.1.MessageAttribute.1.Value.StringValue` has 6."""
+
 
 class Wire(Enum):
     JSON = "json"
@@ -41,12 +51,14 @@ def decode(headers: dict[str, str], query: str, body: bytes) -> Call:
     if target is not None:
         action = target[len(TARGET_PREFIX) :] if target.startswith(TARGET_PREFIX) else target
         return Call(Wire.JSON, action, _json_params(body))
-    pairs = parse_qsl(query, keep_blank_values=True)
+    pairs = _form_pairs(query)
     if body and "x-www-form-urlencoded" in headers.get("content-type", "x-www-form-urlencoded"):
         try:
-            pairs += parse_qsl(body.decode("utf-8"), keep_blank_values=True, strict_parsing=False)
+            pairs += _form_pairs(body.decode("utf-8"))
         except UnicodeDecodeError:
             raise SqsError("MalformedQueryString", "The request body is not UTF-8.") from None
+    if len(pairs) > MAX_PARAMETERS:
+        raise _too_many_parameters()
     form = dict(pairs)
     action = form.pop("Action", "")
     if not action:
@@ -55,16 +67,49 @@ def decode(headers: dict[str, str], query: str, body: bytes) -> Call:
     return Call(Wire.QUERY, action, from_form(form))
 
 
+def _form_pairs(text: str) -> list[tuple[str, str]]:
+    try:
+        return parse_qsl(text, keep_blank_values=True, max_num_fields=MAX_PARAMETERS)
+    except ValueError:  # past max_num_fields
+        raise _too_many_parameters() from None
+
+
+def _too_many_parameters() -> SqsError:
+    return SqsError("MalformedQueryString", f"The request has more than {MAX_PARAMETERS} parameters.")
+
+
 def _json_params(body: bytes) -> dict[str, Any]:
     if not body.strip():
         return {}
     try:
         params = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError):  # a number of over 4,300 digits is a ValueError too
         raise SqsError("InvalidParameterValue", "The request body is not valid JSON.") from None
+    except RecursionError:
+        raise _too_deep() from None
     if not isinstance(params, dict):
         raise SqsError("InvalidParameterValue", "The request body must be a JSON object.")
+    if _depth(params) > MAX_JSON_DEPTH:
+        raise _too_deep()
     return params
+
+
+def _too_deep() -> SqsError:
+    return SqsError(
+        "InvalidParameterValue", f"The request body nests arrays and objects deeper than {MAX_JSON_DEPTH}."
+    )
+
+
+def _depth(value: Any) -> int:
+    """How deep arrays and objects nest in a parsed JSON value; counted without recursion, and
+    no further than one past MAX_JSON_DEPTH."""
+    depth, level = 0, [value]
+    while level and depth <= MAX_JSON_DEPTH:
+        containers = [v for v in level if isinstance(v, dict | list)]
+        if containers:
+            depth += 1
+        level = [c for v in containers for c in (v.values() if isinstance(v, dict) else v)]
+    return depth
 
 
 # --- the query protocol's flattened names -------------------------------------------------------
@@ -88,32 +133,59 @@ def from_form(form: dict[str, str]) -> dict[str, Any]:
     tree: dict[str, Any] = {}
     for key, value in form.items():
         node = tree
-        *path, last = key.split(".")
+        *path, last = _parts(key)
         for part in path:
-            child = node.setdefault(part, {})
-            if not isinstance(child, dict):
-                raise SqsError(
-                    "MalformedQueryString", f"The parameter {key} is given both whole and in parts."
-                )
-            node = child
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise _whole_and_in_parts(key)
+        if isinstance(node.get(last), dict):
+            raise _whole_and_in_parts(key)
         node[last] = value
     shaped = _shape(tree)
     return shaped if isinstance(shaped, dict) else {}
 
 
+def _parts(key: str) -> list[str]:
+    parts = key.split(".", MAX_KEY_PARTS)
+    if len(key) > MAX_KEY_LENGTH or len(parts) > MAX_KEY_PARTS:
+        raise SqsError(
+            "MalformedQueryString",
+            f"The parameter {key[:64]!r}... is not a parameter name: at most {MAX_KEY_LENGTH} characters "
+            f"of at most {MAX_KEY_PARTS} parts.",
+        )
+    return parts
+
+
+def _whole_and_in_parts(key: str) -> SqsError:
+    return SqsError("MalformedQueryString", f"The parameter {key} is given both whole and in parts.")
+
+
 def _shape(node: Any) -> Any:
     if not isinstance(node, dict):
         return node
-    if node and all(k.isdigit() for k in node):
+    # ASCII digits only: str.isdigit() holds for "²", which int() refuses.
+    if node and all(k.isascii() and k.isdigit() for k in node):
         return [_shape(node[k]) for k in sorted(node, key=int)]
     shaped: dict[str, Any] = {}
     for key, value in node.items():
         value = _shape(value)
         if key in _MAPS and isinstance(value, list):
-            name, val = _MAP_KEYS[key]
-            shaped[_MAPS[key]] = {e.get(name, ""): e.get(val) for e in value if isinstance(e, dict)}
+            shaped[_MAPS[key]] = _map(key, value)
         else:
             shaped[_RENAMED.get(key) or key] = value
+    return shaped
+
+
+def _map(key: str, entries: list[Any]) -> dict[str, Any]:
+    """`Attribute.N.Name` and `Attribute.N.Value` (`Tag.N.Key`, ...) as the JSON protocol's map."""
+    name, val = _MAP_KEYS[key]
+    shaped: dict[str, Any] = {}
+    for entry in entries:
+        if not isinstance(entry, dict) or not isinstance(entry.get(name, ""), str):
+            raise SqsError(
+                "MalformedQueryString", f"Each {key}.N must be given as {key}.N.{name} and {key}.N.{val}."
+            )
+        shaped[entry.get(name, "")] = entry.get(val)
     return shaped
 
 

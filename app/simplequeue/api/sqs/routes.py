@@ -25,14 +25,7 @@ from simplequeue.api.request_ids import REQUEST_ID
 from simplequeue.api.sqs import messages, moves, queues, tags
 from simplequeue.api.sqs.attempts import ReceiveAttempts
 from simplequeue.api.sqs.context import Context
-from simplequeue.api.sqs.errors import (
-    JSON_CONTENT_TYPE,
-    SqsError,
-    from_domain,
-    json_error,
-    unsupported,
-    xml_error,
-)
+from simplequeue.api.sqs.errors import JSON_CONTENT_TYPE, SqsError, from_domain, response, unsupported
 from simplequeue.api.sqs.protocol import Call, Wire, decode, to_json, to_xml
 from simplequeue.api.sqs.sigv4 import SigV4Refusal, verify
 from simplequeue.api.sqs.urls import Place, base_url, queue_of_path
@@ -182,8 +175,7 @@ def _caller(request: Request, body: bytes) -> Grant:
 
 
 def _error(error: SqsError, wire: Wire, request_id: str) -> Response:
-    status, headers, body = json_error(error) if wire is Wire.JSON else xml_error(error, request_id)
-    return Response(body, status, {**headers, "x-amzn-requestid": request_id})
+    return response(error, json_wire=wire is Wire.JSON, request_id=request_id)
 
 
 def sqs_routes() -> list[Route]:

@@ -50,6 +50,7 @@ EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _TIMESTAMP = re.compile(r"[0-9]{8}T[0-9]{6}Z")
+_EXPIRES = re.compile(r"[0-9]{1,7}")
 _HEADER_NAME = re.compile(r"[a-z0-9!#$%&'*+.^_`|~-]+")
 _REGION = re.compile(r"[a-z0-9-]{1,64}")
 _PRESIGN_PARAMS = (
@@ -133,13 +134,14 @@ def verify(
             "the security token included in the request is invalid (unknown access key)",
         )
 
-    moment = datetime.strptime(signed.timestamp, TIMESTAMP_FORMAT).replace(tzinfo=UTC)
-    if moment - now > MAX_SKEW:
+    # Differences only, never a moment plus a span: any two datetimes subtract without overflow,
+    # and a request of year 9999 plus its X-Amz-Expires would not.
+    if signed.moment - now > MAX_SKEW:
         raise SigV4Refusal(
             "RequestExpired", f"the request's time {signed.timestamp} is more than 15 minutes ahead of ours"
         )
-    deadline = moment + (timedelta(seconds=signed.expires) if signed.expires is not None else MAX_SKEW)
-    if now > deadline:
+    window = timedelta(seconds=signed.expires) if signed.expires is not None else MAX_SKEW
+    if now - signed.moment > window:
         raise SigV4Refusal("RequestExpired", f"the request's time {signed.timestamp} has expired")
 
     canonical = "\n".join(
@@ -198,14 +200,23 @@ def canonical_query(pairs: list[tuple[str, str]], *, presigned: bool = False) ->
 class _Signed:
     """What the request claims: who, when, over which headers, and the signature."""
 
-    __slots__ = ("access_key_id", "expires", "headers", "region", "scope_date", "signature", "timestamp")
+    __slots__ = (
+        "access_key_id",
+        "expires",
+        "headers",
+        "moment",
+        "region",
+        "scope_date",
+        "signature",
+        "timestamp",
+    )
 
     def __init__(
         self,
         credential: str,
         signed_headers: str,
         signature: str,
-        timestamp: str,
+        moment: datetime,
         expires: int | None = None,
     ) -> None:
         self.access_key_id, self.scope_date, self.region = _credential(credential)
@@ -213,7 +224,8 @@ class _Signed:
         if not _HEX64.fullmatch(signature):
             raise SigV4Refusal("IncompleteSignature", "the Signature must be 64 lower-case hex digits")
         self.signature = signature
-        self.timestamp = timestamp
+        self.moment = moment
+        self.timestamp = _timestamp(moment)
         self.expires = expires
 
 
@@ -238,16 +250,16 @@ def _from_authorization(authorization: str, headers: Mapping[str, str]) -> _Sign
     if missing:
         raise SigV4Refusal("IncompleteSignature", f"the Authorization header lacks {', '.join(missing)}")
     if "x-amz-date" in headers:
-        timestamp = headers["x-amz-date"].strip()
+        moment = _from_timestamp(headers["x-amz-date"].strip())
         used = "x-amz-date"
-        if not _TIMESTAMP.fullmatch(timestamp) or not _parses(timestamp):
+        if moment is None:
             raise SigV4Refusal("IncompleteSignature", "X-Amz-Date must be like 20240101T000000Z (UTC)")
     elif "date" in headers:
-        timestamp = _from_http_date(headers["date"])
+        moment = _from_http_date(headers["date"])
         used = "date"
     else:
         raise SigV4Refusal("IncompleteSignature", "a signed request needs an X-Amz-Date or a Date header")
-    signed = _Signed(fields["Credential"], fields["SignedHeaders"], fields["Signature"], timestamp)
+    signed = _Signed(fields["Credential"], fields["SignedHeaders"], fields["Signature"], moment)
     if used not in signed.headers:
         raise SigV4Refusal("SignatureDoesNotMatch", f"the {used} header must be among the signed headers")
     return signed
@@ -265,17 +277,18 @@ def _from_presigned_query(pairs: list[tuple[str, str]]) -> _Signed:
     missing = [name for name in _PRESIGN_PARAMS if name not in params]
     if missing:
         raise _not_presignable(f"it lacks {', '.join(missing)}")
-    timestamp = params["X-Amz-Date"]
-    if not _TIMESTAMP.fullmatch(timestamp) or not _parses(timestamp):
+    moment = _from_timestamp(params["X-Amz-Date"])
+    if moment is None:
         raise _not_presignable("X-Amz-Date must be like 20240101T000000Z (UTC)")
     expires = params["X-Amz-Expires"]
-    if not expires.isascii() or not expires.isdigit() or not 1 <= int(expires) <= MAX_PRESIGNED_EXPIRES:
+    # At most 7 digits before int(): int() refuses texts of over 4,300 digits with a ValueError.
+    if not _EXPIRES.fullmatch(expires) or not 1 <= int(expires) <= MAX_PRESIGNED_EXPIRES:
         raise _not_presignable(f"X-Amz-Expires must be 1 to {MAX_PRESIGNED_EXPIRES} seconds")
     return _Signed(
         params["X-Amz-Credential"],
         params["X-Amz-SignedHeaders"],
         params["X-Amz-Signature"],
-        timestamp,
+        moment,
         expires=int(expires),
     )
 
@@ -367,21 +380,28 @@ def _hmac(key: bytes, message: str) -> bytes:
     return hmac.new(key, message.encode("utf-8"), hashlib.sha256).digest()
 
 
-def _parses(timestamp: str) -> bool:
-    try:
-        datetime.strptime(timestamp, TIMESTAMP_FORMAT)
-    except ValueError:
-        return False
-    return True
+def _from_timestamp(timestamp: str) -> datetime | None:
+    """The moment of an ISO 8601 basic UTC timestamp (X-Amz-Date), None if it names none."""
+    if _TIMESTAMP.fullmatch(timestamp):
+        with contextlib.suppress(ValueError):
+            return datetime.strptime(timestamp, TIMESTAMP_FORMAT).replace(tzinfo=UTC)
+    return None
 
 
-def _from_http_date(value: str) -> str:
+def _from_http_date(value: str) -> datetime:
+    """The moment of a Date header, in UTC. One that names no moment of years 1 to 9999 in UTC (year
+    9999 in a zone west of UTC is already year 10000) is no date a request may carry."""
     try:
         moment = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        moment = None
-    if moment is None:
-        raise SigV4Refusal("IncompleteSignature", "the Date header is not an HTTP date")
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime(TIMESTAMP_FORMAT)
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        return moment.astimezone(UTC)
+    except (TypeError, ValueError, OverflowError):
+        raise SigV4Refusal(
+            "IncompleteSignature", "the Date header is not an HTTP date of the years 0001 to 9999 in UTC"
+        ) from None
+
+
+def _timestamp(moment: datetime) -> str:
+    # Not strftime: its %Y writes year 1 as "1" on glibc, and a timestamp has four digits of year.
+    return f"{moment.year:04d}{moment:%m%dT%H%M%S}Z"

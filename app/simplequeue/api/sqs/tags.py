@@ -22,7 +22,8 @@ MAX_TAGS = 50
 MAX_KEY = 128
 MAX_VALUE = 256
 RESERVED_PREFIX = "aws:"
-# Letters, digits, white space and _ . : / = + - @, as AWS's tagging rules allow.
+# Letters, digits, white space and _ . : / = + - @, as AWS's tagging rules allow (\s also holds
+# U+001C to U+001F, which XML cannot carry: refused apart).
 _ALLOWED = re.compile(r"[\w\s.:/=+\-@]*")
 
 
@@ -37,7 +38,7 @@ def _key(key: Any) -> str:
         )
     if key.lower().startswith(RESERVED_PREFIX):
         raise SqsError("InvalidParameterValue", f"Tag keys may not begin with {RESERVED_PREFIX}: {key!r}.")
-    if not _ALLOWED.fullmatch(key):
+    if not _ALLOWED.fullmatch(key) or not params.carried_by_xml(key):
         raise SqsError("InvalidParameterValue", f"Tag key {key!r} holds a character tags may not hold.")
     return key
 
@@ -49,7 +50,7 @@ def checked_tags(tags: Mapping[str, Any]) -> dict[str, str]:
             raise SqsError(
                 "InvalidParameterValue", f"Tag values must be at most {MAX_VALUE} characters: key {key!r}."
             )
-        if not _ALLOWED.fullmatch(value):
+        if not _ALLOWED.fullmatch(value) or not params.carried_by_xml(value):
             raise SqsError(
                 "InvalidParameterValue", f"The value of tag {key!r} holds a character tags may not hold."
             )
