@@ -1,8 +1,9 @@
 """The README's front-page examples, run as written against a live `simplequeue serve`, and doing
 what they say: boto3's message is an item `POST /pop` gets (SQLite), and the outbox's push, made in
 the application's own transaction beside its order row, is an item of the service (PostgreSQL).
-They are not `<!-- run -->` blocks of tests/test_docs.py: mypy has no types for boto3, and the
-outbox's needs the service's database as the application's."""
+The site's home, docs/index.md, shows the same. They are not `<!-- run -->` blocks of
+tests/test_docs.py: mypy has no types for boto3, and the outbox's needs the service's database as
+the application's."""
 
 from __future__ import annotations
 
@@ -24,12 +25,13 @@ from tests.test_e2e import serving
 
 pytestmark = pytest.mark.e2e
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
 PYTHON = re.compile(r"^```python\n(.*?)^```$", re.M | re.S)
 
 
-def example(containing: str) -> str:
-    [found] = [block for block in PYTHON.findall(README.read_text(encoding="utf-8")) if containing in block]
+def example(containing: str, page: Path = README) -> str:
+    [found] = [block for block in PYTHON.findall(page.read_text(encoding="utf-8")) if containing in block]
     return found
 
 
@@ -68,3 +70,8 @@ async def fetch(url: str, sql: str) -> Any:
         return await conn.fetchval(sql)
     finally:
         await conn.close()
+
+
+def test_the_sites_home_shows_the_same_examples() -> None:
+    for containing in ("boto3.client(", "outbox.push("):
+        assert example(containing, ROOT / "docs" / "index.md") == example(containing)
