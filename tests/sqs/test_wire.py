@@ -159,7 +159,7 @@ def test_json_errors_exactly(sqs_base: str) -> None:
 
 
 def test_the_rest_api_is_as_it_was(sqs_base: str) -> None:
-    assert httpx.get(sqs_base + "/").status_code == 404
+    assert httpx.get(sqs_base + "/").headers["Location"] == "/ui/"  # a person's way to the dashboard
     assert httpx.post(sqs_base + "/queues/x").status_code == 405
     spec = httpx.get(sqs_base + "/openapi.json").json()
     assert "/" not in spec["paths"]
