@@ -25,8 +25,9 @@ IMAGES = "img-src 'self' data:"
 REDOC = (
     # ReDoc styles itself as it runs: its styled-components make empty <style> elements and fill
     # them through the CSSOM (allowed by the empty text's hash), and it adds perfect-scrollbar's
-    # stylesheet as one <style> (its hash, for the build of fastapi-standalone-docs 0.3; a build
-    # whose differs is refused by the CSP, which the browser test sees). No other inline style.
+    # stylesheet as one <style> (allowed by its hash in ReDoc 2.5.4, fastapi-standalone-docs 0.3's
+    # build; should a later build's differ, the CSP refuses it and the browser test says so). No
+    # other inline style.
     "style-src 'self' 'sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=' "
     "'sha256-QMIg+bpjm3JdElJ388KYke01izlUW0UoNOeKjpMxdgc='",
     # Its search runs in a worker that its own script makes from a blob.

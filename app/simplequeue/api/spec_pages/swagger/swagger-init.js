@@ -1,6 +1,6 @@
-// Swagger UI on the spec this page was served beside. Its "Try it out" calls this very service
-// (the spec's own server is the default address, which the page's CSP would refuse elsewhere), and
-// no validator badge: the page fetches nothing from another site.
+// Swagger UI on the spec served beside this page. Its "Try it out" calls this very service: the
+// spec names serve's default address, which the page's CSP refuses unless the page came from it.
+// No validator badge: the page fetches nothing from another site.
 "use strict";
 
 (async () => {
