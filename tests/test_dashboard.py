@@ -712,6 +712,26 @@ def test_the_dashboard_is_served_with_headers_against_framing_and_sniffing(servi
     assert "Content-Security-Policy" not in httpx.get(f"{service}/healthz").headers
 
 
+@pytest.mark.parametrize(("page", "title"), [("/docs", ".swagger-ui .info .title"), ("/redoc", "h1")])
+def test_the_api_docs_render_from_this_service_alone(
+    chromium: str, served: str, page: str, title: str
+) -> None:
+    """Swagger UI and ReDoc render the spec under the pages' CSP, with no error, and every request
+    they make stays on this service (tests/test_front_pages.py holds their headers and files)."""
+    from playwright.sync_api import expect
+
+    with browsing(chromium, served, key=None) as tab:
+        requests: list[str] = []
+        tab.page.on("request", lambda r: requests.append(r.url))
+        tab.page.goto(f"{served}{page}")
+        expect(tab.page.locator(title).first).to_contain_text("simplequeue", timeout=30_000)
+        expect(tab.page.get_by_text("/queues/{name}/redrive").first).to_be_attached()
+        tab.clean()
+    assert f"{served}/openapi.json" in requests
+    elsewhere = [url for url in requests if not url.removeprefix("blob:").startswith(f"{served}/")]
+    assert elsewhere == []
+
+
 def test_the_dashboard_has_no_inline_script_or_style() -> None:
     ui = Path(__file__).parent.parent / "app" / "simplequeue" / "api" / "ui"
     page = (ui / "index.html").read_text(encoding="utf-8")

@@ -198,7 +198,7 @@ def test_a_request_too_large_is_refused_in_the_caller_s_protocol(sqs_base: str, 
 
 
 def test_the_rest_api_is_as_it_was(sqs_base: str) -> None:
-    assert httpx.get(sqs_base + "/").status_code == 404
+    assert httpx.get(sqs_base + "/").headers["Location"] == "/ui/"  # a person's way to the dashboard
     assert httpx.post(sqs_base + "/queues/x").status_code == 405
     spec = httpx.get(sqs_base + "/openapi.json").json()
     assert "/" not in spec["paths"]

@@ -11,6 +11,8 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
+from starlette.requests import Request
+from starlette.responses import RedirectResponse
 from starlette.types import ASGIApp
 
 from simplequeue.api.access_log import Observer
@@ -22,6 +24,7 @@ from simplequeue.api.items.endpoints import HOT
 from simplequeue.api.items.routes import HOT_OPERATIONS
 from simplequeue.api.page_headers import WithPageHeaders
 from simplequeue.api.routes import router
+from simplequeue.api.spec_pages import mount_spec_pages
 from simplequeue.api.sqs.routes import sqs_routes
 
 log = logging.getLogger("simplequeue")
@@ -60,6 +63,10 @@ def declare_security(app: FastAPI) -> None:
         return spec
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+async def to_the_dashboard(request: Request) -> RedirectResponse:
+    return RedirectResponse(f"{request.scope.get('root_path', '')}/ui/")
 
 
 class QueueApi(FastAPI):
@@ -111,11 +118,18 @@ def build_api(
         license_info={"name": "MIT", "identifier": "MIT"},
         servers=[{"url": "http://127.0.0.1:8000", "description": "simplequeue serve's default"}],
         openapi_tags=TAGS,
+        # Served by simplequeue.api.spec_pages from files of the package, not FastAPI's from a CDN.
+        docs_url=None,
+        redoc_url=None,
+        swagger_ui_oauth2_redirect_url=None,
     )
     app.include_router(router)
+    mount_spec_pages(app)
     # The dashboard: static files of the package, calling the API above from the browser (the
     # data needs an admin key when the service has keys; the files themselves hold none).
     app.mount("/ui", WithPageHeaders(StaticFiles(directory=UI, html=True)), name="ui")
+    # A person who opens the service's address finds the dashboard (POST / is the SQS door's).
+    app.add_route("/", to_the_dashboard, methods=["GET", "HEAD"], include_in_schema=False)
     # The Amazon SQS door (simplequeue.api.sqs): POST / and POST /{account_id}/{queue}, outside the spec.
     app.router.routes.extend(sqs_routes())
     declare_security(app)

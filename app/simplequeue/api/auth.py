@@ -29,14 +29,16 @@ from starlette.types import Scope
 
 from simplequeue.api.errors import BEARER_CHALLENGE, Forbidden, Unauthenticated, envelope
 
-OPEN_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
-"""Liveness and readiness (for orchestrators), and the spec with its viewers (the public contract,
-also in the repository): everything else needs a key once keys exist."""
+OPEN_PATHS = frozenset({"/", "/healthz", "/readyz", "/openapi.json", "/docs", "/redoc", "/ui"})
+"""The front page (a redirect to the dashboard), liveness and readiness (for orchestrators), and the
+spec with its viewers (the public contract, also in the repository): everything else needs a key
+once keys exist."""
+OPEN_FOLDERS = ("/ui/", "/docs/", "/redoc/")
+"""The static files of the dashboard and of the spec's viewers (their data comes from the API)."""
 
 
 def is_open(path: str) -> bool:
-    """The open paths, and the dashboard's static files (its data comes from the API, with a key)."""
-    return path in OPEN_PATHS or path == "/ui" or path.startswith("/ui/")
+    return path in OPEN_PATHS or path.startswith(OPEN_FOLDERS)
 
 
 SIGV4_PATH = re.compile(r"/(\d{12}/[^/]+)?")

@@ -15,12 +15,14 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 if TYPE_CHECKING:
     from simplequeue.settings import Settings
+
+APP = "simplequeue.main:app_from_env"
 
 
 def load_settings() -> Settings:
@@ -97,22 +99,31 @@ def _metrics_shared(workers: int) -> Iterator[None]:
 
 
 def _run(bind: str, port: int | None, workers: int, settings: Settings) -> None:
+    import logging.config
+
     import uvicorn
 
-    from simplequeue.api.server import HeaderDeadlineProtocol
+    from simplequeue.api.server import HeaderDeadlineProtocol, serve_one, where_the_pages_are
     from simplequeue.logs import logging_config
 
-    uvicorn.run(
-        "simplequeue.main:app_from_env",
-        factory=True,
-        host=bind,
-        port=settings.port if port is None else port,
-        workers=workers,
-        log_level=settings.log_level,
-        log_config=logging_config(settings.log_format, settings.log_level),
-        access_log=False,  # ours, simplequeue.access, has the request id and no query string
-        http=HeaderDeadlineProtocol,
-    )
+    options: dict[str, Any] = {
+        "factory": True,
+        "host": bind,
+        "port": settings.port if port is None else port,
+        "workers": workers,
+        "log_level": settings.log_level,
+        "log_config": logging_config(settings.log_format, settings.log_level),
+        "access_log": False,  # ours, simplequeue.access, has the request id and no query string
+        "http": HeaderDeadlineProtocol,
+    }
+    if workers == 1:
+        serve_one(uvicorn.Config(APP, **options), settings.public_url)
+        return
+    # Several: uvicorn's supervisor binds the port (for --port 0, its line names the one chosen).
+    logging.config.dictConfig(options["log_config"])
+    if options["port"]:
+        logging.getLogger("simplequeue").info(where_the_pages_are(bind, options["port"], settings.public_url))
+    uvicorn.run(APP, **options)
 
 
 @click.command()
