@@ -144,7 +144,8 @@ async def test_list_queues_pages_by_name_from_the_cursor(fake: tuple[MssqlStore,
 def test_queue_page_seeks_the_name_key_from_the_cursor_or_prefix_and_stops_after_top() -> None:
     [page] = statements("queue_page")
     [one] = statements("queue_stats")
-    assert isinstance(page, exp.Select) and isinstance(one, exp.Select)
+    assert isinstance(page, exp.Select)
+    assert isinstance(one, exp.Select)
     assert placeholders(Q["queue_page"].sql) == 4
     assert page.args.get("limit") is not None
     # The same columns and applies as one queue's stats: one fragment, written once.
