@@ -488,7 +488,7 @@ WHERE q.name = :queue
 -- compare as bytes: every name that starts with the prefix sorts at or after it), stopped after
 -- :limit rows, so a page costs its own queues' counts whatever the table holds.
 -- include: queue_counts
-WHERE q.name > COALESCE(:after, '') AND q.name >= COALESCE(:prefix, '')
+WHERE q.name >= max(COALESCE(:after, ''), COALESCE(:prefix, '')) AND q.name IS NOT :after
   AND (:prefix IS NULL OR substr(q.name, 1, length(:prefix)) = :prefix)
 ORDER BY q.name
 LIMIT :limit
