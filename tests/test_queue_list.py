@@ -108,18 +108,21 @@ async def test_without_a_limit_a_page_holds_a_hundred(lite: Client) -> None:
     assert ([q["name"] for q in rest["queues"]], rest["next_cursor"]) == (["q100"], None)
 
 
-async def test_the_sdk_follows_the_pages(database_url: str, clock: FakeClock, queue: str) -> None:
+async def test_the_sdk_follows_the_pages(
+    database_url: str, clock: FakeClock, store: Store, queue: str
+) -> None:
     key = ApiKeySetting(key=ADMIN, role="admin", queues=[f"{queue}-*"])
     settings = Settings(database_url=database_url, sweep=False, api_keys=[key])
+    names = [f"{queue}-{n:03}" for n in range(101)]  # more than a page of GET /queues holds (100)
+    await store.push_batch([new_item(name) for name in reversed(names)], skip_existing=False)
     app = create_app(settings, clock=clock)
     async with (
         LifespanManager(app) as manager,
         AsyncClient("http://sq", api_key=ADMIN, transport=httpx.ASGITransport(app=manager.app)) as sq,
     ):
-        for n in "cab":
-            await sq.push(n, queue=f"{queue}-{n}")
-        assert [q.name for q in await sq.queues(page_size=2)] == [f"{queue}-{n}" for n in "abc"]
+        assert [q.name for q in await sq.queues()] == names
+        assert [q.name for q in await sq.queues(page_size=7)] == names
         page = await sq.queue_page(limit=1)
-        assert [q.name for q in page.queues] == [f"{queue}-a"]
-        after = await sq.queue_page(limit=5, cursor=page.next_cursor)
-        assert ([q.name for q in after.queues], after.next_cursor) == ([f"{queue}-b", f"{queue}-c"], None)
+        assert [q.name for q in page.queues] == names[:1]
+        after = await sq.queue_page(limit=100, cursor=page.next_cursor)
+        assert ([q.name for q in after.queues], after.next_cursor) == (names[1:], None)
