@@ -372,11 +372,6 @@ class QueueService:
                 return
             cursor = page.next_cursor
 
-    @property
-    def max_queues(self) -> int:
-        """The most queues the service makes (SIMPLEQUEUE_MAX_QUEUES)."""
-        return self._limits.max_queues
-
     async def get_queue(self, name: str) -> QueueStats:
         return await self._store.get_queue(name)
 
