@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from uuid import uuid4
@@ -11,6 +12,11 @@ from simplequeue.store.protocol import Store
 
 from tests.engines import ENGINES, FakeClock, postgres_database, require_mssql
 from tests.http import Client, app_client
+
+# A run's tests share one PostgreSQL database, and each makes queues of its own: together they pass
+# the default SIMPLEQUEUE_MAX_QUEUES. Every service the tests start (in process, or `serve`, which
+# inherits the environment) takes this limit unless a test gives its own (tests/test_queue_limits.py).
+os.environ.setdefault("SIMPLEQUEUE_MAX_QUEUES", "1000000")
 
 
 @pytest.fixture(scope="session")

@@ -263,7 +263,7 @@ async def test_push_refuses_invalid_bodies(lite: Client, body: Any) -> None:
     response = await lite.post("/push", content=raw, headers={"content-type": "application/json"})
     result = assert_error(response, 422, "ValidationError")
     assert result["fields"]
-    assert (await lite.get("/queues")).json() == {"queues": []}
+    assert (await lite.get("/queues")).json() == {"queues": [], "next_cursor": None}
 
 
 @pytest.mark.parametrize(
@@ -278,7 +278,7 @@ async def test_push_refuses_invalid_bodies(lite: Client, body: Any) -> None:
 async def test_push_refuses_payloads_no_database_can_hold(lite: Client, raw: str, code: str) -> None:
     response = await lite.post("/push", content=raw, headers={"content-type": "application/json"})
     assert_error(response, 422, code)
-    assert (await lite.get("/queues")).json() == {"queues": []}
+    assert (await lite.get("/queues")).json() == {"queues": [], "next_cursor": None}
 
 
 async def test_malformed_json_and_wrong_content_type(lite: Client) -> None:
@@ -331,7 +331,7 @@ async def test_a_body_that_is_not_utf8_is_malformed_json_and_says_so(lite: Clien
     latin1 = b'{"payload": "caf\xe9"}'  # café in Latin-1
     response = await lite.post("/push", content=latin1, headers={"content-type": "application/json"})
     assert "UTF-8" in assert_error(response, 400, "MalformedJSON")["detail"]
-    assert (await lite.get("/queues")).json() == {"queues": []}
+    assert (await lite.get("/queues")).json() == {"queues": [], "next_cursor": None}
 
 
 @pytest.mark.parametrize(
@@ -429,14 +429,14 @@ async def test_item_routes_refuse_bad_ids_tokens_and_errors(lite: Client) -> Non
 )
 async def test_batch_routes_refuse_bad_bodies(lite: Client, path: str, body: dict[str, Any]) -> None:
     assert_error(await lite.post(path, json=body), 422, "ValidationError")
-    assert (await lite.get("/queues")).json() == {"queues": []}
+    assert (await lite.get("/queues")).json() == {"queues": [], "next_cursor": None}
 
 
 async def test_batch_push_refuses_one_oversized_payload_whole(lite: Client) -> None:
     body = {"items": [{"payload": "small"}, {"payload": "x" * 2000}]}
     error = assert_error(await lite.post("/push/batch", json=body), 413, "PayloadTooLarge")
     assert "items[1]" in error["detail"]
-    assert (await lite.get("/queues")).json() == {"queues": []}
+    assert (await lite.get("/queues")).json() == {"queues": [], "next_cursor": None}
 
 
 async def test_queue_routes_and_unknown_paths(lite: Client) -> None:

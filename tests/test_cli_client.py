@@ -56,6 +56,19 @@ def test_push_pop_and_stats_print_json(url: str) -> None:
     assert "cli-a" in [q["name"] for q in every]
 
 
+def test_stats_follows_the_pages_of_queues(url: str) -> None:
+    # More queues than a page of GET /queues holds (1000): stats prints every one of them.
+    names = [f"cli-many-{n:04}" for n in range(1001)]
+    with httpx.Client(base_url=url, timeout=10) as http:
+        for name in names:
+            assert http.post("/push", json={"queue": name, "payload": 1}).status_code == 201
+    done = run(url, "stats")
+    assert done.returncode == 0, done.stderr
+    listed = [q["name"] for q in json.loads(done.stdout)]
+    assert [n for n in listed if n.startswith("cli-many-")] == names
+    assert len(listed) == len(set(listed))
+
+
 def test_push_dash_reads_json_lines_in_batches(url: str) -> None:
     lines = "\n".join(json.dumps({"n": n}) for n in range(1200)) + "\n\n"
     pushed = run(url, "push", "--queue", "cli-b", "-", stdin=lines)

@@ -415,6 +415,30 @@ def test_the_search_box_finds_a_dedup_keys_item_and_a_groups_items(
         )
 
 
+def test_the_queues_come_a_page_at_a_time(chromium: str, served: str, api: httpx.Client) -> None:
+    from playwright.sync_api import expect
+
+    names = [f"q{n:03}" for n in range(52)]  # a page holds 50
+    for name in names:
+        api.post("/push", json={"queue": name, "payload": 1})
+    with browsing(chromium, served) as tab:
+        page = tab.page
+        page.goto(f"{served}/ui/#/")
+        rows = page.locator("#queues tbody tr")
+        expect(rows).to_have_count(50)
+        expect(rows.first).to_have_attribute("data-queue", "q000")
+        expect(page.locator("#queue-count")).to_contain_text("50 queues on this page")
+        expect(page.locator("#page-previous")).to_be_disabled()
+        page.click("#page-next")
+        expect(page.locator("#page-number")).to_have_text("Page 2")
+        expect(rows).to_have_count(2)
+        expect(rows.last).to_have_attribute("data-queue", "q051")
+        expect(page.locator("#page-next")).to_be_disabled()
+        page.click("#page-previous")
+        expect(rows).to_have_count(50)
+        tab.clean()
+
+
 def test_tabs_page_by_cursor_and_act_on_selected_items(chromium: str, served: str, api: httpx.Client) -> None:
     from playwright.sync_api import expect
 

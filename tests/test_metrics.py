@@ -7,10 +7,16 @@ import os
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
+from asgi_lifespan import LifespanManager
 from prometheus_client.parser import text_string_to_metric_families
+from simplequeue.api.metrics import OTHER
+from simplequeue.main import create_app, store_for
+from simplequeue.settings import Settings
 
+from tests.factories import new_item
 from tests.http import Client
 from tests.test_e2e import free_port, simplequeue_command
 
@@ -105,3 +111,56 @@ def wait_ready(base: str, process: subprocess.Popen[bytes]) -> None:
             pass
         assert time.monotonic() < deadline, "serve did not become ready"
         time.sleep(0.1)
+
+
+async def test_per_queue_series_stay_bounded_however_many_queues_there_are(tmp_path: Path) -> None:
+    # 40 queues, then 80, on a service whose limit is 10 (queues made before the limit was lowered,
+    # or by the outbox, are as many as they are): 10 queues keep their own label, the rest are
+    # added into OTHER, and the exposition does not grow with them.
+    url = f"sqlite:///{tmp_path / 'many.db'}"
+    store = store_for(Settings(database_url=url), None)
+    await store.open()
+    await store.migrate()
+    names = [f"q{n:03}" for n in range(80)]
+    try:
+        await store.push_batch([new_item(name) for name in names[:40]], skip_existing=False)
+        app = create_app(Settings(database_url=url, sweep=False, max_queues=10))
+        async with LifespanManager(app) as manager, app_client_of(manager.app) as client:
+            app.state.metrics.cache_seconds = 0  # each scrape reads the queues
+            for name in names[:12]:  # pushes to queues there are: taken at the limit, and counted
+                assert (await client.post("/push", json={"queue": name, "payload": 1})).status_code == 201
+            few = samples((await client.get("/metrics")).text)
+            await store.push_batch([new_item(name) for name in names[40:]], skip_existing=False)
+            many_text = (await client.get("/metrics")).text
+    finally:
+        await store.close()
+    many = samples(many_text)
+
+    def queues_of(found: Samples, name: str) -> set[str]:
+        return {dict(labels)["queue"] for metric, labels in found if metric == name}
+
+    own = set(names[:10])
+    assert (
+        queues_of(few, "simplequeue_queue_items")
+        == queues_of(many, "simplequeue_queue_items")
+        == {*own, OTHER}
+    )
+    assert queues_of(many, "simplequeue_items_pushed_total") == {*own, OTHER}
+    by_queue = [[key for key in found if "queue" in dict(key[1])] for found in (few, many)]
+    # 11 labels, each with pushed_total and its _created, and the six gauges.
+    assert len(by_queue[0]) == len(by_queue[1]) == 11 * (2 + 6)
+    assert value(many, "simplequeue_items_pushed_total", queue=OTHER) == 2  # q010 and q011
+    assert value(many, "simplequeue_queue_items", queue="q000", state="ready") == 2
+    assert value(many, "simplequeue_queue_items", queue=OTHER, state="ready") == 2 + 70
+    assert (
+        sum(
+            v
+            for (m, labels), v in many.items()
+            if m == "simplequeue_queue_items" and ("state", "ready") in labels
+        )
+        == 92
+    )
+
+
+def app_client_of(app: Any) -> httpx.AsyncClient:
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://sq")

@@ -190,6 +190,7 @@ def test_the_error_code_is_an_enum_of_every_code_the_service_answers() -> None:
         "LeaseExpired",
         "ItemDead",
         "QueueInUse",
+        "TooManyQueues",
     ]
 
 

@@ -614,3 +614,28 @@ async def test_finding_a_groups_items_or_a_dedup_keys_item_seeks_their_indexes(
     assert '"Index Name": "sq_dedup_pkey"' in found, found
     assert '"Index Name": "sq_items_id_key"' in found, found
     assert '"Node Type": "Seq Scan"' not in found.replace('"Relation Name": "sq_queues"', ""), found
+
+
+async def test_a_page_of_queues_walks_the_name_key_from_its_cursor(schema: tuple[str, str]) -> None:
+    # As the store runs it (custom-planned for its values, sorts off): the cursor bounds a walk of
+    # sq_queues_pkey in name order, cut by the page's Limit; no sort of every queue, so a page
+    # costs its own queues' counts whatever sq_queues holds.
+    url, name = schema
+    conn = await asyncpg.connect(url, server_settings={"search_path": name})
+    try:
+        await conn.execute(
+            "INSERT INTO sq_queues (name, created_at)"
+            " SELECT 'q' || lpad(n::text, 5, '0'), now() FROM generate_series(1, 20000) AS n"
+        )
+        await conn.execute("ANALYZE")
+    finally:
+        await conn.close()
+    settings = {**PLANNER_SETTINGS, "plan_cache_mode": "force_custom_plan"}
+    for after in (None, "q10000"):
+        plan = await plan_of(schema, settings, "queue_page", now=None, after=after, prefix=None, limit=10)
+        nodes = list(plan_nodes(json.loads(plan)[0]["Plan"]))
+        assert nodes[0]["Node Type"] == "Limit", plan
+        [walk] = [n for n in nodes if n.get("Relation Name") == "sq_queues"]
+        assert (walk["Node Type"], walk["Index Name"]) == ("Index Scan", "sq_queues_pkey"), plan
+        assert walk["Index Cond"].startswith("(name > "), plan
+        assert "Sort" not in [n["Node Type"] for n in nodes], plan

@@ -196,7 +196,7 @@ class Broken:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
 
-    async def list_queues(self) -> Any:
+    async def list_queues(self, *args: Any) -> Any:
         raise RuntimeError("a bug")
 
 

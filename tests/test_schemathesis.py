@@ -40,7 +40,7 @@ import schemathesis
 from schemathesis.config import SchemathesisConfig
 from schemathesis.engine import Status, events, from_schema
 from schemathesis.hooks import HookContext
-from simplequeue.store.cursors import encode_cursor
+from simplequeue.store.cursors import encode_cursor, encode_name_cursor
 
 from tests.engines import postgres_database
 from tests.test_e2e import serving
@@ -52,6 +52,7 @@ EXAMPLES = int(os.environ.get("SIMPLEQUEUE_SCHEMATHESIS_EXAMPLES", "10"))
 SEED = 20261123
 WAIT_CAP = 0.05
 A_CURSOR = encode_cursor(datetime(2026, 1, 1, tzinfo=UTC), 1)
+A_QUEUE_CURSOR = encode_name_cursor("default")  # GET /queues pages by name
 CHECKS = [
     "not_a_server_error",
     "status_code_conformance",
@@ -133,7 +134,8 @@ def adjust(context: HookContext, case: Any) -> Any:
     if isinstance(query, dict):
         cursor = query.get("cursor")
         if isinstance(cursor, str) and 1 <= len(cursor) <= 200:
-            case.query = {**query, "cursor": A_CURSOR}
+            mine = A_QUEUE_CURSOR if case.operation.label == "GET /queues" else A_CURSOR
+            case.query = {**query, "cursor": mine}
     return case
 
 

@@ -95,3 +95,20 @@ def test_pop_walks_ready_items_and_the_leases_that_ran_out_by_their_indexes(db: 
     assert len(attempts) == 10
     assert {i: attempts.get(i) for i in expired} == dict.fromkeys(expired, 2)
     assert sorted(attempts.values()) == [1] * 7 + [2] * 3
+
+
+def test_a_page_of_queues_seeks_the_name_key_from_its_cursor_or_prefix(db: sqlite3.Connection) -> None:
+    # A page's cost is its own queues: the walk of the primary key starts at the cursor (or at the
+    # prefix, when that is later) and stops after :limit rows; no sort of every queue.
+    db.executemany(
+        "INSERT INTO sq_queues (name, created_at) VALUES (?, ?)", [(f"q{n:04}", PAST) for n in range(2_000)]
+    )
+    db.execute("ANALYZE")
+    for after, prefix in ((None, None), ("q1500", None), (None, "q19"), ("q1950", "q19")):
+        plan = plan_of(db, "queue_page", now=NOW, after=after, prefix=prefix, limit=10)
+        assert plan[0] == "SEARCH q USING PRIMARY KEY (name>?)", plan
+        assert not [step for step in plan if "TEMP B-TREE" in step or step.startswith("SCAN q")], plan
+    found = db.execute(
+        Q["queue_page"].sql, Q["queue_page"].bind(now=NOW, after="q1950", prefix="q19", limit=3)
+    ).fetchall()
+    assert [row[0] for row in found] == ["q1951", "q1952", "q1953"]

@@ -60,14 +60,14 @@ def create_app(
     where the store supports it) so that tests can control time. `store` replaces the one the
     settings name (the lifespan still opens and closes it)."""
     settings = settings or Settings()
-    metrics = Metrics()
+    metrics = Metrics(max_queue_labels=settings.max_queues)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         service = QueueService(
             store or store_for(settings, clock, on_finished=metrics.finished),
             clock or system_clock,
-            limits=Limits(max_payload_bytes=settings.max_payload_bytes),
+            limits=Limits(max_payload_bytes=settings.max_payload_bytes, max_queues=settings.max_queues),
             recheck_seconds=settings.wait_recheck_seconds,
             upkeep=Upkeep(settings.reap_interval_seconds, settings.purge_interval_seconds)
             if settings.sweep

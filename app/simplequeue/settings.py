@@ -66,6 +66,12 @@ class Settings(BaseSettings):
     max_payload_bytes: int = Field(
         default=1024 * 1024, ge=1, description="Largest payload accepted, as UTF-8 JSON (1 MiB, as SQS)."
     )
+    max_queues: int = Field(
+        default=1000,
+        ge=1,
+        description="The most queues the service makes: a push or put that would make one more is "
+        "refused (409 TooManyQueues). Also bounds /metrics' per-queue series.",
+    )
     max_request_bytes: int = Field(
         default=8 * 1024 * 1024,
         ge=1024,

@@ -13,7 +13,15 @@ import time
 
 from simplequeue_openapi import Client
 from simplequeue_openapi.api.items import complete_item, pop, push
-from simplequeue_openapi.models import ErrorBody, ErrorCode, PopRequest, PushRequest, PushResponse
+from simplequeue_openapi.api.queues import list_queues
+from simplequeue_openapi.models import (
+    ErrorBody,
+    ErrorCode,
+    PopRequest,
+    PushRequest,
+    PushResponse,
+    QueueList,
+)
 
 
 def fail(message: str) -> None:
@@ -39,6 +47,14 @@ def main(base_url: str) -> None:
         if [item.id for item in popped.items] != [pushed.id]:
             return fail(f"popped {[item.id for item in popped.items]}, pushed {pushed.id}")
         lease_token = popped.items[0].lease_token
+
+        # The queues, a page at a time (the default queue and ours: two pages of one).
+        first = list_queues.sync(client=client, limit=1)
+        if not isinstance(first, QueueList) or not isinstance(first.next_cursor, str):
+            return fail(f"a first page of one queue answered {first!r}")
+        rest = list_queues.sync(client=client, limit=1, cursor=first.next_cursor)
+        if not isinstance(rest, QueueList) or rest.queues[0].name == first.queues[0].name:
+            return fail(f"the next page answered {rest!r}")
 
         done = complete_item.sync_detailed(pushed.id, client=client, lease_token=lease_token)
         if done.status_code != 204:

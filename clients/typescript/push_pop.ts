@@ -21,6 +21,8 @@ function explain(code: ErrorCode): string {
       return "the lease is not ours any more";
     case "ItemDead":
       return "the item is dead";
+    case "TooManyQueues":
+      return "the service holds its most queues";
     default:
       return `unexpected: ${code}`;
   }
@@ -49,6 +51,15 @@ async function main(baseUrl: string): Promise<void> {
   if (item.id !== id) fail(`popped ${item.id}, pushed ${id}`);
   if (popped.data.items.length !== 1) fail("max_items' default (1) was not applied");
   const leaseToken: string = item.lease_token;
+
+  // The queues, a page at a time (the default queue and ours: two pages of one).
+  const first = await client.GET("/queues", { params: { query: { limit: 1 } } });
+  if (first.error !== undefined) fail(`listing queues failed: ${first.error.error}`);
+  const cursor: string | null = first.data.next_cursor;
+  if (first.data.queues.length !== 1 || cursor === null) fail("a first page of one queue without a cursor");
+  const next = await client.GET("/queues", { params: { query: { limit: 1, cursor } } });
+  if (next.error !== undefined) fail(`the next page failed: ${next.error.error}`);
+  if (next.data.queues[0]?.name === first.data.queues[0]?.name) fail("the next page repeated the first");
 
   const completed = await client.DELETE("/items/{item_id}", {
     params: { path: { item_id: id }, query: { lease_token: leaseToken } },

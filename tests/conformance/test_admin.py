@@ -18,11 +18,13 @@ from simplequeue.domain import (
     ItemNotFound,
     ItemStatus,
     Outcome,
+    Page,
     Pushed,
     QueueNotFound,
     QueueSettings,
 )
 from simplequeue.service.upkeep import purge
+from simplequeue.store.cursors import encode_cursor, encode_name_cursor
 from simplequeue.store.protocol import Store
 
 from tests.conformance.helpers import configure, pop_one, push
@@ -45,7 +47,7 @@ async def test_put_queue_creates_then_replaces_its_settings(store: Store, queue:
     second = QueueSettings(retention_seconds=60, dedup_window_seconds=0, history_payload=True)
     assert await store.put_queue(queue, second) is False
     assert (await store.get_queue(queue)).settings == second
-    assert queue in [q.name for q in await store.list_queues()]
+    assert queue in [q.name for q in (await store.list_queues(1000, None)).items]
 
 
 # --- inspection -----------------------------------------------------------------------------
@@ -89,7 +91,7 @@ async def test_queue_stats_count_each_state(store: Store, queue: str, clock: Fak
     stats = await store.get_queue(queue)
     assert (stats.ready, stats.leased, stats.dead) == (5, 0, 1)
     assert stats.oldest_ready_age_seconds == pytest.approx(99 + 31)
-    assert queue in {q.name for q in await store.list_queues()}
+    assert queue in {q.name for q in (await store.list_queues(1000, None)).items}
 
 
 async def test_a_queue_outlives_its_items_and_unknown_queues_are_not_found(store: Store, queue: str) -> None:
@@ -101,6 +103,86 @@ async def test_a_queue_outlives_its_items_and_unknown_queues_are_not_found(store
     assert (stats.ready, stats.leased, stats.dead, stats.oldest_ready_age_seconds) == (0, 0, 0, None)
     with pytest.raises(QueueNotFound):
         await store.get_queue(queue + "-never")
+
+
+# --- the list of queues ----------------------------------------------------------------------
+
+
+async def test_list_queues_pages_in_name_order_from_the_cursor(store: Store, queue: str) -> None:
+    # Tests share the database: a prefix keeps this one to its own queues.
+    names = [f"{queue}-{n}" for n in ("c", "a", "e", "b", "d")]
+    for name in names[:4]:
+        await push(store, new_item(name))
+    await store.put_queue(names[4], QueueSettings(max_attempts=2))  # made by a put: listed alike
+
+    pages = []
+    cursor = None
+    while True:
+        page = await store.list_queues(2, cursor, queue)
+        pages.append([q.name for q in page.items])
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    assert pages == [[f"{queue}-a", f"{queue}-b"], [f"{queue}-c", f"{queue}-d"], [f"{queue}-e"]]
+    [made] = (await store.list_queues(1, encode_name_cursor(f"{queue}-c"), queue)).items
+    assert (made.name, made.settings.max_attempts, made.ready) == (f"{queue}-d", 2, 0)
+
+
+async def test_a_full_last_page_has_a_cursor_to_an_empty_page(store: Store, queue: str) -> None:
+    await push(store, new_item(f"{queue}-a"), new_item(f"{queue}-b"))
+    full = await store.list_queues(2, None, queue)
+    assert [q.name for q in full.items] == [f"{queue}-a", f"{queue}-b"]
+    assert await store.list_queues(2, full.next_cursor, queue) == Page([], None)
+
+
+async def test_a_cursor_holds_when_its_queue_is_deleted(store: Store, queue: str) -> None:
+    await push(store, new_item(f"{queue}-a"), new_item(f"{queue}-b"), new_item(f"{queue}-c"))
+    first = await store.list_queues(1, None, queue)
+    await store.delete_queue(f"{queue}-a", force=False)
+    rest = await store.list_queues(5, first.next_cursor, queue)
+    assert [q.name for q in rest.items] == [f"{queue}-b", f"{queue}-c"]
+
+
+async def test_list_queues_counts_each_queue_as_get_queue_does(store: Store, queue: str) -> None:
+    await push(store, new_item(f"{queue}-a"), new_item(f"{queue}-a"), new_item(f"{queue}-b"))
+    listed = (await store.list_queues(10, None, queue)).items
+    assert listed == [await store.get_queue(f"{queue}-a"), await store.get_queue(f"{queue}-b")]
+    assert [q.ready for q in listed] == [2, 1]
+
+
+async def test_without_a_prefix_every_queue_is_listed_and_none_twice(store: Store, queue: str) -> None:
+    await push(store, new_item(f"{queue}-a"), new_item(f"{queue}-b"))
+    seen: list[str] = []
+    cursor = None
+    while True:
+        page = await store.list_queues(7, cursor)
+        seen += [q.name for q in page.items]
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    assert len(seen) == len(set(seen)) == await store.count_queues()
+    assert {f"{queue}-a", f"{queue}-b"} <= set(seen)
+
+
+@pytest.mark.parametrize(
+    "cursor",
+    [
+        "not-a-cursor",
+        encode_cursor(datetime(2026, 1, 1, tzinfo=UTC), 1),  # an item page's cursor
+        encode_name_cursor("a b"),  # no queue's name
+        encode_name_cursor("a") + "=x",
+    ],
+)
+async def test_a_queue_cursor_not_handed_out_is_refused(store: Store, cursor: str) -> None:
+    with pytest.raises(InvalidCursor):
+        await store.list_queues(2, cursor)
+
+
+async def test_count_queues_counts_queues_made_by_push_and_put(store: Store, queue: str) -> None:
+    before = await store.count_queues()
+    await push(store, new_item(f"{queue}-a"), new_item(f"{queue}-a"))
+    await store.put_queue(f"{queue}-b", QueueSettings())
+    assert await store.count_queues() == before + 2
 
 
 # --- dead letters ---------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from simplequeue.domain import Backoff, QueueError, QueueInUse, QueueNotFound, QueueSettings
+from simplequeue.domain import Backoff, InvalidCursor, QueueError, QueueInUse, QueueNotFound, QueueSettings
 from simplequeue.store import rows
 from simplequeue.store.mssql.statements import Q
 from simplequeue.store.mssql.store import MssqlStore
@@ -116,20 +116,55 @@ def test_delete_queue_removes_its_items_claims_after_the_items() -> None:
 # --- binding and rows -----------------------------------------------------------------------------
 
 
-async def test_list_queues_asks_for_every_queue(fake: tuple[MssqlStore, FakeConnection]) -> None:
+async def test_list_queues_pages_by_name_from_the_cursor(fake: tuple[MssqlStore, FakeConnection]) -> None:
     store, conn = fake
     oldest = NOW.replace(tzinfo=None) - timedelta(seconds=90)
-    conn.reply("queue_stats", Result(STATS_COLUMNS, [stats_row("a", oldest), stats_row("b", None)]))
+    conn.reply(
+        "queue_page",
+        Result(STATS_COLUMNS, [stats_row("a", oldest), stats_row("b", None)]),
+        Result(STATS_COLUMNS, [stats_row("c", None)]),
+    )
 
-    stats = await store.list_queues()
+    page = await store.list_queues(2, None)
+    rest = await store.list_queues(2, page.next_cursor, "c")
 
-    assert conn.params("queue_stats") == (NOW_TEXT, "")
-    assert "DECLARE @queue NVARCHAR(4000) = NULLIF(N'', N'');" in conn.inlined("queue_stats")
+    # '' for no cursor and no prefix: every name is > '' and starts with ''.
+    assert conn.all_params("queue_page") == [(NOW_TEXT, "", "", 2), (NOW_TEXT, "b", "c", 2)]
+    stats = page.items
     assert [
         (s.name, s.ready, s.leased, s.delayed, s.retrying, s.dead, s.oldest_ready_age_seconds) for s in stats
     ] == [("a", 2, 1, 3, 0, 4, 90.0), ("b", 2, 1, 3, 0, 4, None)]
     assert (stats[0].completed_in_history, stats[0].dead_in_history) == (7, 8)
     assert stats[0].settings == QueueSettings()
+    assert ([q.name for q in rest.items], rest.next_cursor) == (["c"], None)
+    with pytest.raises(InvalidCursor):
+        await store.list_queues(2, "not-a-cursor")
+
+
+def test_queue_page_seeks_the_name_key_from_the_cursor_or_prefix_and_stops_after_top() -> None:
+    [page] = statements("queue_page")
+    [one] = statements("queue_stats")
+    assert isinstance(page, exp.Select)
+    assert isinstance(one, exp.Select)
+    assert placeholders(Q["queue_page"].sql) == 4
+    assert page.args.get("limit") is not None
+    # The same columns and applies as one queue's stats: one fragment, written once.
+    assert [c.alias_or_name for c in page.expressions] == [c.alias_or_name for c in one.expressions]
+    assert [(o.this.sql("tsql"), bool(o.args.get("desc"))) for o in page.args["order"].expressions] == [
+        ("q.name", False),
+    ]
+    assert page.args["where"].this.sql("tsql") == (
+        "q.name > @after AND q.name >= @prefix AND LEFT(q.name, LEN(@prefix)) = @prefix"
+    )
+    assert one.args["where"].this.sql("tsql") == "q.name = @queue"
+
+
+async def test_count_queues_counts_the_queue_rows(fake: tuple[MssqlStore, FakeConnection]) -> None:
+    store, conn = fake
+    [count] = statements("count_queues")
+    assert count.sql("tsql") == "SELECT COUNT_BIG(*) AS queues FROM dbo.sq_queues"
+    conn.reply("count_queues", result(queues=3))
+    assert await store.count_queues() == 3
 
 
 async def test_get_queue_filters_by_name_and_knows_missing_queues(

@@ -88,6 +88,8 @@ PARAMETERS = {
     "next_visible_at": ("now", "queues"),
     "sequence_numbers": ("ids",),
     "queue_stats": ("now", "queue"),
+    "queue_page": ("now", "after", "prefix", "limit"),
+    "count_queues": (),
     "queue_exists": ("queue",),
     "queue_metadata": ("queue",),
     "expire_retained": ("now", "limit"),
@@ -196,7 +198,9 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     conn.reply("fail", Results([result(status="dead"), item_row(item_id, status="dead")]))
     conn.reply("get_item", item_row(item_id, status="ready"))
     conn.reply("next_visible_at", Results([result(now=NOW.replace(tzinfo=None)), visible_rows()]))
-    conn.reply("queue_stats", *[Result(STATS_COLUMNS, [stats_row("orders", None)])] * 2)
+    conn.reply("queue_stats", Result(STATS_COLUMNS, [stats_row("orders", None)]))
+    conn.reply("queue_page", Result(STATS_COLUMNS, [stats_row("orders", None)]))
+    conn.reply("count_queues", result(queues=1))
     conn.reply("put_queue", result(created=1))
     conn.reply("list_dead", dead_rows())
     conn.reply("pick_dead", picked(1))
@@ -238,7 +242,8 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     conn.reply("sequence_numbers", result(id=str(item_id).upper(), seq=7))
     assert await store.sequence_numbers([item_id]) == {item_id: 7}
     await store.next_visible_at(["orders"])
-    await store.list_queues()
+    await store.list_queues(10, None)
+    assert await store.count_queues() == 1
     await store.get_queue("orders")
     await store.put_queue("orders", QueueSettings())
     await store.list_dead("orders", DeadFilter(), 10, None)

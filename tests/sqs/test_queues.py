@@ -3,13 +3,15 @@ GetQueueAttributes, SetQueueAttributes, DeleteQueue, and the errors SQS answers 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.sqs.conftest import ACCOUNT, error_code
+from tests.sqs.conftest import ACCOUNT, error_code, sqs_client
+from tests.test_e2e import serving
 
 
 def test_create_queue_answers_its_url_and_the_same_url_again(sqs: Any, sqs_base: str, name: str) -> None:
@@ -95,6 +97,34 @@ def test_list_queues_by_prefix_and_pages(sqs: Any, name: str) -> None:
     with pytest.raises(ClientError) as e:
         sqs.list_queues(MaxResults=1001)
     assert error_code(e) == "InvalidParameterValue"
+
+
+def test_list_queues_gives_a_next_token_only_when_more_follow(sqs: Any, name: str) -> None:
+    urls = [sqs.create_queue(QueueName=f"{name}-{n}")["QueueUrl"] for n in range(4)]
+    first = sqs.list_queues(QueueNamePrefix=name, MaxResults=2)
+    last = sqs.list_queues(QueueNamePrefix=name, MaxResults=2, NextToken=first["NextToken"])
+    assert (first["QueueUrls"], last["QueueUrls"]) == (urls[:2], urls[2:])
+    assert "NextToken" not in last
+    # Without MaxResults: up to 1000 of them, and no token (as SQS answers).
+    assert "NextToken" not in sqs.list_queues(QueueNamePrefix=name, NextToken=first["NextToken"])
+    for token in ("not-a-token", first["NextToken"] + "x"):
+        with pytest.raises(ClientError) as e:
+            sqs.list_queues(QueueNamePrefix=name, MaxResults=2, NextToken=token)
+        assert error_code(e) == "InvalidParameterValue"
+
+
+def test_create_queue_past_the_most_queues_is_over_limit(tmp_path: Path) -> None:
+    env = {"SIMPLEQUEUE_MAX_QUEUES": "2"}
+    with serving(f"sqlite:///{tmp_path / 'few.db'}", env=env) as base:
+        sqs = sqs_client(base)
+        urls = [sqs.create_queue(QueueName=name)["QueueUrl"] for name in ("a", "b")]
+        with pytest.raises(ClientError) as e:
+            sqs.create_queue(QueueName="c")
+        assert error_code(e) == "OverLimit"
+        assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+        assert "SIMPLEQUEUE_MAX_QUEUES" in e.value.response["Error"]["Message"]
+        assert sqs.list_queues()["QueueUrls"] == urls  # c was not made
+        assert sqs.create_queue(QueueName="a")["QueueUrl"] == urls[0]  # a queue there is: its url
 
 
 def test_get_queue_attributes_counts_and_settings(sqs: Any, url: str, name: str) -> None:

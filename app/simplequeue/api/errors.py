@@ -70,6 +70,7 @@ class ErrorCode(StrEnum):
     LEASE_MISMATCH = "LeaseMismatch"
     LEASE_EXPIRED = "LeaseExpired"
     ITEM_DEAD = "ItemDead"
+    TOO_MANY_QUEUES = "TooManyQueues"
     INVALID_PAYLOAD = "InvalidPayload"
     INVALID_ATTRIBUTES = "InvalidAttributes"
     INVALID_CURSOR = "InvalidCursor"

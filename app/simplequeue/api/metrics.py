@@ -10,6 +10,13 @@ count, and the route that serves them (not in the spec).
   so that several scrapers cost one read.
 - HTTP requests and their durations by route template (never a raw path: ids would make endless
   series), method and status.
+
+Per-queue series are bounded: at most max_queue_labels queues (SIMPLEQUEUE_MAX_QUEUES, the most
+queues the service makes) get their own `queue` label in a process, the first it counts or reads;
+any other queue's figures are added into the label OTHER (no queue's name can be it). Within the
+limit every queue keeps its own series; past it (queues deleted and made anew under other names,
+or made by the outbox beyond the limit) the exposition stays bounded: at most
+(5 counters + 6 gauges) x (max_queue_labels + 1) queue series per process.
 """
 
 from __future__ import annotations
@@ -31,6 +38,8 @@ from simplequeue.api.errors import Forbidden
 from simplequeue.domain import Outcome, QueueStats
 
 STATES = ("ready", "leased", "delayed", "retrying", "dead")
+OTHER = "(other)"
+"""The `queue` label of the queues past the limit of labels: parentheses are in no queue's name."""
 DURATION_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25)
 
 
@@ -41,7 +50,7 @@ def multiprocess() -> bool:
 class Metrics:
     """One per app. Implements simplequeue.service.events.Events, and observes every request."""
 
-    def __init__(self, *, cache_seconds: float = 2.0) -> None:
+    def __init__(self, *, cache_seconds: float = 2.0, max_queue_labels: int = 1000) -> None:
         # In multiprocess mode values live in files shared by the workers, and a scrape collects
         # them all; the metrics themselves then belong to no registry of this process.
         self._own = CollectorRegistry()
@@ -70,6 +79,7 @@ class Metrics:
         )
         self._series: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
         self._by_queue: dict[tuple[str, str], Counter] = {}
+        self._labels = QueueLabels(max_queue_labels)
         self.cache_seconds = cache_seconds
         self._queues: list[QueueStats] = []
         self._read_at = -float("inf")
@@ -96,9 +106,10 @@ class Metrics:
     def _count(self, event: str, queue: str, count: int) -> None:
         # Each (event, queue) series is looked up once (see observe). prometheus-client keeps
         # every series it made anyway, and none is ever removed, so this holds no more than it.
-        series = self._by_queue.get((event, queue))
+        label = self._labels.of(queue)
+        series = self._by_queue.get((event, label))
         if series is None:
-            series = self._by_queue[event, queue] = self._items[event].labels(queue)
+            series = self._by_queue[event, label] = self._items[event].labels(label)
         series.inc(count)
 
     # Requests --------------------------------------------------------------------------------
@@ -131,13 +142,30 @@ class Metrics:
         else:
             counted = self._own
         read = CollectorRegistry()
-        read.register(_QueueGauges(self._queues))
+        read.register(_QueueGauges(self._queues, self._labels))
         return generate_latest(counted) + generate_latest(read)
 
 
+class QueueLabels:
+    """Which queues get their own `queue` label: the first `most` named, in this process."""
+
+    def __init__(self, most: int) -> None:
+        self.most = most
+        self._own: set[str] = set()
+
+    def of(self, queue: str) -> str:
+        if queue in self._own:
+            return queue
+        if len(self._own) < self.most:
+            self._own.add(queue)
+            return queue
+        return OTHER
+
+
 class _QueueGauges(Collector):
-    def __init__(self, queues: list[QueueStats]) -> None:
+    def __init__(self, queues: list[QueueStats], labels: QueueLabels) -> None:
         self.queues = queues
+        self.labels = labels
 
     def collect(self) -> Iterator[Metric]:
         items = GaugeMetricFamily(
@@ -150,10 +178,18 @@ class _QueueGauges(Collector):
             "How long the oldest ready item of each queue has waited (0 when none is ready).",
             labels=["queue"],
         )
+        counts: dict[str, dict[str, int]] = {}
+        ages: dict[str, float] = {}
         for q in self.queues:
+            label = self.labels.of(q.name)
+            into = counts.setdefault(label, dict.fromkeys(STATES, 0))
             for state in STATES:
-                items.add_metric([q.name, state], getattr(q, state))
-            oldest.add_metric([q.name], q.oldest_ready_age_seconds or 0.0)
+                into[state] += getattr(q, state)
+            ages[label] = max(ages.get(label, 0.0), q.oldest_ready_age_seconds or 0.0)
+        for label, by_state in counts.items():
+            for state, count in by_state.items():
+                items.add_metric([label, state], count)
+            oldest.add_metric([label], ages[label])
         yield items
         yield oldest
 
@@ -169,5 +205,5 @@ async def metrics(sq: ServiceDep, who: Caller, request: Request) -> Response:
         raise Forbidden("metrics cover every queue: they need an admin key for all queues")
     found: Metrics = request.app.state.metrics
     if found.stale():
-        found.queues_read(await sq.list_queues())
+        found.queues_read([q async for q in sq.every_queue()])
     return Response(found.exposition(), media_type=CONTENT_TYPE_LATEST)

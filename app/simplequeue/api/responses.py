@@ -61,7 +61,7 @@ _WHY: dict[int, str] = {
     403: "The API key's role or queues do not allow this.",
     404: "No such item or queue.",
     408: "The request's headers or body did not arrive in time; the connection is closed.",
-    409: "Conflicts with the item's current state.",
+    409: "Conflicts with the item's current state (or would make a queue past the service's most).",
     413: "The request body is over the service's limit (pushes: or a payload over its limit).",
     415: "The body was not sent as application/json.",
     422: "Invalid input.",

@@ -26,6 +26,7 @@ from simplequeue.client.models import (
     Item,
     ItemInfo,
     PushResult,
+    QueuePage,
     QueueStats,
 )
 from simplequeue.client.retries import DEFAULT_RETRY, UNSENT, Repeat, RetryPolicy, asked_delay
@@ -372,9 +373,23 @@ class AsyncClient:
         """One queue's counts and settings; QueueNotFound if it never existed."""
         return QueueStats.of(await self._json("GET", f"/queues/{queue}", retry=Repeat.ANY))
 
-    async def queues(self) -> list[QueueStats]:
-        answer = await self._json("GET", "/queues", retry=Repeat.ANY)
-        return [QueueStats.of(q) for q in answer["queues"]]
+    async def queues(self, *, page_size: int = 1000) -> list[QueueStats]:
+        """Every queue (that the key covers), in name order: queue_page after queue_page."""
+        found: list[QueueStats] = []
+        cursor: str | None = None
+        while True:
+            page = await self.queue_page(limit=page_size, cursor=cursor)
+            found += page.queues
+            if page.next_cursor is None:
+                return found
+            cursor = page.next_cursor
+
+    async def queue_page(self, *, limit: int = 100, cursor: str | None = None) -> QueuePage:
+        """One page of the queues, in name order, after `cursor` (a page's next_cursor) if given."""
+        params: dict[str, str | int] = {"limit": limit} | ({"cursor": cursor} if cursor else {})
+        answer = await self._json("GET", "/queues", retry=Repeat.ANY, params=params)
+        # A service from before pages answered every queue, without a cursor.
+        return QueuePage([QueueStats.of(q) for q in answer["queues"]], answer.get("next_cursor"))
 
     async def put_queue(self, queue: str, /, **settings: Any) -> QueueStats:
         """Set a queue's settings (PUT replaces them all: an omitted one takes its default)."""

@@ -104,6 +104,10 @@ class QueueInUse(Conflict):
     """409: the queue has leased items; delete it with force=True."""
 
 
+class TooManyQueues(Conflict):
+    """409: the push or put would make a queue past the service's SIMPLEQUEUE_MAX_QUEUES."""
+
+
 class InvalidPayload(SimplequeueError):
     pass
 
@@ -155,6 +159,7 @@ ERRORS: dict[str, type[SimplequeueError]] = {
         LeaseExpired,
         ItemDead,
         QueueInUse,
+        TooManyQueues,
         MalformedJSON,
         Unauthorized,
         Forbidden,

@@ -167,6 +167,12 @@ class QueueStats:
 
 
 @dataclass(frozen=True, slots=True)
+class QueuePage:
+    queues: list[QueueStats]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class DeadPage:
     items: list[ItemInfo]
     next_cursor: str | None

@@ -67,6 +67,7 @@ class Client:
     release = _blocking(AsyncClient.release)
     stats = _blocking(AsyncClient.stats)
     queues = _blocking(AsyncClient.queues)
+    queue_page = _blocking(AsyncClient.queue_page)
     put_queue = _blocking(AsyncClient.put_queue)
     dead = _blocking(AsyncClient.dead)
     history = _blocking(AsyncClient.history)

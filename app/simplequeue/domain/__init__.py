@@ -27,6 +27,7 @@ from simplequeue.domain.errors import (
     QueueNotFound,
     SchemaNotReady,
     StoreError,
+    TooManyQueues,
 )
 from simplequeue.domain.finished import FinishedHook, ignore_finished, tell
 from simplequeue.domain.items import (
@@ -98,6 +99,7 @@ __all__ = [
     "QueueStats",
     "SchemaNotReady",
     "StoreError",
+    "TooManyQueues",
     "attribute_of",
     "check_attributes",
     "decode_attributes",

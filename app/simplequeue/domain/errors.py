@@ -8,7 +8,8 @@
     │   ├── ItemExists
     │   ├── LeaseMismatch
     │   ├── LeaseExpired
-    │   └── ItemDead
+    │   ├── ItemDead
+    │   └── TooManyQueues
     ├── InvalidPayload
     ├── InvalidCursor
     ├── PayloadTooLarge
@@ -72,6 +73,10 @@ class ItemDead(Conflict):
 
 class QueueInUse(Conflict):
     """The queue has leased items; delete it with force=true to take them from their workers."""
+
+
+class TooManyQueues(Conflict):
+    """The service holds its most queues (SIMPLEQUEUE_MAX_QUEUES): delete one, or raise the limit."""
 
 
 class InvalidPayload(QueueError):

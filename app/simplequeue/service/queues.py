@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime
@@ -44,10 +44,12 @@ from simplequeue.domain import (
 from simplequeue.domain.activity import ActivityBucket, activity_window
 from simplequeue.domain.metadata import MetadataChange, QueueMetadata
 from simplequeue.domain.rules import repeat_rounds
+from simplequeue.service.creating import QueueLimit
 from simplequeue.service.events import Events, NoEvents
 from simplequeue.service.pushing import PushCoalescer
 from simplequeue.service.upkeep import sweep_forever
 from simplequeue.service.waiting import Waiting, never_gone
+from simplequeue.store.cursors import encode_name_cursor
 from simplequeue.store.protocol import Store
 
 log = logging.getLogger("simplequeue.service")
@@ -61,6 +63,7 @@ START_RETRY_MAX_SECONDS = 10.0
 @dataclass(frozen=True, slots=True)
 class Limits:
     max_payload_bytes: int = 1024 * 1024
+    max_queues: int = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +92,7 @@ class QueueService:
         self._upkeep = upkeep
         self._waiting = Waiting(store, recheck_seconds=recheck_seconds)
         self._pusher = PushCoalescer(store)
+        self._queue_limit = QueueLimit(store, limits.max_queues)
         self._sweeper: asyncio.Task[None] | None = None
         self._starting: asyncio.Task[None] | None = None
         self._opened = False
@@ -188,7 +192,8 @@ class QueueService:
     async def push(self, queue: str, draft: Draft) -> Pushed:
         """Committed when this returns. A duplicate dedup_key, or a producer's id that its queue
         still remembers, answers the original, uninserted."""
-        pushed = await self._pusher.push(self._new_item(queue, draft, self._clock(), "payload"))
+        item = self._new_item(queue, draft, self._clock(), "payload")
+        pushed = await self._queue_limit.making(queue, lambda: self._pusher.push(item))
         if pushed.created:
             self._waiting.notify(queue, 1)
             self._events.pushed(queue, 1)
@@ -198,7 +203,10 @@ class QueueService:
         """All or nothing, in one transaction."""
         now = self._clock()
         items = [self._new_item(queue, d, now, f"items[{n}].payload") for n, d in enumerate(drafts)]
-        results = [r for r in await self._store.push_batch(items, skip_existing=False) if r is not None]
+        pushed = await self._queue_limit.making(
+            queue, lambda: self._store.push_batch(items, skip_existing=False)
+        )
+        results = [r for r in pushed if r is not None]
         if created := sum(r.created for r in results):
             self._waiting.notify(queue, created)
             self._events.pushed(queue, created)
@@ -333,8 +341,37 @@ class QueueService:
         self._waiting.notify(view.queue, 1)  # long-polls here hear of it now
         return released
 
-    async def list_queues(self) -> list[QueueStats]:
-        return await self._store.list_queues()
+    async def list_queues(
+        self,
+        limit: int,
+        cursor: str | None,
+        *,
+        prefix: str | None = None,
+        wanted: Callable[[str], bool] = lambda name: True,
+    ) -> Page[QueueStats]:
+        """Up to `limit` queues in name order after the cursor's, of those whose names start with
+        `prefix` and that `wanted` takes (an API key's queues): the store's pages, read until
+        `limit` are found or none is left. The next cursor is None when no wanted queue follows."""
+        found: list[QueueStats] = []
+        while True:
+            page = await self._store.list_queues(limit + 1, cursor, prefix)
+            found += [q for q in page.items if wanted(q.name)]
+            if len(found) > limit:
+                return Page(found[:limit], encode_name_cursor(found[limit - 1].name))
+            if page.next_cursor is None:
+                return Page(found, None)
+            cursor = page.next_cursor
+
+    async def every_queue(self, page_size: int = 1000) -> AsyncIterator[QueueStats]:
+        """Every queue in name order, read a page at a time."""
+        cursor: str | None = None
+        while True:
+            page = await self._store.list_queues(page_size, cursor)
+            for stats in page.items:
+                yield stats
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
 
     async def get_queue(self, name: str) -> QueueStats:
         return await self._store.get_queue(name)
@@ -414,7 +451,7 @@ class QueueService:
 
     async def put_queue(self, name: str, settings: QueueSettings) -> tuple[bool, QueueStats]:
         """(whether the queue was created, its settings and counts now)."""
-        created = await self._store.put_queue(name, settings)
+        created = await self._queue_limit.making(name, lambda: self._store.put_queue(name, settings))
         return created, await self._store.get_queue(name)
 
     async def redrive(self, queue: str, ids: Sequence[UUID] | None, rate_per_second: float | None) -> int:
@@ -458,6 +495,7 @@ class QueueService:
 
     async def delete_queue(self, queue: str, force: bool) -> DeletedQueue:
         deleted = await self._store.delete_queue(queue, force)
+        self._queue_limit.forget(queue)
         self._deleted_at[queue] = self._clock()
         return deleted
 

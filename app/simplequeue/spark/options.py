@@ -115,7 +115,8 @@ def check_service(
     with httpx.Client(timeout=timeout, headers=_bearer(api_key)) as http:
         _ready(http, url)
         if queue is None:
-            listed = _get(http, url, "/queues", api_key, key_from, "to list the queues")
+            # One queue is enough to ask about (below): the first page of one.
+            listed = _get(http, url, "/queues", api_key, key_from, "to list the queues", {"limit": 1})
             if to != "read history":
                 return
             names = _names(listed)

@@ -1,4 +1,4 @@
-"""Page cursors: where a newest-first page ended, opaque to clients."""
+"""Page cursors: where a newest-first page (or a page of queues, by name) ended, opaque to clients."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from simplequeue.domain import InvalidCursor
+from simplequeue.domain.names import QUEUE_NAME
 from simplequeue.store.rows import Row, as_utc
 
 
@@ -39,3 +40,26 @@ def decode_cursor(cursor: str | None) -> tuple[datetime, int] | tuple[None, None
     if not 0 < decoded[1] < 2**63 or encode_cursor(*decoded) != cursor.rstrip("="):
         raise InvalidCursor()
     return decoded
+
+
+# A queue cursor is the last name of its page, marked so that no item cursor passes for one.
+_NAME_MARK = "q:"
+
+
+def encode_name_cursor(name: str) -> str:
+    """Where a page of queues (in name order) ended: its last name, opaque to clients."""
+    return base64.urlsafe_b64encode(f"{_NAME_MARK}{name}".encode()).decode().rstrip("=")
+
+
+def decode_name_cursor(cursor: str | None) -> str | None:
+    """The queue name of a cursor that encode_name_cursor made; anything else is InvalidCursor."""
+    if cursor is None:
+        return None
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+    except (ValueError, binascii.Error, UnicodeDecodeError) as exc:
+        raise InvalidCursor() from exc
+    name = text.removeprefix(_NAME_MARK)
+    if name == text or not QUEUE_NAME.fullmatch(name) or encode_name_cursor(name) != cursor.rstrip("="):
+        raise InvalidCursor()
+    return name

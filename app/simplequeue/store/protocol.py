@@ -137,7 +137,15 @@ class Inspection(Protocol):
         left out. An SQS FIFO send answers it as the message's SequenceNumber."""
         ...
 
-    async def list_queues(self) -> list[QueueStats]: ...
+    async def list_queues(
+        self, limit: int, cursor: str | None, prefix: str | None = None
+    ) -> Page[QueueStats]:
+        """Up to `limit` queues with their counts, in name order after the cursor's (a range of the
+        name's key: a page costs its own queues, not those before it); only those whose names start
+        with `prefix` when one is given. Raises InvalidCursor."""
+
+    async def count_queues(self) -> int:
+        """How many queues there are: the service asks before a call that would make one."""
 
     async def get_queue(self, name: str) -> QueueStats:
         """Raises QueueNotFound for a queue that was never configured or pushed to."""

@@ -16,19 +16,19 @@ from simplequeue.domain import (
 )
 from simplequeue.domain.activity import ActivityBucket, ActivityWindow, fill
 from simplequeue.store import rows
-from simplequeue.store.cursors import decode_cursor, next_cursor
+from simplequeue.store.cursors import decode_cursor, decode_name_cursor, encode_name_cursor, next_cursor
 from simplequeue.store.rows import Row
 
 
 class QueueReads:
-    """Queues, from a dialect's `_stats`: every queue's counts and settings in one statement (or one
-    queue's, when named). Pages of items and history, from its `_fetch_page`: one statement a page."""
+    """A queue, from a dialect's `_stats`: its counts and settings in one statement. Pages of
+    queues (in name order), items and history, from its `_fetch_page`: one statement a page."""
 
     def _now(self) -> object:
         """The clock as this dialect's statements take it."""
         raise NotImplementedError
 
-    async def _stats(self, queue: str | None) -> list[QueueStats]:
+    async def _stats(self, queue: str) -> list[QueueStats]:
         raise NotImplementedError
 
     async def _fetch_page(self, statement: str, limit: int, **values: object) -> Sequence[Row]:
@@ -41,8 +41,15 @@ class QueueReads:
         after_at, after_seq = decode_cursor(cursor)
         return await self._fetch_page(statement, limit, after_at=after_at, after_seq=after_seq, **values)
 
-    async def list_queues(self) -> list[QueueStats]:
-        return await self._stats(None)
+    async def list_queues(
+        self, limit: int, cursor: str | None, prefix: str | None = None
+    ) -> Page[QueueStats]:
+        after = decode_name_cursor(cursor)
+        page = await self._fetch_page(
+            "queue_page", limit, now=self._now(), after=after, prefix=prefix or None
+        )
+        found = [rows.queue_stats(row) for row in page]
+        return Page(found, encode_name_cursor(found[-1].name) if len(found) == limit else None)
 
     async def get_queue(self, name: str) -> QueueStats:
         found = await self._stats(name)

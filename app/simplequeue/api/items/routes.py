@@ -54,7 +54,8 @@ endpoints.HOT): a worker's and a producer's loop."""
     | errors(400, 409, 413, 415, 422, 503),
 )
 async def push(body: PushRequest, sq: ServiceDep, who: Caller) -> Response:
-    """Add an item to a queue (created on first push). 201 means it is committed; 200 means its
+    """Add an item to a queue (created on first push; 409 TooManyQueues when that would make a queue
+    past the service's most). 201 means it is committed; 200 means its
     dedup_key, or its id, matched an item of the queue (live, or finished less than the queue's
     dedup window ago), whose id is returned, and nothing was inserted: a retry is safe."""
     return await endpoints.push(sq, who, body)

@@ -57,11 +57,18 @@ def time_query(description: str) -> Any:
 router = APIRouter(tags=["queues"])
 
 
-@router.get("/queues", operation_id="listQueues", responses=errors(503))
-async def list_queues(sq: ServiceDep, who: Caller) -> QueueList:
-    """Every queue with its counts (those the API key covers)."""
+@router.get("/queues", operation_id="listQueues", responses=errors(422, 503))
+async def list_queues(
+    sq: ServiceDep,
+    who: Caller,
+    limit: Annotated[int, Query(ge=1, le=1000, description="Queues per page.")] = 100,
+    cursor: Cursor = None,
+) -> QueueList:
+    """The queues with their counts (those the API key covers), in name order, a page at a time:
+    follow `next_cursor` until it is null."""
     who.require(Action.READ_STATS)
-    return QueueList(queues=[Queue.of(q) for q in await sq.list_queues() if who.covers(q.name)])
+    page = await sq.list_queues(limit, cursor, wanted=who.covers)
+    return QueueList(queues=[Queue.of(q) for q in page.items], next_cursor=page.next_cursor)
 
 
 @router.get("/queues/{name}", operation_id="getQueue", responses=errors(404, 422, 503))
@@ -74,13 +81,14 @@ async def get_queue(name: QueuePath, sq: ServiceDep, who: Caller) -> Queue:
 @router.put(
     "/queues/{name}",
     operation_id="putQueue",
-    responses=also(201, Queue, "The queue was created.") | errors(400, 413, 415, 422, 503),
+    responses=also(201, Queue, "The queue was created.") | errors(400, 409, 413, 415, 422, 503),
 )
 async def put_queue(
     name: QueuePath, body: QueueSettingsRequest, sq: ServiceDep, who: Caller, response: Response
 ) -> Queue:
     """Create a queue with these settings, or replace its settings (omitted fields take their
-    defaults). They apply from the next pop, fail or finish on."""
+    defaults). They apply from the next pop, fail or finish on. 409 TooManyQueues when it would make
+    a queue past the service's most (SIMPLEQUEUE_MAX_QUEUES)."""
     who.require(Action.ADMINISTER, name)
     created, stats = await sq.put_queue(name, body.to_domain())
     if created:

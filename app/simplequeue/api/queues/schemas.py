@@ -152,7 +152,8 @@ class Queue(BaseModel):
 
 
 class QueueList(BaseModel):
-    queues: list[Queue]
+    queues: list[Queue] = Field(description="In name order.")
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last.")
 
 
 class DeadItemPage(BaseModel):

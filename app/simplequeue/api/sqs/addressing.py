@@ -43,7 +43,7 @@ async def dead_letter_sources(
 ) -> AsyncIterator[str]:
     """The queues whose RedrivePolicy names `dlq`, by name, of those `wanted` says to look at
     (asked before their metadata is read). A queue deleted meanwhile is passed over."""
-    for queue in sorted(q.name for q in await ctx.service.list_queues()):
+    for queue in sorted([q.name async for q in ctx.service.every_queue()]):
         if not wanted(queue):
             continue
         try:

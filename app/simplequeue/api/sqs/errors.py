@@ -25,6 +25,7 @@ from simplequeue.domain import (
     QueueError,
     QueueNotFound,
     SchemaNotReady,
+    TooManyQueues,
 )
 
 NAMESPACE = "http://queue.amazonaws.com/doc/2012-11-05/"
@@ -137,6 +138,8 @@ def from_domain(exc: QueueError) -> SqsError:
         return SqsError("InvalidParameterValue", f"Message attributes are invalid: {exc.detail}.")
     if isinstance(exc, InvalidPayload):
         return SqsError("InvalidMessageContents", exc.detail)
+    if isinstance(exc, TooManyQueues):
+        return SqsError("OverLimit", f"Too many queues: {exc.detail}.")
     if isinstance(exc, DatabaseUnavailable | SchemaNotReady):
         return SqsError("ServiceUnavailable", "The service is unavailable; try again.")
     return SqsError("InternalFailure", "The request processing has failed because of an internal error.")

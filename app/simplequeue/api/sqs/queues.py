@@ -18,7 +18,7 @@ from simplequeue.api.sqs.context import Context
 from simplequeue.api.sqs.errors import SqsError, from_domain, invalid, missing, no_queue
 from simplequeue.api.sqs.tags import MAX_TAGS, checked_tags, too_many_tags
 from simplequeue.api.sqs.urls import checked_name, creatable, is_fifo
-from simplequeue.domain import QueueNotFound, QueueSettings, QueueStats
+from simplequeue.domain import InvalidCursor, QueueNotFound, QueueSettings, QueueStats
 from simplequeue.domain.metadata import MetadataChange, QueueMetadata
 
 MAX_ATTEMPTS = 1000
@@ -199,20 +199,20 @@ async def get_queue_url(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
 
 
 async def list_queues(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
-    prefix = params.text(p, "QueueNamePrefix", required=False) or ""
+    """SQS's ListQueues: in name order, those of the key's queues whose names start with the prefix;
+    MaxResults of them (up to 1000 without it), and a NextToken with MaxResults when more follow."""
+    prefix = params.text(p, "QueueNamePrefix", required=False) or None
     limit = params.integer(p, "MaxResults", 1, 1000, None)
-    token = params.text(p, "NextToken", required=False)
+    token = params.text(p, "NextToken", required=False) or None
     ctx.authorize(Action.READ_STATS)
-    after = _after(token) if token else None
-    found = sorted(
-        q.name
-        for q in await ctx.service.list_queues()
-        if q.name.startswith(prefix) and ctx.grant.covers(q.name) and (after is None or q.name > after)
-    )
-    page = found[: limit or 1000]
-    result: dict[str, Any] = {"QueueUrls": [ctx.place.queue_url(n) for n in page]} if page else {}
-    if limit is not None and len(found) > limit:
-        result["NextToken"] = base64.urlsafe_b64encode(page[-1].encode()).decode()
+    try:
+        page = await ctx.service.list_queues(limit or 1000, token, prefix=prefix, wanted=ctx.grant.covers)
+    except InvalidCursor:
+        raise SqsError("InvalidParameterValue", "Invalid NextToken value.") from None
+    urls = [ctx.place.queue_url(q.name) for q in page.items]
+    result: dict[str, Any] = {"QueueUrls": urls} if urls else {}
+    if limit is not None and page.next_cursor is not None:
+        result["NextToken"] = page.next_cursor
     return result
 
 

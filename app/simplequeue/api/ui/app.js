@@ -287,8 +287,13 @@ function act(label, cls, confirmText, run, attrs = {}) {
 
 // --- the queues ----------------------------------------------------------------------------------
 
+// The queues come a page at a time (GET /queues pages by name), paged as a queue's tabs are.
 async function queuesPage(show) {
-  const [{ queues }, activity] = await Promise.all([api("GET", "/queues"), loadActivity(null)]);
+  const p = pagingFor("queues");
+  const path = `/queues?limit=${PAGE}${p.cursor ? `&cursor=${enc(p.cursor)}` : ""}`;
+  const [page, activity] = await Promise.all([api("GET", path), loadActivity(null)]);
+  const { queues } = page;
+  const paged = Boolean(page.next_cursor || p.before.length);
   if (show.latest()) here = null;
   const rows = queues.map((q) => el("tr", { class: "link", "data-queue": q.name, onclick: (event) => {
     if (event.target.closest("a, button")) return;
@@ -301,9 +306,10 @@ async function queuesPage(show) {
     el("td", { class: "num" }, q.history.completed)));
   show(
     el("h1", {}, "Queues"),
-    el("p", { class: "muted" }, `${queues.length} queue${queues.length === 1 ? "" : "s"}; refreshed every 5 seconds.`),
+    el("p", { class: "muted", id: "queue-count" }, `${queues.length} queue${queues.length === 1 ? "" : "s"}${paged ? " on this page" : ""}; refreshed every 5 seconds.`),
     chartSection(activity, "All queues"),
-    queues.length === 0 ? el("p", {}, "No queue yet: push an item and it appears here.") :
+    paged ? el("div", { class: "above-table" }, pager(page)) : "",
+    queues.length === 0 && !paged ? el("p", {}, "No queue yet: push an item and it appears here.") :
       el("table", { id: "queues" },
         el("thead", {}, el("tr", {}, el("th", {}, "Queue"), ...["Ready", "Leased", "Delayed", "Retrying", "Dead", "Oldest ready", "Completed"].map((h) => el("th", { class: "num" }, h)))),
         el("tbody", {}, rows)));

@@ -895,20 +895,17 @@ BEGIN
 END;
 SELECT @found AS found, @leased AS leased, @deleted AS deleted, @items AS items, @history AS history;
 
--- name: queue_stats
--- '' for the queue filter lists every queue. Per queue: its settings; the live counts read the
--- rows of sq_items_visible (filtered to live items), the dead count sq_items_dead, the history counts sq_history_outcome;
--- none walks the others, so a million dead or finished items do not slow the live figures down. An
--- expired lease on its last attempt counts as dead already. SUM over no rows is NULL, hence the
--- COALESCE where a sum is added to.
-SET NOCOUNT ON;
-DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
-DECLARE @queue NVARCHAR(4000) = NULLIF(:queue, N'');
-SELECT q.name AS name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backoff_factor,
-       q.backoff_cap_seconds, q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds, q.dedup_window_from,
-       q.history_payload, q.paused,
-       live.ready, live.leased, live.delayed, live.retrying, dead.dead + COALESCE(live.expired_dead, 0) AS dead,
-       live.oldest_ready, hist.completed_in_history, hist.dead_in_history, @now AS now
+-- fragment: queue_counts
+-- Per queue: its settings; the live counts read the rows of sq_items_visible (filtered to live
+-- items), the dead count sq_items_dead, the history counts sq_history_outcome; none walks the
+-- others, so a million dead or finished items do not slow the live figures down. An expired lease
+-- on its last attempt counts as dead already. SUM over no rows is NULL, hence the COALESCE where a
+-- sum is added to. The SELECT's head is each statement's own (TOP for a page).
+q.name AS name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backoff_factor,
+q.backoff_cap_seconds, q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds, q.dedup_window_from,
+q.history_payload, q.paused,
+live.ready, live.leased, live.delayed, live.retrying, dead.dead + COALESCE(live.expired_dead, 0) AS dead,
+live.oldest_ready, hist.completed_in_history, hist.dead_in_history, @now AS now
 FROM dbo.sq_queues AS q
 CROSS APPLY (
     SELECT SUM(CASE WHEN i.visible_at <= @now AND (i.status = 'ready' OR i.attempts < q.max_attempts)
@@ -932,8 +929,31 @@ CROSS APPLY (
     FROM dbo.sq_history AS h
     WHERE h.queue = q.name
 ) AS hist
-WHERE @queue IS NULL OR q.name = @queue
+
+-- name: queue_stats
+SET NOCOUNT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @queue NVARCHAR(4000) = :queue;
+SELECT
+    -- include: queue_counts
+WHERE q.name = @queue;
+
+-- name: queue_page
+-- A page of queues in name order after :after ('' from the first), of those whose names start with
+-- :prefix ('' for every queue): a seek of the clustered key from the later of the two, stopped
+-- after TOP rows. Under the name's binary collation every name that starts with the prefix sorts
+-- at or after it.
+SET NOCOUNT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @after NVARCHAR(4000) = :after;
+DECLARE @prefix NVARCHAR(4000) = :prefix;
+SELECT TOP (CAST(:limit AS INT))
+    -- include: queue_counts
+WHERE q.name > @after AND q.name >= @prefix AND LEFT(q.name, LEN(@prefix)) = @prefix
 ORDER BY q.name;
+
+-- name: count_queues
+SELECT COUNT_BIG(*) AS queues FROM dbo.sq_queues;
 
 -- name: lock_migrations
 -- Replicas starting together: one migrates, the others wait here and then find nothing to do.

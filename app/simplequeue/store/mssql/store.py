@@ -340,9 +340,9 @@ class MssqlStore(QueueReads):
             return await fetch(conn, statement, limit=limit, **bound)
 
     @retry_deadlocks
-    async def _stats(self, queue: str | None) -> list[QueueStats]:
+    async def _stats(self, queue: str) -> list[QueueStats]:
         async with self._transaction() as conn:
-            found = await fetch(conn, "queue_stats", now=self._now(), queue=params.optional(queue))
+            found = await fetch(conn, "queue_stats", now=self._now(), queue=queue)
         return [rows.queue_stats(row) for row in found]
 
     @retry_deadlocks
@@ -387,6 +387,12 @@ class MssqlStore(QueueReads):
         async with self._transaction() as conn:
             [row] = await fetch(conn, "queue_exists", queue=name)
         return bool(row["found"])
+
+    @retry_deadlocks
+    async def count_queues(self) -> int:
+        async with self._transaction() as conn:
+            [row] = await fetch(conn, "count_queues")
+        return int(row["queues"])
 
     @retry_deadlocks
     async def set_paused(self, queue: str, paused: bool) -> None:

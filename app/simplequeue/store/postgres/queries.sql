@@ -698,7 +698,7 @@ SELECT (SELECT count(*) FROM q) AS found, (SELECT leased FROM busy) AS leased,
        (SELECT count(*) FROM gone) AS deleted, (SELECT count(*) FROM items) AS items,
        (SELECT count(*) FROM history) AS history, (SELECT count(*) FROM dedup) AS dedup_keys
 
--- name: queue_stats
+-- fragment: queue_counts
 -- Per queue: the live counts read sq_items_visible's rows, the dead count sq_items_dead, history
 -- counts sq_history_outcome; none walks the others, so a million dead or finished items do not
 -- slow the live figures down. An expired lease on its last attempt counts as dead already.
@@ -728,8 +728,23 @@ CROSS JOIN LATERAL (
            count(*) FILTER (WHERE h.outcome = 'dead') AS dead_in_history
     FROM sq_history AS h WHERE h.queue = q.name
 ) AS hist
-WHERE :queue::text IS NULL OR q.name = :queue
+
+-- name: queue_stats
+-- include: queue_counts
+WHERE q.name = :queue
+
+-- name: queue_page
+-- A page of queues in name order after :after (NULL: from the first), of those whose names start
+-- with :prefix (NULL: every queue): a range of the primary key from :after on, in its collation,
+-- stopped after :limit rows, so a page costs its own queues' counts whatever the table holds.
+-- include: queue_counts
+WHERE q.name > COALESCE(:after::text, '')
+  AND (:prefix::text IS NULL OR starts_with(q.name, :prefix))
 ORDER BY q.name
+LIMIT :limit
+
+-- name: count_queues
+SELECT count(*) AS queues FROM sq_queues
 
 -- name: lock_migrations
 -- Replicas starting together: one migrates, the others wait here and then find nothing to do.

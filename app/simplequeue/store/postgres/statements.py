@@ -19,7 +19,7 @@ Connection = asyncpg.Connection
 # filter on optional values (`:since IS NULL OR ...`, a paging cursor, a state): only a plan made
 # for the values at hand turns those into index bounds, so each runs in a transaction that asks
 # for one. They serve people and dashboards, not the hot path, so the extra round trips are cheap.
-CUSTOM_PLANNED = frozenset({"list_dead", "pick_dead", "list_history", "peek", "queue_stats"})
+CUSTOM_PLANNED = frozenset({"list_dead", "pick_dead", "list_history", "peek", "queue_stats", "queue_page"})
 
 
 @asynccontextmanager

@@ -395,7 +395,7 @@ class PostgresStore(QueueReads):
         async with self._conn() as conn:
             return await fetch(conn, statement, limit=limit, **values)
 
-    async def _stats(self, queue: str | None) -> list[QueueStats]:
+    async def _stats(self, queue: str) -> list[QueueStats]:
         async with self._conn() as conn:
             return [
                 rows.queue_stats(r) for r in await fetch(conn, "queue_stats", now=self._now(), queue=queue)
@@ -411,6 +411,10 @@ class PostgresStore(QueueReads):
     async def queue_exists(self, name: str) -> bool:
         async with self._conn() as conn:
             return bool(await fetch_value(conn, "queue_exists", queue=name))
+
+    async def count_queues(self) -> int:
+        async with self._conn() as conn:
+            return int(await fetch_value(conn, "count_queues"))
 
     async def queue_metadata(self, name: str) -> QueueMetadata:
         async with self._conn() as conn:

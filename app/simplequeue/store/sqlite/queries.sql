@@ -444,7 +444,7 @@ DELETE FROM sq_queue_tags WHERE queue = :queue
 -- name: delete_queue
 DELETE FROM sq_queues WHERE name = :queue
 
--- name: queue_stats
+-- fragment: queue_counts
 -- Per queue: the live counts read sq_items_visible's rows, the dead count sq_items_dead, history
 -- counts sq_history_outcome; none walks the others, so a million dead or finished items do not
 -- slow the live figures down. An expired lease on its last attempt counts as dead already.
@@ -477,8 +477,24 @@ SELECT q.name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backof
         WHERE h.queue = q.name AND h.outcome = 'dead') AS dead_in_history,
        :now AS now
 FROM sq_queues AS q
-WHERE :queue IS NULL OR q.name = :queue
+
+-- name: queue_stats
+-- include: queue_counts
+WHERE q.name = :queue
+
+-- name: queue_page
+-- A page of queues in name order after :after (NULL: from the first), of those whose names start
+-- with :prefix (NULL: every queue): a range of the primary key from the later of the two (names
+-- compare as bytes: every name that starts with the prefix sorts at or after it), stopped after
+-- :limit rows, so a page costs its own queues' counts whatever the table holds.
+-- include: queue_counts
+WHERE q.name >= max(COALESCE(:after, ''), COALESCE(:prefix, '')) AND q.name IS NOT :after
+  AND (:prefix IS NULL OR substr(q.name, 1, length(:prefix)) = :prefix)
 ORDER BY q.name
+LIMIT :limit
+
+-- name: count_queues
+SELECT COUNT(*) AS queues FROM sq_queues
 
 -- name: applied_versions
 SELECT version FROM sq_schema_version ORDER BY version

@@ -305,7 +305,7 @@ class SqliteStore(QueueReads):
         async with self._read() as conn:
             return await fetch(conn, statement, limit=limit, **bound)
 
-    async def _stats(self, queue: str | None) -> list[QueueStats]:
+    async def _stats(self, queue: str) -> list[QueueStats]:
         params = {"queue": queue, "now": to_text(self._clock())}
         async with self._read() as conn:
             return [rows.queue_stats(row) for row in await fetch(conn, "queue_stats", **params)]
@@ -320,6 +320,10 @@ class SqliteStore(QueueReads):
     async def queue_exists(self, name: str) -> bool:
         async with self._read() as conn:
             return await fetch_one(conn, "queue_exists", queue=name) is not None
+
+    async def count_queues(self) -> int:
+        async with self._read() as conn:
+            return int((await fetch_one(conn, "count_queues"))["queues"])
 
     async def queue_metadata(self, name: str) -> QueueMetadata:
         async with self._read() as conn:
