@@ -18,7 +18,7 @@ from simplequeue.main import store_for
 from simplequeue.service.pushing import PushCoalescer
 from simplequeue.service.waiting import Waiting
 from simplequeue.settings import Settings
-from simplequeue.store.postgres.listen import QueueTokens, token_of
+from simplequeue.store.postgres.listen import QueueTokens, parsed, token_of
 from simplequeue.store.protocol import Store
 
 from tests.factories import new_item
@@ -345,3 +345,27 @@ def test_tokens_forget_everything_past_their_bound_and_learn_again() -> None:
     assert tokens.queue_of(token_of("k", "one-more")) == "one-more"
     tokens.heard_of(["q0"])  # the probe asks again about the queues still waited on
     assert tokens.queue_of(token_of("k", "q0")) == "q0"
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        "",
+        "not json",
+        "5",
+        '"q"',
+        "[1]",
+        '{"q": "a"}',
+        '{"n": 1}',
+        '{"q": "a", "n": "x"}',
+        '{"q": "a", "n": 1e400}',
+    ],
+)
+def test_a_notify_of_another_shape_is_ignored(payload: str) -> None:
+    # Any role that connects may NOTIFY on the channel: what is not ours wakes nobody and raises
+    # nothing (asyncpg would log each raise with its traceback).
+    assert parsed(payload) is None
+
+
+def test_a_notify_of_ours_is_read() -> None:
+    assert parsed('{"q" : "0123456789abcdef", "n" : 3}') == ("0123456789abcdef", 3)

@@ -34,6 +34,16 @@ def token_of(key: str, queue: str) -> str:
     return hashlib.sha256(f"{key}:{queue}".encode()).hexdigest()[:16]
 
 
+def parsed(payload: object) -> tuple[str, int] | None:
+    """A NOTIFY's (token, count); None for anything else, since any role that connects may NOTIFY
+    on our channel too (a traceback per such message would flood the log)."""
+    try:
+        message = json.loads(str(payload))
+        return str(message["q"]), int(message["n"])
+    except (ValueError, TypeError, KeyError, OverflowError):
+        return None
+
+
 class QueueTokens:
     """The queues NOTIFY's tokens stand for, of those this process has asked about."""
 
@@ -85,11 +95,10 @@ class Listener:
 
     async def _listen(self, on_ready: ReadyCallback) -> None:
         def received(_: object, pid: int, channel: str, payload: object) -> None:
-            if pid in self._ignore_pids:
+            if pid in self._ignore_pids or (message := parsed(payload)) is None:
                 return
-            message = json.loads(str(payload))
-            if (queue := self.tokens.queue_of(str(message["q"]))) is not None:
-                on_ready(queue, int(message["n"]))
+            if (queue := self.tokens.queue_of(message[0])) is not None:
+                on_ready(queue, message[1])
 
         backoff = 0.5
         while True:
