@@ -96,6 +96,13 @@ def test_the_latest_migration_keeps_every_queues_settings_and_items(
         await new.open()
         try:
             assert await new.migrate() == [m.version for m in latest if m.version > PREVIOUS_RELEASE]
+            if engine == "postgresql":  # 10: NOTIFY by token, keyed by a secret made once
+                conn = await asyncpg.connect(url, timeout=5)
+                try:
+                    key = await conn.fetchval("SELECT value FROM sq_settings WHERE name = 'notify_key'")
+                finally:
+                    await conn.close()
+                assert len(key) == 64
             stats = await new.get_queue("kept")
             assert stats.settings == QueueSettings(
                 max_attempts=3,

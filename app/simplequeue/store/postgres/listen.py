@@ -56,7 +56,7 @@ class QueueTokens:
 
     def use_key(self, key: str | None) -> None:
         """The key as read at (re)connect. None: a schema before 0010, whose trigger sends names."""
-        self._key = key
+        self._key = key or None
         self._queues = {token_of(key, name): name for name in self._names} if key else {}
 
     def heard_of(self, queues: Iterable[str]) -> None:
