@@ -11,6 +11,7 @@ import secrets
 import sqlite3
 import subprocess
 import time
+from pathlib import Path
 
 import asyncpg
 import httpx
@@ -22,6 +23,7 @@ from simplequeue.settings import Settings
 from simplequeue.store.factory import UnsupportedDatabaseURL, dialect_of
 from simplequeue.store.postgres.errors import server_of, translated_errors
 from simplequeue.store.sqlite.errors import translated_errors as sqlite_errors
+from simplequeue.store.sqlite.store import SqliteStore
 
 from tests.engines import POSTGRES_URL, _with_database
 from tests.http import app_client, assert_error
@@ -131,6 +133,40 @@ def test_the_store_and_the_settings_refuse_the_same_urls_in_one_line(url: str, s
     assert said in error["msg"]
     assert "\n" not in error["msg"]
     assert SECRET not in error["msg"]
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("command", ["migrate", "serve"])
+def test_a_sqlite_file_in_a_folder_that_does_not_exist_is_refused_and_no_folder_is_made(
+    command: str, tmp_path: Path
+) -> None:
+    missing = tmp_path / "no" / "such"
+    args = ("--port", str(free_port())) if command == "serve" else ()
+    done = run(command, f"sqlite:///{missing}/q.db", *args)
+    assert done.returncode != 0
+    line = one_line(done.stderr)
+    assert line.startswith("Error: configuration: SIMPLEQUEUE_DATABASE_URL: "), line
+    assert f"folder {missing} does not exist" in line
+    assert not (tmp_path / "no").exists()
+
+
+@pytest.mark.parametrize(
+    "url", ["sqlite:///./simplequeue.db", "sqlite:///simplequeue.db", "sqlite:///here/q.db"]
+)
+def test_a_sqlite_file_in_the_working_directory_or_a_folder_that_exists_loads(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert Settings(database_url=url).database_url == url
+
+
+async def test_the_sqlite_store_makes_no_folder_for_its_file(tmp_path: Path) -> None:
+    store = SqliteStore(str(tmp_path / "no" / "q.db"))
+    with pytest.raises(DatabaseMisconfigured):
+        await store.open()
+    await store.close()
+    assert not (tmp_path / "no").exists()
 
 
 # --- a database that does not exist, a login refused -------------------------------------------

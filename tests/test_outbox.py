@@ -11,8 +11,7 @@ from uuid import uuid4
 
 import pytest
 from simplequeue import outbox
-from simplequeue.api.fields import QUEUE_NAME_PATTERN
-from simplequeue.domain import InvalidPayload, ItemExists, PayloadTooLarge, SchemaNotReady
+from simplequeue.domain import InvalidPayload, ItemExists, PayloadTooLarge, SchemaNotReady, names
 from simplequeue.store.sqlite.store import SqliteStore
 
 
@@ -143,7 +142,7 @@ def test_names_keys_and_options_follow_the_services_rules(conn: sqlite3.Connecti
 
 
 def test_the_queue_name_rule_is_the_services() -> None:
-    assert outbox.QUEUE_NAME.pattern == QUEUE_NAME_PATTERN
+    assert outbox.QUEUE_NAME is names.QUEUE_NAME
 
 
 def test_a_database_without_the_schema_is_named(tmp_path: Path) -> None:

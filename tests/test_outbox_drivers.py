@@ -23,6 +23,7 @@ from simplequeue.settings import Settings
 from simplequeue.store.protocol import Store
 
 from tests.outbox_callers import DRIVERS, ORDERS, Caller, caller_on
+from tests.queue_names import NAMES, decisions
 
 _orders = itertools.count(random.randrange(10**12))
 
@@ -222,6 +223,23 @@ async def test_payloads_follow_the_services_rules(case: Case, payload: Any, erro
     await caller.push(queue, "x" * 262_000)  # just under the limit: the transaction is usable
     await caller.commit()
     assert len(await store.pop(queue, 10, 30)) == 1
+
+
+async def test_queue_names_follow_the_services_rule(case: Case) -> None:
+    # tests/queue_names.py's table, as every door runs it; in one transaction, rolled back, so that
+    # the names (shared by every test) leave nothing behind.
+    taken = {}
+    await case.caller.begin()
+    for name in NAMES:
+        try:
+            await case.caller.push(name, 1)
+        except outbox.InvalidInput:
+            taken[name] = False
+        else:
+            taken[name] = True
+    await case.caller.rollback()
+    assert decisions(taken) == {}
+    assert not [name for name in NAMES if NAMES[name] and await case.store.queue_exists(name)]
 
 
 async def test_a_schema_out_of_date_is_named_and_the_transaction_goes_on(case: Case) -> None:

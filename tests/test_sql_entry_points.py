@@ -25,6 +25,7 @@ from simplequeue.settings import Settings
 from simplequeue.store.migrations import latest_version
 
 from tests.engines import postgres_database
+from tests.queue_names import NAMES, decisions
 
 PUSH = "SELECT id, created FROM sq_push"
 BATCH = "SELECT id, created FROM sq_push_batch($1::json)"
@@ -276,6 +277,35 @@ async def test_sq_push_batch_refuses_by_the_services_rules_and_writes_nothing(
     assert await seen.fetchval(ROWS) == before
 
 
+async def _takes(conn: asyncpg.Connection, sql: str, *args: Any) -> bool:
+    """Whether sql pushes, under a savepoint that is then rolled back."""
+    await conn.execute("SAVEPOINT n")
+    refused: asyncpg.PostgresError | None = None
+    try:
+        await conn.fetch(sql, *args)
+    except asyncpg.PostgresError as exc:
+        refused = exc
+    await conn.execute("ROLLBACK TO SAVEPOINT n")
+    # SQ400, or (for NUL, which no PostgreSQL text holds) the server's refusal of the argument.
+    assert refused is None or refused.sqlstate in ("SQ400", "22021"), refused
+    return refused is None
+
+
+async def test_queue_names_follow_the_services_rule(
+    conn: asyncpg.Connection, seen: asyncpg.Connection
+) -> None:
+    # tests/queue_names.py's table, as every door runs it.
+    before = await seen.fetchval(ROWS)
+    async with conn.transaction():
+        one = {name: await _takes(conn, f"{PUSH}($1, '1'::json)", name) for name in NAMES}
+        batch = {
+            name: await _takes(conn, BATCH, json.dumps([{"queue": name, "payload": 1}])) for name in NAMES
+        }
+    assert decisions(one) == {}
+    assert decisions(batch) == {}
+    assert await seen.fetchval(ROWS) == before
+
+
 async def test_a_nul_in_the_payload_is_named_as_the_payloads(conn: asyncpg.Connection) -> None:
     async with conn.transaction():
         error = await _refused(conn, BATCH, json.dumps([_item(payload={"a": "b\x00"})]))
@@ -433,7 +463,8 @@ async def test_a_listener_is_notified_at_the_commit_not_before(
     await asyncio.sleep(0.1)
     while not heard.empty():
         messages.append(json.loads(heard.get_nowait()))
-    assert {m["q"] for m in messages} == {queue}
+    # The queue's token, not its name (0010): what LISTEN hears names no queue.
+    assert {m["q"] for m in messages} == {await seen.fetchval("SELECT sq_ready_token($1)", queue)}
     assert sum(m["n"] for m in messages) == 3
 
 

@@ -1,9 +1,10 @@
 """A database made by the previous release, upgraded in place by the next `migrate`: its queues
 keep their settings and their items, and their dedup keys keep matching.
 
-The latest migration rebuilds SQLite's sq_queues (a CHECK changed) and adds a setting on every
-engine, so this holds it against a real database of each engine here: migrated to the version
-before, given settings and items as the previous release wrote them, then migrated to the latest.
+Migration 9 rebuilds SQLite's sq_queues (a CHECK changed) and adds a setting on every engine, so
+this holds it against a real database of each engine here: migrated to the previous release's
+version (8), given settings and items as that release wrote them, then migrated to the latest
+(PostgreSQL's 10, NOTIFY by token, too).
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ from simplequeue.store import migrations
 
 from tests.engines import FakeClock, postgres_database
 from tests.factories import new_item
+
+PREVIOUS_RELEASE = 8
+"""The schema version of the release before migration 9."""
 
 # Settings no release's defaults have, written as the previous release wrote them.
 KEPT = uuid4()
@@ -77,10 +81,11 @@ def test_the_latest_migration_keeps_every_queues_settings_and_items(
 
     async def upgrade(url: str) -> None:
         settings = Settings(database_url=url)
-        monkeypatch.setattr(f"{module}.load_migrations", lambda dialect: latest[:-1])
+        before = [m for m in latest if m.version <= PREVIOUS_RELEASE]
+        monkeypatch.setattr(f"{module}.load_migrations", lambda dialect: before)
         old = store_for(settings, FakeClock())
         await old.open()
-        assert await old.migrate() == [m.version for m in latest[:-1]]
+        assert await old.migrate() == [m.version for m in before]
         if engine == "postgresql":  # its push is the database's function of the version before
             await old.push_batch([kept], skip_existing=False)
         await old.close()
@@ -90,7 +95,14 @@ def test_the_latest_migration_keeps_every_queues_settings_and_items(
         new = store_for(settings, FakeClock())
         await new.open()
         try:
-            assert await new.migrate() == [latest[-1].version]
+            assert await new.migrate() == [m.version for m in latest if m.version > PREVIOUS_RELEASE]
+            if engine == "postgresql":  # 10: NOTIFY by token, keyed by a secret made once
+                conn = await asyncpg.connect(url, timeout=5)
+                try:
+                    key = await conn.fetchval("SELECT value FROM sq_settings WHERE name = 'notify_key'")
+                finally:
+                    await conn.close()
+                assert len(key) == 64
             stats = await new.get_queue("kept")
             assert stats.settings == QueueSettings(
                 max_attempts=3,

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 from uuid import uuid4
 
+import asyncpg
 import pytest
 from simplequeue.domain import DatabaseUnavailable, Failure, ItemExists, Pushed, QueueSettings
 from simplequeue.domain.metadata import MetadataChange
@@ -16,6 +18,7 @@ from simplequeue.main import store_for
 from simplequeue.service.pushing import PushCoalescer
 from simplequeue.service.waiting import Waiting
 from simplequeue.settings import Settings
+from simplequeue.store.postgres.listen import QueueTokens, parsed, token_of
 from simplequeue.store.protocol import Store
 
 from tests.factories import new_item
@@ -274,3 +277,95 @@ async def test_a_move_to_a_dead_letter_queue_through_another_process_is_found(
             assert await real_store.reap_expired(10) == 1
         [moved] = await asyncio.wait_for(waiter, timeout=10)
         assert (moved.id, moved.queue, moved.payload) == (popped.id, target, "doomed")
+
+
+async def test_a_role_that_may_only_connect_hears_no_queue_name_from_a_push_or_a_dead_letter_move(
+    postgres_url: str,
+) -> None:
+    # LISTEN needs no right at all: any role that may connect hears every NOTIFY of the database.
+    store = store_for(Settings(database_url=postgres_url, db_timeout_seconds=5, sweep=False))
+    await store.open()
+    await store.migrate()
+    queue = f"secret-{uuid4().hex[:12]}"
+    target = f"{queue}-dlq"
+    spy_role = f"sq_spy_{uuid4().hex[:12]}"
+    admin = await asyncpg.connect(postgres_url)
+    await admin.execute(f"CREATE ROLE {spy_role} LOGIN")
+    spy = await asyncpg.connect(postgres_url, user=spy_role)
+    heard: asyncio.Queue[str] = asyncio.Queue()
+    try:
+        await spy.add_listener("simplequeue_ready", lambda *args: heard.put_nowait(args[3]))
+        await store.put_queue(target, QueueSettings())
+        await store.put_queue(queue, QueueSettings(max_attempts=1))
+        await store.change_queue_metadata(queue, MetadataChange(set_attributes={"dead_letter_queue": target}))
+        await store.push_batch([new_item(queue, "doomed")], skip_existing=False)
+        [popped] = await store.pop(queue, 1, 30)
+        await store.fail(popped.id, Failure("fatal", popped.lease_token, retry=False))
+        payloads = [await asyncio.wait_for(heard.get(), timeout=5) for _ in range(2)]
+        assert not [p for p in payloads if "secret" in p], payloads
+        # Nor can it compute the tokens of the names it guesses: the key is the owner's.
+        for guess in ("SELECT sq_ready_token('orders')", "SELECT value FROM sq_settings"):
+            with pytest.raises(asyncpg.InsufficientPrivilegeError):
+                await spy.fetchval(guess)
+        key = await admin.fetchval("SELECT value FROM sq_settings WHERE name = 'notify_key'")
+    finally:
+        await spy.close()
+        await admin.execute(f"DROP ROLE {spy_role}")
+        await admin.close()
+        await store.close()
+    # The push, then the move: each the token this service maps back to its queue.
+    assert [json.loads(p) for p in payloads] == [
+        {"q": token_of(key, queue), "n": 1},
+        {"q": token_of(key, target), "n": 1},
+    ]
+
+
+def test_tokens_map_back_only_the_queues_asked_about_and_a_name_is_no_token() -> None:
+    tokens = QueueTokens()
+    tokens.heard_of(["orders"])  # asked before the key is read: mapped once it is
+    tokens.use_key("k")
+    tokens.heard_of(["emails", "orders"])
+    assert tokens.queue_of(token_of("k", "orders")) == "orders"
+    assert tokens.queue_of(token_of("k", "emails")) == "emails"
+    assert tokens.queue_of(token_of("k", "other")) is None  # no long-poll here waits on it
+    # A replica of the release before NOTIFYs its dead-letter moves by name during a rolling
+    # upgrade: ignored (its waiters here hear at their recheck), never taken for a queue.
+    assert tokens.queue_of("orders") is None
+    # A schema before 0010 has no key, and its trigger sends names.
+    tokens.use_key(None)
+    assert tokens.queue_of("orders") == "orders"
+
+
+def test_tokens_forget_everything_past_their_bound_and_learn_again() -> None:
+    tokens = QueueTokens()
+    tokens.use_key("k")
+    tokens.heard_of(f"q{n}" for n in range(QueueTokens.MOST))
+    tokens.heard_of(["one-more"])
+    assert tokens.queue_of(token_of("k", "q0")) is None
+    assert tokens.queue_of(token_of("k", "one-more")) == "one-more"
+    tokens.heard_of(["q0"])  # the probe asks again about the queues still waited on
+    assert tokens.queue_of(token_of("k", "q0")) == "q0"
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        "",
+        "not json",
+        "5",
+        '"q"',
+        "[1]",
+        '{"q": "a"}',
+        '{"n": 1}',
+        '{"q": "a", "n": "x"}',
+        '{"q": "a", "n": 1e400}',
+    ],
+)
+def test_a_notify_of_another_shape_is_ignored(payload: str) -> None:
+    # Any role that connects may NOTIFY on the channel: what is not ours wakes nobody and raises
+    # nothing (asyncpg would log each raise with its traceback).
+    assert parsed(payload) is None
+
+
+def test_a_notify_of_ours_is_read() -> None:
+    assert parsed('{"q" : "0123456789abcdef", "n" : 3}') == ("0123456789abcdef", 3)

@@ -27,6 +27,7 @@ from sqlglot import exp
 
 from tests.mssql import helpers
 from tests.mssql.helpers import NOW, NOW_TEXT, FakeConnection, Result, openjson_columns, parse, placeholders
+from tests.queue_names import NAMES, decisions
 from tests.test_e2e import simplequeue_command
 
 [PUSH_PROCEDURES] = [m for m in load_migrations("mssql") if m.name == "push_procedures"]
@@ -259,6 +260,28 @@ def test_the_application_procedures_check_everything_before_anything_is_written(
     # sq_push checks what it must before building the element (its payload goes in as raw JSON).
     pushed = body("sq_push")
     assert pushed.index("THROW 51400, N'simplequeue: @payload") < pushed.index("SET @items")
+
+
+QUEUE_CHECK = """\
+        WHEN DATALENGTH(i.queue) NOT BETWEEN 2 AND 256 OR DATALENGTH(i.queue) <> DATALENGTH(RTRIM(i.queue))
+             OR i.queue COLLATE Latin1_General_100_BIN2 LIKE N'%[^A-Za-z0-9._-]%'
+            THEN N'.queue must be 1..128 characters of [A-Za-z0-9._-]'"""
+
+
+def _refused_by_the_queue_check(name: str) -> bool:
+    """QUEUE_CHECK as SQL Server reads it: DATALENGTH counts an NVARCHAR's UTF-16 bytes, RTRIM cuts
+    trailing spaces, and LIKE's [^...] under a binary collation compares code points."""
+    size = len(name.encode("utf-16-le", "surrogatepass"))
+    trimmed = len(name.rstrip(" ").encode("utf-16-le", "surrogatepass"))
+    return not 2 <= size <= 256 or size != trimmed or re.search(r"[^A-Za-z0-9._-]", name) is not None
+
+
+def test_the_queue_check_takes_the_names_of_the_services_rule() -> None:
+    # tests/queue_names.py's table, which every door runs; no server here, so the check as written.
+    assert QUEUE_CHECK in body("sq_push_batch")
+    assert "queue NVARCHAR(4000) '$.queue'" in body("sq_push_batch")  # wider than 128: not cut short
+    assert "@queue NVARCHAR(4000)," in header("sq_push")
+    assert decisions({name: not _refused_by_the_queue_check(name) for name in NAMES}) == {}
 
 
 def test_every_refusal_leaves_the_callers_transaction_usable() -> None:

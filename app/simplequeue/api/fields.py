@@ -12,7 +12,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from simplequeue.domain.names import QUEUE_NAME_PATTERN as QUEUE_NAME_PATTERN  # re-exported: tests compare
-from simplequeue.domain.names import key_problem, text_problem
+from simplequeue.domain.names import is_queue_name, key_problem, text_problem
 
 
 def _to_utc(value: datetime) -> datetime:
@@ -51,9 +51,20 @@ def _iso_text(value: Any) -> Any:
 
 Number = BeforeValidator(_json_number)
 
+
+def _queue_name(value: str) -> str:
+    # The domain's rule decides, as at every other door; the schema's pattern states it for clients.
+    if not is_queue_name(value):
+        raise ValueError("must be 1 to 128 of the characters A-Z, a-z, 0-9, '.', '_' and '-'")
+    return value
+
+
 QueueName = Annotated[
     str,
-    Field(pattern=QUEUE_NAME_PATTERN, min_length=1, max_length=128, examples=["default"]),
+    Field(
+        min_length=1, max_length=128, json_schema_extra={"pattern": QUEUE_NAME_PATTERN}, examples=["default"]
+    ),
+    AfterValidator(_queue_name),
 ]
 UtcDatetime = Annotated[datetime, BeforeValidator(_iso_text), AfterValidator(_to_utc)]
 TIME_TEXT = "ISO-8601; UTC if no offset; no leap second :60; in years 1 to 9999 once in UTC"

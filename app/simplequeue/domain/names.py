@@ -1,12 +1,21 @@
 """What the service stores as a queue's name, and as a key (group, dedup_key): the same rules
-wherever an item comes in (the HTTP API's fields, simplequeue.outbox)."""
+wherever an item comes in (the HTTP API's fields, the SQS door, simplequeue.outbox; the SQL entry
+points check the same in SQL)."""
 
 from __future__ import annotations
 
 import re
 
 QUEUE_NAME_PATTERN = r"^[A-Za-z0-9._-]{1,128}$"
-QUEUE_NAME = re.compile(QUEUE_NAME_PATTERN)
+"""The rule as the API's schema states it (JSON Schema's patterns are ECMA-262's, where `$` is the
+end of the text). Not for Python's re: there `$` also matches before a last newline."""
+QUEUE_NAME = re.compile(r"\A[A-Za-z0-9._-]{1,128}\Z")
+"""The rule for Python: anchored with \\A and \\Z, so match, fullmatch and search all agree."""
+
+
+def is_queue_name(value: object) -> bool:
+    """Whether a value may be a queue's name."""
+    return isinstance(value, str) and QUEUE_NAME.fullmatch(value) is not None
 
 
 def text_problem(value: str) -> str | None:

@@ -21,7 +21,7 @@ from simplequeue.domain import (
     SchemaNotReady,
     encode_payload,
 )
-from simplequeue.domain.names import QUEUE_NAME, key_problem, text_problem
+from simplequeue.domain.names import QUEUE_NAME, is_queue_name, key_problem, text_problem
 from simplequeue.domain.payloads import depth_of
 from simplequeue.store.migrations import latest_version
 
@@ -125,7 +125,7 @@ def check_items(queue: str, items: Sequence[Mapping[str, Any]]) -> list[Checked]
 
 
 def _check(queue: str, item: Mapping[str, Any], n: int) -> Checked:
-    if not isinstance(queue, str) or not QUEUE_NAME.match(queue):
+    if not is_queue_name(queue):
         raise InvalidInput(f"queue {queue!r} is not 1..128 characters of [A-Za-z0-9._-]")
     if not isinstance(item, Mapping) or "payload" not in item:
         raise InvalidInput(f"items[{n}] must be a mapping with a payload")

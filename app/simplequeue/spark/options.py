@@ -75,7 +75,7 @@ def positive(options: Mapping[str, str], name: str, default: int, most: int) -> 
 
 
 def check_queue_name(queue: str) -> None:
-    if not QUEUE_NAME.match(queue):
+    if not QUEUE_NAME.fullmatch(queue):  # not match: its $ also matches before a last newline
         raise OptionError(
             f"{queue!r} cannot be a queue's name: 1 to 128 of the letters A-Z and a-z, digits, '.', '_', '-'"
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from urllib.parse import SplitResult, urlsplit
 
 from simplequeue.domain import Clock, FinishedHook, ignore_finished
@@ -36,15 +37,29 @@ _ALIKE = {
 
 def dialect_of(url: str) -> str:
     """The dialect a database URL names: sqlite, postgresql or mssql. UnsupportedDatabaseURL when
-    it is not one of those, or is malformed (checked without a driver: settings call this)."""
+    it is not one of those, is malformed, or names a SQLite file in a folder that does not exist
+    (checked without a driver: settings call this)."""
     parts = _split(url)
     scheme = parts.scheme.lower()
     if scheme not in _SCHEMES:
         raise UnsupportedDatabaseURL(_unsupported(url, scheme))
     dialect = _SCHEMES[scheme]
     if dialect == "sqlite":
-        sqlite_path(url)
+        _check_folder(sqlite_path(url))
     return dialect
+
+
+def _check_folder(path: str) -> None:
+    """The service makes the SQLite file, never its folder: a mistyped path would otherwise make a
+    tree of folders wherever the service may write (anywhere, as root)."""
+    if path in ("", ":memory:"):
+        return
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):
+        raise UnsupportedDatabaseURL(
+            f"the SQLite file's folder {folder} does not exist: create it, or name a file in a folder "
+            "that exists"
+        )
 
 
 def _split(url: str) -> SplitResult:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
 from simplequeue.api.sqs.errors import SqsError, no_queue
-from simplequeue.domain.names import QUEUE_NAME
+from simplequeue.domain.names import is_queue_name
 
 SQS_QUEUE_NAME = re.compile(r"[A-Za-z0-9_-]{1,80}")
 """What CreateQueue takes (a FIFO queue's name ends in .fifo, within the 80). Other calls find any
@@ -35,7 +35,7 @@ class Place:
         """The queue an ARN of this account and region names (None: another's, or no ARN)."""
         prefix = self.arn("")
         name = arn[len(prefix) :] if arn.startswith(prefix) else ""
-        return name if QUEUE_NAME.match(name) else None
+        return name if is_queue_name(name) else None
 
 
 def base_url(public_url: str | None, scheme: str, host: str) -> str:
@@ -69,7 +69,7 @@ def _not_a_queue() -> str:
 
 def checked_name(name: str) -> str:
     """A name that may be a queue's; any other names no queue."""
-    if not QUEUE_NAME.match(name):
+    if not is_queue_name(name):
         raise no_queue()
     return name
 

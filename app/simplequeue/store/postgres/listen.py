@@ -1,15 +1,22 @@
 """LISTEN/NOTIFY: pushes through other processes wake this process's long-polls at once.
 
-A statement trigger NOTIFYs `simplequeue_ready` with {"q": queue, "n": count} at commit. One
+A statement trigger NOTIFYs `simplequeue_ready` with {"q": token, "n": count} at commit. One
 dedicated connection per process listens, kept up (reconnecting with backoff) for the life of
 the store. Our own pool's NOTIFYs are ignored: the service already woke its waiters for them.
+
+Any role that may connect may LISTEN, so the payload names no queue: its token is a keyed hash of
+the queue's name (migrations/postgresql/0010_notify_tokens.sql), keyed by sq_settings' notify_key,
+which the listening connection reads. This process maps back the tokens of the queues its
+long-polls wait on (the probe asks about each of them, `QueueTokens.heard_of`), and ignores others.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
+from collections.abc import Iterable
 from contextlib import suppress
 
 import asyncpg
@@ -18,7 +25,55 @@ from simplequeue.store.postgres.errors import UNAVAILABLE
 from simplequeue.store.protocol import ReadyCallback
 
 CHANNEL = "simplequeue_ready"
+KEY_SQL = "SELECT value FROM sq_settings WHERE name = 'notify_key'"
 log = logging.getLogger("simplequeue.postgres")
+
+
+def token_of(key: str, queue: str) -> str:
+    """As sq_ready_token(queue) computes it."""
+    return hashlib.sha256(f"{key}:{queue}".encode()).hexdigest()[:16]
+
+
+def parsed(payload: object) -> tuple[str, int] | None:
+    """A NOTIFY's (token, count); None for anything else, since any role that connects may NOTIFY
+    on our channel too (a traceback per such message would flood the log)."""
+    try:
+        message = json.loads(str(payload))
+        return str(message["q"]), int(message["n"])
+    except (ValueError, TypeError, KeyError, OverflowError):
+        return None
+
+
+class QueueTokens:
+    """The queues NOTIFY's tokens stand for, of those this process has asked about."""
+
+    MOST = 10_000  # then forgotten at once; the probe asks about the queues still waited on again
+
+    def __init__(self) -> None:
+        self._key: str | None = None
+        self._names: set[str] = set()
+        self._queues: dict[str, str] = {}  # token -> queue
+
+    def use_key(self, key: str | None) -> None:
+        """The key as read at (re)connect. None: a schema before 0010, whose trigger sends names."""
+        self._key = key or None
+        self._queues = {token_of(key, name): name for name in self._names} if key else {}
+
+    def heard_of(self, queues: Iterable[str]) -> None:
+        for queue in queues:
+            if queue in self._names:
+                continue
+            if len(self._names) >= self.MOST:
+                self._names.clear()
+                self._queues.clear()
+            self._names.add(queue)
+            if self._key is not None:
+                self._queues[token_of(self._key, queue)] = queue
+
+    def queue_of(self, carried: str) -> str | None:
+        """The queue a payload's "q" stands for; None if no long-poll of ours waits on it (a name
+        sent by a replica of the release before, during a rolling upgrade, is such a token)."""
+        return self._queues.get(carried) if self._key is not None else carried
 
 
 class Listener:
@@ -27,6 +82,7 @@ class Listener:
         self._timeout = timeout_seconds
         self._ignore_pids = ignore_pids
         self._task: asyncio.Task[None] | None = None
+        self.tokens = QueueTokens()
 
     async def start(self, on_ready: ReadyCallback) -> None:
         self._task = asyncio.create_task(self._listen(on_ready), name="simplequeue-listen")
@@ -39,10 +95,10 @@ class Listener:
 
     async def _listen(self, on_ready: ReadyCallback) -> None:
         def received(_: object, pid: int, channel: str, payload: object) -> None:
-            if pid in self._ignore_pids:
+            if pid in self._ignore_pids or (message := parsed(payload)) is None:
                 return
-            message = json.loads(str(payload))
-            on_ready(message["q"], int(message["n"]))
+            if (queue := self.tokens.queue_of(message[0])) is not None:
+                on_ready(queue, message[1])
 
         backoff = 0.5
         while True:
@@ -56,6 +112,7 @@ class Listener:
                 continue
             try:
                 conn.add_termination_listener(lambda _, lost=lost: lost.set())
+                self.tokens.use_key(await conn.fetchval(KEY_SQL))
                 await conn.add_listener(CHANNEL, received)
                 backoff = 0.5
                 on_ready(None, 0)  # anything pushed while we were not listening

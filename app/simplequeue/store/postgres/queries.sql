@@ -281,8 +281,9 @@ FROM unnest(:queues::text[]) AS q(queue)
 -- item moved to its queue's dead-letter target leaves its dedup key's claim in the source, whose
 -- window starts as a purge's does, and takes its remembered id's claim along. The targets' long
 -- polls in every replica hear of the moves at commit, as of a push (sq_items_notify_ready sees
--- inserts only, and a move is an UPDATE); `woken` is one row, which the statement's SELECT joins
--- so that it runs (an unreferenced SELECT in WITH would not).
+-- inserts only, and a move is an UPDATE), by the target's token as the trigger does (0010); `woken`
+-- is one row, which the statement's SELECT joins so that it runs (an unreferenced SELECT in WITH
+-- would not).
 , windows AS (
     UPDATE sq_dedup AS k
     SET expires_at = COALESCE(:now::timestamptz, now()) + d.dedup_window_seconds * interval '1 second'
@@ -295,7 +296,8 @@ FROM unnest(:queues::text[]) AS q(queue)
     FROM failed AS d
     WHERE d.dies AND d.target IS NOT NULL AND d.remember_id AND k.id = d.id
 ), woken AS (
-    SELECT count(pg_notify('simplequeue_ready', json_build_object('q', m.target, 'n', m.n)::text)) AS targets
+    SELECT count(pg_notify('simplequeue_ready', json_build_object('q', sq_ready_token(m.target), 'n', m.n)::text))
+        AS targets
     FROM (SELECT d.target, count(*) AS n FROM failed AS d WHERE d.dies AND d.target IS NOT NULL GROUP BY d.target) AS m
 )
 

@@ -384,6 +384,9 @@ class PostgresStore(QueueReads):
         return rows.item_view(row, row["now"])
 
     async def next_visible_at(self, queues: Sequence[str]) -> tuple[dict[str, datetime], datetime]:
+        # The long-poll probe asks about every queue waited on, before it looks: a push committed
+        # after this is NOTIFYed with a token the listener knows; one before, this statement finds.
+        self.notifications.tokens.heard_of(queues)
         now = self._now()
         async with self._conn() as conn:
             found = await fetch(conn, "next_visible_at", queues=list(queues), now=now)

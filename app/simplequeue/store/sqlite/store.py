@@ -9,7 +9,6 @@ import sqlite3
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
-from pathlib import Path
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -20,7 +19,6 @@ from simplequeue.domain import (
     Clock,
     CompleteOutcome,
     Completion,
-    DatabaseMisconfigured,
     DeletedQueue,
     Failure,
     FinishedHook,
@@ -109,16 +107,9 @@ class SqliteStore(QueueReads):
     async def open(self) -> None:
         async with translated_errors():
             if self._path not in ("", ":memory:"):
-                folder = Path(self._path).parent
-                try:
-                    folder.mkdir(parents=True, exist_ok=True)
-                except OSError as exc:
-                    raise DatabaseMisconfigured(
-                        f"cannot make the SQLite file's directory {folder}: {exc.strerror}"
-                    ) from exc
-                # A path SQLite cannot open (a directory, no permission) fails here, in this thread:
-                # aiosqlite's connection thread outlives such a failure and prints a traceback
-                # when the event loop has closed.
+                # No folder is made. A path SQLite cannot open (its folder missing, a directory, no
+                # permission) fails here, in this thread: aiosqlite's connection thread outlives
+                # such a failure and prints a traceback when the event loop has closed.
                 sqlite3.connect(self._path, timeout=self._timeout).close()
             self._writer = await self._connect()
             for _ in range(self._reader_count):
