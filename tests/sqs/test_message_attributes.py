@@ -116,14 +116,14 @@ def test_send_refuses_what_sqs_refuses_and_queues_nothing(
     assert receive(sqs, url) == []
 
 
-def test_system_attributes_are_refused_not_dropped(sqs: Any, url: str) -> None:
-    with pytest.raises(ClientError) as e:
-        sqs.send_message(
-            QueueUrl=url,
-            MessageBody="body",
-            MessageSystemAttributes={"AWSTraceHeader": {"DataType": "String", "StringValue": "Root=1-5"}},
-        )
-    assert error_code(e) == "InvalidParameterValue"
+def test_system_attributes_other_than_the_trace_header_are_refused_not_dropped(sqs: Any, url: str) -> None:
+    for name, value in (
+        ("SenderId", {"DataType": "String", "StringValue": "someone"}),
+        ("AWSTraceHeader", {"DataType": "Number", "StringValue": "5"}),
+    ):
+        with pytest.raises(ClientError) as e:
+            sqs.send_message(QueueUrl=url, MessageBody="body", MessageSystemAttributes={name: value})
+        assert error_code(e) == "InvalidParameterValue"
     assert receive(sqs, url) == []
 
 

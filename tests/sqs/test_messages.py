@@ -54,7 +54,8 @@ def test_send_refusals(sqs: Any, url: str) -> None:
         ({"MessageBody": ""}, "MissingParameter"),
         ({"MessageBody": "x", "DelaySeconds": 901}, "InvalidParameterValue"),
         ({"MessageBody": "bad \x01 char"}, "InvalidMessageContents"),
-        ({"MessageBody": "x", "MessageGroupId": "g"}, "InvalidParameterValue"),
+        ({"MessageBody": "x", "MessageDeduplicationId": "d"}, "InvalidParameterValue"),
+        ({"MessageBody": "x", "MessageGroupId": "has space"}, "InvalidParameterValue"),
         (
             {"MessageBody": "x", "MessageAttributes": {"k": {"DataType": "String", "StringValue": ""}}},
             "InvalidParameterValue",

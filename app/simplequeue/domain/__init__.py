@@ -7,6 +7,7 @@ from simplequeue.domain.attributes import (
     check_attributes,
     decode_attributes,
     encode_attributes,
+    split_system,
 )
 from simplequeue.domain.errors import (
     Conflict,
@@ -107,6 +108,7 @@ __all__ = [
     "encode_attributes",
     "encode_payload",
     "ignore_finished",
+    "split_system",
     "system_clock",
     "tell",
 ]

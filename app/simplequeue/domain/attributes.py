@@ -150,12 +150,40 @@ def _check_number(name: str, text: str) -> None:
         raise InvalidAttributes(f"{problem} (from -10^128 to 10^126)")
 
 
-def encode_attributes(attributes: Attributes | None) -> str | None:
-    """The JSON text the store keeps, names sorted; None for no attributes."""
-    if not attributes:
+SYSTEM_PREFIX = "AWS."
+"""Where an item's system attributes are kept among its attributes: a prefix the name rule refuses
+to every producer, so that neither can be taken for the other."""
+
+
+def encode_attributes(attributes: Attributes | None, system: Mapping[str, str] | None = None) -> str | None:
+    """The JSON text the store keeps, names sorted, the system attributes as Strings under
+    SYSTEM_PREFIX; None for no attributes."""
+    every = dict(attributes or {}) | {
+        SYSTEM_PREFIX + k: Attribute("String", v) for k, v in (system or {}).items()
+    }
+    if not every:
         return None
-    shaped = {name: {"type": a.type, "value": _text(a.value)} for name, a in sorted(attributes.items())}
+    shaped = {name: {"type": a.type, "value": _text(a.value)} for name, a in sorted(every.items())}
     return json.dumps(shaped, ensure_ascii=False, separators=(",", ":"))
+
+
+def message_attributes_json(attributes_json: str | None) -> str | None:
+    """The stored text without the system attributes: what the HTTP API answers as an item's
+    attributes, which a push may give back as they are. Only an item that has system attributes
+    (one sent through the SQS door) is decoded and written again."""
+    if attributes_json is None or f'"{SYSTEM_PREFIX}' not in attributes_json:
+        return attributes_json
+    own, _ = split_system(decode_attributes(attributes_json))
+    return encode_attributes(own)
+
+
+def split_system(attributes: Mapping[str, Attribute]) -> tuple[dict[str, Attribute], dict[str, str]]:
+    """(the message attributes, the system attributes by their own names) of decoded attributes."""
+    own = {k: a for k, a in attributes.items() if not k.startswith(SYSTEM_PREFIX)}
+    system = {
+        k[len(SYSTEM_PREFIX) :]: str(a.value) for k, a in attributes.items() if k.startswith(SYSTEM_PREFIX)
+    }
+    return own, system
 
 
 def _text(value: str | bytes) -> str:

@@ -22,6 +22,7 @@ it is refused as for a dead item from the moment the lease ran out.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -72,6 +73,9 @@ class Draft:
     delay_seconds: float = 0.0
     not_before: datetime | None = None
     attributes: Attributes | None = None
+    system_attributes: Mapping[str, str] | None = None
+    """SQS's message system attributes (SenderId, AWSTraceHeader...), kept beside the attributes
+    under names no producer may give (domain.attributes.SYSTEM_PREFIX); they count toward no limit."""
 
 
 @dataclass(frozen=True, slots=True)

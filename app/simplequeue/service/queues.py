@@ -228,7 +228,7 @@ class QueueService:
             delay_seconds=draft.delay_seconds,
             not_before=draft.not_before,
             id_given=draft.id is not None,
-            attributes_json=encode_attributes(draft.attributes),
+            attributes_json=encode_attributes(draft.attributes, draft.system_attributes),
         )
 
     # --- workers --------------------------------------------------------------------------------

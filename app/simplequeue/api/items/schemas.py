@@ -39,6 +39,7 @@ from simplequeue.domain.attributes import (
     NAME_PATTERN,
     TYPE_PATTERN,
     VALUE_PATTERN,
+    message_attributes_json,
 )
 
 ATTRIBUTES_TEXT = (
@@ -267,7 +268,7 @@ class PoppedItem(BaseModel):
                 item.group,
             )
         ).decode()
-        attributes = "null" if item.attributes_json is None else item.attributes_json
+        attributes = message_attributes_json(item.attributes_json) or "null"
         return f'{head[:-1]},"payload":{item.payload_json},"attributes":{attributes}}}'
 
 
@@ -371,4 +372,6 @@ class Item(BaseModel):
             attributes=None,
             lease_token_prefix=str(view.lease_token)[:8] if view.lease_token else None,
         )
-        return with_payload(response, view.payload_json, attributes=view.attributes_json)
+        return with_payload(
+            response, view.payload_json, attributes=message_attributes_json(view.attributes_json)
+        )

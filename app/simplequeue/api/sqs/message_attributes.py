@@ -17,7 +17,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from simplequeue.api.sqs.errors import SqsError
-from simplequeue.domain import Attribute, InvalidAttributes, check_attributes, decode_attributes
+from simplequeue.domain import (
+    Attribute,
+    InvalidAttributes,
+    check_attributes,
+    decode_attributes,
+    split_system,
+)
+from simplequeue.domain.xml_chars import first_not_xml
 
 _STRING, _BINARY = b"\x01", b"\x02"  # the transport types MD5OfMessageAttributes counts
 
@@ -71,6 +78,37 @@ def _attribute(name: Any, value: Any) -> Attribute:
         raise _refused(f"The message attribute '{name}': its BinaryValue is not base64.") from None
 
 
+SENT_SYSTEM = ("AWSTraceHeader",)
+"""The message system attributes a send may give (SQS takes only this one)."""
+MAX_TRACE_HEADER = 1024
+
+
+def sent_system(params: dict[str, Any]) -> dict[str, str]:
+    """The MessageSystemAttributes of a send, checked: AWSTraceHeader, a String."""
+    given = params.get("MessageSystemAttributes")
+    if not given:
+        return {}
+    if not isinstance(given, dict):
+        raise _refused("MessageSystemAttributes must be a map of names to values.")
+    kept: dict[str, str] = {}
+    for name, value in given.items():
+        if name not in SENT_SYSTEM:
+            raise _refused(f"Message system attribute name '{name}' is invalid.")
+        attribute = _attribute(name, value)
+        text = attribute.value
+        if attribute.type != "String" or not isinstance(text, str):
+            raise _refused(f"The message system attribute '{name}' must be of type String.")
+        if len(text) > MAX_TRACE_HEADER or first_not_xml(text) is not None:
+            raise _refused(f"The message system attribute '{name}' is not a valid trace header.")
+        kept[name] = text
+    return kept
+
+
+def system_md5(system: Mapping[str, str]) -> str:
+    """MD5OfMessageSystemAttributes: as MD5OfMessageAttributes, over the system attributes sent."""
+    return md5_of({name: Attribute("String", value) for name, value in system.items()})
+
+
 def size_of(params: dict[str, Any]) -> int:
     """About the bytes an entry's attributes count toward a batch's limit (names, types, values),
     read leniently: an entry whose attributes are malformed is refused on its own later."""
@@ -110,16 +148,18 @@ def wanted(names: Iterable[str]) -> Asked:
     return every, frozenset(names), prefixes
 
 
+def system_of(attributes_json: str | None) -> dict[str, str]:
+    """The system attributes an item was sent with (SenderId, AWSTraceHeader...)."""
+    return split_system(decode_attributes(attributes_json))[1] if attributes_json else {}
+
+
 def received(attributes_json: str | None, asked: Asked) -> dict[str, Any]:
     """A received message's MessageAttributes and MD5OfMessageAttributes, of those asked for."""
     every, exact, prefixes = asked
     if attributes_json is None or not (every or exact or prefixes):
         return {}
-    chosen = {
-        name: a
-        for name, a in decode_attributes(attributes_json).items()
-        if every or name in exact or name.startswith(prefixes)
-    }
+    own, _ = split_system(decode_attributes(attributes_json))
+    chosen = {name: a for name, a in own.items() if every or name in exact or name.startswith(prefixes)}
     if not chosen:
         return {}
     return {

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
-from simplequeue.api.auth import Action
+from simplequeue.api.auth import OPEN, Action
 from simplequeue.api.sqs import message_attributes, params
 from simplequeue.api.sqs.addressing import existing, kept_attributes, queue_param
 from simplequeue.api.sqs.context import Context
@@ -55,7 +55,12 @@ SYSTEM_ATTRIBUTES = (
     "ApproximateFirstReceiveTimestamp",
     "MessageGroupId",
     "SequenceNumber",
+    "SenderId",
+    "MessageDeduplicationId",
+    "AWSTraceHeader",
 )
+KEPT_SYSTEM = ("SenderId", "MessageDeduplicationId", "AWSTraceHeader")
+"""System attributes kept with the message at its send (domain.Draft.system_attributes)."""
 SEQUENCE_DIGITS = 20  # SQS's sequence numbers are decimal strings this long
 
 
@@ -86,11 +91,12 @@ def lease_of(handle: str) -> tuple[UUID, UUID]:
 # --- sending -----------------------------------------------------------------------------------
 
 
-def _draft(queue: str, p: dict[str, Any], kept: dict[str, str]) -> Draft:
+def _draft(queue: str, p: dict[str, Any], kept: dict[str, str], sender: str) -> Draft:
     """The item one SendMessage (or a batch's entry) asks for, of the queue whose kept attributes
-    are `kept` (its DelaySeconds when the message gives none, its MaximumMessageSize)."""
+    are `kept` (its DelaySeconds when the message gives none, its MaximumMessageSize), sent by
+    `sender` (its SenderId)."""
     body = params.body(p)
-    params.no_system_attributes(p)
+    system = {"SenderId": sender, **message_attributes.sent_system(p)}
     attributes = message_attributes.sent(p)
     largest = int(kept["MaximumMessageSize"])
     if len(body.encode()) + message_attributes.size_of(p) > largest:
@@ -100,15 +106,17 @@ def _draft(queue: str, p: dict[str, Any], kept: dict[str, str]) -> Draft:
         )
     queue_delay = int(kept["DelaySeconds"])
     delay = params.integer(p, "DelaySeconds", 0, MAX_DELAY_SECONDS, None)
-    group = params.text(p, "MessageGroupId", required=False)
-    dedup = params.text(p, "MessageDeduplicationId", required=False)
+    group = _fifo_key(p, "MessageGroupId")
+    dedup = _fifo_key(p, "MessageDeduplicationId")
     if not is_fifo(queue):
-        if group is not None:
-            raise invalid("MessageGroupId", group, NOT_FOR_THIS_QUEUE)
         if dedup is not None:
             raise invalid("MessageDeduplicationId", dedup, NOT_FOR_THIS_QUEUE)
+        if group is not None:  # SQS's fair queues: kept and answered; no order among a group's
+            system["MessageGroupId"] = group
         delay = queue_delay if delay is None else delay
-        return Draft(payload=body, delay_seconds=float(delay), attributes=attributes)
+        return Draft(
+            payload=body, delay_seconds=float(delay), attributes=attributes, system_attributes=system
+        )
     if delay:  # a FIFO queue's messages wait out the queue's delay only (0 is no delay of its own)
         raise invalid("DelaySeconds", delay, NOT_FOR_THIS_QUEUE)
     if group is None:
@@ -117,14 +125,30 @@ def _draft(queue: str, p: dict[str, Any], kept: dict[str, str]) -> Draft:
         dedup = hashlib.sha256(body.encode("utf-8")).hexdigest()
     if dedup is None:
         raise _no_dedup_id()
-    for name, value in (("MessageGroupId", group), ("MessageDeduplicationId", dedup)):
-        if not FIFO_KEY.fullmatch(value):
-            raise invalid(name, value, "it must be 1 to 128 alphanumeric or punctuation characters.")
+    system["MessageDeduplicationId"] = dedup
     if kept.get("DeduplicationScope") == "messageGroup":
         dedup = group_scoped(group, dedup)
     return Draft(
-        payload=body, group=group, dedup_key=dedup, attributes=attributes, delay_seconds=float(queue_delay)
+        payload=body,
+        group=group,
+        dedup_key=dedup,
+        attributes=attributes,
+        delay_seconds=float(queue_delay),
+        system_attributes=system,
     )
+
+
+def _fifo_key(p: dict[str, Any], name: str) -> str | None:
+    value = params.text(p, name, required=False)
+    if value is not None and not FIFO_KEY.fullmatch(value):
+        raise invalid(name, value, "it must be 1 to 128 alphanumeric or punctuation characters.")
+    return value
+
+
+def _sender(ctx: Context) -> str:
+    """A message's SenderId: the key that sent it, by its name; without keys, the account (as SQS
+    names an account's root)."""
+    return ctx.place.account_id if ctx.grant is OPEN else ctx.grant.name
 
 
 def _no_dedup_id() -> SqsError:
@@ -155,7 +179,7 @@ def group_scoped(group: str, dedup: str) -> str:
 async def send_message(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     queue = queue_param(ctx, p)
     ctx.authorize(Action.PUSH, queue)
-    draft = _draft(queue, p, await kept_attributes(ctx, queue))
+    draft = _draft(queue, p, await kept_attributes(ctx, queue), _sender(ctx))
     try:
         pushed = await ctx.service.push(queue, draft)
     except QueueError as exc:
@@ -169,6 +193,9 @@ def _sent(draft: Draft, answer: dict[str, Any]) -> dict[str, Any]:
     answer["MD5OfMessageBody"] = md5(draft.payload)
     if draft.attributes:
         answer["MD5OfMessageAttributes"] = message_attributes.md5_of(draft.attributes)
+    system = draft.system_attributes or {}
+    if sent := {k: system[k] for k in message_attributes.SENT_SYSTEM if k in system}:
+        answer["MD5OfMessageSystemAttributes"] = message_attributes.system_md5(sent)
     return answer
 
 
@@ -185,7 +212,7 @@ async def send_message_batch(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
 
     async def send(entry: dict[str, Any]) -> dict[str, Any]:
         try:
-            draft = _draft(queue, entry, kept)
+            draft = _draft(queue, entry, kept, _sender(ctx))
             pushed = await ctx.service.push(queue, draft)
         except SqsError as exc:
             return params.failed(entry["Id"], exc)
@@ -348,8 +375,11 @@ async def _message(
         if first is None:
             first = (await ctx.service.get_item(item.id)).first_popped_at or datetime.now(UTC)
         attributes["ApproximateFirstReceiveTimestamp"] = _ms(first)
-    if "MessageGroupId" in names and item.group is not None:
-        attributes["MessageGroupId"] = item.group
+    system = message_attributes.system_of(item.attributes_json)
+    group = item.group if item.group is not None else system.get("MessageGroupId")
+    if "MessageGroupId" in names and group is not None:
+        attributes["MessageGroupId"] = group
+    attributes |= {name: system[name] for name in KEPT_SYSTEM if name in names and name in system}
     if "SequenceNumber" in names and is_fifo(item.queue) and item.seq is not None:
         # The store's insertion order, which a group's messages keep: larger for a later send.
         attributes["SequenceNumber"] = str(item.seq).zfill(SEQUENCE_DIGITS)

@@ -45,6 +45,7 @@ from simplequeue.domain import (
     QueueNotFound,
     SchemaNotReady,
     decode_attributes,
+    split_system,
     system_clock,
 )
 from simplequeue.domain.rules import redrive_delay
@@ -214,13 +215,14 @@ def _moved(item: LeasedItem) -> Draft:
     """The message sent to the destination: the same body, message attributes, group and sent time
     (SentTimestamp; the retention period counts from it, as in the dead-letter queue), a new
     MessageId, received never."""
-    found = decode_attributes(item.attributes_json)
+    found, system = split_system(decode_attributes(item.attributes_json))
     return Draft(
         payload=item.payload,
         created_at=item.created_at,
         priority=item.priority,
         group=item.group,
         attributes=found or None,
+        system_attributes=system or None,
     )
 
 

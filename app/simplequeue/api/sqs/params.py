@@ -86,17 +86,6 @@ def body(params: dict[str, Any], name: str = "MessageBody") -> str:
     return value
 
 
-def no_system_attributes(params: dict[str, Any]) -> None:
-    """Message system attributes (SQS's AWSTraceHeader) are not stored: refused, never dropped
-    without a word."""
-    if params.get("MessageSystemAttributes"):
-        raise SqsError(
-            "InvalidParameterValue",
-            "message system attributes (AWSTraceHeader) are not supported by simplequeue's SQS door: "
-            "send the message without them.",
-        )
-
-
 def entries(
     params: dict[str, Any], check: Callable[[dict[str, Any]], None] | None = None
 ) -> list[dict[str, Any]]:

@@ -123,8 +123,18 @@ _RENAMED = {
     "ChangeMessageVisibilityBatchRequestEntry": "Entries",
     "TagKey": "TagKeys",
 }
-_MAPS = {"Attribute": "Attributes", "MessageAttribute": "MessageAttributes", "Tag": "Tags"}
-_MAP_KEYS = {"Attribute": ("Name", "Value"), "MessageAttribute": ("Name", "Value"), "Tag": ("Key", "Value")}
+_MAPS = {
+    "Attribute": "Attributes",
+    "MessageAttribute": "MessageAttributes",
+    "MessageSystemAttribute": "MessageSystemAttributes",
+    "Tag": "Tags",
+}
+_MAP_KEYS = {
+    "Attribute": ("Name", "Value"),
+    "MessageAttribute": ("Name", "Value"),
+    "MessageSystemAttribute": ("Name", "Value"),
+    "Tag": ("Key", "Value"),
+}
 
 
 def from_form(form: dict[str, str]) -> dict[str, Any]:
