@@ -20,6 +20,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -187,6 +188,16 @@ def _migrated_postgres(request: pytest.FixtureRequest) -> str:
     )
     assert migrated.returncode == 0, migrated.stderr[-2000:]
     return url
+
+
+def test_the_readme_says_how_to_install_mkdocs() -> None:
+    """`mkdocs` is in the dev install only: the README gives the command that adds it, with the
+    requirement the dev install has."""
+    dev = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["dev"]
+    [requirement] = [r for r in dev if r.startswith("mkdocs")]
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert f"`.venv/bin/pip install '{requirement}'`" in readme
+    assert "`.venv/bin/mkdocs serve`" in readme
 
 
 def test_the_site_builds_strictly(tmp_path: Path) -> None:
