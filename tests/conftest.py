@@ -9,8 +9,16 @@ from simplequeue.main import store_for
 from simplequeue.settings import Settings
 from simplequeue.store.protocol import Store
 
+from tests import stopping
 from tests.engines import ENGINES, FakeClock, postgres_database, require_mssql
 from tests.http import Client, app_client
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Stopped by a signal, the run still ends what it started (see tests/stopping.py). The last
+    cleanup is registered first: it runs after every other (the Spark session's stop included)."""
+    stopping.install()
+    config.add_cleanup(stopping.end_what_is_left)
 
 
 @pytest.fixture(scope="session")
