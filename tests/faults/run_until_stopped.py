@@ -5,9 +5,9 @@ It holds a `simplequeue serve` in the run's process group (as tests/test_e2e.py 
 in sessions of their own (as the fault suite starts them): one on the session's database of the
 shared server, one on the private PostgreSQL cluster (its own session too, its folder in TMPDIR).
 Once all run, it writes what it holds to SIMPLEQUEUE_TEST_HELD (their pids with their start
-times, the database, the folder) and waits to be stopped, or fails (SIMPLEQUEUE_TEST_HOLD=fail).
-Its first finalizer touches SIMPLEQUEUE_TEST_HELD + ".teardown", for a second Ctrl-C to come
-while the others run. The other test leaks a process no finalizer stops, for the last cleanup.
+times, the database, the folder) and waits to be stopped. Its first finalizer touches
+SIMPLEQUEUE_TEST_HELD + ".teardown", for a second Ctrl-C to come while the others run. The other
+test leaks a process no finalizer stops, for the run's last cleanup to find, and fails.
 """
 
 from __future__ import annotations
@@ -57,20 +57,19 @@ def test_holds_processes_a_database_and_a_folder_until_stopped(
     with serving(f"sqlite:///{tmp_path / 'held.db'}"):
         database = urlsplit(postgres_url).path.lstrip("/")
         write_held(database=database, folder=str(private_postgres.root))
-        if os.environ.get("SIMPLEQUEUE_TEST_HOLD") == "fail":
-            pytest.fail("failing on purpose, under -x")
         deadline = time.monotonic() + HOLD_AT_MOST
         while time.monotonic() < deadline:
             time.sleep(0.05)
     pytest.fail(f"not stopped within {HOLD_AT_MOST} s")
 
 
-def test_leaves_a_process_that_no_finalizer_stops() -> None:
+def test_leaves_a_process_that_no_finalizer_stops_and_fails() -> None:
     if not HELD:
         pytest.skip("run by tests/test_stopped_run.py")
     # Forgotten by every finalizer, but referenced: a Popen collected while its process runs warns.
     _forgotten.append(subprocess.Popen(["sleep", str(HOLD_AT_MOST)], start_new_session=True))
     write_held()
+    pytest.fail("failing on purpose, under -x")
 
 
 def write_held(**more: str) -> None:

@@ -34,7 +34,7 @@ def default_to_this_python() -> None:
 
 
 def spark_running() -> bool:
-    if "pyspark" not in sys.modules:
+    if sys.modules.get("pyspark") is None:  # not imported (or made unimportable): no Spark yet
         return False
     from pyspark import SparkContext
 
