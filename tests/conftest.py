@@ -10,6 +10,7 @@ from simplequeue.main import store_for
 from simplequeue.settings import Settings
 from simplequeue.store.protocol import Store
 
+from tests import stopping
 from tests.engines import ENGINES, FakeClock, postgres_database, require_mssql
 from tests.http import Client, app_client
 
@@ -17,6 +18,13 @@ from tests.http import Client, app_client
 # the default SIMPLEQUEUE_MAX_QUEUES. Every service the tests start (in process, or `serve`, which
 # inherits the environment) takes this limit unless a test gives its own (tests/test_queue_limits.py).
 os.environ.setdefault("SIMPLEQUEUE_MAX_QUEUES", "1000000")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Stopped by a signal, the run still ends what it started (see tests/stopping.py). The last
+    cleanup is registered first: it runs after every other (the Spark session's stop included)."""
+    stopping.install()
+    config.add_cleanup(stopping.end_what_is_left)
 
 
 @pytest.fixture(scope="session")

@@ -51,6 +51,24 @@ def _stop() -> None:
     if _session is not None:
         _session.stop()
         _session = None
+        _end_the_jvm()
+
+
+def _end_the_jvm() -> None:
+    """A stopped session keeps PySpark's JVM until this process exits; end it now, as that exit
+    would (the JVM leaves when its stdin closes), so that the run's last cleanup finds nothing."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return
+    process = getattr(gateway, "proc", None)
+    gateway.shutdown()
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    if process is not None and process.stdin is not None:
+        process.stdin.close()
+        process.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")

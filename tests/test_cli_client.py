@@ -73,9 +73,58 @@ def test_push_dash_reads_json_lines_in_batches(url: str) -> None:
     lines = "\n".join(json.dumps({"n": n}) for n in range(1200)) + "\n\n"
     pushed = run(url, "push", "--queue", "cli-b", "-", stdin=lines)
     assert pushed.returncode == 0, pushed.stderr
-    assert json.loads(pushed.stdout) == {"queue": "cli-b", "pushed": 1200}
+    assert json.loads(pushed.stdout) == {"queue": "cli-b", "pushed": 1200, "skipped": 0}
     popped = run(url, "pop", "--queue", "cli-b", "--max", "100")
     assert [json.loads(line)["payload"]["n"] for line in popped.stdout.splitlines()] == list(range(100))
+
+
+def ready(url: str, queue: str) -> int:
+    count: int = httpx.get(f"{url}/queues/{queue}").json()["ready"]
+    return count
+
+
+def test_a_bad_line_says_what_was_pushed_and_the_fixed_input_pushes_only_the_rest(url: str) -> None:
+    lines = [json.dumps({"n": n}) for n in range(1200)]
+    broken = [*lines[:600], '{"n": 600', *lines[601:]]  # line 601 lost its brace
+    done = run(url, "push", "--queue", "cli-rerun", "-", stdin="\n".join(broken))
+    assert done.returncode == 1, done
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("Error: stdin line 601 is not JSON: "), line
+    assert "; 600 pushed before it (lines 1-600); rerun is safe" in line, line
+    assert ready(url, "cli-rerun") == 600  # the lines before the bad one, all of them
+
+    fixed = run(url, "push", "--queue", "cli-rerun", "-", stdin="\n".join(lines))
+    assert fixed.returncode == 0, fixed.stderr
+    assert json.loads(fixed.stdout) == {"queue": "cli-rerun", "pushed": 600, "skipped": 600}
+    assert ready(url, "cli-rerun") == 1200
+
+
+def test_a_refused_batch_names_its_lines_and_what_was_pushed_before_it(url: str) -> None:
+    lines = [json.dumps({"n": n}) for n in range(1200)]
+    lines[699] = json.dumps({"n": "\u0000"})  # line 700: NUL, which the service refuses
+    done = run(url, "push", "--queue", "cli-refused", "-", stdin="\n".join(lines))
+    assert done.returncode == 1, done
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("Error: lines 501-1000 (one batch) not pushed: InvalidPayload: "), line
+    assert line.endswith(
+        "; 500 pushed before them (lines 1-500); rerun is safe: the same input again "
+        "skips the lines already pushed"
+    ), line
+    assert ready(url, "cli-refused") == 500
+
+
+def test_a_line_twice_is_two_items_and_a_rerun_skips_both_unless_no_dedupe(url: str) -> None:
+    twice = '{"to": "ada@example.com"}\n{"to":  "ada@example.com"}\n'
+    first = run(url, "push", "--queue", "cli-twice", "-", stdin=twice)
+    assert json.loads(first.stdout) == {"queue": "cli-twice", "pushed": 2, "skipped": 0}, first.stderr
+    spaced = twice.replace(": ", ":")  # the same JSON values, written otherwise: the same lines
+    again = run(url, "push", "--queue", "cli-twice", "-", stdin=spaced)
+    assert json.loads(again.stdout) == {"queue": "cli-twice", "pushed": 0, "skipped": 2}, again.stderr
+    forced = run(url, "push", "--queue", "cli-twice", "--no-dedupe", "-", stdin=twice)
+    assert json.loads(forced.stdout) == {"queue": "cli-twice", "pushed": 2, "skipped": 0}, forced.stderr
+    elsewhere = run(url, "push", "--queue", "cli-twice-2", "-", stdin=twice)  # ids are the queue's own
+    assert json.loads(elsewhere.stdout) == {"queue": "cli-twice-2", "pushed": 2, "skipped": 0}
+    assert (ready(url, "cli-twice"), ready(url, "cli-twice-2")) == (4, 2)
 
 
 def test_push_again_with_its_id_pushes_nothing_even_after_it_was_processed(url: str) -> None:

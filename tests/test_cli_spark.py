@@ -97,7 +97,7 @@ def test_json_lines_are_pushed_and_counted(url: str, tmp_path: Path) -> None:
     (tmp_path / "rows.jsonl").write_text("".join(json.dumps({"n": n}) + "\n" for n in range(7)))
     done = ingest(url, "--queue", "from-jsonl", "rows.jsonl", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads(done.stdout) == {"queue": "from-jsonl", "rows": 7}
+    assert json.loads(done.stdout) == {"queue": "from-jsonl", "rows": 7, "pushed": 7, "skipped": 0}
     assert sorted(p["n"] for p in payloads(url, "from-jsonl")) == list(range(7))  # type: ignore[index]
 
 
@@ -105,7 +105,7 @@ def test_csv_columns_are_typed_inferred_or_as_given(url: str, tmp_path: Path) ->
     (tmp_path / "rows.csv").write_text("id,name,price,zip\n1,x,14.14,01234\n2,y,3.5,02345\n")
 
     done = ingest(url, "-q", "csv-inferred", "rows.csv", cwd=tmp_path)
-    assert json.loads(done.stdout) == {"queue": "csv-inferred", "rows": 2}, done.stderr[-2000:]
+    assert json.loads(done.stdout)["rows"] == 2, done.stderr[-2000:]
     assert payloads(url, "csv-inferred") == [
         {"id": 1, "name": "x", "price": 14.14, "zip": 1234},
         {"id": 2, "name": "y", "price": 3.5, "zip": 2345},
@@ -126,9 +126,10 @@ def test_a_key_column_makes_a_rerun_push_nothing_new(url: str, tmp_path: Path) -
     (tmp_path / "orders.jsonl").write_text(
         "".join(json.dumps({"order": n, "total": n * 1.5}) + "\n" for n in range(5))
     )
-    for _ in range(2):
+    for pushed in (5, 0):  # the rerun pushes nothing, and says so
         done = ingest(url, "-q", "orders", "--key-column", "order", "orders.jsonl", cwd=tmp_path)
-        assert json.loads(done.stdout) == {"queue": "orders", "rows": 5}, done.stderr[-2000:]
+        said = {"queue": "orders", "rows": 5, "pushed": pushed, "skipped": 5 - pushed}
+        assert json.loads(done.stdout) == said, done.stderr[-2000:]
     with httpx.Client(base_url=url) as http:
         assert http.get("/queues/orders").json()["ready"] == 5  # not 10
         popped = http.post("/pop", json={"queue": "orders", "max_items": 100}).json()["items"]
@@ -203,6 +204,72 @@ def test_each_mistake_is_one_line_before_spark_starts(
     assert says in errors[0]
     assert "Traceback" not in done.stderr
     assert "PySpark" not in done.stderr  # never reached: Spark would have been next
+
+
+# A user's script, run with the virtualenv's python (not activated): SESSION_FIRST builds the
+# session before it imports simplequeue.spark.
+USER_SCRIPT = """
+import sys
+from pyspark.sql import SparkSession
+{imports}
+spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+{late_imports}
+register(spark)
+frame = spark.createDataFrame([('{{"n": 1}}',), ('{{"n": 2}}',)], "payload string")
+writer = frame.write.format("simplequeue").option("url", sys.argv[1]).option("queue", sys.argv[2])
+writer.mode("append").save()
+"""
+IMPORT = "from simplequeue.spark import register"
+
+
+def run_script(
+    url: str, queue: str, tmp_path: Path, *, session_first: bool
+) -> subprocess.CompletedProcess[str]:
+    """As `.venv/bin/python script.py`: PYSPARK_PYTHON unset, and on PATH a `python3` that has not
+    simplequeue (the interpreter the virtualenv was made from), as on a machine where it is the
+    system's."""
+    script = tmp_path / "script.py"
+    imports = ("", IMPORT) if session_first else (IMPORT, "")
+    script.write_text(USER_SCRIPT.format(imports=imports[0], late_imports=imports[1]))
+    bare = tmp_path / "bin"
+    bare.mkdir(exist_ok=True)
+    (bare / "python3").unlink(missing_ok=True)
+    (bare / "python3").symlink_to(
+        Path(sys.base_prefix) / "bin" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    )
+    env = {
+        "PATH": f"{bare}:/usr/bin:/bin",
+        "HOME": os.environ.get("HOME", "/tmp"),
+        "JAVA_TOOL_OPTIONS": JAVA_OPTIONS,
+    }
+    return subprocess.run(
+        [sys.executable, str(script), url, queue],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env=env,
+    )
+
+
+def test_a_script_run_with_the_venvs_python_writes_without_pyspark_python(url: str, tmp_path: Path) -> None:
+    done = run_script(url, "from-script", tmp_path, session_first=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert sorted(p["n"] for p in payloads(url, "from-script")) == [1, 2]  # type: ignore[index]
+
+
+def test_a_session_whose_workers_cannot_import_simplequeue_is_refused_at_register(
+    url: str, tmp_path: Path
+) -> None:
+    done = run_script(url, "never-written", tmp_path, session_first=True)
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(
+        "simplequeue.spark.interpreter.WorkersCannotImport: Spark's Python workers run "
+    ), last
+    assert f"which cannot import simplequeue: set PYSPARK_PYTHON={sys.executable} before" in last, last
+    assert "ModuleNotFoundError" not in done.stderr  # said before any task ran
+    assert httpx.get(f"{url}/queues/never-written").status_code == 404
 
 
 def test_the_spark_package_knows_the_services_rule_for_queue_names() -> None:

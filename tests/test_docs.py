@@ -6,15 +6,21 @@ there for the next; each Python block runs on its own and must pass `mypy --stri
 page gets a fresh `simplequeue serve` on SQLite, and the service's address in the text
 (127.0.0.1:8000, localhost:8000) is replaced by that service's. The site itself must build with
 `mkdocs build --strict` (broken links and missing pages fail it).
+
+On the pages of SHOWS_OUTPUTS, a one-line command whose comment is one word without spaces
+(`curl … -X DELETE "$BASE/queues/mail/dead"   # {"purged":1}`) shows what the command prints, and
+the run must print that (`…` in it stands for anything). A comment with spaces is prose.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +42,9 @@ PAGES = [
 ON_DATABASES = {"docs/outbox.md"}
 BLOCK = re.compile(r"^<!-- run -->\n```(\w+)\n(.*?)^```$", re.M | re.S)
 ADDRESS = re.compile(r"(127\.0\.0\.1|localhost):8000")
+SHOWS_OUTPUTS = {"docs/api.md", "docs/clients.md"}
+SHOWN = re.compile(r"^(?P<command>\S.*?)\s+# (?P<shown>\S+)$")
+PRINTED = re.compile(r"^@@shown (\d+)\n(.*?)^@@end$", re.M | re.S)
 RUNS_IN = 120  # seconds a page's blocks may take in all (a long-poll is at most a few seconds)
 
 pytestmark = pytest.mark.e2e
@@ -85,14 +94,20 @@ def test_the_blocks_of_a_page_run_in_order_against_a_live_service(
         }
         shell = [b for b in found if b.language == "sh"]
         if shell:
+            shown: dict[int, str] = {}
+            texts = [ADDRESS.sub(address, b.text) for b in shell]
+            if page in SHOWS_OUTPUTS:
+                texts = [checking(text, b.line, shown) for text, b in zip(texts, shell, strict=True)]
             script = "set -euo pipefail\n" + "\n".join(
-                f"echo '--- {page}:{b.line}' >&2\n{ADDRESS.sub(address, b.text)}" for b in shell
+                f"echo '--- {page}:{b.line}' >&2\n{text}" for text, b in zip(texts, shell, strict=True)
             )
             ran = subprocess.run(
                 ["bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=RUNS_IN
             )
             where = ran.stderr.rsplit("--- ", 1)[-1].splitlines()[0] if "--- " in ran.stderr else page
             assert ran.returncode == 0, f"{where} failed:\n{ran.stdout[-2000:]}\n{ran.stderr[-2000:]}"
+            wrong = misprinted(ran.stdout, shown, page)
+            assert not wrong, "\n".join(wrong)
         python = [b for b in found if b.language == "python"]
         sources = [tmp_path / f"block_{number}.py" for number in range(len(python))]
         for source, block in zip(sources, python, strict=True):
@@ -123,6 +138,45 @@ def test_the_blocks_of_a_page_run_in_order_against_a_live_service(
             )
 
 
+def checking(text: str, first_line: int, shown: dict[int, str]) -> str:
+    """The block with each one-line command that shows its output between markers; `shown`
+    gets the output each shows, by the page's line number."""
+    lines, statement = [], ""
+    for number, line in enumerate(text.splitlines(), start=first_line):
+        match = SHOWN.match(line) if not statement else None
+        statement += line + "\n"
+        if not complete(statement):
+            lines.append(line)
+            continue
+        statement = ""
+        if match is None:
+            lines.append(line)
+            continue
+        shown[number] = match["shown"]
+        lines += [f"echo '@@shown {number}'", match["command"], "echo", "echo '@@end'"]
+    return "\n".join(lines) + "\n"
+
+
+def complete(statement: str) -> bool:
+    """Whether the shell lines so far end a command (quotes closed, no continuation)."""
+    try:
+        shlex.split(statement, comments=True)
+    except ValueError:
+        return False
+    return not statement.rstrip().endswith(("\\", "|", "&&", "$("))
+
+
+def misprinted(stdout: str, shown: dict[int, str], page: str) -> list[str]:
+    printed = {int(number): text.strip() for number, text in PRINTED.findall(stdout)}
+    assert printed.keys() == shown.keys(), f"{page}: a command that shows its output did not run"
+    wrong = []
+    for number, text in sorted(shown.items()):
+        pattern = ".*".join(map(re.escape, text.split("…")))
+        if not re.fullmatch(pattern, printed[number], re.S):
+            wrong.append(f"{page}:{number} shows {text}, prints {printed[number]}")
+    return wrong
+
+
 def _migrated_postgres(request: pytest.FixtureRequest) -> str:
     url: str = request.getfixturevalue("postgres_url")
     migrated = subprocess.run(
@@ -134,6 +188,16 @@ def _migrated_postgres(request: pytest.FixtureRequest) -> str:
     )
     assert migrated.returncode == 0, migrated.stderr[-2000:]
     return url
+
+
+def test_the_readme_says_how_to_install_mkdocs() -> None:
+    """`mkdocs` is in the dev install only: the README gives the command that adds it, with the
+    requirement the dev install has."""
+    dev = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["dev"]
+    [requirement] = [r for r in dev if r.startswith("mkdocs")]
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert f"`.venv/bin/pip install '{requirement}'`" in readme
+    assert "`.venv/bin/mkdocs serve`" in readme
 
 
 def test_the_site_builds_strictly(tmp_path: Path) -> None:

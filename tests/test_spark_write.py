@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import httpx
 import pytest
@@ -21,21 +22,30 @@ from tests.sparking import items_of, service, spark  # noqa: E402, F401  (fixtur
 
 
 def test_a_task_that_fails_midway_and_is_retried_pushes_nothing_twice(
-    spark: SparkSession, service: str
+    spark: SparkSession, service: str, tmp_path: Path
 ) -> None:
     queue = f"spark-retry-{os.getpid()}"
-    rows = spark.range(0, 2000, numPartitions=4).selectExpr("to_json(named_struct('n', id)) AS payload")
-    (
-        rows.write.format("simplequeue")
-        .option("url", service)
-        .option("queue", queue)
-        .option("batch_size", "100")
-        .option("_fail_after_batches", "2")  # every task's first attempt dies after 2 batches pushed
-        .mode("append")
-        .save()
+    rows = spark.range(0, 2000, numPartitions=4).selectExpr(
+        "to_json(named_struct('n', id)) AS payload", "CAST(id AS STRING) AS dedup_key"
     )
+
+    def write(**options: str) -> dict[str, int]:
+        summary = tmp_path / "summary.json"
+        summary.unlink(missing_ok=True)
+        writer = rows.write.format("simplequeue").option("url", service).option("queue", queue)
+        for name, value in {"batch_size": "100", "_summary_path": str(summary), **options}.items():
+            writer = writer.option(name, value)
+        writer.mode("append").save()
+        counted: dict[str, int] = json.loads(summary.read_text())
+        return counted
+
+    # every task's first attempt dies after 2 batches pushed; the retries find those 800 rows there,
+    # pushed by this write (their own ids), so they count as pushed, not skipped
+    assert write(_fail_after_batches="2") == {"rows": 2000, "pushed": 2000, "skipped": 0}
     numbers = sorted(i["payload"]["n"] for i in items_of(service, queue))  # type: ignore[index]
     assert numbers == list(range(2000))
+    # the same keys again, a new write: all there before it
+    assert write() == {"rows": 2000, "pushed": 0, "skipped": 2000}
 
 
 def test_optional_columns_and_nulls(spark: SparkSession, service: str) -> None:

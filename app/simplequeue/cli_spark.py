@@ -17,6 +17,7 @@ import json
 import os
 import shlex
 import sys
+import tempfile
 from datetime import UTC, datetime
 from importlib.util import find_spec
 from pathlib import Path
@@ -107,7 +108,8 @@ def ingest(
 ) -> None:
     """Push every row of PATH to the queue, exactly once even when Spark retries tasks. A
     `payload` column is pushed as it is (with `dedup_key`, `priority`, `group`... columns beside it
-    if there are); otherwise each row becomes a JSON object. Prints how many rows were read.
+    if there are); otherwise each row becomes a JSON object. Prints how many rows were read, how
+    many of them were pushed, and how many skipped (their key was in the queue already).
 
     Run twice, it pushes every row twice, unless --key-column names a column that keys the rows."""
     file_format = file_format or FORMATS.get(Path(path).suffix.lower())
@@ -121,25 +123,38 @@ def ingest(
         raise Failed(f"{path}: no such file or directory")
     url = _checked(url, queue, to="push")
     session = _session("simplequeue ingest", spark_ui)
+    with tempfile.TemporaryDirectory(prefix="simplequeue-ingest-") as scratch:
+        summary = Path(scratch) / "summary.json"
+        try:
+            frame = _keyed(_read(session.read, file_format, ddl, infer_schema).load(path), key_column)
+            rows = _count(frame, key_column)
+            writer = (
+                frame.write.format("simplequeue")
+                .option("url", url)
+                .option("queue", queue)
+                .option("batch_size", str(batch_size))
+                .option("_summary_path", str(summary))
+            )
+            if key := api_key():
+                writer = writer.option("api_key", key)
+            writer.mode("append").save()
+        except Failed:
+            raise
+        except Exception as exc:  # Spark wraps ours (and its own) in long Java traces: one line
+            raise Failed(_first_line(exc)) from None
+        finally:
+            session.stop()
+        click.echo(json.dumps({"queue": queue, "rows": rows, **_pushed(summary)}))
+
+
+def _pushed(summary: Path) -> dict[str, int]:
+    """What the write's commit counted (on the driver, so on this machine): rows it pushed, and rows
+    whose key was there before it (a rerun with --key-column). Nothing if the commit wrote none."""
     try:
-        frame = _keyed(_read(session.read, file_format, ddl, infer_schema).load(path), key_column)
-        rows = _count(frame, key_column)
-        writer = (
-            frame.write.format("simplequeue")
-            .option("url", url)
-            .option("queue", queue)
-            .option("batch_size", str(batch_size))
-        )
-        if key := api_key():
-            writer = writer.option("api_key", key)
-        writer.mode("append").save()
-    except Failed:
-        raise
-    except Exception as exc:  # Spark wraps ours (and its own) in long Java traces: one line
-        raise Failed(_first_line(exc)) from None
-    finally:
-        session.stop()
-    click.echo(json.dumps({"queue": queue, "rows": rows}))
+        counted: dict[str, int] = json.loads(summary.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {"pushed": counted["pushed"], "skipped": counted["skipped"]}
 
 
 def _read(reader: DataFrameReader, file_format: str, ddl: str | None, infer_schema: bool) -> DataFrameReader:

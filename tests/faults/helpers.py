@@ -25,6 +25,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests import stopping
 from tests.test_e2e import free_port, simplequeue_command
 
 REQUIRED = os.environ.get("CI", "").lower() == "true" or os.environ.get("SIMPLEQUEUE_REQUIRE_FAULTS") == "1"
@@ -250,6 +251,7 @@ class PrivatePostgres:
         self.bindir = bindir
         self.port = free_port()
         self.root = Path(tempfile.mkdtemp(prefix="sq-faults-pg-"))
+        stopping.remove_at_end(self.root)  # should destroy() never run
         self.data = self.root / "data"
         self.log_path = self.root / "postgres.log"
         self.process: subprocess.Popen[bytes] | None = None

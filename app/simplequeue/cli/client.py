@@ -165,12 +165,6 @@ def parse_json(text: str, where: str) -> Any:
         raise Failed(f"{where} is not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from exc
 
 
-def json_lines(stream: IO[str]) -> Iterator[tuple[int, Any]]:
-    for number, line in enumerate(stream, start=1):
-        if line.strip():
-            yield number, parse_json(line, f"stdin line {number}")
-
-
 @click.command()
 @url_option
 @api_key_option
@@ -184,15 +178,31 @@ def json_lines(stream: IO[str]) -> Iterator[tuple[int, Any]]:
     "queue's dedup window (an hour by default), even once the item was processed.",
 )
 @click.option("--dedup-key", default=None, help="Deduplicate by content: pushes with one key make one item.")
+@click.option(
+    "--dedupe/--no-dedupe",
+    default=True,
+    show_default=True,
+    help="With `-`: each line's item id is made of the queue, the line's number and its JSON, so "
+    "running the same input again skips the lines already pushed (within the queue's dedup "
+    "window). --no-dedupe gives every line a new id: a rerun pushes everything again.",
+)
 @click.argument("payload")
 def push(
-    url: str, key: str | None, queue: str, item_id: uuid.UUID | None, dedup_key: str | None, payload: str
+    url: str,
+    key: str | None,
+    queue: str,
+    item_id: uuid.UUID | None,
+    dedup_key: str | None,
+    dedupe: bool,
+    payload: str,
 ) -> None:
     """Push PAYLOAD (JSON), or JSON lines from stdin.
 
     Prints the result with its id ("created": false when the id or the dedup key matched an
     item: nothing new was pushed). PAYLOAD `-` pushes JSON lines from stdin in batches, shows
-    progress on a terminal, and prints how many were pushed.
+    progress on a terminal, and prints how many were pushed and how many skipped (pushed
+    before, by an earlier run of the same input). A bad line stops it after pushing the lines
+    before it, and the error says how many that was; run it again once fixed.
 
     \b
     Exit status: 0 pushed; 1 refused or not JSON; 2 usage (an invalid --url);
@@ -206,24 +216,91 @@ def push(
             pushed = sq.push(parse_json(payload, "PAYLOAD"), queue=queue, id=item_id, dedup_key=dedup_key)
             click.echo(as_json(pushed))
             return
-        click.echo(as_json({"queue": queue, "pushed": _push_lines(sq, queue, sys.stdin)}))
+        loader = LineLoader(sq, queue, url=url, key=key, dedupe=dedupe)
+        loader.load(sys.stdin)
+        click.echo(as_json({"queue": queue, "pushed": loader.pushed, "skipped": loader.skipped}))
 
 
-def _push_lines(sq: Client, queue: str, stream: IO[str]) -> int:
-    show = sys.stderr.isatty()
-    pushed, batch = 0, []
-    for _, payload in json_lines(stream):
-        batch.append({"payload": payload})
-        if len(batch) == BATCH:
-            pushed += len(sq.push_batch(batch, queue=queue).ids)
-            batch = []
-            if show:
-                click.echo(f"\rpushed {pushed:,}", err=True, nl=False)
-    if batch:
-        pushed += len(sq.push_batch(batch, queue=queue).ids)
-    if show:
-        click.echo(f"\rpushed {pushed:,}", err=True)
-    return pushed
+# Line ids are uuid5s in this namespace (itself uuid5(NAMESPACE_URL, "simplequeue:push-lines")).
+LINE_IDS = uuid.UUID("ef5d4b2a-4912-5b27-ba99-e2c4e486d59d")
+
+
+def line_id(queue: str, number: int, payload: Any) -> str:
+    """The same queue, line number and JSON value (however spaced) give the same id; the same
+    value on two lines gives two."""
+    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return str(uuid.uuid5(LINE_IDS, f"{queue}\n{number}\n{canonical}"))
+
+
+class LineLoader:
+    """`push -`: JSON lines in batches of BATCH, counted as they commit, so that a failure can say
+    how far it got."""
+
+    def __init__(self, sq: Client, queue: str, *, url: str, key: str | None, dedupe: bool) -> None:
+        self.sq, self.queue, self.url, self.key, self.dedupe = sq, queue, url, key, dedupe
+        self.pushed = self.skipped = 0
+        self.done_through = 0  # the last line number of the last batch that committed
+        self.batch: list[dict[str, Any]] = []
+        self.lines: list[int] = []
+        self.show = sys.stderr.isatty()
+
+    def load(self, stream: IO[str]) -> None:
+        for number, line in enumerate(stream, start=1):
+            if not line.strip():
+                continue
+            try:
+                payload = json.loads(line)
+            except json.JSONDecodeError as exc:
+                bad = Failed(f"stdin line {number} is not JSON: {exc.msg} (column {exc.colno})")
+            else:
+                self.add(number, payload)
+                continue
+            self.flush()  # the lines before it go, so that the error can say "every line before"
+            raise self.stopped(bad)
+        self.flush()
+        if self.show:
+            click.echo(err=True)
+
+    def add(self, number: int, payload: Any) -> None:
+        entry: dict[str, Any] = {"payload": payload}
+        if self.dedupe:
+            entry["id"] = line_id(self.queue, number, payload)
+        self.batch.append(entry)
+        self.lines.append(number)
+        if len(self.batch) == BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.batch:
+            return
+        try:
+            created = self.sq.push_batch(self.batch, queue=self.queue).created
+        except SimplequeueError as error:
+            lines = f"lines {self.lines[0]}-{self.lines[-1]}"
+            said = failure(error, url=self.url, key=self.key, doing=f"push to queue {self.queue!r}")
+            raise self.stopped(
+                type(said)(f"{lines} (one batch) not pushed: {said.message}"), "them"
+            ) from None
+        self.pushed += sum(created)
+        self.skipped += len(created) - sum(created)
+        self.done_through = self.lines[-1]
+        self.batch, self.lines = [], []
+        if self.show:
+            click.echo(f"\rpushed {self.pushed:,}, skipped {self.skipped:,}", err=True, nl=False)
+
+    def stopped(self, error: Failed, it: str = "it") -> Failed:
+        """The error, and where the input stands: what was pushed before it, and how to go on."""
+        if self.show:
+            click.echo(err=True)
+        if not self.done_through:
+            return type(error)(f"{error.message}; nothing was pushed")
+        counts = f"{self.pushed} pushed" + (f", {self.skipped} already there" if self.skipped else "")
+        if self.dedupe:
+            rerun = "rerun is safe: the same input again skips the lines already pushed"
+        else:
+            after = self.done_through + 1
+            rerun = f"with --no-dedupe a rerun pushes them again: go on from line {after} (tail -n +{after})"
+        return type(error)(f"{error.message}; {counts} before {it} (lines 1-{self.done_through}); {rerun}")
 
 
 @click.command()

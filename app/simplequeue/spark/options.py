@@ -37,6 +37,7 @@ class WriteOptions:
     batch_bytes: int
     api_key: str | None
     fail_after_batches: int | None  # tests only: fail a task's first attempt after this many batches
+    summary_path: str | None  # `simplequeue spark ingest`: where the commit writes what was pushed
 
     @classmethod
     def of(cls, options: Mapping[str, str], columns: list[str]) -> WriteOptions:
@@ -58,6 +59,7 @@ class WriteOptions:
             batch_bytes=positive(options, "batch_bytes", DEFAULT_BATCH_BYTES, most=64 * 1024 * 1024),
             api_key=options.get("api_key") or None,
             fail_after_batches=int(fail_after) if fail_after else None,
+            summary_path=options.get("_summary_path") or None,
         )
 
 

@@ -6,6 +6,10 @@ in it. A retried or speculative attempt of a task pushes the same keys; the serv
 already there as duplicates and inserts nothing, also for items that workers completed meanwhile,
 as long as the queue's dedup_window_seconds has not passed since (see docs/spark.md). That needs the
 task's input in the same order on every attempt, as Spark's sources give it.
+
+Each row is also pushed with an id made the same way, so that a duplicate answered with the row's
+own id is known as this write's (an earlier attempt of its task pushed it) and counts as pushed,
+while one answered with another id was there before (a rerun with the same keys): skipped.
 """
 
 from __future__ import annotations
@@ -16,13 +20,14 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
-from simplequeue.client import Client, RetryPolicy, SimplequeueError
+from simplequeue.client import BatchPushResult, Client, RetryPolicy, SimplequeueError
 from simplequeue.spark.options import WriteOptions
 
 # A task waits out a restarting service for a while; Spark's own task retries come after that.
@@ -34,11 +39,26 @@ class InjectedFailure(RuntimeError):
     """Raised by the test-only option _fail_after_batches, on a task's first attempt."""
 
 
+# The rows' ids are uuid5s in this namespace (itself uuid5(NAMESPACE_URL, "simplequeue:spark-rows")).
+ROW_IDS = uuid.UUID("cd3ab65a-4868-519f-af6e-cd89cd34cc1a")
+
+
 @dataclass
 class Pushed(WriterCommitMessage):
     partition: int
     rows: int
-    created: int
+    created: int  # the rows this write put in the queue; the others' keys were there before it
+
+
+def row_id(scope: str, index: int) -> str:
+    return str(uuid.uuid5(ROW_IDS, f"{scope}:{index}"))
+
+
+def ours(answer: BatchPushResult, items: list[dict[str, Any]]) -> int:
+    """The items of a batch this write put in the queue: created now, or answered with the row's
+    own id (an earlier attempt of the task created it)."""
+    sent = (item["id"] for item in items)
+    return sum(made or got == mine for made, got, mine in zip(answer.created, answer.ids, sent, strict=True))
 
 
 class BadRow(ValueError):
@@ -106,6 +126,15 @@ class QueueWriter(DataSourceArrowWriter):
         attempt = context.attemptNumber() if context else 0
         return push_rows(self.options, f"{self.write_id}:{partition}", partition, attempt, rows_of(iterator))
 
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Runs on the driver once every task succeeded: the totals, for the command that asked."""
+        if self.options.summary_path is None:
+            return
+        done = [m for m in messages if isinstance(m, Pushed)]
+        rows, created = sum(m.rows for m in done), sum(m.created for m in done)
+        summary = {"rows": rows, "pushed": created, "skipped": rows - created}
+        Path(self.options.summary_path).write_text(json.dumps(summary), encoding="utf-8")
+
 
 def push_rows(
     options: WriteOptions, scope: str, partition: int, attempt: int, rows: Iterator[dict[str, Any]]
@@ -123,12 +152,13 @@ def push_rows(
 
         def send(queue: str, items: list[dict[str, Any]]) -> int:
             try:
-                return sum(sq.push_batch(items, queue=queue).created)
+                answer = sq.push_batch(items, queue=queue)
             except SimplequeueError as exc:
                 raise RuntimeError(
                     f"simplequeue at {options.url} refused a batch of partition {partition} "
                     f"(queue {queue}): {exc.code}: {exc.detail}"
                 ) from None
+            return ours(answer, items)
 
         def settle() -> None:
             nonlocal created, batches, in_flight
@@ -153,6 +183,7 @@ def push_rows(
         for index, values in enumerate(rows):
             item = item_of(values, f"partition {partition}, row {index}")
             item.setdefault("dedup_key", f"spark:{scope}:{index}")
+            item["id"] = row_id(scope, index)
             queue = options.queue or values.get("queue")
             if queue is None:
                 raise BadRow(f"partition {partition}, row {index}: queue is null")
