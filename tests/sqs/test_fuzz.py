@@ -116,7 +116,7 @@ def door(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
             for name, attributes in [
                 ("fuzz-dlq", {}),
                 ("fuzz", {"RedrivePolicy": redrive}),
-                ("fuzz.fifo", {"ContentBasedDeduplication": "true"}),
+                ("fuzz.fifo", {"FifoQueue": "true", "ContentBasedDeduplication": "true"}),
             ]:
                 answer = json_call(door, "CreateQueue", {"QueueName": name, "Attributes": attributes})
                 assert answer.status_code == 200, answer.text

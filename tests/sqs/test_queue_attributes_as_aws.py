@@ -206,3 +206,26 @@ def test_a_fifo_batch_missing_an_id_fails_whole(
         answer = call(sqs_base, protocol, "SendMessageBatch", QueueUrl=url, Entries=entries)
     assert (answer.status, answer.code) == (400, code), answer
     assert attributes_of(sqs_base, protocol, url)["ApproximateNumberOfMessages"] == "0"  # none sent
+
+
+def test_refusals_are_worded_as_sqs_words_them(sqs_base: str, protocol: str, name: str) -> None:
+    url = created(sqs_base, protocol, name)
+    many = call(sqs_base, protocol, "ReceiveMessage", QueueUrl=url, MaxNumberOfMessages=11)
+    assert (many.status, many.code) == (400, "InvalidParameterValue")
+    assert many.message == (
+        "Value 11 for parameter MaxNumberOfMessages is invalid. "
+        "Reason: Must be between 1 and 10, if provided."
+    )
+    for action, kind in (
+        ("SendMessageBatch", "SendMessageBatchRequestEntry"),
+        ("DeleteMessageBatch", "DeleteMessageBatchRequestEntry"),
+        ("ChangeMessageVisibilityBatch", "ChangeMessageVisibilityBatchRequestEntry"),
+    ):
+        empty = call(
+            sqs_base, protocol, action, QueueUrl=url, **({"Entries": []} if protocol == "json" else {})
+        )
+        assert (empty.status, empty.code) == (400, "AWS.SimpleQueueService.EmptyBatchRequest"), action
+        assert empty.message == f"There should be at least one {kind} in the request."
+    handle = call(sqs_base, protocol, "DeleteMessage", QueueUrl=url, ReceiptHandle="not-a-handle")
+    assert (handle.status, handle.code) == (400, "ReceiptHandleIsInvalid")
+    assert handle.message == 'The input receipt handle "not-a-handle" is not a valid receipt handle.'

@@ -201,7 +201,7 @@ def _sent(draft: Draft, answer: dict[str, Any]) -> dict[str, Any]:
 
 async def send_message_batch(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     queue = queue_param(ctx, p)
-    entries = params.entries(p)
+    entries = params.entries(p, "SendMessageBatchRequestEntry")
     sizes = (len(str(e.get("MessageBody", "")).encode()) + message_attributes.size_of(e) for e in entries)
     if sum(sizes) > MAX_BATCH_BODY_BYTES:
         raise SqsError(
@@ -472,7 +472,7 @@ async def delete_message(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
 
 async def delete_message_batch(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     queue = queue_param(ctx, p)
-    entries = params.entries(p)
+    entries = params.entries(p, "DeleteMessageBatchRequestEntry")
     ctx.authorize(Action.CONSUME, queue)
     await existing(ctx, queue)
     outcomes: list[dict[str, Any]] = []
@@ -549,7 +549,7 @@ async def change_message_visibility(ctx: Context, p: dict[str, Any]) -> dict[str
 
 async def change_message_visibility_batch(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     queue = queue_param(ctx, p)
-    entries = params.entries(p)
+    entries = params.entries(p, "ChangeMessageVisibilityBatchRequestEntry")
     ctx.authorize(Action.CONSUME, queue)
     await existing(ctx, queue)
 

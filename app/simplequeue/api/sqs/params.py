@@ -6,7 +6,6 @@ Numbers arrive as JSON numbers (the JSON protocol) or as text (the query protoco
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any, TypeVar
 
 from simplequeue.api.sqs.errors import SqsError, invalid, missing
@@ -51,7 +50,7 @@ def integer(params: dict[str, Any], name: str, low: int, high: int, default: T) 
     elif isinstance(value, str) and re.fullmatch(r"-?\d{1,12}", value.strip()):
         number = int(value)
     if number is None or not low <= number <= high:
-        raise invalid(name, value, f"it must be an integer between {low} and {high}.")
+        raise invalid(name, value, f"Must be between {low} and {high}, if provided.")
     return number
 
 
@@ -86,17 +85,14 @@ def body(params: dict[str, Any], name: str = "MessageBody") -> str:
     return value
 
 
-def entries(
-    params: dict[str, Any], check: Callable[[dict[str, Any]], None] | None = None
-) -> list[dict[str, Any]]:
-    """A batch's entries: 1 to 10, each with an Id of its own."""
+def entries(params: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    """A batch's entries: 1 to 10, each with an Id of its own. `kind`: what SQS calls one
+    (SendMessageBatchRequestEntry...), which its errors name."""
     value = params.get("Entries")
-    if value is None:
-        raise missing("Entries")
+    if value is None or value == []:  # the query protocol sends no Entries for none
+        raise SqsError("EmptyBatchRequest", f"There should be at least one {kind} in the request.")
     if not isinstance(value, list) or not all(isinstance(e, dict) for e in value):
         raise invalid("Entries", value, "it must be a list of entries.")
-    if not value:
-        raise SqsError("EmptyBatchRequest", "There should be at least one entry in the batch request.")
     if len(value) > MAX_BATCH:
         raise SqsError(
             "TooManyEntriesInBatchRequest",
