@@ -5,6 +5,7 @@ too soon after its deletion, and the attributes Terraform, CloudFormation and th
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from typing import Any
 
 import httpx
@@ -12,7 +13,8 @@ import pytest
 
 from tests.engines import FakeClock
 from tests.http import Client
-from tests.sqs.both_protocols import PROTOCOLS, Answer, call
+from tests.sqs.both_protocols import NS, PROTOCOLS, Answer, call
+from tests.sqs.conftest import ACCOUNT
 
 
 @pytest.fixture(params=PROTOCOLS)
@@ -229,3 +231,16 @@ def test_refusals_are_worded_as_sqs_words_them(sqs_base: str, protocol: str, nam
     handle = call(sqs_base, protocol, "DeleteMessage", QueueUrl=url, ReceiptHandle="not-a-handle")
     assert (handle.status, handle.code) == (400, "ReceiptHandleIsInvalid")
     assert handle.message == 'The input receipt handle "not-a-handle" is not a valid receipt handle.'
+
+
+def test_the_query_protocol_may_be_sent_as_a_get(sqs_base: str, name: str) -> None:
+    created(sqs_base, "query", name, VisibilityTimeout="45")
+    listed = httpx.get(f"{sqs_base}/", params={"Action": "ListQueues", "QueueNamePrefix": name}, timeout=30)
+    assert listed.status_code == 200, listed.text
+    root = ET.fromstring(listed.content)
+    assert [u.text for u in root.iter(f"{NS}QueueUrl")] == [f"{sqs_base}/{ACCOUNT}/{name}"]
+    form = {"Action": "GetQueueAttributes", "AttributeName.1": "VisibilityTimeout"}
+    got = httpx.get(f"{sqs_base}/{ACCOUNT}/{name}", params=form, timeout=30)
+    assert got.status_code == 200, got.text
+    assert ET.fromstring(got.content).findtext(f".//{NS}Value") == "45"
+    assert httpx.get(f"{sqs_base}/", timeout=30).status_code == 307  # a person's GET: the dashboard

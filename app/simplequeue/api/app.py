@@ -128,10 +128,12 @@ def build_api(
     # The dashboard: static files of the package, calling the API above from the browser (the
     # data needs an admin key when the service has keys; the files themselves hold none).
     app.mount("/ui", WithPageHeaders(StaticFiles(directory=UI, html=True)), name="ui")
+    # The Amazon SQS door (simplequeue.api.sqs): POST / and POST /{account_id}/{queue}, and a GET
+    # of either that names an Action, outside the spec. Before the redirect below, which takes
+    # every other GET /.
+    app.router.routes.extend(sqs_routes())
     # A person who opens the service's address finds the dashboard (POST / is the SQS door's).
     app.add_route("/", to_the_dashboard, methods=["GET", "HEAD"], include_in_schema=False)
-    # The Amazon SQS door (simplequeue.api.sqs): POST / and POST /{account_id}/{queue}, outside the spec.
-    app.router.routes.extend(sqs_routes())
     declare_security(app)
     install_error_handlers(app, router.routes)
     app.hot_functions = hot_table(HOT_OPERATIONS, HOT)  # refuses a hot operation without its function

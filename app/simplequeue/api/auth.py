@@ -42,12 +42,19 @@ def is_open(path: str) -> bool:
 
 
 SIGV4_PATH = re.compile(r"/(\d{12}/[^/]+)?")
+QUERY_ACTION = re.compile(rb"(?:^|&)Action=")
 
 
 def signs_itself(scope: Scope) -> bool:
-    """A request to the Amazon SQS door (simplequeue.api.sqs): POST / or POST /{account_id}/{queue}.
-    It carries an AWS SigV4 signature rather than a Bearer key, and the door checks it itself."""
-    return scope["method"] == "POST" and SIGV4_PATH.fullmatch(scope["path"]) is not None
+    """A request to the Amazon SQS door (simplequeue.api.sqs): POST / or POST /{account_id}/{queue},
+    or a GET of either whose query names an Action (the query protocol may be sent so). It
+    carries an AWS SigV4 signature rather than a Bearer key, and the door checks it itself."""
+    if SIGV4_PATH.fullmatch(scope["path"]) is None:
+        return False
+    method = scope["method"]
+    return method == "POST" or (
+        method == "GET" and QUERY_ACTION.search(scope.get("query_string", b"")) is not None
+    )
 
 
 class Role(StrEnum):

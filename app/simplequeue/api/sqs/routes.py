@@ -179,4 +179,4 @@ def _error(error: SqsError, wire: Wire, request_id: str) -> Response:
 
 
 def sqs_routes() -> list[Route]:
-    return [SqsDoor("/", serve, methods=["POST"], include_in_schema=False, name="sqs")]
+    return [SqsDoor("/", serve, methods=["GET", "POST"], include_in_schema=False, name="sqs")]
