@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import boto3
 import httpx
 import pytest
 from botocore.exceptions import ClientError
@@ -164,3 +165,29 @@ def test_a_date_past_the_calendar_with_a_made_up_key(keyed: str, target: str | N
         assert answer.json()["__type"] == "com.amazonaws.sqs#IncompleteSignature"
     assert answer.status_code == 400
     assert "Date header" in answer.text
+
+
+def test_sts_get_caller_identity_names_the_signing_key(keyed: str) -> None:
+    sts = boto3.client(
+        "sts",
+        endpoint_url=keyed,
+        region_name="us-east-1",
+        aws_access_key_id=ADMIN[0],
+        aws_secret_access_key=ADMIN[1],
+    )
+    who = sts.get_caller_identity()
+    assert (who["Account"], who["UserId"], who["Arn"]) == (
+        "000000000000",
+        "admin key #1",
+        "arn:aws:iam::000000000000:user/admin-key--1",
+    )
+    wrong = boto3.client(
+        "sts",
+        endpoint_url=keyed,
+        region_name="us-east-1",
+        aws_access_key_id=ADMIN[0],
+        aws_secret_access_key="x",
+    )
+    with pytest.raises(ClientError) as e:
+        wrong.get_caller_identity()
+    assert e.value.response["Error"]["Code"] == "SignatureDoesNotMatch"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
+import boto3
 import httpx
 import pytest
 
@@ -244,3 +245,15 @@ def test_the_query_protocol_may_be_sent_as_a_get(sqs_base: str, name: str) -> No
     assert got.status_code == 200, got.text
     assert ET.fromstring(got.content).findtext(f".//{NS}Value") == "45"
     assert httpx.get(f"{sqs_base}/", timeout=30).status_code == 307  # a person's GET: the dashboard
+
+
+def test_sts_get_caller_identity_without_keys_is_the_account(sqs_base: str) -> None:
+    sts = boto3.client(
+        "sts",
+        endpoint_url=sqs_base,
+        region_name="us-east-1",
+        aws_access_key_id="x",
+        aws_secret_access_key="y",
+    )
+    who = sts.get_caller_identity()
+    assert (who["Account"], who["UserId"], who["Arn"]) == (ACCOUNT, ACCOUNT, f"arn:aws:iam::{ACCOUNT}:root")

@@ -226,10 +226,10 @@ def to_json(result: dict[str, Any]) -> bytes:
     return json.dumps(result, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def to_xml(action: str, result: dict[str, Any], request_id: str) -> bytes:
+def to_xml(action: str, result: dict[str, Any], request_id: str, namespace: str = NAMESPACE) -> bytes:
     inner = "" if action in NO_RESULT else f"<{action}Result>{_fields(action, result)}</{action}Result>"
     meta = f"<ResponseMetadata><RequestId>{escape(request_id)}</RequestId></ResponseMetadata>"
-    text = f'<?xml version="1.0"?><{action}Response xmlns="{NAMESPACE}">{inner}{meta}</{action}Response>'
+    text = f'<?xml version="1.0"?><{action}Response xmlns="{namespace}">{inner}{meta}</{action}Response>'
     return text.encode()
 
 

@@ -22,10 +22,17 @@ from starlette.types import Scope
 from simplequeue.api.auth import Grant, signs_itself
 from simplequeue.api.front import DoorRules
 from simplequeue.api.request_ids import REQUEST_ID
-from simplequeue.api.sqs import messages, moves, queues, tags
+from simplequeue.api.sqs import identity, messages, moves, queues, tags
 from simplequeue.api.sqs.attempts import ReceiveAttempts
 from simplequeue.api.sqs.context import Context
-from simplequeue.api.sqs.errors import JSON_CONTENT_TYPE, SqsError, from_domain, response, unsupported
+from simplequeue.api.sqs.errors import (
+    JSON_CONTENT_TYPE,
+    NAMESPACE,
+    SqsError,
+    from_domain,
+    response,
+    unsupported,
+)
 from simplequeue.api.sqs.protocol import Call, Wire, decode, to_json, to_xml
 from simplequeue.api.sqs.sigv4 import SigV4Refusal, verify
 from simplequeue.api.sqs.urls import Place, base_url, queue_of_path
@@ -58,7 +65,10 @@ ACTIONS: dict[str, Handler] = {
     "StartMessageMoveTask": moves.start_message_move_task,
     "ListMessageMoveTasks": moves.list_message_move_tasks,
     "CancelMessageMoveTask": moves.cancel_message_move_task,
+    # STS's, which SDKs and tools ask on the same endpoint (its own namespace, below).
+    "GetCallerIdentity": identity.get_caller_identity,
 }
+NAMESPACES = {"GetCallerIdentity": identity.STS_NAMESPACE}
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +127,8 @@ async def serve(request: Request) -> Response:
     answer_headers = {"x-amzn-requestid": request_id}
     if wire is Wire.JSON:
         return Response(to_json(result), 200, answer_headers, media_type=JSON_CONTENT_TYPE)
-    return Response(to_xml(action, result, request_id), 200, answer_headers, media_type="text/xml")
+    namespace = NAMESPACES.get(action, NAMESPACE)
+    return Response(to_xml(action, result, request_id, namespace), 200, answer_headers, media_type="text/xml")
 
 
 async def _call(request: Request, headers: dict[str, str], call: Call, grant: Grant) -> dict[str, Any]:

@@ -41,6 +41,9 @@ RefusalCode = Literal[
 
 ALGORITHM = "AWS4-HMAC-SHA256"
 SERVICE = "sqs"
+SERVICES = frozenset({SERVICE, "sts"})
+"""The scopes a signature may name: SQS's, and STS's for GetCallerIdentity, which tools ask first
+(the account of the signing key) on the same endpoint."""
 TERMINATOR = "aws4_request"
 MAX_SKEW = timedelta(minutes=15)
 MAX_PRESIGNED_EXPIRES = 7 * 24 * 3600  # seconds, as AWS allows
@@ -159,11 +162,11 @@ def verify(
         [
             ALGORITHM,
             signed.timestamp,
-            f"{signed.scope_date}/{signed.region}/{SERVICE}/{TERMINATOR}",
+            f"{signed.scope_date}/{signed.region}/{signed.service}/{TERMINATOR}",
             hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest(),
         ]
     )
-    key = _signing_key(secret, signed.scope_date, signed.region)
+    key = _signing_key(secret, signed.scope_date, signed.region, signed.service)
     expected = hmac.new(key, string_to_sign.encode("utf-8"), hashlib.sha256).hexdigest()
     if not hmac.compare_digest(expected, signed.signature):
         raise SigV4Refusal("SignatureDoesNotMatch", _SIGNATURE_MISMATCH)
@@ -207,6 +210,7 @@ class _Signed:
         "moment",
         "region",
         "scope_date",
+        "service",
         "signature",
         "timestamp",
     )
@@ -219,7 +223,7 @@ class _Signed:
         moment: datetime,
         expires: int | None = None,
     ) -> None:
-        self.access_key_id, self.scope_date, self.region = _credential(credential)
+        self.access_key_id, self.scope_date, self.region, self.service = _credential(credential)
         self.headers = _signed_headers(signed_headers)
         if not _HEX64.fullmatch(signature):
             raise SigV4Refusal("IncompleteSignature", "the Signature must be 64 lower-case hex digits")
@@ -300,7 +304,7 @@ def _not_presignable(why: str) -> SigV4Refusal:
     )
 
 
-def _credential(credential: str) -> tuple[str, str, str]:
+def _credential(credential: str) -> tuple[str, str, str, str]:
     parts = credential.split("/")
     if len(parts) != 5 or not all(parts):
         raise SigV4Refusal(
@@ -312,13 +316,13 @@ def _credential(credential: str) -> tuple[str, str, str]:
         raise SigV4Refusal("IncompleteSignature", "the Credential's date must be like 20240101")
     if not _REGION.fullmatch(region):
         raise SigV4Refusal("IncompleteSignature", "the Credential's region is not a region name")
-    if service != SERVICE:
+    if service not in SERVICES:
         raise SigV4Refusal(
             "SignatureDoesNotMatch", f"the Credential must be scoped to the service {SERVICE!r}"
         )
     if terminator != TERMINATOR:
         raise SigV4Refusal("SignatureDoesNotMatch", f"the Credential must end with {TERMINATOR!r}")
-    return access_key_id, date, region
+    return access_key_id, date, region, service
 
 
 def _signed_headers(listed: str) -> tuple[str, ...]:
@@ -369,9 +373,9 @@ def _payload_hash(headers: Mapping[str, str], body: bytes) -> str:
     return declared.strip()
 
 
-def _signing_key(secret: str, date: str, region: str) -> bytes:
+def _signing_key(secret: str, date: str, region: str, service: str = SERVICE) -> bytes:
     key = _hmac(f"AWS4{secret}".encode(), date)
-    for part in (region, SERVICE, TERMINATOR):
+    for part in (region, service, TERMINATOR):
         key = _hmac(key, part)
     return key
 
