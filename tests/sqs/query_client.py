@@ -72,9 +72,10 @@ for what, call in {
     "SendMessage": lambda: sqs.send_message(
         QueueUrl=url, MessageBody="x", MessageAttributes={"AWS.k": {"DataType": "String", "StringValue": "v"}}
     ),
-    "AddPermission": lambda: sqs.add_permission(
-        QueueUrl=url, Label="x", AWSAccountIds=["123456789012"], Actions=["SendMessage"]
-    ),
+    "AddPermission": lambda: [  # the label twice: the second is refused
+        sqs.add_permission(QueueUrl=url, Label="x", AWSAccountIds=["123456789012"], Actions=["SendMessage"])
+        for _ in range(2)
+    ],
 }.items():
     try:
         call()

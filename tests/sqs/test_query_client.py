@@ -72,5 +72,5 @@ def test_boto3_1_28_speaks_the_query_protocol(old_python: str, sqs_base: str, na
         "GetQueueUrl": ["AWS.SimpleQueueService.NonExistentQueue", 400],
         "DeleteMessage": ["ReceiptHandleIsInvalid", 400],
         "SendMessage": ["InvalidParameterValue", 400],
-        "AddPermission": ["AWS.SimpleQueueService.UnsupportedOperation", 400],
+        "AddPermission": ["InvalidParameterValue", 400],
     }

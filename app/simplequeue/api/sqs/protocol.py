@@ -122,6 +122,8 @@ _RENAMED = {
     "DeleteMessageBatchRequestEntry": "Entries",
     "ChangeMessageVisibilityBatchRequestEntry": "Entries",
     "TagKey": "TagKeys",
+    "AWSAccountId": "AWSAccountIds",
+    "ActionName": "Actions",
 }
 _MAPS = {
     "Attribute": "Attributes",
@@ -208,6 +210,8 @@ NO_RESULT = frozenset(
         "PurgeQueue",
         "ChangeMessageVisibility",
         "SetQueueAttributes",
+        "AddPermission",
+        "RemovePermission",
         "TagQueue",
         "UntagQueue",
     }

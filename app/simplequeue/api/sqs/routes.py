@@ -22,7 +22,7 @@ from starlette.types import Scope
 from simplequeue.api.auth import Grant, signs_itself
 from simplequeue.api.front import DoorRules
 from simplequeue.api.request_ids import REQUEST_ID
-from simplequeue.api.sqs import identity, messages, moves, queues, tags
+from simplequeue.api.sqs import identity, messages, moves, permissions, queues, tags
 from simplequeue.api.sqs.attempts import ReceiveAttempts
 from simplequeue.api.sqs.context import Context
 from simplequeue.api.sqs.errors import (
@@ -52,6 +52,8 @@ ACTIONS: dict[str, Handler] = {
     "DeleteQueue": queues.delete_queue,
     "PurgeQueue": queues.purge_queue,
     "ListDeadLetterSourceQueues": queues.list_dead_letter_source_queues,
+    "AddPermission": permissions.add_permission,
+    "RemovePermission": permissions.remove_permission,
     "TagQueue": tags.tag_queue,
     "UntagQueue": tags.untag_queue,
     "ListQueueTags": tags.list_queue_tags,
