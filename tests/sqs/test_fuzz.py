@@ -270,7 +270,20 @@ PARAMS: dict[str, st.SearchStrategy[Any]] = {
     "MessageAttributeNames": st.lists(st.sampled_from(["All", ".*", "k", "a.*"]) | texts, max_size=3),
     "MessageSystemAttributeNames": st.lists(st.sampled_from(["All", "SenderId"]) | texts, max_size=3),
     "MessageAttributes": mostly(message_attributes, json_values),
-    "MessageSystemAttributes": json_values,
+    "MessageSystemAttributes": mostly(
+        st.fixed_dictionaries(
+            {"AWSTraceHeader": st.fixed_dictionaries({"DataType": st.just("String"), "StringValue": texts})}
+        ),
+        json_values,
+    ),
+    "Label": mostly(names, json_values),
+    "AWSAccountIds": mostly(
+        st.lists(st.sampled_from(["111122223333", ACCOUNT]) | texts, max_size=3), json_values
+    ),
+    "Actions": mostly(
+        st.lists(st.sampled_from(["SendMessage", "ReceiveMessage", "*", "CreateQueue"]) | texts, max_size=8),
+        json_values,
+    ),
     "Entries": entries,
     "tags": tags,
     "Tags": tags,
@@ -324,6 +337,9 @@ WANTS: dict[str, tuple[list[str], list[str]]] = {
     "StartMessageMoveTask": (["SourceArn"], ["DestinationArn", "MaxNumberOfMessagesPerSecond"]),
     "ListMessageMoveTasks": (["SourceArn"], ["MaxResults"]),
     "CancelMessageMoveTask": (["TaskHandle"], []),
+    "AddPermission": ([*ON_A_QUEUE, "Label", "AWSAccountIds", "Actions"], []),
+    "RemovePermission": ([*ON_A_QUEUE, "Label"], []),
+    "GetCallerIdentity": ([], []),
 }
 assert set(WANTS) == set(ACTIONS)
 
@@ -423,6 +439,8 @@ FLAT_LISTS = {
     "MessageAttributeNames": "MessageAttributeName",
     "MessageSystemAttributeNames": "MessageSystemAttributeName",
     "TagKeys": "TagKey",
+    "AWSAccountIds": "AWSAccountId",
+    "Actions": "ActionName",
 }
 FLAT_MAPS = {"Attributes": ("Attribute", "Name"), "Tags": ("Tag", "Key"), "tags": ("Tag", "Key")}
 FLAT_ENTRIES = {
@@ -444,6 +462,8 @@ def flattened(action: str, params: dict[str, Any]) -> list[tuple[str, str]]:
                 form += [(f"{prefix}.{n}.{name}", k), (f"{prefix}.{n}.Value", text_of(v))]
         elif key == "MessageAttributes" and isinstance(value, dict):
             form += message_attribute_form("", value)
+        elif key == "MessageSystemAttributes" and isinstance(value, dict):
+            form += message_attribute_form("", value, "MessageSystemAttribute")
         elif key == "Entries" and isinstance(value, list):
             for n, entry in enumerate(value, 1):
                 prefix = f"{FLAT_ENTRIES.get(action, 'Entry')}.{n}."
@@ -457,12 +477,14 @@ def flattened(action: str, params: dict[str, Any]) -> list[tuple[str, str]]:
     return form
 
 
-def message_attribute_form(prefix: str, attributes: dict[str, Any]) -> list[tuple[str, str]]:
+def message_attribute_form(
+    prefix: str, attributes: dict[str, Any], member: str = "MessageAttribute"
+) -> list[tuple[str, str]]:
     form: list[tuple[str, str]] = []
     for n, (name, value) in enumerate(attributes.items(), 1):
-        form.append((f"{prefix}MessageAttribute.{n}.Name", name))
+        form.append((f"{prefix}{member}.{n}.Name", name))
         for field, v in value.items() if isinstance(value, dict) else [("StringValue", value)]:
-            form.append((f"{prefix}MessageAttribute.{n}.Value.{field}", text_of(v)))
+            form.append((f"{prefix}{member}.{n}.Value.{field}", text_of(v)))
     return form
 
 
