@@ -12,6 +12,7 @@ import boto3
 import pytest
 from botocore.config import Config
 
+from tests.sqs.both_protocols import PROTOCOLS
 from tests.test_e2e import serving
 
 ACCOUNT = "000000000000"
@@ -40,6 +41,13 @@ def sqs_client(base: str, **credentials: Any) -> Any:
         config=Config(retries={"max_attempts": 1}),
         **(credentials or DUMMY_CREDENTIALS),
     )
+
+
+@pytest.fixture(params=PROTOCOLS)
+def protocol(request: pytest.FixtureRequest) -> str:
+    """Each of SQS's protocols (tests.sqs.both_protocols.call speaks either)."""
+    value: str = request.param
+    return value
 
 
 @pytest.fixture

@@ -6,16 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
-
-from tests.sqs.both_protocols import PROTOCOLS, Answer, call
+from tests.sqs.both_protocols import Answer, call
 from tests.sqs.conftest import ACCOUNT
-
-
-@pytest.fixture(params=PROTOCOLS)
-def protocol(request: pytest.FixtureRequest) -> str:
-    value: str = request.param
-    return value
 
 
 def add(base: str, protocol: str, url: str, label: str, accounts: list[str], actions: list[str]) -> Answer:

@@ -14,14 +14,8 @@ import pytest
 
 from tests.engines import FakeClock
 from tests.http import Client
-from tests.sqs.both_protocols import NS, PROTOCOLS, Answer, call
+from tests.sqs.both_protocols import NS, Answer, call
 from tests.sqs.conftest import ACCOUNT
-
-
-@pytest.fixture(params=PROTOCOLS)
-def protocol(request: pytest.FixtureRequest) -> str:
-    value: str = request.param
-    return value
 
 
 def create(base: str, protocol: str, name: str, **attributes: str) -> Answer:

@@ -4,15 +4,7 @@ cannot delete what another may hold in order; on a standard queue a delete with 
 
 from __future__ import annotations
 
-import pytest
-
-from tests.sqs.both_protocols import PROTOCOLS, call
-
-
-@pytest.fixture(params=PROTOCOLS)
-def protocol(request: pytest.FixtureRequest) -> str:
-    value: str = request.param
-    return value
+from tests.sqs.both_protocols import call
 
 
 def lapsed_handle(base: str, protocol: str, queue: str, **attributes: str) -> tuple[str, str]:

@@ -8,14 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-import pytest
 
 from tests.engines import FakeClock
 from tests.http import Client
-from tests.sqs.both_protocols import PROTOCOLS, call
+from tests.sqs.both_protocols import call
 
 
-@pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_a_retried_receive_answers_the_same_messages(sqs_base: str, name: str, protocol: str) -> None:
     queue = f"{name}.fifo"
     url = call(sqs_base, protocol, "CreateQueue", QueueName=queue, Attributes={"FifoQueue": "true"})

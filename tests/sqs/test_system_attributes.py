@@ -9,18 +9,11 @@ import hashlib
 from typing import Any
 
 import httpx
-import pytest
 
-from tests.sqs.both_protocols import PROTOCOLS, call
+from tests.sqs.both_protocols import call
 from tests.sqs.conftest import ACCOUNT, sqs_client
 
 TRACE = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
-
-
-@pytest.fixture(params=PROTOCOLS)
-def protocol(request: pytest.FixtureRequest) -> str:
-    value: str = request.param
-    return value
 
 
 def queue(base: str, protocol: str, name: str, **attributes: str) -> str:
