@@ -173,13 +173,6 @@ def test_another_account_or_a_url_of_no_queue_is_no_queue(
         assert error_code(e) == "AWS.SimpleQueueService.NonExistentQueue"
 
 
-def test_actions_not_built_are_unsupported_operation(sqs: Any, url: str) -> None:
-    with pytest.raises(ClientError) as e:
-        sqs.add_permission(QueueUrl=url, Label="x", AWSAccountIds=[ACCOUNT], Actions=["SendMessage"])
-    assert error_code(e) == "AWS.SimpleQueueService.UnsupportedOperation"
-    assert "AddPermission" in e.value.response["Error"]["Message"]
-
-
 POLICY = (
     '{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*","Action":"sqs:SendMessage",'
     '"Resource":"arn:aws:sqs:us-east-1:000000000000:q"}]}'
