@@ -36,11 +36,14 @@ async def _run(
 
     async def worker() -> None:
         while True:
+            # Read before the pop: an empty pop ends the worker only if it began after the last
+            # commit. One that began before it may find nothing and return after done is set.
+            finishing = done.is_set()
             items = await store.pop(queue, 50, 60)
             popped.update(item.payload["order"] for item in items)
             if items:
                 await store.complete_batch([Completion(i.id, i.lease_token) for i in items])
-            elif done.is_set():
+            elif finishing:
                 return
             else:
                 await asyncio.sleep(0.01)
