@@ -71,17 +71,27 @@ def md5(text: str) -> str:
 # --- receipt handles ---------------------------------------------------------------------------
 
 
+HANDLE_PREFIX = "Q"
+"""Every receipt handle starts with this letter: base64url may start with "-", which a command line
+(aws-cli's `--receipt-handle <handle>`) takes for an option. A handle of the releases before, the
+same digits without it, is taken too, so that messages in flight across an upgrade can be deleted."""
+
+
 def receipt_handle(item: LeasedItem) -> str:
-    return base64.urlsafe_b64encode(item.id.bytes + item.lease_token.bytes).decode().rstrip("=")
+    digits = base64.urlsafe_b64encode(item.id.bytes + item.lease_token.bytes).decode().rstrip("=")
+    return HANDLE_PREFIX + digits
 
 
 def lease_of(handle: str) -> tuple[UUID, UUID]:
     """(item id, lease token) of a receipt handle this door gave; ReceiptHandleIsInvalid otherwise."""
+    digits = (
+        handle[len(HANDLE_PREFIX) :] if handle.startswith(HANDLE_PREFIX) and len(handle) == 44 else handle
+    )
     try:
-        raw = base64.urlsafe_b64decode(handle + "=" * (-len(handle) % 4))
+        raw = base64.urlsafe_b64decode(digits + "=" * (-len(digits) % 4))
     except (binascii.Error, ValueError):
         raw = b""
-    if len(raw) != 32 or len(handle) != 43:
+    if len(raw) != 32 or len(digits) != 43:
         raise SqsError(
             "ReceiptHandleIsInvalid", f'The input receipt handle "{handle}" is not a valid receipt handle.'
         )
