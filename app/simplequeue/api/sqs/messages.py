@@ -59,7 +59,7 @@ SYSTEM_ATTRIBUTES = (
     "MessageDeduplicationId",
     "AWSTraceHeader",
 )
-KEPT_SYSTEM = ("SenderId", "MessageDeduplicationId", "AWSTraceHeader")
+KEPT_SYSTEM = frozenset({"SenderId", "MessageDeduplicationId", "AWSTraceHeader"})
 """System attributes kept with the message at its send (domain.Draft.system_attributes)."""
 SEQUENCE_DIGITS = 20  # SQS's sequence numbers are decimal strings this long
 
@@ -385,7 +385,11 @@ async def _message(
         if first is None:
             first = (await ctx.service.get_item(item.id)).first_popped_at or datetime.now(UTC)
         attributes["ApproximateFirstReceiveTimestamp"] = _ms(first)
-    system = message_attributes.system_of(item.attributes_json)
+    # The kept system attributes are decoded only when one is asked for: most receives ask none.
+    kept = names & KEPT_SYSTEM
+    if "MessageGroupId" in names and item.group is None:
+        kept.add("MessageGroupId")  # a standard queue's, kept with the message
+    system = message_attributes.system_of(item.attributes_json) if kept else {}
     group = item.group if item.group is not None else system.get("MessageGroupId")
     if "MessageGroupId" in names and group is not None:
         attributes["MessageGroupId"] = group
