@@ -12,10 +12,11 @@ from simplequeue import __version__
 from simplequeue.api.app import QueueApi, build_api
 from simplequeue.api.auth import ApiKey, Grant, Keyring, Role
 from simplequeue.api.metrics import Metrics
-from simplequeue.api.sqs.attempts import ReceiveAttempts
-from simplequeue.api.sqs.moves import MoveTasks
 from simplequeue.api.sqs.routes import SqsConfig
 from simplequeue.domain import Clock, FinishedHook, ignore_finished, system_clock
+from simplequeue.service.local.attempts import ReceiveAttempts
+from simplequeue.service.local.moves import MoveTasks
+from simplequeue.service.local.purges import Purges
 from simplequeue.service.queues import Limits, QueueService, Upkeep
 from simplequeue.settings import Settings
 from simplequeue.shutdown import on_stop_signal
@@ -85,8 +86,11 @@ def create_app(
             )
             app.state.service = service
             app.state.metrics = metrics
-            app.state.sqs_moves = moves  # SQS's message move tasks: this process's, stopped below
-            app.state.sqs_attempts = ReceiveAttempts(clock or system_clock)  # FIFO receive retries
+            # The SQS door's state, this process's own (simplequeue.service.local): its message move
+            # tasks (stopped below), its FIFO receive attempts, its purges.
+            app.state.sqs_moves = moves
+            app.state.sqs_attempts = ReceiveAttempts(clock or system_clock)
+            app.state.sqs_purges = Purges(service)
             with on_stop_signal(service.stop_waiting):
                 yield
         finally:

@@ -19,9 +19,9 @@ from uuid import uuid4
 import httpx
 import pytest
 from botocore.exceptions import ClientError
-from simplequeue.api.sqs.moves import MoveTask, MoveTasks, Status
 from simplequeue.domain import Draft, QueueSettings
 from simplequeue.main import store_for
+from simplequeue.service.local.moves import MoveTask, MoveTasks, Status
 from simplequeue.service.queues import QueueService
 from simplequeue.settings import Settings
 

@@ -47,6 +47,7 @@ from simplequeue.domain.rules import repeat_rounds
 from simplequeue.service.creating import QueueLimit
 from simplequeue.service.events import Events, NoEvents
 from simplequeue.service.pushing import PushCoalescer
+from simplequeue.service.recent import Recent
 from simplequeue.service.upkeep import sweep_forever
 from simplequeue.service.waiting import Waiting, never_gone
 from simplequeue.store.cursors import encode_name_cursor
@@ -98,8 +99,7 @@ class QueueService:
         self._opened = False
         self._listening = False
         self._ready = False
-        self._purged_at: dict[str, datetime] = {}  # purge_live's last purge of each queue, here
-        self._deleted_at: dict[str, datetime] = {}  # delete_queue's deletions, here
+        self._deleted = Recent(clock)  # delete_queue's deletions, here (deleted_within)
 
     # --- life cycle ------------------------------------------------------------------------------
 
@@ -465,22 +465,12 @@ class QueueService:
         await self._known(queue)
         return await self._store.purge_dead(queue)
 
-    async def purge_live(self, queue: str, *, once_in_seconds: float = 0.0) -> int | None:
+    async def purge_live(self, queue: str) -> int:
         """Delete the queue's live items (SQS's PurgeQueue; dead ones and history stay) and answer
-        how many; None, deleting nothing, when this process purged the queue less than
-        once_in_seconds ago (SQS's PurgeQueueInProgress). That memory is this process's own: a
-        replica that did not purge the queue does not know of the purge. Raises QueueNotFound."""
+        how many. Raises QueueNotFound. SQS's one purge per 60 seconds is
+        simplequeue.service.local.purges's."""
         await self._known(queue)
-        now = self._clock()
-        if _within(self._purged_at, queue, now, once_in_seconds):
-            return None
-        self._purged_at[queue] = now  # before the await: a purge that overlaps this one is refused
-        try:
-            return await self._store.purge_live(queue)
-        except BaseException:
-            if self._purged_at.get(queue) == now:
-                del self._purged_at[queue]
-            raise
+        return await self._store.purge_live(queue)
 
     async def pause(self, queue: str) -> QueueStats:
         await self._store.set_paused(queue, True)
@@ -496,19 +486,10 @@ class QueueService:
     async def delete_queue(self, queue: str, force: bool) -> DeletedQueue:
         deleted = await self._store.delete_queue(queue, force)
         self._queue_limit.forget(queue)
-        self._deleted_at[queue] = self._clock()
+        self._deleted.note(queue)
         return deleted
 
     def deleted_within(self, queue: str, seconds: float) -> bool:
         """Whether this process deleted the queue less than `seconds` ago (SQS refuses to make a
         queue again within 60 seconds of its deletion). A replica knows its own deletions only."""
-        return _within(self._deleted_at, queue, self._clock(), seconds)
-
-
-def _within(record: dict[str, datetime], queue: str, now: datetime, seconds: float) -> bool:
-    """Whether `record` holds `queue` at less than `seconds` before `now`; entries older than that
-    are forgotten on the way, since only recent ones are asked about."""
-    for name, at in list(record.items()):
-        if (now - at).total_seconds() >= seconds:
-            del record[name]
-    return queue in record
+        return self._deleted.within(queue, seconds)

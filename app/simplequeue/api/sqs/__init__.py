@@ -9,7 +9,11 @@ queue by changing only their endpoint URL.
 - errors.py: SQS's error codes and their exact wire shapes;
 - urls.py: queue URLs and ARNs;
 - params.py: reading and checking an action's parameters;
-- queues.py, messages.py: the actions, each a call of QueueService;
-- moves.py: the message move tasks, run in this process (MoveTasks, owned by the app's lifespan);
+- context.py, addressing.py: what every action is called with; which queue a call names;
+- queues.py, messages.py, moves.py, permissions.py, tags.py: the actions, each a call of
+  QueueService or of this process's own state for the door (simplequeue.service.local: message
+  move tasks, receive attempts, purges), which the app's lifespan builds;
 - routes.py: the routes (outside the OpenAPI spec) and the dispatch.
+
+Nothing here keeps state: this package translates SQS's wire to and from the service.
 """

@@ -1,20 +1,19 @@
-"""What every action is called with: the service, where the door answers from, and who calls."""
+"""What every action is called with: the service, where the door answers from, who calls, and
+this process's own state for the door (simplequeue.service.local), built by the app's lifespan."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from simplequeue.api.auth import Action, Grant
 from simplequeue.api.sqs.errors import SqsError
 from simplequeue.api.sqs.urls import Place
+from simplequeue.service.local.attempts import ReceiveAttempts
+from simplequeue.service.local.moves import MoveTasks
+from simplequeue.service.local.purges import Purges
 from simplequeue.service.queues import QueueService
 from simplequeue.service.waiting import never_gone
-
-if TYPE_CHECKING:
-    from simplequeue.api.sqs.attempts import ReceiveAttempts
-    from simplequeue.api.sqs.moves import MoveTasks
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +32,8 @@ class Context:
     character a message may hold."""
     attempts: ReceiveAttempts | None = None
     """This process's FIFO receive attempts (ReceiveRequestAttemptId; None: not remembered)."""
+    purges: Purges | None = None
+    """This process's purges, one per queue in 60 seconds (None: an app built without them)."""
 
     def authorize(self, action: Action, queue: str | None = None) -> None:
         """AccessDenied (403) unless the caller's key may do this, to this queue."""

@@ -15,7 +15,7 @@ from simplequeue.api.auth import Action
 from simplequeue.api.sqs import attributes, params
 from simplequeue.api.sqs.addressing import dead_letter_sources, existing, queue_param
 from simplequeue.api.sqs.context import Context
-from simplequeue.api.sqs.errors import SqsError, from_domain, invalid, missing, no_queue
+from simplequeue.api.sqs.errors import SqsError, from_domain, invalid, missing, no_queue, unsupported
 from simplequeue.api.sqs.tags import MAX_TAGS, checked_tags, too_many_tags
 from simplequeue.api.sqs.urls import checked_name, creatable, is_fifo
 from simplequeue.domain import InvalidCursor, QueueNotFound, QueueSettings, QueueStats
@@ -25,9 +25,6 @@ MAX_ATTEMPTS = 1000
 """SQS redelivers a message whose visibility runs out for as long as it is kept; the service's
 items go dead after max_attempts pops, whose highest value this is."""
 FIFO_DEDUP_WINDOW_SECONDS = 300  # SQS's deduplication interval
-PURGE_INTERVAL_SECONDS = 60
-"""SQS allows one PurgeQueue of a queue in 60 seconds; another is PurgeQueueInProgress. Counted by
-the process that answers (QueueService.purge_live): replicas do not share it."""
 
 AS_CREATED = {"FifoQueue": "false"}
 """What CreateQueue compares a given attribute with when the queue does not answer it."""
@@ -279,17 +276,21 @@ async def delete_queue(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
 
 async def purge_queue(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     """Every live message of the queue goes (received or not, delayed or not), with no history:
-    a purge is not a completion. Dead items stay (the HTTP API's dead letters)."""
+    a purge is not a completion. Dead items stay (the HTTP API's dead letters). One purge of a
+    queue per 60 seconds, counted by the process that answers (simplequeue.service.local.purges):
+    replicas do not share it."""
     name = queue_param(ctx, p)
     ctx.authorize(Action.ADMINISTER, name)
+    if ctx.purges is None:  # an app built without its lifespan's purges
+        raise unsupported("PurgeQueue")
     try:
-        purged = await ctx.service.purge_live(name, once_in_seconds=PURGE_INTERVAL_SECONDS)
+        purged = await ctx.purges.purge_live(name)
     except QueueNotFound as exc:
         raise from_domain(exc) from None
     if purged is None:
         raise SqsError(
             "PurgeQueueInProgress",
-            f"Only one PurgeQueue operation on {name} is allowed every {PURGE_INTERVAL_SECONDS} seconds.",
+            f"Only one PurgeQueue operation on {name} is allowed every {ctx.purges.once_in_seconds} seconds.",
         )
     return {}
 

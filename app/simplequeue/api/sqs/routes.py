@@ -23,7 +23,6 @@ from simplequeue.api.auth import Grant, signs_itself
 from simplequeue.api.front import DoorRules
 from simplequeue.api.request_ids import REQUEST_ID
 from simplequeue.api.sqs import identity, messages, moves, permissions, queues, tags
-from simplequeue.api.sqs.attempts import ReceiveAttempts
 from simplequeue.api.sqs.context import Context
 from simplequeue.api.sqs.errors import (
     JSON_CONTENT_TYPE,
@@ -145,11 +144,19 @@ async def _call(request: Request, headers: dict[str, str], call: Call, grant: Gr
     )
     service: QueueService = request.app.state.service
     service.require_ready()
-    path_queue = queue_of_path(request.url.path, config.account_id)
-    tasks: moves.MoveTasks | None = getattr(request.app.state, "sqs_moves", None)
-    xml = call.wire is Wire.QUERY
-    attempts: ReceiveAttempts | None = getattr(request.app.state, "sqs_attempts", None)
-    context = Context(service, place, grant, path_queue, request.is_disconnected, tasks, xml, attempts)
+    state = request.app.state
+    context = Context(
+        service,
+        place,
+        grant,
+        path_queue=queue_of_path(request.url.path, config.account_id),
+        gone=request.is_disconnected,
+        xml=call.wire is Wire.QUERY,
+        # This process's own state for the door (simplequeue.service.local), from the lifespan.
+        moves=getattr(state, "sqs_moves", None),
+        attempts=getattr(state, "sqs_attempts", None),
+        purges=getattr(state, "sqs_purges", None),
+    )
     return await handler(context, call.params)
 
 

@@ -1,7 +1,8 @@
 """ReceiveRequestAttemptId: a FIFO receive retried with the same attempt id within 5 minutes gets
 the same messages and receipt handles, as SQS answers it, so that a client whose answer was lost
 (a timeout, a dropped connection) does not leave those messages in flight for nobody. Kept by the
-process that answered, as PurgeQueue's window: a retry that reaches another replica receives anew."""
+process that answered, as PurgeQueue's window: a retry that reaches another replica receives anew.
+The answers kept are the door's (SQS's messages as they were written); this only keeps them."""
 
 from __future__ import annotations
 
