@@ -282,7 +282,7 @@ def test_the_spark_package_knows_the_services_rule_for_queue_names() -> None:
 def test_the_local_session_keeps_to_loopback(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Loopback settings for the session the CLI starts itself, never for one spark-submit or
     Spark's own settings point at a cluster."""
-    from simplequeue.cli_spark import local_master
+    from simplequeue.cli.spark import local_master
 
     for name in ("PYSPARK_GATEWAY_PORT", "PYSPARK_SUBMIT_ARGS", "MASTER"):
         monkeypatch.delenv(name, raising=False)

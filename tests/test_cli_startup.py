@@ -41,7 +41,10 @@ SERVER = (
     "simplequeue.domain",
     "simplequeue.cli.server",
 )
-COMMAND_MODULES = ("simplequeue.cli.", "simplequeue.cli_spark", "simplequeue.client", "httpx")
+COMMAND_MODULES = ("simplequeue.cli.", "simplequeue.client", "httpx")
+SPARK = ("pyspark", "py4j", "pyarrow", "simplequeue.spark", "simplequeue.reports", "simplequeue.cli.spark")
+"""What the Spark commands load: never the client side, nor `simplequeue spark --help` (but its own
+module and the HTTP checks of simplequeue.spark.options); PySpark only when a job runs."""
 
 # The console script's target, run as the script runs it; the modules it loaded go to a file at exit.
 RUN = """\
@@ -104,6 +107,7 @@ def test_the_client_side_loads_nothing_of_the_server(tmp_path: Path, args: list[
     assert done.returncode == status, done.stderr
     assert "Traceback" not in done.stderr
     assert among(modules, SERVER) == []
+    assert among(modules, SPARK) == []
 
 
 @pytest.mark.parametrize("args", [["--version"], ["--help"], ["serve", "--help"]])
@@ -114,6 +118,15 @@ def test_version_and_help_load_no_command_of_the_client(tmp_path: Path, args: li
     assert loaded == (["simplequeue.cli.server"] if args[0] == "serve" else [])
     # serve --help loads serve's module, which imports the server only to serve.
     assert [m for m in among(modules, SERVER) if m != "simplequeue.cli.server"] == []
+    assert among(modules, SPARK) == []
+
+
+def test_spark_help_loads_the_spark_command_and_not_pyspark(tmp_path: Path) -> None:
+    done, modules = run(tmp_path, "spark", "ingest", "--help", env={})
+    assert done.returncode == 0, done.stderr
+    assert "simplequeue.cli.spark" in modules  # the command was loaded, lazily: this is what ran
+    assert among(modules, ("pyspark", "py4j", "pyarrow", "simplequeue.reports")) == []
+    assert among(modules, SERVER) == []
 
 
 @pytest.fixture(scope="module")

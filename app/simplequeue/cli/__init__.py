@@ -3,8 +3,9 @@ work and probe over HTTP; spark jobs.
 
 Each command lives in the module of its group and is imported only when it runs (`LazyGroup`):
 `simplequeue --version`, `--help` and the client commands never import the server (FastAPI, the
-store's drivers, the settings), so that they start in a fraction of a second. An import-linter
-contract (pyproject.toml) keeps this module, `client`, `work` and `probe` free of the server.
+store's drivers, the settings) nor PySpark, so that they start in a fraction of a second; `spark`
+imports PySpark only when a Spark job runs. An import-linter contract (pyproject.toml) keeps this
+module, `client`, `work` and `probe` free of the server and of `spark`.
 
 Exit status, the same for every command:
 
@@ -62,7 +63,7 @@ COMMANDS: dict[str, Lazy] = {
     "stats": Lazy("simplequeue.cli.client", "stats", "Print queue counts and settings as JSON."),
     "work": Lazy("simplequeue.cli.work", "work", "Run COMMAND for each item, its payload JSON on stdin."),
     "spark": Lazy(
-        "simplequeue.cli_spark",
+        "simplequeue.cli.spark",
         "spark",
         "Spark jobs over the service's HTTP API (needs simplequeue[spark] and Java).",
     ),
