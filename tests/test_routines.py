@@ -330,3 +330,26 @@ def test_the_functions_commit_with_the_migrations_or_neither_does(monkeypatch: p
 
     with postgres_database() as url:
         asyncio.run(run(url))
+
+
+def test_applying_the_functions_again_takes_no_lock_that_waits_for_writers_of_items(
+    new_database: tuple[str, dict[str, list[tuple[Any, ...]]]],
+) -> None:
+    # Every start of a replica applies them: a lock on sq_items that conflicts with writers would
+    # wait for every open transaction that pushed an item, and stop every push and pop meanwhile.
+    url, _ = new_database
+
+    async def run() -> list[str]:
+        conn = await asyncpg.connect(url, timeout=5)
+        try:
+            async with conn.transaction():
+                await conn.execute(load_routines("postgresql") or "")
+                rows = await conn.fetch(
+                    "SELECT mode FROM pg_locks "
+                    "WHERE pid = pg_backend_pid() AND relation = 'sq_items'::regclass"
+                )
+            return [row["mode"] for row in rows]
+        finally:
+            await conn.close()
+
+    assert set(asyncio.run(run())) <= {"AccessShareLock"}

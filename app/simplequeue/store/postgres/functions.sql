@@ -516,8 +516,21 @@ BEGIN
 END
 $$;
 
-CREATE OR REPLACE TRIGGER sq_items_notify_ready AFTER INSERT ON sq_items
-    REFERENCING NEW TABLE AS new_items FOR EACH STATEMENT EXECUTE FUNCTION sq_items_notify_ready();
+-- Made only where it is missing: replacing a trigger locks its table against every writer (SHARE
+-- ROW EXCLUSIVE) until the migration commits, and would queue every push and pop of the running
+-- replicas behind any long transaction that wrote an item, on each start of a replica. A change to
+-- its definition is therefore a migration's (DROP TRIGGER), and this makes it anew.
+DO $$
+BEGIN
+    IF NOT EXISTS (
+        SELECT 1 FROM pg_trigger
+        WHERE tgrelid = 'sq_items'::regclass AND tgname = 'sq_items_notify_ready' AND NOT tgisinternal
+    ) THEN
+        CREATE TRIGGER sq_items_notify_ready AFTER INSERT ON sq_items
+            REFERENCING NEW TABLE AS new_items FOR EACH STATEMENT EXECUTE FUNCTION sq_items_notify_ready();
+    END IF;
+END
+$$;
 
 -- The SECURITY DEFINER functions resolve names in the schema this file runs in, and nowhere else
 -- (pg_temp last, so a caller's temporary table never stands in for ours): a function whose
