@@ -74,13 +74,14 @@ GO
 
 -- The push. @items is a JSON array with one element per item of the call, in any order:
 -- {"n", "id", "queue", "payload", "created_at", "priority", "group_key", "dedup_key", "delay_seconds",
--- "delay_micros", "not_before", "remember", "attributes"} (params.push_json): n the item's place in the call,
--- payload a JSON string holding the payload's text (so that the text arrives exactly), times naive
--- UTC text, the delay as whole seconds and microseconds (one DATEADD(MICROSECOND) of all of it would
--- overflow its INT past 35.8 minutes), remember 1 when the id is the item's idempotency key (a
--- producer's id without a dedup_key), attributes a JSON string holding the item's message attributes
--- as the service writes them (domain/attributes.py), or null, inserted as they are. @now is the push's one clock: SYSUTCDATETIME() unless a test
--- binds its own. @results: one element per item, by n: {"n", "id", "created_at", "created",
+-- "delay_micros", "not_before", "remember", "attributes"} (params.push_json): n the item's place in
+-- the call, payload a JSON string holding the payload's text (so that the text arrives exactly),
+-- times naive UTC text, the delay as whole seconds and microseconds (one DATEADD(MICROSECOND) of all
+-- of it would overflow its INT past 35.8 minutes), remember 1 when the id is the item's idempotency
+-- key (a producer's id without a dedup_key), attributes a JSON string holding the item's message
+-- attributes as the service writes them (domain/attributes.py), or null, inserted as they are. @now
+-- is the push's one clock: SYSUTCDATETIME() unless a test binds its own. @results: one element per
+-- item, by n: {"n", "id", "created_at", "created",
 -- "held_by"}: created 1 (inserted), 0 (a duplicate: id and created_at are the item's that holds the
 -- dedup key or the remembered id), or null (refused: its id is held by an item of another queue,
 -- held_by, or by one pushed with a dedup_key, or it repeats an id of the call). Refusing is the
@@ -104,8 +105,8 @@ GO
 --    missing): of concurrent pushes with one key, one inserts it and the others wait, then find its
 --    row. A key whose window has passed is taken over. A window that runs from the send (the queue's
 --    dedup_window_from) starts at the claim; one that runs from the finish starts when its item
---    finishes (NULL until then). No MERGE: its upsert
---    needs the same HOLDLOCK, and it has a history of bugs with filtered indexes on the target.
+--    finishes (NULL until then). No MERGE: its upsert needs the same HOLDLOCK, and it has a history
+--    of bugs with filtered indexes on the target.
 -- 3. Ordered groups: pushes into a queue's groups take turns on the queue's row (UPDLOCK, HOLDLOCK
 --    until commit), as a redrive does, so that a group's seq order is its commit order: an item's
 --    IDENTITY seq is drawn before its row reaches sq_items_group, and without the turn a pop could
