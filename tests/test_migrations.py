@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 
-from simplequeue.store.migrations import as_script, load_migrations, split_statements
+from simplequeue.store.migrations import as_script, load_migrations, script, split_statements
 
 from tests.test_e2e import simplequeue_command
 
@@ -56,3 +56,16 @@ def test_migrate_print_gives_a_dba_a_script_without_touching_a_server() -> None:
     assert printed.returncode == 0, printed.stderr
     assert printed.stdout.count("-- migration ") == len(load_migrations("mssql"))
     assert "\nGO\n" in printed.stdout
+    assert "-- routines (store/mssql/procedures.sql)" in printed.stdout
+
+
+def test_migrate_print_gives_postgresql_the_migrations_then_the_functions() -> None:
+    env = {**os.environ, "SIMPLEQUEUE_DATABASE_URL": "postgresql://nobody@127.0.0.1:9/queue"}
+    printed = subprocess.run(
+        [*simplequeue_command(), "migrate", "--print"], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert printed.returncode == 0, printed.stderr
+    assert printed.stdout == script("postgresql") + "\n"
+    functions = printed.stdout.index("-- routines (store/postgres/functions.sql)")
+    assert printed.stdout.rindex("-- migration ") < functions
+    assert printed.stdout[functions:].count("CREATE OR REPLACE FUNCTION sq_push_rows(") == 1

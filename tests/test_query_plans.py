@@ -11,7 +11,7 @@ from typing import Any
 
 import asyncpg
 import pytest
-from simplequeue.store.migrations import load_migrations
+from simplequeue.store.migrations import load_migrations, load_routines
 from simplequeue.store.postgres.statements import Q
 from simplequeue.store.postgres.store import PLANNER_SETTINGS
 
@@ -27,6 +27,7 @@ async def schema(postgres_url: str) -> AsyncIterator[tuple[str, str]]:
     try:
         for migration in load_migrations("postgresql"):
             await conn.execute(migration.sql)
+        await conn.execute(load_routines("postgresql") or "")
         yield postgres_url, name
     finally:
         await conn.execute(f'DROP SCHEMA "{name}" CASCADE')

@@ -25,6 +25,7 @@ from simplequeue.store import migrations
 
 from tests.engines import FakeClock, postgres_database
 from tests.factories import new_item
+from tests.test_routines import MIGRATE, released
 
 PREVIOUS_RELEASE = 8
 """The schema version of the release before migration 9."""
@@ -76,13 +77,17 @@ def test_the_latest_migration_keeps_every_queues_settings_and_items(
     engine: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     latest = migrations.load_migrations(engine)
-    module = f"simplequeue.store.{'postgres' if engine == 'postgresql' else 'sqlite'}.store"
     kept = new_item("kept", "waiting", id=KEPT, dedup_key="order-1")
 
     async def upgrade(url: str) -> None:
         settings = Settings(database_url=url)
-        before = [m for m in latest if m.version <= PREVIOUS_RELEASE]
-        monkeypatch.setattr(f"{module}.load_migrations", lambda dialect: before)
+        if engine == "postgresql":  # the release's own files: its functions were in its migrations
+            before = list(released(PREVIOUS_RELEASE))
+            monkeypatch.setattr(f"{MIGRATE}.load_migrations", lambda dialect: before)
+            monkeypatch.setattr(f"{MIGRATE}.load_routines", lambda dialect: None)
+        else:
+            before = [m for m in latest if m.version <= PREVIOUS_RELEASE]
+            monkeypatch.setattr("simplequeue.store.sqlite.store.load_migrations", lambda dialect: before)
         old = store_for(settings, FakeClock())
         await old.open()
         assert await old.migrate() == [m.version for m in before]

@@ -35,16 +35,5 @@ CREATE INDEX IF NOT EXISTS sq_items_dead ON sq_items (queue) WHERE status = 'dea
 CREATE INDEX IF NOT EXISTS sq_items_visible ON sq_items (queue, visible_at)
     WHERE status IN ('ready', 'leased');
 
--- Wake long-polls in every replica when items are inserted, by this service or by any other
--- writer (a bulk load straight into the table included). NOTIFY goes out at commit, one message
--- per queue and statement: {"q": <queue>, "n": <items>}.
-CREATE OR REPLACE FUNCTION sq_items_notify_ready() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM pg_notify('simplequeue_ready', json_build_object('q', queue, 'n', count(*))::text)
-    FROM new_items WHERE status = 'ready' GROUP BY queue;
-    RETURN NULL;
-END
-$$;
-
-CREATE OR REPLACE TRIGGER sq_items_notify_ready AFTER INSERT ON sq_items
-    REFERENCING NEW TABLE AS new_items FOR EACH STATEMENT EXECUTE FUNCTION sq_items_notify_ready();
+-- The trigger that wakes long-polls when items are inserted (sq_items_notify_ready), and every
+-- function, are store/postgres/functions.sql's, applied after the migrations by every migrate.

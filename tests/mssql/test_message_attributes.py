@@ -1,29 +1,30 @@
-"""Migration v8: message attributes on SQL Server (a nullable sq_items.attributes, dbo.sq_push_items
-inserting them), and the statements that hand items out reading them.
+"""Message attributes on SQL Server (migration v8's nullable sq_items.attributes, procedures.sql's
+dbo.sq_push_items inserting them), and the statements that hand items out reading them.
 
-No SQL Server runs here: shape and binding only. The migration's batches are read by sqlglot's tsql
-dialect; v8's dbo.sq_push_items is held to be v6's but for the attributes, line by line; the JSON
-contract between params.push_json and the procedure's OPENJSON columns; the store's push binding
-the attributes' text; and every statement whose rows become items naming the column."""
+No SQL Server runs here: shape and binding only. The migration's batch and the procedure are read
+by sqlglot's tsql dialect; the procedure's INSERT carries the attributes; the JSON contract between
+params.push_json and the procedure's OPENJSON columns; the store's push binding the attributes'
+text; and every statement whose rows become items naming the column."""
 
 from __future__ import annotations
 
-import difflib
 import json
 from uuid import uuid4
 
 from simplequeue.domain import NewItem
-from simplequeue.store.migrations import load_migrations, split_statements
+from simplequeue.store.migrations import load_migrations, load_routines, split_statements
 from simplequeue.store.mssql.params import push_json
 from simplequeue.store.mssql.statements import Q
 from simplequeue.store.mssql.store import MssqlStore
 from sqlglot import exp
 
 from tests.mssql.helpers import NOW, FakeConnection, parse
-from tests.mssql.test_push_procedures import PUSH_PROCEDURES, answers, code_lines
+from tests.mssql.test_push_procedures import answers, code_lines
 
 [ATTRIBUTES] = [m for m in load_migrations("mssql") if m.name == "message_attributes"]
 BATCHES = split_statements(ATTRIBUTES.sql)
+PROCEDURES = split_statements(load_routines("mssql") or "")
+[PUSH_ITEMS] = [b for b in PROCEDURES if "CREATE OR ALTER PROCEDURE dbo.sq_push_items\n" in b]
 TEXT = '{"trace":{"type":"String","value":"abc"}}'
 
 
@@ -32,17 +33,9 @@ INSERT = (
 )
 
 
-def procedure(sql: str) -> str:
-    [batch] = [b for b in split_statements(sql) if "CREATE OR ALTER PROCEDURE dbo.sq_push_items\n" in b]
-    return batch[batch.index("CREATE OR ALTER PROCEDURE") :]
-
-
-def test_the_migration_is_version_8_in_two_batches() -> None:
+def test_the_migration_is_version_8_in_one_batch() -> None:
     assert ATTRIBUTES.version == 8
-    assert [code_lines(b)[0] for b in BATCHES] == [
-        "IF COL_LENGTH(N'dbo.sq_items', N'attributes') IS NULL",
-        "CREATE OR ALTER PROCEDURE dbo.sq_push_items",
-    ]
+    assert [code_lines(b)[0] for b in BATCHES] == ["IF COL_LENGTH(N'dbo.sq_items', N'attributes') IS NULL"]
 
 
 def test_the_column_is_added_once_and_nullable() -> None:
@@ -56,31 +49,23 @@ def test_the_column_is_added_once_and_nullable() -> None:
 
 
 def test_the_procedure_parses_whole() -> None:
-    [created] = parse(BATCHES[1])
+    [created] = parse(PUSH_ITEMS)
     assert isinstance(created, exp.Create)
     assert created.args["kind"] == "PROCEDURE"
     assert created.args.get("replace"), "CREATE OR ALTER: the grants and the ownership chain stay"
 
 
-def test_v8s_procedure_is_v6s_with_the_attributes_only() -> None:
-    before = procedure(PUSH_PROCEDURES.sql).splitlines()
-    after = procedure(ATTRIBUTES.sql).splitlines()
-    changed = [
-        line
-        for line in difflib.unified_diff(before, after, lineterm="", n=0)
-        if line[:1] in "+-" and not line.startswith(("+++", "---"))
-    ]
-    assert changed == [
-        f"-{INSERT} remember_id)",
-        f"+{INSERT} remember_id,",
-        "+                          attributes)",
-        "-SELECT i.id, i.queue, j.payload, i.created_at, i.visible_at, i.priority, i.group_key, i.dedup_key, "
-        "i.remember",
-        "-FROM OPENJSON(@items) WITH (n INT, payload NVARCHAR(MAX)) AS j",
-        "+SELECT i.id, i.queue, j.payload, i.created_at, i.visible_at, i.priority, i.group_key, i.dedup_key, "
+def test_the_procedure_inserts_each_items_attributes() -> None:
+    lines = PUSH_ITEMS.splitlines()
+    at = lines.index(f"{INSERT} remember_id,")
+    assert lines[at : at + 6] == [
+        f"{INSERT} remember_id,",
+        "                          attributes)",
+        "OUTPUT inserted.id, inserted.queue INTO @inserted",
+        "SELECT i.id, i.queue, j.payload, i.created_at, i.visible_at, i.priority, i.group_key, i.dedup_key, "
         "i.remember,",
-        "+       j.attributes",
-        "+FROM OPENJSON(@items) WITH (n INT, payload NVARCHAR(MAX), attributes NVARCHAR(MAX)) AS j",
+        "       j.attributes",
+        "FROM OPENJSON(@items) WITH (n INT, payload NVARCHAR(MAX), attributes NVARCHAR(MAX)) AS j",
     ]
 
 
@@ -90,7 +75,7 @@ def test_push_json_sends_the_attributes_text_the_procedure_reads() -> None:
     )
     assert with_them["attributes"] == TEXT
     assert "attributes" not in without, "read as NULL, as in the items applications push"
-    [created] = parse(BATCHES[1])
+    [created] = parse(PUSH_ITEMS)
     read = {
         column.name: column.args["kind"].sql("tsql")
         for node in created.find_all(exp.OpenJSON)

@@ -1,6 +1,6 @@
 """MssqlStore.migrate and check_ready through the fake connection: the schemas applied once
-under an application lock, released whatever happens, with the statement bounds lifted while
-it waits."""
+under an application lock, then the procedures (procedures.sql) every time, in the same
+transaction; the lock released whatever happens, with the statement bounds lifted while it waits."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from simplequeue.domain import DatabaseUnavailable, SchemaNotReady, StoreError
-from simplequeue.store.migrations import load_migrations
+from simplequeue.store.migrations import load_migrations, load_routines, split_statements
 from simplequeue.store.mssql.statements import Q
 from simplequeue.store.mssql.store import MssqlStore
 
@@ -28,6 +28,7 @@ from tests.mssql.test_push_procedures import procedures_sent_as_written
 
 MIGRATIONS = load_migrations("mssql")
 VERSIONS = [m.version for m in MIGRATIONS]
+PROCEDURES = split_statements(load_routines("mssql") or "")
 
 
 async def test_migrate_from_zero_applies_both_schemas_under_the_lock(
@@ -48,6 +49,7 @@ async def test_migrate_from_zero_applies_both_schemas_under_the_lock(
         "create_version_table",
         "applied_versions",
         *[name for m in MIGRATIONS for name in [*migration_statements(m), "record_version"]],
+        *PROCEDURES,
         "unlock_migrations",
         BOUND,
     ]
@@ -67,8 +69,11 @@ async def test_migrate_from_zero_applies_both_schemas_under_the_lock(
     assert not conn.closed
 
 
-async def test_migrate_again_applies_nothing(fake: tuple[MssqlStore, FakeConnection]) -> None:
+async def test_migrate_again_applies_no_migration_and_the_procedures_again(
+    fake: tuple[MssqlStore, FakeConnection], monkeypatch: pytest.MonkeyPatch
+) -> None:
     store, conn = fake
+    procedures_sent_as_written(monkeypatch)
     conn.reply("lock_migrations", result(result=1))  # granted after waiting for another replica
     conn.reply("compatibility_level", result(compatibility_level=160))
     conn.reply("applied_versions", Result(["version"], [(v,) for v in VERSIONS]))
@@ -81,9 +86,52 @@ async def test_migrate_again_applies_nothing(fake: tuple[MssqlStore, FakeConnect
         "compatibility_level",
         "create_version_table",
         "applied_versions",
+        *PROCEDURES,
         "unlock_migrations",
         BOUND,
     ]
+    assert conn.commits == 2
+
+
+async def test_a_database_a_newer_release_migrated_keeps_its_procedures(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    # A replica of the release before, restarting during a rolling upgrade, must not put its older
+    # procedures over the newer release's.
+    store, conn = fake
+    conn.reply("lock_migrations", result(result=0))
+    conn.reply("compatibility_level", result(compatibility_level=160))
+    conn.reply("applied_versions", Result(["version"], [(v,) for v in [*VERSIONS, VERSIONS[-1] + 1]]))
+
+    assert await store.migrate() == []
+
+    assert conn.names == [
+        LIFT,
+        "lock_migrations",
+        "compatibility_level",
+        "create_version_table",
+        "applied_versions",
+        "unlock_migrations",
+        BOUND,
+    ]
+
+
+async def test_a_failed_procedure_rolls_the_migrations_back_with_it(
+    fake: tuple[MssqlStore, FakeConnection], fake_pyodbc: types.ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, conn = fake
+    procedures_sent_as_written(monkeypatch)
+    conn.reply("lock_migrations", result(result=0))
+    conn.reply("compatibility_level", result(compatibility_level=130))
+    conn.reply("applied_versions", Result(["version"], [(v,) for v in VERSIONS[:-1]]))
+    conn.errors[PROCEDURES[1]] = fake_pyodbc.ProgrammingError("42000", "Invalid column name (207)")
+
+    with pytest.raises(StoreError):
+        await store.migrate()
+
+    assert conn.names.count("record_version") == 1, "the last migration was recorded, then rolled back"
+    assert conn.names[-2:] == ["unlock_migrations", BOUND]
+    assert (conn.commits, conn.rollbacks) == (1, 1), "only the lock's release commits"
 
 
 async def test_migrate_refuses_a_database_too_old_for_openjson(

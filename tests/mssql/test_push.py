@@ -88,7 +88,11 @@ def test_the_push_reads_every_item_from_one_json_parameter_into_a_table_by_place
     # The payloads stay in the JSON text until they are inserted: read as text (no AS JSON, which
     # would re-serialise them), with OPENJSON the outer input, read once.
     insert = batch.insert
-    assert openjson_columns(insert.expression) == {"n": "INTEGER", "payload": "NVARCHAR(MAX)"}
+    assert openjson_columns(insert.expression) == {
+        "n": "INTEGER",
+        "payload": "NVARCHAR(MAX)",
+        "attributes": "NVARCHAR(MAX)",
+    }
     openjson = insert.expression.find(exp.OpenJSON)
     assert not any(col.args.get("as_json") for col in openjson.expressions)
     assert insert.expression.find(exp.From).this.find(exp.OpenJSON) is openjson
@@ -103,8 +107,11 @@ def test_the_push_reads_every_item_from_one_json_parameter_into_a_table_by_place
         "group_key",
         "dedup_key",
         "remember_id",
+        "attributes",
     ]
-    assert insert.expression.expressions[-1].sql("tsql") == "i.remember", "the flag the store sends"
+    assert [e.sql("tsql") for e in insert.expression.expressions[-2:]] == ["i.remember", "j.attributes"], (
+        "the flag the store sends, and the attributes' text as sent"
+    )
 
 
 def test_the_push_makes_an_item_visible_at_the_later_of_not_before_and_its_delay_from_the_servers_now() -> (
@@ -163,7 +170,7 @@ def test_the_push_claims_every_dedup_key_present_or_not_then_takes_new_and_expir
     assert {eq.this.name: eq.expression.sql("tsql") for eq in take_over.expressions} == {
         "item_id": "c.item_id",
         "created_at": "c.created_at",
-        "expires_at": "NULL",
+        "expires_at": "c.expires_at",  # the queue's window from the send, or NULL until the finish
     }
     assert batch.claim_keys.this.this.name == "sq_dedup"
     assert "NOT EXISTS(SELECT 1 FROM @keys_held AS h" in batch.claim_keys.expression.sql("tsql")

@@ -1,7 +1,9 @@
-"""Migration v6: pushing as stored procedures (dbo.sq_push_items, which the service calls, and
-dbo.sq_push_batch and dbo.sq_push, which applications call inside their own transactions).
+"""Pushing as stored procedures (store/mssql/procedures.sql: dbo.sq_push_items, which the service
+calls, and dbo.sq_push_batch and dbo.sq_push, which applications call inside their own
+transactions), applied by every migrate after the migrations; migration v6 adds the sq_settings
+they read.
 
-No SQL Server runs here: these tests check shape only. The migration's GO batches, each read by
+No SQL Server runs here: these tests check shape only. The procedures file's GO batches, each read by
 sqlglot's tsql dialect where it can (THROW and SAVE TRANSACTION it cannot: those statements are
 checked as text); the procedures' parameters and result set; the JSON contract between
 params.push_json, the procedures' OPENJSON ... WITH columns and their FOR JSON answers; and the
@@ -19,7 +21,7 @@ from uuid import UUID, uuid4
 
 import pytest
 from simplequeue.domain import MAX_PAYLOAD_DEPTH, ItemExists, NewItem, Pushed
-from simplequeue.store.migrations import as_script, load_migrations, split_statements
+from simplequeue.store.migrations import ROUTINES, as_script, load_migrations, load_routines, split_statements
 from simplequeue.store.mssql.params import push_json
 from simplequeue.store.mssql.statements import Q
 from simplequeue.store.mssql.store import MssqlStore
@@ -31,7 +33,9 @@ from tests.queue_names import NAMES, decisions
 from tests.test_e2e import simplequeue_command
 
 [PUSH_PROCEDURES] = [m for m in load_migrations("mssql") if m.name == "push_procedures"]
-BATCHES = split_statements(PUSH_PROCEDURES.sql)
+SETTINGS_BATCHES = split_statements(PUSH_PROCEDURES.sql)  # v6: dbo.sq_settings, and its defaults
+PROCEDURES = load_routines("mssql") or ""
+BATCHES = split_statements(PROCEDURES)
 PUBLIC = ("sq_push_batch", "sq_push")
 
 
@@ -120,7 +124,7 @@ def answers(*found: tuple[int, UUID, datetime, bool | None]) -> Result:
 
 
 def procedures_sent_as_written(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Let the fake connection take v6's procedure batches, which it would refuse for want of
+    """Let the fake connection take the procedure batches, which it would refuse for want of
     counting their markers with sqlglot (THROW): a migration binds no parameters."""
     original = helpers.placeholders
     monkeypatch.setattr(
@@ -128,15 +132,17 @@ def procedures_sent_as_written(monkeypatch: pytest.MonkeyPatch) -> None:
     )
 
 
-# --- the migration --------------------------------------------------------------------------------
+# --- the file -------------------------------------------------------------------------------------
 
 
-def test_the_migration_splits_into_its_batches_at_go() -> None:
+def test_the_file_splits_into_its_batches_at_go() -> None:
     assert PUSH_PROCEDURES.version == 6
-    firsts = [code_lines(batch)[0] for batch in BATCHES]
-    assert firsts == [
+    assert [code_lines(batch)[0] for batch in SETTINGS_BATCHES] == [
         "IF OBJECT_ID(N'dbo.sq_settings', N'U') IS NULL",
         "INSERT INTO dbo.sq_settings (name, value)",
+    ]
+    firsts = [code_lines(batch)[0] for batch in BATCHES]
+    assert firsts == [
         "CREATE OR ALTER FUNCTION dbo.sq_utf8_bytes (@text NVARCHAR(MAX))",
         "CREATE OR ALTER PROCEDURE dbo.sq_push_items",
         "CREATE OR ALTER PROCEDURE dbo.sq_push_batch",
@@ -146,13 +152,13 @@ def test_the_migration_splits_into_its_batches_at_go() -> None:
     assert all(not re.search(r"^\s*GO\s*$", batch, re.MULTILINE | re.IGNORECASE) for batch in BATCHES)
     assert body("sq_push_items").count(";\n") > 30
     # Each CREATE stands alone in its batch, first after the batch's comments.
-    for batch in BATCHES[2:]:
+    for batch in BATCHES:
         assert sum(line.startswith("CREATE ") for line in code_lines(batch)) == 1
 
 
 def test_every_batch_parses_as_tsql_where_sqlglot_can_read_it() -> None:
-    settings, rows_, function, push_items, *_ = BATCHES
-    for batch in (settings, rows_, function):
+    function, push_items, *_ = BATCHES
+    for batch in (*SETTINGS_BATCHES, function):
         assert len(parse(batch)) == 1
     [created] = parse(function)
     assert isinstance(created, exp.Create)
@@ -168,7 +174,7 @@ def test_every_batch_parses_as_tsql_where_sqlglot_can_read_it() -> None:
 
 
 def test_sq_settings_holds_the_limits_the_database_cannot_see_with_the_services_defaults() -> None:
-    [guarded] = parse(BATCHES[0])
+    [guarded] = parse(SETTINGS_BATCHES[0])
     assert isinstance(guarded, exp.IfBlock)
     [create] = guarded.args["true"].expressions
     columns = {
@@ -176,7 +182,7 @@ def test_sq_settings_holds_the_limits_the_database_cannot_see_with_the_services_
     }
     assert columns == {"name": "NVARCHAR(64)", "value": "NVARCHAR(256)"}
     assert "PRIMARY KEY CLUSTERED (name)" in create.sql("tsql")
-    [insert] = parse(BATCHES[1])
+    [insert] = parse(SETTINGS_BATCHES[1])
     values = {row.expressions[0].name: row.expressions[1].name for row in insert.find(exp.Values).expressions}
     # The seed is the service's default when the migration was written (256 KiB, 1 MiB since): every
     # migrate, the service's or the CLI's, then writes the configured limit over it.
@@ -184,7 +190,7 @@ def test_sq_settings_holds_the_limits_the_database_cannot_see_with_the_services_
         "max_payload_bytes": "262144",
         "max_payload_depth": str(MAX_PAYLOAD_DEPTH),
     }
-    assert "WHERE NOT EXISTS" in BATCHES[1], "a limit a deployment changed is kept"
+    assert "WHERE NOT EXISTS" in SETTINGS_BATCHES[1], "a limit a deployment changed is kept"
 
 
 def test_the_procedures_parameters() -> None:
@@ -313,10 +319,10 @@ def test_the_public_procedures_use_the_servers_clock_and_no_dynamic_sql() -> Non
         "sq_push_batch"
     )
     # Dynamic SQL would break the ownership chain that lets EXECUTE alone suffice.
-    assert not re.search(r"sp_executesql|EXEC(UTE)?\s*\(", PUSH_PROCEDURES.sql, re.IGNORECASE)
-    assert "GRANT EXECUTE ON dbo.sq_push TO app_role;" in PUSH_PROCEDURES.sql
-    assert "GRANT EXECUTE ON dbo.sq_push_batch TO app_role;" in PUSH_PROCEDURES.sql
-    assert "Ownership chaining" in PUSH_PROCEDURES.sql
+    assert not re.search(r"sp_executesql|EXEC(UTE)?\s*\(", PROCEDURES, re.IGNORECASE)
+    assert "GRANT EXECUTE ON dbo.sq_push TO app_role;" in PROCEDURES
+    assert "GRANT EXECUTE ON dbo.sq_push_batch TO app_role;" in PROCEDURES
+    assert "Ownership chaining" in PROCEDURES
 
 
 # --- one JSON contract: params.push_json, the procedure's reads, its answers ----------------------
@@ -333,7 +339,10 @@ def read_columns(name: str) -> dict[str, str]:
 
 
 def test_the_procedure_reads_exactly_the_fields_push_json_sends() -> None:
-    item = NewItem(uuid4(), "orders", '{"n": 1}', NOW, not_before=NOW, id_given=True)
+    attributes = '{"trace":{"type":"String","value":"abc"}}'
+    item = NewItem(
+        uuid4(), "orders", '{"n": 1}', NOW, not_before=NOW, id_given=True, attributes_json=attributes
+    )
     [sent] = json.loads(push_json([item]))
     columns = read_columns("sq_push_items")
     assert set(columns) == set(sent)
@@ -350,6 +359,7 @@ def test_the_procedure_reads_exactly_the_fields_push_json_sends() -> None:
         "delay_micros": "INTEGER",
         "not_before": "NVARCHAR(40)",
         "remember": "BIT",
+        "attributes": "NVARCHAR(MAX)",
     }
     assert isinstance(sent["payload"], str), "the payload's text, as a JSON string"
     assert sent["created_at"] == sent["not_before"] == NOW_TEXT
@@ -508,8 +518,8 @@ async def test_an_answer_missing_is_an_error_not_a_short_list(
 
 
 def test_the_script_ends_every_batch_with_go() -> None:
-    script = as_script(PUSH_PROCEDURES.sql, "mssql")
-    assert script.count("\nGO\n") == len(BATCHES) == 6
+    script = as_script(PROCEDURES, "mssql")
+    assert script.count("\nGO\n") == len(BATCHES) == 4
     for name in ("sq_push_items", *PUBLIC):
         assert re.search(rf"CREATE OR ALTER PROCEDURE dbo\.{name}\n(.|\n)*?\nEND;\nGO\n", script)
 
@@ -524,9 +534,11 @@ def test_migrate_print_includes_the_procedures_each_in_its_batch() -> None:
     )
     assert printed.returncode == 0, printed.stderr
     out = printed.stdout
-    assert "-- migration 0006_push_procedures\n" in out
-    tail = out[out.index("-- migration 0006_push_procedures\n") :]
-    assert tail.startswith("-- migration 0006_push_procedures\n" + as_script(PUSH_PROCEDURES.sql, "mssql"))
+    assert "-- migration 0006_push_procedures\n" + as_script(PUSH_PROCEDURES.sql, "mssql") in out
+    heading = f"-- routines ({ROUTINES['mssql']}), applied by every migrate after the migrations\n"
+    tail = out[out.index(heading) :]
+    assert out.rindex("-- migration ") < out.index(heading), "after every migration"
+    assert tail.startswith(heading + as_script(PROCEDURES, "mssql"))
     for name in ("sq_push_items", *PUBLIC):
         start = tail.index(f"CREATE OR ALTER PROCEDURE dbo.{name}\n")
         before = tail[:start].rstrip("\n").splitlines()

@@ -48,7 +48,11 @@ class Lazy:
 
 COMMANDS: dict[str, Lazy] = {
     "serve": Lazy("simplequeue.cli.server", "serve", "Serve the HTTP API."),
-    "migrate": Lazy("simplequeue.cli.server", "migrate", "Apply pending schema migrations (safe to re-run)."),
+    "migrate": Lazy(
+        "simplequeue.cli.server",
+        "migrate",
+        "Apply pending schema migrations, then the current functions or procedures (safe to re-run).",
+    ),
     "purge": Lazy(
         "simplequeue.cli.server",
         "purge",

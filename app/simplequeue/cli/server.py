@@ -127,19 +127,20 @@ def _run(bind: str, port: int | None, workers: int, settings: Settings) -> None:
 
 
 @click.command()
-@click.option("--print", "print_only", is_flag=True, help="Print the DDL for a DBA instead of applying it.")
+@click.option(
+    "--print",
+    "print_only",
+    is_flag=True,
+    help="Print the DDL for a DBA instead of applying it: the migrations, then the functions or procedures.",
+)
 def migrate(print_only: bool) -> None:
-    """Apply pending schema migrations (safe to re-run)."""
+    """Apply pending schema migrations, then the current functions or procedures (safe to re-run)."""
     from simplequeue.store.factory import dialect_of
-    from simplequeue.store.migrations import as_script, load_migrations
+    from simplequeue.store.migrations import script
 
     settings = load_settings()
     if print_only:
-        dialect = dialect_of(settings.database_url)
-        for migration in load_migrations(dialect):
-            click.echo(
-                f"-- migration {migration.version:04d}_{migration.name}\n{as_script(migration.sql, dialect)}"
-            )
+        click.echo(script(dialect_of(settings.database_url)))
         return
     applied = _migrate(settings)
     click.echo(f"applied migrations: {applied}" if applied else "schema is up to date")

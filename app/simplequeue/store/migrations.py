@@ -1,7 +1,16 @@
-"""Numbered SQL migrations per dialect, read from ``migrations/<dialect>/NNNN_name.sql``.
+"""Numbered SQL migrations per dialect, read from ``migrations/<dialect>/NNNN_name.sql``, and the
+dialect's routines as they are now (PostgreSQL's functions, SQL Server's procedures), read from
+one file beside the dialect's store.
 
-Each store applies them inside its own lock and transaction and records every version in
-``sq_schema_version``; the files themselves are idempotent where the engine allows it.
+Each store applies the pending migrations inside its own lock and transaction, records every
+version in ``sq_schema_version``, and then, in the same transaction, applies the routines file
+whole (CREATE OR REPLACE / CREATE OR ALTER): migrations hold tables, columns and data moves, and a
+routine is written once, in its current form. The files are idempotent where the engine allows it.
+
+A migration therefore runs before its release's routines exist: it finds those of the version the
+database was at (or none, on a new database), and must not call them. What CREATE OR REPLACE cannot
+do (drop a routine, change a PostgreSQL function's arguments or result) is a migration's job: it
+drops the old one, and the routines file creates the new.
 """
 
 from __future__ import annotations
@@ -20,6 +29,10 @@ class Migration:
     version: int
     name: str
     sql: str
+
+
+# The routines file of each dialect that has routines, beside its store (SQLite has none).
+ROUTINES = {"postgresql": "store/postgres/functions.sql", "mssql": "store/mssql/procedures.sql"}
 
 
 def migrations_root() -> Traversable:
@@ -47,6 +60,39 @@ def load_migrations(dialect: str) -> tuple[Migration, ...]:
 
 def latest_version(dialect: str) -> int:
     return load_migrations(dialect)[-1].version
+
+
+@cache
+def load_routines(dialect: str) -> str | None:
+    """The dialect's routines file, as SQL to run after the migrations; None if it has none."""
+    path = ROUTINES.get(dialect)
+    if path is None:
+        return None
+    return (files("simplequeue") / path).read_text(encoding="utf-8")
+
+
+def routines_due(versions_before: set[int], dialect: str) -> bool:
+    """Whether this migrate applies the routines, given the versions recorded before it: always,
+    unless a newer release has migrated the database. Its routines are then the newer release's,
+    which this one's would overwrite with older code (a replica of the release before restarting
+    during a rolling upgrade): those are left alone, as its tables are."""
+    return max(versions_before, default=0) <= latest_version(dialect)
+
+
+def script(dialect: str) -> str:
+    """Everything `migrate` applies to a new database, as a DBA runs it by hand (`migrate --print`):
+    each migration, then the routines file."""
+    parts = [
+        f"-- migration {migration.version:04d}_{migration.name}\n{as_script(migration.sql, dialect)}"
+        for migration in load_migrations(dialect)
+    ]
+    routines = load_routines(dialect)
+    if routines is not None:
+        parts.append(
+            f"-- routines ({ROUTINES[dialect]}), applied by every migrate after the migrations\n"
+            f"{as_script(routines, dialect)}"
+        )
+    return "\n".join(parts)
 
 
 _BATCH_SEPARATOR = re.compile(r"^[ \t]*GO[ \t]*$", re.MULTILINE | re.IGNORECASE)

@@ -20,7 +20,7 @@ T = TypeVar("T")
 _ITEM_ID_INDEX = "sq_items_id_key"
 _DUPLICATE_KEY = {2601, 2627}
 _INVALID_OBJECT = 208
-# A procedure the migrations create (dbo.sq_push_items) is not there: a service newer than its
+# A procedure migrate creates (dbo.sq_push_items, procedures.sql) is not there: a service newer than its
 # database's schema, as 208 is for a table.
 _NO_PROCEDURE = 2812
 _DEADLOCK_VICTIM = 1205

@@ -1,5 +1,6 @@
 """Migrating the schema: one replica at a time under a session lock, with no statement bounds, on a
-database whose compatibility level has OPENJSON."""
+database whose compatibility level has OPENJSON; the pending migrations, then the procedures as
+they are now (procedures.sql)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 
 from simplequeue.domain import DatabaseUnavailable, StoreError
-from simplequeue.store.migrations import load_migrations, split_statements
+from simplequeue.store.migrations import load_migrations, load_routines, routines_due, split_statements
 from simplequeue.store.mssql.odbc import Connection, bound_statements, run_batch, set_query_timeout
 from simplequeue.store.mssql.statements import fetch
 
@@ -37,7 +38,8 @@ async def migration_session(conn: Connection, timeout_seconds: float) -> AsyncIt
 
 
 async def apply_pending(conn: Connection, now: str) -> list[int]:
-    """Apply the migrations not yet recorded, in order; the versions applied."""
+    """Apply the migrations not yet recorded, in order, recording each, then the procedures, a batch
+    at a time; the versions applied. The caller holds the transaction: all of it commits, or none."""
     await _check_compatibility_level(conn)
     await fetch(conn, "create_version_table")
     done = {row["version"] for row in await fetch(conn, "applied_versions")}
@@ -49,6 +51,10 @@ async def apply_pending(conn: Connection, now: str) -> list[int]:
             await run_batch(conn, statement)
         await fetch(conn, "record_version", version=migration.version, name=migration.name, now=now)
         applied.append(migration.version)
+    routines = load_routines(DIALECT)
+    if routines is not None and routines_due(done, DIALECT):
+        for batch in split_statements(routines):
+            await run_batch(conn, batch)
     return applied
 
 

@@ -58,7 +58,7 @@ def json_text(value: object) -> str:
 
 
 def push_json(items: Sequence[NewItem]) -> str:
-    """The call as dbo.sq_push_items reads it (migrations/mssql/0006_push_procedures.sql): every
+    """The call as dbo.sq_push_items reads it (store/mssql/procedures.sql): every
     item, each with its place in `items` as n, which orders the inserts and the answers (the
     procedure reads the items into tables keyed like the indexes it locks, so the array's own order
     does not matter). The payload is a JSON string holding the payload's text, so that the text

@@ -32,7 +32,7 @@
 --   max_attempts and the batch's clock as now.
 
 -- name: push_batch
--- A push is dbo.sq_push_items (migrations/mssql/0006_push_procedures.sql, where its rules and locks
+-- A push is dbo.sq_push_items (store/mssql/procedures.sql, where its rules and locks
 -- are explained), the procedure that applications call through dbo.sq_push and dbo.sq_push_batch
 -- too: one implementation. Every item of the call goes in one JSON parameter (1000 items bound one
 -- value each would pass SQL Server's limit of 2100 parameters per request), built by

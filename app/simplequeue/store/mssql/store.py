@@ -159,7 +159,7 @@ class MssqlStore(QueueReads):
     @retry_deadlocks
     async def push_batch(self, items: Sequence[NewItem], *, skip_existing: bool) -> list[Pushed | None]:
         """One batch, one transaction: dbo.sq_push_items, the procedure that applications push
-        through too (migrations/mssql/0006_push_procedures.sql), does the whole push: which items
+        through too (store/mssql/procedures.sql), does the whole push: which items
         speak for the others, the dedup keys and remembered ids claimed, the inserts, and each
         item's answer. Of items that repeat a dedup key, or a remembered id of their queue, the
         first speaks for the others; an item whose key another item holds is that item's

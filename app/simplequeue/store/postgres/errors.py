@@ -38,7 +38,7 @@ _MISCONFIGURED = (asyncpg.InvalidCatalogNameError, asyncpg.InvalidAuthorizationS
 _TRY_AGAIN = (asyncpg.DeadlockDetectedError, asyncpg.QueryCanceledError, asyncpg.LockNotAvailableError)
 
 
-# What sq_push_rows raises (migrations/postgresql/0005_push_functions.sql) for an item it refuses:
+# What sq_push_rows raises (store/postgres/functions.sql) for an item it refuses:
 # its id is another queue's item's, or appears twice in an all-or-nothing push.
 ITEM_EXISTS = "SQ409"
 

@@ -5,7 +5,7 @@ dedicated connection per process listens, kept up (reconnecting with backoff) fo
 the store. Our own pool's NOTIFYs are ignored: the service already woke its waiters for them.
 
 Any role that may connect may LISTEN, so the payload names no queue: its token is a keyed hash of
-the queue's name (migrations/postgresql/0010_notify_tokens.sql), keyed by sq_settings' notify_key,
+the queue's name (sq_ready_token, store/postgres/functions.sql), keyed by sq_settings' notify_key,
 which the listening connection reads. This process maps back the tokens of the queues its
 long-polls wait on (the probe asks about each of them, `QueueTokens.heard_of`), and ignores others.
 """

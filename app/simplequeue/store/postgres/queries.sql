@@ -3,7 +3,7 @@
 -- every replica; seed 004); tests bind a fake clock in its place.
 
 -- name: push
--- The push is sq_push_rows (migrations/postgresql/0005_push_functions.sql), the function that callers
+-- The push is sq_push_rows (store/postgres/functions.sql), the function that callers
 -- pushing inside their own transactions reach through sq_push and sq_push_batch: one implementation.
 -- One row per item, in order: (NULL, NULL, NULL) for an item left out with skip_existing.
 SELECT id, created_at, created

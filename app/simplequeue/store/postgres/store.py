@@ -45,15 +45,15 @@ from simplequeue.domain.rules import (
 )
 from simplequeue.store import rows
 from simplequeue.store.metadata import change_params, metadata_of
-from simplequeue.store.migrations import latest_version, load_migrations
+from simplequeue.store.migrations import latest_version
 from simplequeue.store.postgres.errors import UNAVAILABLE, domain_error, server_of
 from simplequeue.store.postgres.listen import Listener
+from simplequeue.store.postgres.migrate import apply_pending
 from simplequeue.store.postgres.pool import Pool
 from simplequeue.store.postgres.statements import execute, fetch, fetch_one, fetch_value
 from simplequeue.store.reads import QueueReads
 
 BATCH = 1000  # rows per transaction in redrive and purges, so that none holds its locks long
-MIGRATION_TIMEOUT_SECONDS = 3600.0
 log = logging.getLogger("simplequeue.postgres")
 
 # A queue table's size swings faster than autovacuum analyses it, so the planner often thinks a
@@ -197,25 +197,8 @@ class PostgresStore(QueueReads):
         return _Call(self._pool, self._timeout if bounded else None, self._server)
 
     async def migrate(self, *, max_payload_bytes: int | None = None) -> list[int]:
-        applied: list[int] = []
         async with self._conn(bounded=False) as conn, conn.transaction():
-            # DDL on a big table, or waiting for another replica's migration, may take a while.
-            slow = MIGRATION_TIMEOUT_SECONDS
-            await conn.execute("SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0", timeout=slow)
-            await execute(conn, "lock_migrations", deadline_seconds=slow)
-            await execute(conn, "create_version_table", deadline_seconds=slow)
-            done = {r["version"] for r in await fetch(conn, "applied_versions", deadline_seconds=slow)}
-            for migration in load_migrations(self.dialect):
-                if migration.version not in done:
-                    await conn.execute(migration.sql, timeout=slow)
-                    await execute(
-                        conn,
-                        "record_version",
-                        version=migration.version,
-                        name=migration.name,
-                        deadline_seconds=slow,
-                    )
-                    applied.append(migration.version)
+            applied = await apply_pending(conn)
             if max_payload_bytes is not None:
                 await execute(conn, "write_setting", name="max_payload_bytes", value=str(max_payload_bytes))
         return applied

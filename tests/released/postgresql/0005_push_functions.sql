@@ -1,0 +1,504 @@
+-- simplequeue schema v5 for PostgreSQL: the push as SQL functions, so that a caller can push inside
+-- its own transaction (the item exists if and only if the caller's transaction commits), and the
+-- service pushes through the very same code (one behaviour, one conformance suite).
+--
+--   sq_push_rows   the push itself; the service calls it with arrays and its own clock (tests bind
+--                  a fake one). Not granted to anyone: only the owner and the functions below run it.
+--   sq_push_batch  sq_push_rows for callers: a JSON array of items, checked by the service's rules.
+--   sq_push        one item, with named arguments.
+--
+-- sq_push and sq_push_batch are SECURITY DEFINER with a fixed search_path: a role that may only
+-- EXECUTE them (GRANT EXECUTE ON FUNCTION sq_push(text, json, integer, double precision, text, text,
+-- uuid, timestamptz, timestamptz), sq_push_batch(json), sq_push_limits() TO app) pushes without any
+-- right on the tables. EXECUTE is revoked from PUBLIC, since PostgreSQL grants it to everyone by default.
+
+-- Limits that only the service knows (its settings); `simplequeue migrate` and the service's start
+-- write the service's values here, and the SQL entry points and simplequeue.outbox read them.
+CREATE TABLE IF NOT EXISTS sq_settings (
+    name text PRIMARY KEY,
+    value text NOT NULL
+);
+INSERT INTO sq_settings (name, value) VALUES ('max_payload_bytes', '262144'), ('max_payload_depth', '64')
+ON CONFLICT (name) DO NOTHING;
+
+-- The push, in the order every engine follows: queues registered, dedup keys claimed, ordered groups
+-- locked, producers' ids claimed, items inserted; then each item's answer, in order.
+--   Of items that repeat a dedup key, or a remembered id of their queue (remember[n]: the producer
+--   chose the id and gave no dedup key), the first speaks for the others, which answer as its
+--   duplicates. An item whose key another item holds answers with that item, created = false. An
+--   item whose remembered id an item of its queue holds (live, or finished within the queue's
+--   dedup window) is a retry of it. Any other item left out (its id is another queue's, or appears
+--   twice) raises SQ409 (the whole call is undone), or answers a row of NULLs with skip_existing.
+-- now_ is NULL except under tests; the clock is clock_timestamp(), not now(): in a long caller
+-- transaction now() is the transaction's start, which would backdate items and shorten delays.
+CREATE OR REPLACE FUNCTION sq_push_rows(
+    p_ids uuid[], p_queues text[], p_payloads text[], p_created_ats timestamptz[], p_priorities integer[],
+    p_groups text[], p_dedup_keys text[], p_delays double precision[], p_not_befores timestamptz[],
+    p_remember boolean[], p_skip_existing boolean, p_now timestamptz
+) RETURNS TABLE (id uuid, created_at timestamptz, created boolean)
+LANGUAGE plpgsql
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_now timestamptz := COALESCE(p_now, pg_catalog.clock_timestamp());
+    v_keyed boolean := array_remove(p_dedup_keys, NULL) <> '{}';
+    v_ids uuid[];
+    v_ats timestamptz[];
+    v_created boolean[];
+BEGIN
+    IF NOT v_keyed AND NOT true = ANY (p_remember) AND array_remove(p_groups, NULL) = '{}' THEN
+        -- The common case (no dedup keys, no remembered ids, no ordered groups): one statement. An
+        -- id already there, or given twice, goes in (and answers) once; the rest answer NULL.
+        WITH new_queues AS (
+            INSERT INTO sq_queues (name, created_at)
+            SELECT DISTINCT q, v_now FROM unnest(p_queues) AS q
+            ON CONFLICT (name) DO NOTHING
+        ), inserted AS (
+            INSERT INTO sq_items (id, queue, payload, created_at, visible_at, priority)
+            SELECT t.i, t.q, t.p::json, t.c, GREATEST(t.nb, v_now + t.d * interval '1 second'), t.pr
+            FROM unnest(p_ids, p_queues, p_payloads, p_created_ats, p_priorities, p_delays, p_not_befores)
+                WITH ORDINALITY AS t(i, q, p, c, pr, d, nb, o)
+            ORDER BY t.o
+            ON CONFLICT (id) DO NOTHING
+            RETURNING id
+        )
+        SELECT array_agg(CASE WHEN s.went_in THEN s.i END ORDER BY s.o),
+               array_agg(CASE WHEN s.went_in THEN s.c END ORDER BY s.o),
+               array_agg(CASE WHEN s.went_in THEN true END ORDER BY s.o)
+        INTO v_ids, v_ats, v_created
+        FROM (
+            SELECT t.o, t.i, t.c,
+                   t.i IN (SELECT id FROM inserted) AND row_number() OVER (PARTITION BY t.i ORDER BY t.o) = 1
+                       AS went_in
+            FROM unnest(p_ids, p_created_ats) WITH ORDINALITY AS t(i, c, o)
+        ) AS s;
+    ELSE
+        INSERT INTO sq_queues (name, created_at)
+        SELECT DISTINCT q, v_now FROM unnest(p_queues) AS q
+        ON CONFLICT (name) DO NOTHING;
+        SELECT r.ids, r.ats, r.created INTO v_ids, v_ats, v_created
+        FROM sq_push_planned(
+            p_ids, p_queues, p_payloads, p_created_ats, p_priorities, p_groups, p_dedup_keys, p_delays,
+            p_not_befores, p_remember, p_skip_existing, v_now
+        ) AS r;
+    END IF;
+    IF NOT p_skip_existing AND array_position(v_ids, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'SQ409',
+            MESSAGE = format('simplequeue: item id %s is already taken by another item',
+                             p_ids[array_position(v_ids, NULL)]);
+    END IF;
+    RETURN QUERY SELECT * FROM unnest(v_ids, v_ats, v_created);
+END
+$$;
+
+-- sq_push_rows for the items that need more than one INSERT: dedup keys, remembered ids or ordered
+-- groups. The answers, by place; the caller (sq_push_rows) refuses or skips what is NULL.
+CREATE OR REPLACE FUNCTION sq_push_planned(
+    p_ids uuid[], p_queues text[], p_payloads text[], p_created_ats timestamptz[], p_priorities integer[],
+    p_groups text[], p_dedup_keys text[], p_delays double precision[], p_not_befores timestamptz[],
+    p_remember boolean[], p_skip_existing boolean, v_now timestamptz,
+    OUT ids uuid[], OUT ats timestamptz[], OUT created boolean[]
+)
+LANGUAGE plpgsql
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_keyed boolean := array_remove(p_dedup_keys, NULL) <> '{}';
+    v_leaders bigint[];      -- by place: the place of the item that speaks for it (NULL: itself)
+    v_taken boolean[];       -- by place: this call took the item's dedup key
+    v_winner_ids uuid[];     -- by place: the item holding the key this item's leader lost
+    v_winner_ats timestamptz[];
+    v_fresh boolean[];       -- by place: to insert
+    v_inserted uuid[];
+    v_refused bigint;
+BEGIN
+    IF v_keyed OR true = ANY (p_remember) THEN
+        SELECT array_agg(s.leader ORDER BY s.o) INTO v_leaders
+        FROM (
+            SELECT t.o,
+                   CASE
+                       WHEN t.k IS NOT NULL THEN min(t.o) OVER (PARTITION BY t.q, t.k)
+                       WHEN t.r AND first_value(t.q) OVER w = t.q THEN first_value(t.o) OVER w
+                       ELSE t.o
+                   END AS leader
+            FROM unnest(p_queues, p_dedup_keys, p_ids, p_remember) WITH ORDINALITY AS t(q, k, i, r, o)
+            WINDOW w AS (PARTITION BY t.i, t.r ORDER BY t.o)
+        ) AS s;
+    END IF;
+
+    IF v_keyed THEN
+        -- A key is taken when new, or when its window after its item finished has passed. A key
+        -- being taken by a concurrent push makes this wait for that push's commit; the next
+        -- statement (a new snapshot) then reads the winner.
+        WITH taken AS (
+            INSERT INTO sq_dedup (queue, dedup_key, item_id, created_at)
+            SELECT t.q, t.k, t.i, t.c
+            FROM unnest(p_queues, p_dedup_keys, p_ids, p_created_ats) WITH ORDINALITY AS t(q, k, i, c, o)
+            WHERE t.k IS NOT NULL AND v_leaders[t.o] = t.o
+            ON CONFLICT (queue, dedup_key) DO UPDATE
+            SET item_id = excluded.item_id, created_at = excluded.created_at, expires_at = NULL
+            WHERE sq_dedup.expires_at <= v_now
+            RETURNING queue, dedup_key
+        )
+        SELECT array_agg((tk.queue IS NOT NULL) ORDER BY t.o) INTO v_taken
+        FROM unnest(p_queues, p_dedup_keys) WITH ORDINALITY AS t(q, k, o)
+        LEFT JOIN taken AS tk ON tk.queue = t.q AND tk.dedup_key = t.k AND v_leaders[t.o] = t.o;
+
+        SELECT array_agg(d.item_id ORDER BY t.o), array_agg(d.created_at ORDER BY t.o)
+        INTO v_winner_ids, v_winner_ats
+        FROM unnest(p_queues, p_dedup_keys, v_taken) WITH ORDINALITY AS t(q, k, tk, o)
+        LEFT JOIN sq_dedup AS d
+            ON d.queue = t.q AND d.dedup_key = t.k AND v_leaders[t.o] = t.o AND NOT t.tk;
+    END IF;
+
+    -- To insert: the items that speak for themselves, except those whose key another item holds;
+    -- an id that two of them share goes in once (or refuses the call, below).
+    SELECT array_agg(s.nth = 1 ORDER BY s.o), count(*) FILTER (WHERE s.nth > 1)
+    INTO v_fresh, v_refused
+    FROM (
+        SELECT t.o,
+               CASE WHEN COALESCE(v_leaders[t.o], t.o) = t.o AND v_winner_ids[t.o] IS NULL
+                    THEN row_number() OVER (
+                        PARTITION BY t.i, COALESCE(v_leaders[t.o], t.o) = t.o AND v_winner_ids[t.o] IS NULL
+                        ORDER BY t.o)
+               END AS nth
+        FROM unnest(p_ids) WITH ORDINALITY AS t(i, o)
+    ) AS s;
+    IF v_refused > 0 AND NOT p_skip_existing THEN
+        RAISE EXCEPTION USING ERRCODE = 'SQ409', MESSAGE = 'simplequeue: an item id appears twice in this push';
+    END IF;
+
+    IF array_remove(p_groups, NULL) <> '{}' THEN
+        -- Pushes into one ordered group take turns, so that a group's seq order is its commit
+        -- order. Sorted, so that two pushes never wait on each other's locks in opposite orders.
+        PERFORM count(pg_advisory_xact_lock(hashtext(g.q), hashtext(g.g)))
+        FROM (
+            SELECT DISTINCT t.q, t.g
+            FROM unnest(p_queues, p_groups, v_fresh) AS t(q, g, f)
+            WHERE t.f AND t.g IS NOT NULL
+            ORDER BY 1, 2
+        ) AS g;
+    END IF;
+
+    -- A producer's id that is its item's idempotency key is claimed in sq_client_ids first: a new
+    -- id, or one whose window after its item finished has passed, unless an item holds it now.
+    -- Only claimed ones go in. Concurrent pushes of one id wait for each other on the claim's
+    -- primary key; a completion finishing the id's item holds that row too, and the push then
+    -- reads the window it set. The look-up in sq_items is a scalar subquery (a seek per id), never
+    -- an anti-join that may be planned as a hash join over a scan of sq_items.
+    WITH claimed AS (
+        INSERT INTO sq_client_ids (id, queue, created_at)
+        SELECT t.i, t.q, t.c
+        FROM unnest(p_ids, p_queues, p_created_ats, p_remember, v_fresh) AS t(i, q, c, r, f)
+        WHERE t.f AND t.r AND (SELECT s.seq FROM sq_items AS s WHERE s.id = t.i) IS NULL
+        ON CONFLICT (id) DO UPDATE
+        SET queue = excluded.queue, created_at = excluded.created_at, expires_at = NULL
+        WHERE sq_client_ids.expires_at <= v_now
+        RETURNING id
+    ), inserted AS (
+        INSERT INTO sq_items (id, queue, payload, created_at, visible_at, priority, group_key, dedup_key, remember_id)
+        SELECT t.i, t.q, t.p::json, t.c, GREATEST(t.nb, v_now + t.d * interval '1 second'), t.pr, t.g, t.k, t.r
+        FROM unnest(p_ids, p_queues, p_payloads, p_created_ats, p_priorities, p_groups, p_dedup_keys,
+                    p_delays, p_not_befores, p_remember, v_fresh) WITH ORDINALITY
+            AS t(i, q, p, c, pr, g, k, d, nb, r, f, o)
+        WHERE t.f AND (NOT t.r OR t.i IN (SELECT id FROM claimed))
+        ORDER BY t.o
+        ON CONFLICT (id) DO NOTHING
+        RETURNING id
+    )
+    SELECT array_agg(id) INTO v_inserted FROM inserted;
+
+    -- Each item's answer. An item that speaks for itself: the winner of its key; created, if it
+    -- went in; a retry of what holds its remembered id (the item's own row first, else a claim
+    -- whose window has not passed), if that is of its queue; else nothing. The others: their
+    -- leader's answer, as duplicates.
+    WITH t AS (
+        SELECT t.*, t.wi IS NULL AND t.f AND n.i IS NOT NULL AS went_in
+        FROM unnest(p_ids, p_queues, p_created_ats, p_remember, v_winner_ids, v_winner_ats, v_fresh)
+            WITH ORDINALITY AS t(i, q, c, r, wi, wa, f, o)
+        LEFT JOIN (SELECT DISTINCT unnest(v_inserted) AS i) AS n ON n.i = t.i
+        WHERE COALESCE(v_leaders[t.o], t.o) = t.o
+    ), own AS (
+        SELECT t.o,
+               CASE WHEN t.wi IS NOT NULL THEN t.wi WHEN t.went_in OR h.at IS NOT NULL THEN t.i END AS i,
+               CASE WHEN t.wi IS NOT NULL THEN t.wa WHEN t.went_in THEN t.c ELSE h.at END AS at,
+               t.went_in AS created
+        FROM t
+        LEFT JOIN LATERAL (
+            -- '-infinity' marks a holder of another queue, so that a claim never speaks over an item.
+            SELECT NULLIF(COALESCE(
+                (SELECT CASE WHEN s.queue = t.q THEN s.created_at ELSE '-infinity' END
+                 FROM sq_items AS s WHERE s.id = t.i),
+                (SELECT CASE WHEN k.queue = t.q THEN k.created_at ELSE '-infinity' END
+                 FROM sq_client_ids AS k
+                 WHERE k.id = t.i AND (k.expires_at IS NULL OR k.expires_at > v_now))
+            ), '-infinity') AS at
+        ) AS h ON t.r AND t.wi IS NULL AND NOT t.went_in
+    )
+    SELECT array_agg(a.i ORDER BY p.o), array_agg(a.at ORDER BY p.o),
+           array_agg(CASE WHEN a.i IS NULL THEN NULL WHEN a.o = p.o THEN a.created ELSE false END ORDER BY p.o)
+    INTO ids, ats, created
+    FROM generate_series(1, cardinality(p_ids)) AS p(o)
+    JOIN own AS a ON a.o = COALESCE(v_leaders[p.o], p.o);
+END
+$$;
+
+-- What sq_push and sq_push_batch answer for each item: its id (the item's that holds a matching
+-- dedup key or remembered id, when created is false). A type rather than RETURNS TABLE, whose
+-- columns would be parameters and clash with sq_push's own `id`.
+DO $$
+BEGIN
+    CREATE TYPE sq_pushed AS (id uuid, created boolean);
+EXCEPTION WHEN duplicate_object THEN NULL;
+END
+$$;
+
+-- sq_push_rows for callers: a JSON array of items (each an object: queue and payload, and as they
+-- wish priority, delay_seconds, not_before, group_key, dedup_key, id, created_at), checked by the
+-- service's rules before anything is written. Refusals raise SQLSTATE SQ400 (bad input), SQ413 (a
+-- payload over the limit) or SQ409 (an id held by another queue's item), each a one-line message
+-- that names the item; a dedup key or remembered id that matches answers created = false and
+-- never raises, since an error would abort the caller's transaction.
+CREATE OR REPLACE FUNCTION sq_push_batch(items json)
+RETURNS SETOF sq_pushed
+LANGUAGE plpgsql
+SECURITY DEFINER
+AS $$
+DECLARE
+    v_max_bytes integer;
+    v_max_depth integer;
+    v_item json;
+    v_n integer := 0;
+    v_where text;
+    v_payload text;
+    v_key text;
+    v_ids uuid[] := '{}';
+    v_queues text[] := '{}';
+    v_payloads text[] := '{}';
+    v_created_ats timestamptz[] := '{}';
+    v_priorities integer[] := '{}';
+    v_groups text[] := '{}';
+    v_dedup_keys text[] := '{}';
+    v_delays double precision[] := '{}';
+    v_not_befores timestamptz[] := '{}';
+    v_remember boolean[] := '{}';
+    v_now timestamptz := clock_timestamp();
+BEGIN
+    IF items IS NULL OR json_typeof(items) <> 'array' THEN
+        RAISE EXCEPTION USING ERRCODE = 'SQ400', MESSAGE = 'simplequeue: items must be a JSON array of objects';
+    END IF;
+    IF json_array_length(items) > 1000 THEN
+        RAISE EXCEPTION USING ERRCODE = 'SQ400', MESSAGE = 'simplequeue: a push takes at most 1000 items';
+    END IF;
+    SELECT max(value::integer) FILTER (WHERE name = 'max_payload_bytes'),
+           max(value::integer) FILTER (WHERE name = 'max_payload_depth')
+    INTO v_max_bytes, v_max_depth
+    FROM sq_settings;
+
+    -- One block (one subtransaction) for the call: a value that does not cast names its item and
+    -- field from v_where and v_key, which the handler still sees.
+    BEGIN
+        FOR v_item IN SELECT e FROM json_array_elements(items) AS e LOOP
+            v_where := format('items[%s]', v_n);
+            IF json_typeof(v_item) IS DISTINCT FROM 'object' THEN
+                RAISE EXCEPTION USING ERRCODE = 'SQ400', MESSAGE = format('simplequeue: %s must be an object', v_where);
+            END IF;
+            v_key := 'payload';
+            IF v_item -> 'payload' IS NULL THEN
+                RAISE EXCEPTION USING ERRCODE = 'SQ400', MESSAGE = format('simplequeue: %s.payload is missing', v_where);
+            END IF;
+            v_payload := (v_item -> 'payload')::text;
+            IF octet_length(v_payload) > v_max_bytes THEN
+                RAISE EXCEPTION USING ERRCODE = 'SQ413', MESSAGE = format(
+                    'simplequeue: %s.payload is %s bytes as JSON; the limit is %s',
+                    v_where, octet_length(v_payload), v_max_bytes);
+            END IF;
+            IF strpos(v_payload, '\u0000') > 0 THEN
+                RAISE EXCEPTION USING ERRCODE = 'SQ400',
+                    MESSAGE = format('simplequeue: %s.payload must not contain NUL characters (\u0000)', v_where);
+            END IF;
+            IF strpos(v_payload, '\u') > 0 THEN
+                -- An escape that is no character (a lone surrogate) fails here, named as the payload's,
+                -- rather than later when a field of the item is read (->> parses the whole item).
+                PERFORM v_payload::jsonb;
+            END IF;
+            v_key := 'queue';
+            IF json_typeof(v_item -> 'queue') IS DISTINCT FROM 'string'
+               OR (v_item ->> 'queue') !~ '^[A-Za-z0-9._-]{1,128}$' THEN
+                RAISE EXCEPTION USING ERRCODE = 'SQ400',
+                    MESSAGE = format('simplequeue: %s.queue must be 1..128 characters of [A-Za-z0-9._-]', v_where);
+            END IF;
+            -- Counting brackets bounds the depth from above, so most payloads skip the walk.
+            IF length(v_payload) - length(translate(v_payload, '[{', '')) > v_max_depth
+               AND jsonb_path_exists(v_payload::jsonb, format(
+                   'strict $.**{%s} ? (@.type() == "object" || @.type() == "array")', v_max_depth)::jsonpath) THEN
+                RAISE EXCEPTION USING ERRCODE = 'SQ400', MESSAGE = format(
+                    'simplequeue: %s.payload nests arrays and objects deeper than %s levels', v_where, v_max_depth);
+            END IF;
+            v_key := 'priority';
+            v_priorities := v_priorities || COALESCE(sq_checked_number(v_item -> 'priority', v_where || '.priority', true)::integer, 0);
+            v_key := 'delay_seconds';
+            v_delays := v_delays || COALESCE(sq_checked_number(v_item -> 'delay_seconds', v_where || '.delay_seconds', false), 0);
+            IF NOT v_delays[v_n + 1] BETWEEN 0 AND 31536000 THEN
+                RAISE EXCEPTION USING ERRCODE = 'SQ400',
+                    MESSAGE = format('simplequeue: %s.delay_seconds must be from 0 to 31536000', v_where);
+            END IF;
+            v_key := 'not_before';
+            v_not_befores := v_not_befores || sq_checked_time(v_item -> 'not_before', v_where || '.not_before');
+            v_key := 'created_at';
+            v_created_ats := v_created_ats || COALESCE(sq_checked_time(v_item -> 'created_at', v_where || '.created_at'), v_now);
+            v_key := 'group_key';
+            v_groups := v_groups || sq_checked_key(v_item -> 'group_key', v_where || '.group_key');
+            v_key := 'dedup_key';
+            v_dedup_keys := v_dedup_keys || sq_checked_key(v_item -> 'dedup_key', v_where || '.dedup_key');
+            v_key := 'id';
+            v_ids := v_ids || COALESCE((v_item ->> 'id')::uuid, gen_random_uuid());
+            -- A producer's own id is its push's idempotency key, unless a dedup_key decides.
+            v_remember := v_remember || (v_item ->> 'id' IS NOT NULL AND v_dedup_keys[v_n + 1] IS NULL);
+            v_queues := v_queues || (v_item ->> 'queue');
+            v_payloads := v_payloads || v_payload;
+            v_n := v_n + 1;
+        END LOOP;
+    EXCEPTION
+        WHEN data_exception OR invalid_text_representation OR untranslatable_character THEN
+            RAISE EXCEPTION USING ERRCODE = 'SQ400',
+                MESSAGE = format('simplequeue: %s.%s: %s', v_where, v_key, SQLERRM);
+    END;
+
+    RETURN QUERY
+    SELECT r.id, r.created
+    FROM sq_push_rows(v_ids, v_queues, v_payloads, v_created_ats, v_priorities, v_groups, v_dedup_keys,
+                      v_delays, v_not_befores, v_remember, false, NULL) AS r;
+END
+$$;
+
+-- A group or dedup key as the service takes it (domain/names.py): text, not empty, no trailing
+-- space (SQL Server's = ignores it), at most 128 UTF-16 code units (SQL Server's NVARCHAR(128)).
+CREATE OR REPLACE FUNCTION sq_checked_key(value json, name text) RETURNS text
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+DECLARE
+    v_text text;
+BEGIN
+    IF value IS NULL OR json_typeof(value) = 'null' THEN
+        RETURN NULL;
+    END IF;
+    IF json_typeof(value) <> 'string' THEN
+        RAISE EXCEPTION USING ERRCODE = 'SQ400', MESSAGE = format('simplequeue: %s must be text', name);
+    END IF;
+    v_text := value #>> '{}';
+    IF v_text = '' OR v_text LIKE '% ' THEN
+        RAISE EXCEPTION USING ERRCODE = 'SQ400',
+            MESSAGE = format('simplequeue: %s must not be empty or end with a space', name);
+    END IF;
+    IF char_length(v_text) + char_length(regexp_replace(v_text, '[^\U00010000-\U0010FFFF]', '', 'g')) > 128 THEN
+        RAISE EXCEPTION USING ERRCODE = 'SQ400', MESSAGE = format(
+            'simplequeue: %s holds at most 128 UTF-16 code units (a character beyond U+FFFF counts two)', name);
+    END IF;
+    RETURN v_text;
+END
+$$;
+
+-- A number as JSON has it (the text "5" is not one), whole if asked; casting it to the column's type
+-- checks its range.
+CREATE OR REPLACE FUNCTION sq_checked_number(value json, name text, whole boolean) RETURNS double precision
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+BEGIN
+    IF value IS NULL OR json_typeof(value) = 'null' THEN
+        RETURN NULL;
+    END IF;
+    IF json_typeof(value) <> 'number' OR whole AND (value #>> '{}') !~ '^-?\d+$' THEN
+        RAISE EXCEPTION USING ERRCODE = 'SQ400',
+            MESSAGE = format('simplequeue: %s must be %s', name, CASE WHEN whole THEN 'a whole number' ELSE 'a number' END);
+    END IF;
+    RETURN (value #>> '{}')::double precision;
+END
+$$;
+
+-- A moment as the service takes it: ISO 8601 with a date, a time and an offset (not 'now', 'epoch',
+-- 'infinity', nor a time in the session's zone).
+CREATE OR REPLACE FUNCTION sq_checked_time(value json, name text) RETURNS timestamptz
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    IF value IS NULL OR json_typeof(value) = 'null' THEN
+        RETURN NULL;
+    END IF;
+    IF json_typeof(value) <> 'string'
+       OR (value #>> '{}') !~ '^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|z|[+-]\d{2}(:?\d{2})?)$' THEN
+        RAISE EXCEPTION USING ERRCODE = 'SQ400',
+            MESSAGE = format('simplequeue: %s must be an ISO 8601 time with an offset', name);
+    END IF;
+    RETURN (value #>> '{}')::timestamptz;
+END
+$$;
+
+-- One item, with named arguments: SELECT * FROM sq_push('emails', '{"order": 42}', dedup_key => 'order-42').
+CREATE OR REPLACE FUNCTION sq_push(
+    queue text, payload json, priority integer DEFAULT NULL, delay_seconds double precision DEFAULT NULL,
+    group_key text DEFAULT NULL, dedup_key text DEFAULT NULL, id uuid DEFAULT NULL,
+    created_at timestamptz DEFAULT NULL, not_before timestamptz DEFAULT NULL
+) RETURNS SETOF sq_pushed
+LANGUAGE plpgsql
+SECURITY DEFINER
+AS $$
+BEGIN
+    IF sq_push.payload IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'SQ400',
+            MESSAGE = 'simplequeue: payload must not be NULL (the JSON null is ''null''::json)';
+    END IF;
+    RETURN QUERY
+    SELECT b.id, b.created
+    FROM sq_push_batch(json_build_array(json_build_object(
+        'queue', sq_push.queue, 'payload', sq_push.payload, 'priority', sq_push.priority,
+        'delay_seconds', sq_push.delay_seconds, 'group_key', sq_push.group_key,
+        'dedup_key', sq_push.dedup_key, 'id', sq_push.id, 'created_at', sq_push.created_at,
+        'not_before', sq_push.not_before
+    ))) AS b;
+END
+$$;
+
+-- What a pushing application checks before it pushes (simplequeue.outbox): the schema's version and
+-- the service's payload limits, readable by a role that may only EXECUTE the push functions.
+CREATE OR REPLACE FUNCTION sq_push_limits()
+RETURNS TABLE (schema_version integer, max_payload_bytes integer, max_payload_depth integer)
+LANGUAGE plpgsql STABLE
+SECURITY DEFINER
+AS $$
+BEGIN
+    -- PL/pgSQL, not SQL: its body is not checked at creation, when the migration runner's
+    -- sq_schema_version may not exist yet (a DBA's script from `migrate --print`).
+    RETURN QUERY
+    SELECT (SELECT max(v.version) FROM sq_schema_version AS v),
+           (SELECT s.value::integer FROM sq_settings AS s WHERE s.name = 'max_payload_bytes'),
+           (SELECT s.value::integer FROM sq_settings AS s WHERE s.name = 'max_payload_depth');
+END
+$$;
+
+REVOKE ALL ON FUNCTION sq_push_limits() FROM PUBLIC;
+
+-- The SECURITY DEFINER functions resolve names in the schema this migration runs in, and nowhere
+-- else (pg_temp last, so a caller's temporary table never stands in for ours): a function whose
+-- search_path the caller could change would run the caller's tables, triggers and operators with
+-- the owner's rights. Set explicitly, not FROM CURRENT, so that it holds whether the script runs
+-- in one transaction (`simplequeue migrate`) or a statement at a time (`psql -f`).
+DO $$
+BEGIN
+    EXECUTE format('ALTER FUNCTION sq_push(text, json, integer, double precision, text, text, uuid, timestamptz,'
+                   ' timestamptz) SET search_path = %I, pg_temp', current_schema());
+    EXECUTE format('ALTER FUNCTION sq_push_batch(json) SET search_path = %I, pg_temp', current_schema());
+    EXECUTE format('ALTER FUNCTION sq_push_limits() SET search_path = %I, pg_temp', current_schema());
+END
+$$;
+REVOKE ALL ON FUNCTION sq_push_rows(uuid[], text[], text[], timestamptz[], integer[], text[], text[],
+    double precision[], timestamptz[], boolean[], boolean, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION sq_push_planned(uuid[], text[], text[], timestamptz[], integer[], text[], text[],
+    double precision[], timestamptz[], boolean[], boolean, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION sq_checked_key(json, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION sq_checked_number(json, text, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION sq_checked_time(json, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION sq_push_batch(json) FROM PUBLIC;
+REVOKE ALL ON FUNCTION sq_push(text, json, integer, double precision, text, text, uuid, timestamptz, timestamptz)
+    FROM PUBLIC;
