@@ -12,8 +12,8 @@ as plain functions of a sqlite3 connection (`rows`, `first`, `run`), and:
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Generator, Mapping
+from typing import Any, TypeAlias, TypeVar
 
 import aiosqlite
 
@@ -21,6 +21,14 @@ from simplequeue.store.queries import load_queries
 
 Q = load_queries("simplequeue.store.sqlite", "named")
 T = TypeVar("T")
+
+Step: TypeAlias = tuple[str, Mapping[str, Any] | list[dict[str, Any]]]
+Steps: TypeAlias = Generator[Step, list[sqlite3.Row], T]
+"""Work written once for every way of reaching a connection: it yields a query's name and its
+values, and is sent what the query answered. Values as a mapping: the query's rows; as a list of
+mappings: the query run once for each (executemany), answering no rows. The function's result is
+the generator's return value. run_steps runs them on a sqlite3 connection (the store's writer
+thread, a caller's connection); run_steps_async on a caller's aiosqlite connection."""
 
 
 def rows(conn: sqlite3.Connection, name: str, /, **values: Any) -> list[sqlite3.Row]:
@@ -47,6 +55,43 @@ def run(conn: sqlite3.Connection, name: str, /, **values: Any) -> int:
 def run_many(conn: sqlite3.Connection, name: str, /, each: list[dict[str, Any]]) -> None:
     query = Q[name]
     conn.executemany(query.sql, [query.bind(**values) for values in each]).close()
+
+
+def run_steps(conn: sqlite3.Connection, steps: Steps[T]) -> T:
+    answer: list[sqlite3.Row] | None = None
+    try:
+        while True:
+            name, values = steps.send(answer)  # type: ignore[arg-type]  # None starts it
+            if isinstance(values, list):
+                if values:  # nothing to run: no statement at all
+                    run_many(conn, name, values)
+                answer = []
+            else:
+                answer = rows(conn, name, **values)
+    except StopIteration as done:
+        result: T = done.value
+        return result
+
+
+async def run_steps_async(conn: aiosqlite.Connection, steps: Steps[T]) -> T:
+    """run_steps through aiosqlite's documented API only, which runs each call on the
+    connection's thread (sqlite3 connections refuse other threads): for a connection the caller
+    owns, where on_thread's private way in is not ours to take."""
+    answer: list[sqlite3.Row] | None = None
+    try:
+        while True:
+            name, values = steps.send(answer)  # type: ignore[arg-type]  # None starts it
+            query = Q[name]
+            if isinstance(values, list):
+                if values:  # nothing to run: no hop at all
+                    cursor = await conn.executemany(query.sql, [query.bind(**v) for v in values])
+                    await cursor.close()
+                answer = []
+            else:
+                answer = list(await conn.execute_fetchall(query.sql, query.bind(**values)))
+    except StopIteration as done:
+        result: T = done.value
+        return result
 
 
 async def on_thread(
