@@ -44,6 +44,7 @@ from simplequeue.domain import (
 from simplequeue.domain.activity import ActivityBucket, activity_window
 from simplequeue.domain.metadata import MetadataChange, QueueMetadata
 from simplequeue.domain.rules import repeat_rounds
+from simplequeue.service import batches
 from simplequeue.service.creating import QueueLimit
 from simplequeue.service.events import Events, NoEvents
 from simplequeue.service.pushing import PushCoalescer
@@ -456,14 +457,14 @@ class QueueService:
 
     async def redrive(self, queue: str, ids: Sequence[UUID] | None, rate_per_second: float | None) -> int:
         await self._known(queue)
-        count = await self._store.redrive(queue, ids, rate_per_second)
+        count = await batches.redrive(self._store, queue, ids, rate_per_second)
         if count:
             self._waiting.notify(queue, count)
         return count
 
     async def purge_dead(self, queue: str) -> int:
         await self._known(queue)
-        return await self._store.purge_dead(queue)
+        return await batches.purge_dead(self._store, queue)
 
     async def purge_live(self, queue: str, *, once_in_seconds: float = 0.0) -> int | None:
         """Delete the queue's live items (SQS's PurgeQueue; dead ones and history stay) and answer
@@ -476,7 +477,7 @@ class QueueService:
             return None
         self._purged_at[queue] = now  # before the await: a purge that overlaps this one is refused
         try:
-            return await self._store.purge_live(queue)
+            return await batches.purge_live(self._store, queue)
         except BaseException:
             if self._purged_at.get(queue) == now:
                 del self._purged_at[queue]

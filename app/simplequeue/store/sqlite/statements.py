@@ -83,7 +83,11 @@ async def run_steps_async(conn: aiosqlite.Connection, steps: Steps[T]) -> T:
             name, values = steps.send(answer)  # type: ignore[arg-type]  # None starts it
             query = Q[name]
             if isinstance(values, list):
-                if values:  # nothing to run: no hop at all
+                # Hops are the cost here: none for nothing to run, one for one row (a push's usual
+                # queue and item), two (run, close) for executemany's cursor.
+                if len(values) == 1:
+                    await conn.execute_fetchall(query.sql, query.bind(**values[0]))
+                elif values:
                     cursor = await conn.executemany(query.sql, [query.bind(**v) for v in values])
                     await cursor.close()
                 answer = []
