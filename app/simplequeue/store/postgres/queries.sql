@@ -32,6 +32,15 @@ SET status = 'leased',
         + COALESCE(:lease_seconds, (SELECT lease_seconds FROM sq_queues WHERE name = :queue)) * interval '1 second',
     first_popped_at = COALESCE(first_popped_at, COALESCE(:now::timestamptz, now()))
 
+-- fragment: group_head
+-- Ordered groups: an item x qualifies only as its group's head, with no live item of the group
+-- before it (one completed by this statement, in `done`, is gone). See pop.
+AND (x.group_key IS NULL OR NOT EXISTS (
+    SELECT 1 FROM sq_items AS e
+    WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
+      AND e.group_key IS NOT NULL AND e.status <> 'dead'
+      AND e.id NOT IN (SELECT id FROM done)))
+
 -- fragment: claim
 -- The items a pop takes (see pop): their seqs, in pop order, at most :max_items. It reads two
 -- relations its statement defines: `requested`, the ids of the items the statement completes
@@ -43,11 +52,7 @@ SELECT c.seq FROM (
         WHERE x.queue = :queue AND x.status = 'ready' AND x.visible_at <= COALESCE(:now::timestamptz, now())
           AND x.id NOT IN (SELECT id FROM requested)
           AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
-          AND (x.group_key IS NULL OR NOT EXISTS (
-              SELECT 1 FROM sq_items AS e
-              WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
-                AND e.group_key IS NOT NULL AND e.status <> 'dead'
-                AND e.id NOT IN (SELECT id FROM done)))
+          -- include: group_head
         ORDER BY x.priority DESC, x.created_at, x.seq
         LIMIT :max_items
         FOR UPDATE SKIP LOCKED
@@ -59,11 +64,7 @@ SELECT c.seq FROM (
           AND x.id NOT IN (SELECT id FROM requested)
           AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
           AND x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)
-          AND (x.group_key IS NULL OR NOT EXISTS (
-              SELECT 1 FROM sq_items AS e
-              WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
-                AND e.group_key IS NOT NULL AND e.status <> 'dead'
-                AND e.id NOT IN (SELECT id FROM done)))
+          -- include: group_head
         ORDER BY x.priority DESC, x.created_at, x.seq
         LIMIT :max_items
         FOR UPDATE SKIP LOCKED
