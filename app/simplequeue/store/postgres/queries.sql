@@ -50,7 +50,7 @@ SELECT c.seq FROM (
     SELECT r.seq, r.priority, r.created_at FROM (
         SELECT x.seq, x.priority, x.created_at FROM sq_items AS x
         WHERE x.queue = :queue AND x.status = 'ready' AND x.visible_at <= COALESCE(:now::timestamptz, now())
-          AND x.id NOT IN (SELECT id FROM requested)
+          AND x.id <> ALL (ARRAY(SELECT id FROM requested))
           AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
           -- include: group_head
         ORDER BY x.priority DESC, x.created_at, x.seq
@@ -61,7 +61,7 @@ SELECT c.seq FROM (
     SELECT l.seq, l.priority, l.created_at FROM (
         SELECT x.seq, x.priority, x.created_at FROM sq_items AS x
         WHERE x.queue = :queue AND x.status = 'leased' AND x.visible_at <= COALESCE(:now::timestamptz, now())
-          AND x.id NOT IN (SELECT id FROM requested)
+          AND x.id <> ALL (ARRAY(SELECT id FROM requested))
           AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
           AND x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)
           -- include: group_head
@@ -74,8 +74,9 @@ ORDER BY c.priority DESC, c.created_at, c.seq
 LIMIT :max_items
 
 -- fragment: nothing_completed
--- The claim's `requested` and `done` for a statement that completes nothing: empty. Each is a
--- one-time filter in the plan (never a scan), and `x.id NOT IN (<empty>)` holds for every row.
+-- The claim's `requested` and `done` for a statement that completes nothing: empty. The claim
+-- reads `requested` as an array, made once per statement (an init plan), so each row it walks
+-- costs one comparison with an empty array; `done` is probed only behind a group's earlier item.
 WITH requested AS (SELECT NULL::uuid AS id WHERE false),
      done AS (SELECT NULL::uuid AS id WHERE false)
 
