@@ -14,6 +14,7 @@ from simplequeue.domain.activity import (
     InvalidWindow,
     activity_window,
 )
+from simplequeue.service import batches
 from simplequeue.settings import Settings
 from simplequeue.store.protocol import Store
 
@@ -117,7 +118,7 @@ async def test_dead_items_count_once_whether_or_not_they_were_purged(
         await store.fail(popped.id, Failure("fatal", popped.lease_token, retry=False))
     assert counts(await store.activity(queue, window(start, 1))) == [(2, 0, 2, 2)]
 
-    await store.purge_dead(queue)
+    await batches.purge_dead(store, queue)
 
     # Their failures went with their rows; their history records stay.
     assert counts(await store.activity(queue, window(start, 1))) == [(2, 0, 0, 2)]

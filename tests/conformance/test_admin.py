@@ -23,6 +23,7 @@ from simplequeue.domain import (
     QueueNotFound,
     QueueSettings,
 )
+from simplequeue.service import batches
 from simplequeue.service.upkeep import purge
 from simplequeue.store.cursors import encode_cursor, encode_name_cursor
 from simplequeue.store.protocol import Store
@@ -231,29 +232,52 @@ async def test_redrive_makes_dead_items_ready_with_attempts_reset(
     store: Store, queue: str, clock: FakeClock
 ) -> None:
     ids = await kill(store, queue, 3, clock)
-    assert await store.redrive(queue, [ids[1], uuid4()], None) == 1
+    assert await batches.redrive(store, queue, [ids[1], uuid4()], None) == 1
     view = await store.get_item(ids[1])
     assert (view.status, view.attempts, view.died_at) == (ItemStatus.READY, 0, None)
     assert [e.error for e in view.errors] == ["bad 1"]  # the record of what went wrong stays
 
-    assert await store.redrive(queue, None, None) == 2
+    assert await batches.redrive(store, queue, None, None) == 2
     assert {p.id for p in await store.pop(queue, 10, 30)} == set(ids)
     assert (await store.get_queue(queue)).dead == 0
 
 
 async def test_redrive_at_a_rate_spreads_the_items_out(store: Store, queue: str, clock: FakeClock) -> None:
     ids = await kill(store, queue, 4, clock)
-    assert await store.redrive(queue, None, 2.0) == 4  # one every half second, oldest dead first
+    assert await batches.redrive(store, queue, None, 2.0) == 4  # one every half second, oldest dead first
     due = [(await store.get_item(i)).visible_at for i in ids]
     # The first is ready now (visible since now), the others delayed by half a second each.
     assert due == [clock.now + timedelta(seconds=k / 2) for k in range(4)]
+
+
+async def test_a_redrive_step_does_at_most_its_limit_and_spreads_on_from_its_offset(
+    store: Store, queue: str, clock: FakeClock
+) -> None:
+    """The store's step, which the service's loop (service/batches.py) repeats: one bounded
+    transaction, oldest dead first, its rate's count taken up after the batches before."""
+    ids = await kill(store, queue, 5, clock)
+    assert await store.redrive(queue, None, 2.0, 2, 0) == 2
+    assert await store.redrive(queue, None, 2.0, 2, 2) == 2
+    assert await store.redrive(queue, None, 2.0, 2, 4) == 1
+    assert await store.redrive(queue, None, 2.0, 2, 5) == 0
+    due = [(await store.get_item(i)).visible_at for i in ids]
+    assert due == [clock.now + timedelta(seconds=k / 2) for k in range(5)]
+
+
+async def test_purge_steps_do_at_most_their_limit(store: Store, queue: str, clock: FakeClock) -> None:
+    await kill(store, queue, 3, clock)
+    await push(store, *(new_item(queue) for _ in range(3)))
+    assert [await store.purge_dead(queue, 2) for _ in range(3)] == [2, 1, 0]
+    assert [await store.purge_live(queue, 2) for _ in range(3)] == [2, 1, 0]
+    stats = await store.get_queue(queue)
+    assert (stats.dead, stats.ready) == (0, 0)
 
 
 async def test_purging_dead_letters_keeps_their_history(store: Store, queue: str, clock: FakeClock) -> None:
     ids = await kill(store, queue, 3, clock)
     live = new_item(queue)
     await push(store, live)
-    assert await store.purge_dead(queue) == 3
+    assert await batches.purge_dead(store, queue) == 3
     for i in ids:
         with pytest.raises(ItemNotFound):
             await store.get_item(i)

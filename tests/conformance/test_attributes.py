@@ -21,6 +21,7 @@ from simplequeue.domain import (
     decode_attributes,
     encode_attributes,
 )
+from simplequeue.service import batches
 from simplequeue.store.protocol import Store
 
 from tests.conformance.helpers import configure, pop_one, push
@@ -94,7 +95,7 @@ async def test_dead_items_keep_them_and_a_redrive_brings_them_back(store: Store,
     [dead] = (await store.list_dead(queue, DeadFilter(), 10, None)).items
     assert dead.attributes_json == TEXT
 
-    assert await store.redrive(queue, None, None) == 1
+    assert await batches.redrive(store, queue, None, None) == 1
     [peeked] = (await store.peek(queue, ItemStatus.READY, 10, None)).items
     assert peeked.attributes_json == TEXT
     again = await pop_one(store, queue)

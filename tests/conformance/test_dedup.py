@@ -18,6 +18,7 @@ from uuid import UUID, uuid4
 
 import pytest
 from simplequeue.domain import Completion, Failure, ItemExists, ItemNotFound, NewItem, Pushed
+from simplequeue.service import batches
 from simplequeue.service.pushing import PushCoalescer
 from simplequeue.service.upkeep import purge
 from simplequeue.store.protocol import Store
@@ -147,7 +148,7 @@ async def test_a_dead_item_holds_its_key_until_purged(store: Store, queue: str, 
     await push(store, first)
     await store.fail(first.id, Failure("bad", retry=False))
     assert (await push(store, new_item(queue, dedup_key="k")))[0].created is False  # type: ignore[union-attr]
-    await store.purge_dead(queue)
+    await batches.purge_dead(store, queue)
     assert (await push(store, new_item(queue, dedup_key="k")))[0].created is True  # type: ignore[union-attr]
 
 
@@ -205,7 +206,7 @@ async def test_a_dead_item_holds_its_id_and_its_window_starts_when_it_is_purged(
 
     clock.advance(WINDOW * 10)  # dead for long: still held, the window has not started
     assert await send(again(first)) == original(first)
-    assert await store.purge_dead(queue) == 1
+    assert await batches.purge_dead(store, queue) == 1
     assert await send(again(first)) == original(first)
     clock.advance(WINDOW - 1)
     assert await send(again(first)) == original(first)
@@ -222,7 +223,7 @@ async def test_a_redriven_item_keeps_its_id_remembered(store: Store, queue: str,
     first = given(queue, "first")
     await send(first)
     await store.fail(first.id, Failure("poison", retry=False))
-    assert await store.redrive(queue, None, None) == 1
+    assert await batches.redrive(store, queue, None, None) == 1
     await finish(store, queue)
     assert await send(again(first)) == original(first)
     assert await store.pop(queue, 10, 30) == []

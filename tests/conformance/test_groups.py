@@ -10,6 +10,7 @@ from uuid import UUID, uuid4
 
 import pytest
 from simplequeue.domain import CompleteOutcome, Completion, Failure
+from simplequeue.service import batches
 from simplequeue.store.protocol import Store
 
 from tests.conformance.helpers import configure, pop_one, push
@@ -55,7 +56,7 @@ async def test_a_redriven_item_rejoins_its_group_at_the_back(store: Store, queue
     await store.fail(a1.id, Failure("bad", retry=False))
     [leased] = await store.pop(queue, 10, 30)
     assert leased.payload == "a2"
-    await store.redrive(queue, None, None)
+    await batches.redrive(store, queue, None, None)
     assert await store.pop(queue, 10, 30) == []  # a2 is in flight, and a1 is now behind it
     await store.complete(leased.id, leased.lease_token)
     assert [p.payload for p in await store.pop(queue, 10, 30)] == ["a1"]

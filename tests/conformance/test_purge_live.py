@@ -14,6 +14,7 @@ from simplequeue.domain import (
     NewItem,
     Pushed,
 )
+from simplequeue.service import batches
 from simplequeue.store.protocol import Store
 
 from tests.conformance.helpers import configure, finish, pop_one, push
@@ -46,7 +47,7 @@ async def test_purge_live_deletes_items_of_every_live_state_and_keeps_the_dead(
     assert (before.leased, before.retrying, before.delayed, before.dead) == (1, 1, 1, 1)
     assert before.ready == 3
 
-    assert await store.purge_live(queue) == 6
+    assert await batches.purge_live(store, queue) == 6
 
     stats = await store.get_queue(queue)
     assert (stats.ready, stats.leased, stats.delayed, stats.retrying) == (0, 0, 0, 0)
@@ -64,13 +65,13 @@ async def test_purge_live_deletes_items_of_every_live_state_and_keeps_the_dead(
     assert await store.pop(queue, 10, 30) == []
     clock.advance(601)
     assert await store.pop(queue, 10, 30) == []
-    assert await store.purge_live(queue) == 0
+    assert await batches.purge_live(store, queue) == 0
 
 
 async def test_a_leased_items_completion_after_a_purge_is_not_found(store: Store, queue: str) -> None:
     await push(store, new_item(queue, "one"))
     leased = await pop_one(store, queue)
-    assert await store.purge_live(queue) == 1
+    assert await batches.purge_live(store, queue) == 1
     with pytest.raises(ItemNotFound):
         await store.complete(leased.id, leased.lease_token)
     with pytest.raises(ItemNotFound):
@@ -82,7 +83,7 @@ async def test_a_leased_items_completion_after_a_purge_is_not_found(store: Store
 async def test_a_group_purged_while_its_head_is_leased_hands_out_new_items(store: Store, queue: str) -> None:
     await push(store, *[new_item(queue, n, group="g") for n in range(3)])
     head = await pop_one(store, queue)
-    assert await store.purge_live(queue) == 3
+    assert await batches.purge_live(store, queue) == 3
     after = new_item(queue, "after", group="g")
     await push(store, after)
     assert (await pop_one(store, queue)).id == after.id
@@ -99,7 +100,7 @@ async def test_a_lease_that_ran_out_on_its_last_attempt_is_dead_and_stays(
     await push(store, new_item(queue, "ready"))
     clock.advance(11)
 
-    assert await store.purge_live(queue) == 1
+    assert await batches.purge_live(store, queue) == 1
 
     assert (await store.get_queue(queue)).dead == 1
     assert (await store.get_item(last.id)).id == last.id
@@ -112,7 +113,7 @@ async def test_a_lease_that_ran_out_on_its_last_attempt_is_dead_and_stays(
 async def test_other_queues_are_untouched(store: Store, queue: str) -> None:
     other = f"{queue}-other"
     await push(store, mine := new_item(queue), theirs := new_item(other))
-    assert await store.purge_live(queue) == 1
+    assert await batches.purge_live(store, queue) == 1
     assert (await store.get_item(theirs.id)).status == ItemStatus.READY
     with pytest.raises(ItemNotFound):
         await store.get_item(mine.id)
@@ -120,7 +121,7 @@ async def test_other_queues_are_untouched(store: Store, queue: str) -> None:
 
 
 async def test_a_purge_of_a_queue_never_seen_purges_nothing(store: Store, queue: str) -> None:
-    assert await store.purge_live(queue) == 0
+    assert await batches.purge_live(store, queue) == 0
 
 
 # --- what a retried push finds after a purge: as after a dead item's purge ------------------
@@ -136,7 +137,7 @@ async def test_a_purged_items_dedup_key_matches_for_the_window_then_is_free(
     await configure(store, queue, dedup_window_seconds=WINDOW)
     first = new_item(queue, "first", dedup_key="k")
     await push(store, first)
-    assert await store.purge_live(queue) == 1
+    assert await batches.purge_live(store, queue) == 1
 
     retry = new_item(queue, "retry", dedup_key="k")
     assert (await push(store, retry))[0] == Pushed(first.id, first.created_at, created=False)
@@ -154,7 +155,7 @@ async def test_a_purged_items_given_id_is_remembered_for_the_window(
     first = given(queue, "first")
     await push(store, first)
     await pop_one(store, queue)
-    assert await store.purge_live(queue) == 1
+    assert await batches.purge_live(store, queue) == 1
 
     assert (await push(store, again(first)))[0] == Pushed(first.id, first.created_at, created=False)
     assert await store.pop(queue, 10, 30) == []

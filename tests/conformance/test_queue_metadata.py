@@ -17,6 +17,7 @@ from simplequeue.domain import (
     QueueSettings,
 )
 from simplequeue.domain.metadata import MetadataChange
+from simplequeue.service import batches
 from simplequeue.store.protocol import Store
 
 from tests.conformance.helpers import configure, pop_one, push
@@ -36,7 +37,7 @@ async def test_created_at_is_when_the_queue_was_made_and_modified_at_when_its_se
     assert (dict(fresh.attributes), dict(fresh.tags)) == ({}, {})
     clock.advance(90)
     await store.put_queue(queue, QueueSettings(lease_seconds=90))
-    await store.purge_live(queue)
+    await batches.purge_live(store, queue)
     changed = await store.queue_metadata(queue)
     assert (changed.created_at, changed.modified_at) == (made, clock.now)
 

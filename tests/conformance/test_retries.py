@@ -21,6 +21,7 @@ from simplequeue.domain import (
     LeaseMismatch,
     Outcome,
 )
+from simplequeue.service import batches
 from simplequeue.service.upkeep import reap
 from simplequeue.store.protocol import Store
 
@@ -109,7 +110,7 @@ async def test_dead_item_cannot_be_completed_only_purged(store: Store, queue: st
         await store.complete(item.id, None)
     assert await store.complete_batch([Completion(item.id)]) == [CompleteOutcome.DEAD]
 
-    assert await store.purge_dead(queue) == 1
+    assert await batches.purge_dead(store, queue) == 1
     with pytest.raises(ItemNotFound):
         await store.get_item(item.id)
 

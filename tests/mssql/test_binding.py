@@ -19,6 +19,7 @@ from simplequeue.domain import (
 )
 from simplequeue.domain.activity import ActivityWindow
 from simplequeue.domain.metadata import MetadataChange
+from simplequeue.service import batches
 from simplequeue.store.migrations import load_migrations
 from simplequeue.store.mssql.statements import Q, fetch
 from simplequeue.store.mssql.store import MssqlStore
@@ -247,9 +248,9 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     await store.get_queue("orders")
     await store.put_queue("orders", QueueSettings())
     await store.list_dead("orders", DeadFilter(), 10, None)
-    assert await store.redrive("orders", None, None) == 1
-    await store.purge_dead("orders")
-    await store.purge_live("orders")
+    assert await batches.redrive(store, "orders", None, None) == 1
+    await batches.purge_dead(store, "orders")
+    await batches.purge_live(store, "orders")
     await store.list_history("orders", HistoryFilter(), 10, None)
     await store.activity("orders", ActivityWindow(NOW.replace(microsecond=0), 60, 2))
     await store.reap_expired(10)

@@ -9,9 +9,11 @@ from uuid import uuid4
 
 import pytest
 from simplequeue.domain import DeadFilter, HistoryFilter, InvalidCursor, ItemStatus, Outcome
+from simplequeue.service import batches
+from simplequeue.service.batches import BATCH
 from simplequeue.store.cursors import encode_cursor
 from simplequeue.store.mssql.statements import Q
-from simplequeue.store.mssql.store import BATCH, MssqlStore
+from simplequeue.store.mssql.store import MssqlStore
 from sqlglot import exp
 
 from tests.mssql.helpers import (
@@ -196,7 +198,7 @@ async def test_redrive_revives_in_batches_oldest_dead_first_spread_out_at_the_ra
     conn.reply("pick_dead", picked(*first_batch), picked(5000, 5001))
     conn.reply("revive", result(revived=BATCH), result(revived=2))
 
-    assert await store.redrive("orders", None, 4.0) == BATCH + 2
+    assert await batches.redrive(store, "orders", None, 4.0) == BATCH + 2
 
     assert conn.names == ["pick_dead", "revive", "pick_dead", "revive"]
     assert conn.all_params("pick_dead") == [("orders", "", BATCH)] * 2
@@ -222,7 +224,7 @@ async def test_redrive_of_some_ids_sends_them_as_json_and_stops_when_none_are_le
     wanted = [uuid4(), uuid4()]
     conn.reply("pick_dead", picked())
 
-    assert await store.redrive("orders", wanted, None) == 0
+    assert await batches.redrive(store, "orders", wanted, None) == 0
 
     assert conn.names == ["pick_dead"], "nothing picked, nothing to revive"
     queue, ids_json, limit = conn.params("pick_dead")
@@ -233,7 +235,7 @@ async def test_purge_dead_repeats_full_batches(fake: tuple[MssqlStore, FakeConne
     store, conn = fake
     conn.reply("purge_dead", result(purged=BATCH), result(purged=BATCH), result(purged=7))
 
-    assert await store.purge_dead("orders") == 2 * BATCH + 7
+    assert await batches.purge_dead(store, "orders") == 2 * BATCH + 7
 
     assert conn.all_params("purge_dead") == [(NOW_TEXT, "orders", BATCH)] * 3
     assert conn.commits == 3

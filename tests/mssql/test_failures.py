@@ -23,6 +23,7 @@ from simplequeue.domain import (  # noqa: E402
     StoreError,
 )
 from simplequeue.domain.errors import DatabaseMisconfigured  # noqa: E402
+from simplequeue.service import batches  # noqa: E402
 from simplequeue.store.mssql import odbc  # noqa: E402
 from simplequeue.store.mssql.errors import Deadlocked, native_errors, translated_errors  # noqa: E402
 from simplequeue.store.mssql.statements import Q  # noqa: E402
@@ -274,7 +275,7 @@ async def test_a_deadlock_in_a_redrive_is_database_unavailable_at_once(
     conn = Flaky(failures={"pick_dead": [deadlock()]})
     store = flaky_store(monkeypatch, conn)
     with pytest.raises(DatabaseUnavailable) as raised:
-        await store.redrive("orders", None, None)
+        await batches.redrive(store, "orders", None, None)
     assert type(raised.value) is DatabaseUnavailable
     assert conn.rollbacks == 1
 

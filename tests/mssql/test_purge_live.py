@@ -3,8 +3,10 @@ behaviour runs in the conformance suite on the engines that are there."""
 
 from __future__ import annotations
 
+from simplequeue.service import batches
+from simplequeue.service.batches import BATCH
 from simplequeue.store.mssql.statements import Q
-from simplequeue.store.mssql.store import BATCH, MssqlStore
+from simplequeue.store.mssql.store import MssqlStore
 from sqlglot import exp
 
 from tests.mssql.helpers import (
@@ -62,7 +64,7 @@ async def test_purge_live_repeats_full_batches(fake: tuple[MssqlStore, FakeConne
     store, conn = fake
     conn.reply("purge_live", result(purged=BATCH), result(purged=3))
 
-    assert await store.purge_live("orders") == BATCH + 3
+    assert await batches.purge_live(store, "orders") == BATCH + 3
 
     assert conn.all_params("purge_live") == [(NOW_TEXT, "orders", BATCH)] * 2
     assert conn.commits == 2

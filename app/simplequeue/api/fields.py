@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
+from simplequeue.domain.fields import MAX_PRIORITY, MIN_PRIORITY
 from simplequeue.domain.names import QUEUE_NAME_PATTERN as QUEUE_NAME_PATTERN  # re-exported: tests compare
 from simplequeue.domain.names import is_queue_name, key_problem, text_problem
 
@@ -99,7 +100,7 @@ Key = Annotated[
     AfterValidator(_storable_text),
     AfterValidator(_key_text),
 ]
-Int32 = Annotated[int, Field(ge=-(2**31), le=2**31 - 1), Number]
+Int32 = Annotated[int, Field(ge=MIN_PRIORITY, le=MAX_PRIORITY), Number]
 
 
 def _defaults_in_words(schema: dict[str, Any]) -> None:

@@ -22,6 +22,7 @@ from simplequeue.outbox.items import (
     check_limits,
     limits_from,
 )
+from simplequeue.outbox.savepoints import translated
 from simplequeue.outbox.sqlite import push_aiosqlite, push_checked
 
 _STATEMENTS = {
@@ -48,14 +49,9 @@ def push_connection(conn: Any, items: Sequence[Checked]) -> list[Pushed]:
     if dialect == "sqlite":
         return push_checked(_sqlite3_of(conn.connection.dbapi_connection), items, begin=True)
     check, push = _statements(dialect)
-    with conn.begin_nested():
-        try:
-            check_limits(items, limits_from(conn.execute(check).fetchone(), dialect))
-            rows = conn.execute(push, {"items": batch_json(items)}).all()
-        except Exception as exc:
-            if (translated := _TRANSLATE[dialect](exc)) is not exc:
-                raise translated from exc
-            raise
+    with conn.begin_nested(), translated(_TRANSLATE[dialect]):
+        check_limits(items, limits_from(conn.execute(check).fetchone(), dialect))
+        rows = conn.execute(push, {"items": batch_json(items)}).all()
     return [Pushed(as_uuid(r[0]), bool(r[1])) for r in rows]
 
 
@@ -79,13 +75,9 @@ async def push_async_connection(conn: Any, items: Sequence[Checked]) -> list[Pus
         raise TypeError(f"simplequeue.outbox takes SQLite through aiosqlite, not {type(driver).__name__}")
     check, push = _statements(dialect)
     async with conn.begin_nested():
-        try:
+        with translated(_TRANSLATE[dialect]):
             check_limits(items, limits_from((await conn.execute(check)).fetchone(), dialect))
             rows = (await conn.execute(push, {"items": batch_json(items)})).all()
-        except Exception as exc:
-            if (translated := _TRANSLATE[dialect](exc)) is not exc:
-                raise translated from exc
-            raise
     return [Pushed(as_uuid(r[0]), bool(r[1])) for r in rows]
 
 

@@ -21,6 +21,7 @@ from simplequeue.domain import (
     SchemaNotReady,
     encode_payload,
 )
+from simplequeue.domain.fields import delay_problem, priority_problem
 from simplequeue.domain.names import QUEUE_NAME, is_queue_name, key_problem, text_problem
 from simplequeue.domain.payloads import depth_of
 from simplequeue.store.migrations import latest_version
@@ -133,11 +134,11 @@ def _check(queue: str, item: Mapping[str, Any], n: int) -> Checked:
     if unknown:
         raise InvalidInput(f"items[{n}] has unknown options: {', '.join(sorted(map(str, unknown)))}")
     priority = item.get("priority") or 0
-    if not isinstance(priority, int) or isinstance(priority, bool) or not -(2**31) <= priority < 2**31:
-        raise InvalidInput(f"items[{n}].priority must be a 32-bit integer")
+    if problem := priority_problem(priority):
+        raise InvalidInput(f"items[{n}].priority {problem}")
     delay = item.get("delay_seconds") or 0.0
-    if not isinstance(delay, int | float) or isinstance(delay, bool) or not 0 <= delay <= 31536000:
-        raise InvalidInput(f"items[{n}].delay_seconds must be from 0 to 31536000")
+    if problem := delay_problem(delay):
+        raise InvalidInput(f"items[{n}].delay_seconds {problem}")
     for name in ("created_at", "not_before"):
         moment = item.get(name)
         if moment is not None and (not isinstance(moment, datetime) or moment.tzinfo is None):

@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from simplequeue.outbox.items import (
-    SAVEPOINT,
     SETTINGS_SQL,
     Checked,
     NotInTransaction,
@@ -27,14 +26,11 @@ from simplequeue.outbox.items import (
     no_schema,
     refusal,
 )
+from simplequeue.outbox.savepoints import MSSQL, savepoint
 
 TRANCOUNT_SQL = "SELECT @@TRANCOUNT"
-SAVE_SQL = f"SAVE TRANSACTION {SAVEPOINT}"
 CHECK_SQL = SETTINGS_SQL.replace("FROM sq_", "FROM dbo.sq_")
 PUSH_SQL = "EXEC dbo.sq_push_batch @items = ?"
-# A doomed transaction (XACT_STATE() = -1) cannot roll back to a savepoint: only the caller's
-# rollback ends it, and the caller's next statement says so.
-UNDO_SQL = f"IF XACT_STATE() = 1 ROLLBACK TRANSACTION {SAVEPOINT}"
 
 
 def translate(exc: BaseException) -> BaseException:
@@ -64,22 +60,13 @@ def push_pyodbc(conn: Any, items: Sequence[Checked]) -> list[Pushed]:
         )
     cur = conn.cursor()
     try:
-        cur.execute(SAVE_SQL)
-        try:
-            try:
-                cur.execute(CHECK_SQL)
-                check_limits(items, limits_from(cur.fetchone(), "mssql"))
-                cur.execute(PUSH_SQL, batch_json(items))
-                while cur.description is None and cur.nextset():
-                    pass  # row counts the procedure may send before its result set
-                rows = cur.fetchall()
-            except Exception as exc:
-                if (translated := translate(exc)) is not exc:
-                    raise translated from exc
-                raise
-        except BaseException:
-            cur.execute(UNDO_SQL)
-            raise
+        with savepoint(cur.execute, MSSQL, translate):
+            cur.execute(CHECK_SQL)
+            check_limits(items, limits_from(cur.fetchone(), "mssql"))
+            cur.execute(PUSH_SQL, batch_json(items))
+            while cur.description is None and cur.nextset():
+                pass  # row counts the procedure may send before its result set
+            rows = cur.fetchall()
     finally:
         cur.close()
     return [Pushed(as_uuid(r[0]), bool(r[1])) for r in rows]

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from simplequeue.outbox.items import (
-    SAVEPOINT,
     Checked,
     NotInTransaction,
     Pushed,
@@ -25,6 +24,7 @@ from simplequeue.outbox.items import (
     no_schema,
     refusal,
 )
+from simplequeue.outbox.savepoints import STANDARD, STANDARD_ONE_TRIP, savepoint, savepoint_async
 
 # The row limits_from reads: (schema_version, max_payload_bytes, max_payload_depth).
 LIMITS_SQL = "SELECT schema_version, max_payload_bytes, max_payload_depth FROM sq_push_limits()"
@@ -45,53 +45,23 @@ def translate(exc: BaseException) -> BaseException:
 def push_psycopg(conn: Any, items: Sequence[Checked]) -> list[Pushed]:
     """On a psycopg.Connection. IDLE is outside a transaction (autocommit, or nothing run yet),
     INTRANS inside; INERROR is inside a failed one, which PostgreSQL refuses to go on with."""
-    from psycopg.pq import TransactionStatus
-
-    if conn.info.transaction_status not in (TransactionStatus.INTRANS, TransactionStatus.INERROR):
-        raise NotInTransaction()
-    with conn.cursor() as cur:
-        cur.execute(f"SAVEPOINT {SAVEPOINT}")
-        try:
-            try:
-                cur.execute(LIMITS_SQL)
-                check_limits(items, limits_from(cur.fetchone(), "postgresql"))
-                cur.execute(PUSH_SQL.format("%s"), (batch_json(items),))
-                rows = cur.fetchall()
-            except Exception as exc:
-                if (translated := translate(exc)) is not exc:
-                    raise translated from exc
-                raise
-        except BaseException:
-            cur.execute(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}")
-            cur.execute(f"RELEASE SAVEPOINT {SAVEPOINT}")
-            raise
-        cur.execute(f"RELEASE SAVEPOINT {SAVEPOINT}")
+    _in_transaction(conn)
+    with conn.cursor() as cur, savepoint(cur.execute, STANDARD, translate):
+        cur.execute(LIMITS_SQL)
+        check_limits(items, limits_from(cur.fetchone(), "postgresql"))
+        cur.execute(PUSH_SQL.format("%s"), (batch_json(items),))
+        rows = cur.fetchall()
     return [Pushed(as_uuid(i), bool(c)) for i, c in rows]
 
 
 async def push_psycopg_async(conn: Any, items: Sequence[Checked]) -> list[Pushed]:
     """On a psycopg.AsyncConnection: as push_psycopg."""
-    from psycopg.pq import TransactionStatus
-
-    if conn.info.transaction_status not in (TransactionStatus.INTRANS, TransactionStatus.INERROR):
-        raise NotInTransaction()
-    async with conn.cursor() as cur:
-        await cur.execute(f"SAVEPOINT {SAVEPOINT}")
-        try:
-            try:
-                await cur.execute(LIMITS_SQL)
-                check_limits(items, limits_from(await cur.fetchone(), "postgresql"))
-                await cur.execute(PUSH_SQL.format("%s"), (batch_json(items),))
-                rows = await cur.fetchall()
-            except Exception as exc:
-                if (translated := translate(exc)) is not exc:
-                    raise translated from exc
-                raise
-        except BaseException:
-            await cur.execute(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}")
-            await cur.execute(f"RELEASE SAVEPOINT {SAVEPOINT}")
-            raise
-        await cur.execute(f"RELEASE SAVEPOINT {SAVEPOINT}")
+    _in_transaction(conn)
+    async with conn.cursor() as cur, savepoint_async(cur.execute, STANDARD, translate):
+        await cur.execute(LIMITS_SQL)
+        check_limits(items, limits_from(await cur.fetchone(), "postgresql"))
+        await cur.execute(PUSH_SQL.format("%s"), (batch_json(items),))
+        rows = await cur.fetchall()
     return [Pushed(as_uuid(i), bool(c)) for i, c in rows]
 
 
@@ -100,17 +70,15 @@ async def push_asyncpg(conn: Any, items: Sequence[Checked]) -> list[Pushed]:
     than a nested conn.transaction(), which asyncpg refuses in a transaction begun by a BEGIN."""
     if not conn.is_in_transaction():
         raise NotInTransaction()
-    await conn.execute(f"SAVEPOINT {SAVEPOINT}")
-    try:
-        try:
-            check_limits(items, limits_from(await conn.fetchrow(LIMITS_SQL), "postgresql"))
-            rows = await conn.fetch(PUSH_SQL.format("$1"), batch_json(items))
-        except Exception as exc:
-            if (translated := translate(exc)) is not exc:
-                raise translated from exc
-            raise
-    except BaseException:
-        await conn.execute(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}; RELEASE SAVEPOINT {SAVEPOINT}")
-        raise
-    await conn.execute(f"RELEASE SAVEPOINT {SAVEPOINT}")
+    async with savepoint_async(conn.execute, STANDARD_ONE_TRIP, translate):
+        check_limits(items, limits_from(await conn.fetchrow(LIMITS_SQL), "postgresql"))
+        rows = await conn.fetch(PUSH_SQL.format("$1"), batch_json(items))
     return [Pushed(as_uuid(r[0]), bool(r[1])) for r in rows]
+
+
+def _in_transaction(conn: Any) -> None:
+    """psycopg's (sync or async) connection is in a transaction, or the push is refused."""
+    from psycopg.pq import TransactionStatus
+
+    if conn.info.transaction_status not in (TransactionStatus.INTRANS, TransactionStatus.INERROR):
+        raise NotInTransaction()

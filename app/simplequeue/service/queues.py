@@ -44,6 +44,7 @@ from simplequeue.domain import (
 from simplequeue.domain.activity import ActivityBucket, activity_window
 from simplequeue.domain.metadata import MetadataChange, QueueMetadata
 from simplequeue.domain.rules import repeat_rounds
+from simplequeue.service import batches
 from simplequeue.service.creating import QueueLimit
 from simplequeue.service.events import Events, NoEvents
 from simplequeue.service.pushing import PushCoalescer
@@ -456,21 +457,21 @@ class QueueService:
 
     async def redrive(self, queue: str, ids: Sequence[UUID] | None, rate_per_second: float | None) -> int:
         await self._known(queue)
-        count = await self._store.redrive(queue, ids, rate_per_second)
+        count = await batches.redrive(self._store, queue, ids, rate_per_second)
         if count:
             self._waiting.notify(queue, count)
         return count
 
     async def purge_dead(self, queue: str) -> int:
         await self._known(queue)
-        return await self._store.purge_dead(queue)
+        return await batches.purge_dead(self._store, queue)
 
     async def purge_live(self, queue: str) -> int:
         """Delete the queue's live items (SQS's PurgeQueue; dead ones and history stay) and answer
         how many. Raises QueueNotFound. SQS's one purge per 60 seconds is
         simplequeue.service.local.purges's."""
         await self._known(queue)
-        return await self._store.purge_live(queue)
+        return await batches.purge_live(self._store, queue)
 
     async def pause(self, queue: str) -> QueueStats:
         await self._store.set_paused(queue, True)

@@ -16,41 +16,27 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
 
 from simplequeue.domain import QueueError
+from simplequeue.service.batches import in_batches
 from simplequeue.store.protocol import Store
 
 log = logging.getLogger("simplequeue.maintenance")
 
-BATCH = 1000
-
-
-async def _in_batches(step: Callable[[int], Awaitable[int]], max_rows: int) -> int:
-    """Run a sweep's step a batch at a time until a batch comes back short, up to about max_rows
-    (a soft cap: whole batches)."""
-    total = 0
-    while total < max_rows:
-        done = await step(BATCH)
-        total += done
-        if done < BATCH:
-            break
-    return total
-
 
 async def reap(store: Store, *, max_rows: int) -> int:
     """Make dead every expired last attempt, up to about max_rows."""
-    return await _in_batches(store.reap_expired, max_rows)
+    return await in_batches(lambda limit, _: store.reap_expired(limit), max_rows)
 
 
 async def purge(store: Store, *, max_rows: int) -> int:
     """Delete history and dedup keys past their time, up to about max_rows."""
-    return await _in_batches(store.purge_history, max_rows)
+    return await in_batches(lambda limit, _: store.purge_history(limit), max_rows)
 
 
 async def expire(store: Store, *, max_rows: int) -> int:
     """Delete live items past their queue's MessageRetentionPeriod, up to about max_rows."""
-    return await _in_batches(store.expire_retained, max_rows)
+    return await in_batches(lambda limit, _: store.expire_retained(limit), max_rows)
 
 
 async def sweep_forever(

@@ -198,18 +198,23 @@ class Administration(Protocol):
     async def put_queue(self, name: str, settings: QueueSettings) -> bool:
         """Create the queue with these settings or replace its settings; True if it was created."""
 
-    async def redrive(self, queue: str, ids: Sequence[UUID] | None, rate_per_second: float | None) -> int:
-        """Make dead items (all, or those of `ids`) ready again with attempts reset; return how many.
-        With a rate, the k-th item becomes poppable k / rate seconds from now."""
+    async def redrive(
+        self, queue: str, ids: Sequence[UUID] | None, rate_per_second: float | None, limit: int, offset: int
+    ) -> int:
+        """One transaction: make up to `limit` dead items (all the queue's, or those of `ids`),
+        oldest dead first, ready again with attempts reset; return how many. With a rate, the k-th
+        item of this batch becomes poppable (offset + k) / rate seconds from now, `offset` being
+        how many the batches before revived. The loop is the service's (service/batches.py)."""
 
-    async def purge_dead(self, queue: str) -> int:
-        """Delete the queue's dead items (in bounded batches); return how many."""
+    async def purge_dead(self, queue: str, limit: int) -> int:
+        """One transaction: delete up to `limit` of the queue's dead items; return how many."""
 
-    async def purge_live(self, queue: str) -> int:
-        """Delete the queue's live items (ready, delayed, retrying, leased; in bounded batches) and
-        return how many: SQS's PurgeQueue. No history is written (a purge is not a completion); dead
-        items stay, and so does a lease that ran out on its last attempt (dead already). Their dedup
-        keys and remembered ids start their windows, as purge_dead's do."""
+    async def purge_live(self, queue: str, limit: int) -> int:
+        """One transaction: delete up to `limit` of the queue's live items (ready, delayed,
+        retrying, leased) and return how many: SQS's PurgeQueue, a batch at a time. No history is
+        written (a purge is not a completion); dead items stay, and so does a lease that ran out on
+        its last attempt (dead already). Their dedup keys and remembered ids start their windows,
+        as purge_dead's do."""
 
     async def set_paused(self, queue: str, paused: bool) -> None:
         """A paused queue takes pushes and hands out nothing. Raises QueueNotFound."""

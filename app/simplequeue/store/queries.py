@@ -65,7 +65,8 @@ def load_queries(package: str, style: Style) -> dict[str, Query]:
     """The named queries of `package`'s queries.sql (a dialect's folder).
 
     A block headed ``-- fragment: <name>`` is not a query: it is SQL that several queries share,
-    written once. A query takes it in whole with a line ``-- include: <name>``, indented as that line.
+    written once. A query takes it in whole with a line ``-- include: <name>``, indented as that line;
+    so may a fragment, of a fragment above it.
     """
     return parse_queries((files(package) / "queries.sql").read_text(encoding="utf-8"), style, package)
 
@@ -75,15 +76,20 @@ def parse_queries(text: str, style: Style, where: str = "queries.sql") -> dict[s
     parts = _HEADER.split(text)
     # parts = [preamble, kind1, name1, body1, kind2, name2, body2, ...]
     blocks = list(zip(parts[1::3], parts[2::3], parts[3::3], strict=True))
-    fragments = {name: body.strip() for kind, name, body in blocks if kind == "fragment"}
+    fragments: dict[str, str] = {}
 
     def included(match: re.Match[str]) -> str:
         indent, name = match[1], match[2]
         if name not in fragments:
+            # (a fragment takes only those above it)
             raise ValueError(f"{where}: no fragment {name!r} to include")
         # At the include's indentation: a fragment of a column list reads as the list's own lines.
         return textwrap.indent(fragments[name], indent)
 
+    # A fragment may include fragments written above it (never itself, so never a loop).
+    for kind, name, body in blocks:
+        if kind == "fragment":
+            fragments[name] = _INCLUDE.sub(included, body).strip()
     queries = {
         name: compile_query(name, _INCLUDE.sub(included, body).strip(), style)
         for kind, name, body in blocks

@@ -41,6 +41,7 @@ from simplequeue.domain.attributes import (
     VALUE_PATTERN,
     message_attributes_json,
 )
+from simplequeue.domain.fields import MAX_DELAY_SECONDS
 
 ATTRIBUTES_TEXT = (
     "Message attributes (SQS's MessageAttributes; received through the SQS door as such): at most "
@@ -111,7 +112,7 @@ class ItemFields(Body):
         "priorities starves lower ones: that is the producer's choice.",
     )
     delay_seconds: Annotated[float, Number] = Field(
-        0, ge=0, le=31536000, description="Not poppable until this long after the push."
+        0, ge=0, le=MAX_DELAY_SECONDS, description="Not poppable until this long after the push."
     )
     not_before: UtcDatetime | None = Field(
         None,

@@ -70,8 +70,6 @@ from simplequeue.store.mssql.odbc import (
 from simplequeue.store.mssql.statements import fetch, fetch_sets
 from simplequeue.store.reads import QueueReads
 
-BATCH = 1000  # rows per transaction in redrive and purge_dead, so that none holds its locks long
-
 
 class MssqlStore(QueueReads):
     dialect = "mssql"
@@ -412,42 +410,30 @@ class MssqlStore(QueueReads):
         return DeletedQueue(items=int(row["items"]), history=int(row["history"]))
 
     @deadlock_unavailable
-    async def redrive(self, queue: str, ids: Sequence[UUID] | None, rate_per_second: float | None) -> int:
-        """In transactions of up to BATCH items, oldest dead first: pick them (locked), then revive."""
+    async def redrive(
+        self, queue: str, ids: Sequence[UUID] | None, rate_per_second: float | None, limit: int, offset: int
+    ) -> int:
+        """One transaction of up to `limit` items, oldest dead first: pick them (locked), then revive."""
         wanted = params.json_text([str(i) for i in ids]) if ids is not None else ""
-        revived = 0
-        while True:
-            async with self._transaction() as conn:
-                picked = await fetch(conn, "pick_dead", queue=queue, ids=wanted, limit=BATCH)
-                seqs = [row["seq"] for row in picked]
-                if seqs:
-                    plan = params.revive_json(seqs, revived, rate_per_second)
-                    await fetch(conn, "revive", now=self._now(), queue=queue, plan=plan)
-            revived += len(seqs)
-            if len(seqs) < BATCH:
-                return revived
+        async with self._transaction() as conn:
+            picked = await fetch(conn, "pick_dead", queue=queue, ids=wanted, limit=limit)
+            seqs = [row["seq"] for row in picked]
+            if seqs:
+                plan = params.revive_json(seqs, offset, rate_per_second)
+                await fetch(conn, "revive", now=self._now(), queue=queue, plan=plan)
+        return len(seqs)
 
     @deadlock_unavailable
-    async def purge_dead(self, queue: str) -> int:
-        purged = 0
-        while True:
-            async with self._transaction() as conn:
-                [row] = await fetch(conn, "purge_dead", now=self._now(), queue=queue, limit=BATCH)
-            done = int(row["purged"])
-            purged += done
-            if done < BATCH:
-                return purged
+    async def purge_dead(self, queue: str, limit: int) -> int:
+        async with self._transaction() as conn:
+            [row] = await fetch(conn, "purge_dead", now=self._now(), queue=queue, limit=limit)
+        return int(row["purged"])
 
     @deadlock_unavailable
-    async def purge_live(self, queue: str) -> int:
-        purged = 0
-        while True:
-            async with self._transaction() as conn:
-                [row] = await fetch(conn, "purge_live", now=self._now(), queue=queue, limit=BATCH)
-            done = int(row["purged"])
-            purged += done
-            if done < BATCH:
-                return purged
+    async def purge_live(self, queue: str, limit: int) -> int:
+        async with self._transaction() as conn:
+            [row] = await fetch(conn, "purge_live", now=self._now(), queue=queue, limit=limit)
+        return int(row["purged"])
 
     @retry_deadlocks
     async def expire_retained(self, limit: int) -> int:

@@ -32,17 +32,27 @@ SET status = 'leased',
         + COALESCE(:lease_seconds, (SELECT lease_seconds FROM sq_queues WHERE name = :queue)) * interval '1 second',
     first_popped_at = COALESCE(first_popped_at, COALESCE(:now::timestamptz, now()))
 
+-- fragment: group_head
+-- Ordered groups: an item x qualifies only as its group's head, with no live item of the group
+-- before it (one completed by this statement, in `done`, is gone). See pop.
+AND (x.group_key IS NULL OR NOT EXISTS (
+    SELECT 1 FROM sq_items AS e
+    WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
+      AND e.group_key IS NOT NULL AND e.status <> 'dead'
+      AND e.id NOT IN (SELECT id FROM done)))
+
 -- fragment: claim
--- The items a pop takes (see pop): their seqs, in pop order, at most :max_items.
+-- The items a pop takes (see pop): their seqs, in pop order, at most :max_items. It reads two
+-- relations its statement defines: `requested`, the ids of the items the statement completes
+-- (never handed out again by it), and `done`, those it completed (gone, for the group probe): see
+-- complete_and_pop. A pop alone completes nothing (nothing_completed).
 SELECT c.seq FROM (
     SELECT r.seq, r.priority, r.created_at FROM (
         SELECT x.seq, x.priority, x.created_at FROM sq_items AS x
         WHERE x.queue = :queue AND x.status = 'ready' AND x.visible_at <= COALESCE(:now::timestamptz, now())
+          AND x.id <> ALL (ARRAY(SELECT id FROM requested))
           AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
-          AND (x.group_key IS NULL OR NOT EXISTS (
-              SELECT 1 FROM sq_items AS e
-              WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
-                AND e.group_key IS NOT NULL AND e.status <> 'dead'))
+          -- include: group_head
         ORDER BY x.priority DESC, x.created_at, x.seq
         LIMIT :max_items
         FOR UPDATE SKIP LOCKED
@@ -51,12 +61,10 @@ SELECT c.seq FROM (
     SELECT l.seq, l.priority, l.created_at FROM (
         SELECT x.seq, x.priority, x.created_at FROM sq_items AS x
         WHERE x.queue = :queue AND x.status = 'leased' AND x.visible_at <= COALESCE(:now::timestamptz, now())
+          AND x.id <> ALL (ARRAY(SELECT id FROM requested))
           AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
           AND x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)
-          AND (x.group_key IS NULL OR NOT EXISTS (
-              SELECT 1 FROM sq_items AS e
-              WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
-                AND e.group_key IS NOT NULL AND e.status <> 'dead'))
+          -- include: group_head
         ORDER BY x.priority DESC, x.created_at, x.seq
         LIMIT :max_items
         FOR UPDATE SKIP LOCKED
@@ -64,6 +72,13 @@ SELECT c.seq FROM (
 ) AS c
 ORDER BY c.priority DESC, c.created_at, c.seq
 LIMIT :max_items
+
+-- fragment: nothing_completed
+-- The claim's `requested` and `done` for a statement that completes nothing: empty. The claim
+-- reads `requested` as an array, made once per statement (an init plan), so each row it walks
+-- costs one comparison with an empty array; `done` is probed only behind a group's earlier item.
+WITH requested AS (SELECT NULL::uuid AS id WHERE false),
+     done AS (SELECT NULL::uuid AS id WHERE false)
 
 -- name: pop
 -- SKIP LOCKED: concurrent poppers pass over rows another transaction is claiming instead of
@@ -81,6 +96,7 @@ LIMIT :max_items
 -- The probe reads this statement's snapshot, which is safe because pushes into a group commit
 -- in seq order (lock_groups): whatever head this snapshot shows, an earlier live item would show
 -- too, and an item another popper is leasing right now still shows as live, so blocks the rest.
+-- include: nothing_completed
 -- include: lease
 WHERE seq = ANY (ARRAY(
     -- include: claim
@@ -98,6 +114,7 @@ RETURNING seq, id, queue, payload::text AS payload, created_at, attempts, lease_
 -- a lock and need none to be ours alone: no other popper takes an item behind a live head, and the
 -- head is locked by this claim. A follower that changed since this statement's snapshot (a
 -- completion by id, a fail to dead) is left by the UPDATE's own status check.
+-- include: nothing_completed
 -- include: lease
 WHERE seq = ANY (ARRAY(
     WITH heads AS MATERIALIZED (
@@ -201,55 +218,19 @@ FROM present LEFT JOIN done ON done.id = present.id
 
 -- name: complete_and_pop
 -- A worker's completions and its next pop, in one statement and one commit: complete_batch's
--- CTEs, then pop's UPDATE. CTEs share one snapshot, so two rules keep the pop in step with the
--- completions: an item completed here is not handed out again here, and the group probe counts
--- the items completed here as gone, so the next item of a group whose head was just completed is
--- its head now (as it is on the engines that run these as two statements in one transaction).
+-- CTEs, then pop's UPDATE (its lease and claim). CTEs share one snapshot, so two rules keep the
+-- pop in step with the completions: an item requested here is not handed out again here
+-- (`requested`), and the group probe counts the items completed here as gone (`done`), so the
+-- next item of a group whose head was just completed is its head now (as it is on the engines
+-- that run these as two statements in one transaction).
 WITH
 -- include: completion
-, popped AS (
-    UPDATE sq_items
-    SET status = 'leased',
-        attempts = attempts + 1,
-        lease_token = :lease_token,
-        visible_at = COALESCE(:now::timestamptz, now())
-            + COALESCE(:lease_seconds, (SELECT lease_seconds FROM sq_queues WHERE name = :queue)) * interval '1 second',
-        first_popped_at = COALESCE(first_popped_at, COALESCE(:now::timestamptz, now()))
+, requested AS (
+    SELECT unnest(:ids::uuid[]) AS id
+), popped AS (
+    -- include: lease
     WHERE seq = ANY (ARRAY(
-        SELECT c.seq FROM (
-            SELECT r.seq, r.priority, r.created_at FROM (
-                SELECT x.seq, x.priority, x.created_at FROM sq_items AS x
-                WHERE x.queue = :queue AND x.status = 'ready' AND x.visible_at <= COALESCE(:now::timestamptz, now())
-                  AND x.id <> ALL (:ids::uuid[])
-                  AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
-                  AND (x.group_key IS NULL OR NOT EXISTS (
-                      SELECT 1 FROM sq_items AS e
-                      WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
-                        AND e.group_key IS NOT NULL AND e.status <> 'dead'
-                        AND e.id NOT IN (SELECT id FROM done)))
-                ORDER BY x.priority DESC, x.created_at, x.seq
-                LIMIT :max_items
-                FOR UPDATE SKIP LOCKED
-            ) AS r
-            UNION ALL
-            SELECT l.seq, l.priority, l.created_at FROM (
-                SELECT x.seq, x.priority, x.created_at FROM sq_items AS x
-                WHERE x.queue = :queue AND x.status = 'leased' AND x.visible_at <= COALESCE(:now::timestamptz, now())
-                  AND x.id <> ALL (:ids::uuid[])
-                  AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
-                  AND x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)
-                  AND (x.group_key IS NULL OR NOT EXISTS (
-                      SELECT 1 FROM sq_items AS e
-                      WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
-                        AND e.group_key IS NOT NULL AND e.status <> 'dead'
-                        AND e.id NOT IN (SELECT id FROM done)))
-                ORDER BY x.priority DESC, x.created_at, x.seq
-                LIMIT :max_items
-                FOR UPDATE SKIP LOCKED
-            ) AS l
-        ) AS c
-        ORDER BY c.priority DESC, c.created_at, c.seq
-        LIMIT :max_items
+        -- include: claim
     ))
     RETURNING seq, id, queue, payload::text AS payload, created_at, attempts, lease_token, visible_at,
               priority, group_key, attributes

@@ -53,7 +53,6 @@ from simplequeue.store.postgres.pool import Pool
 from simplequeue.store.postgres.statements import execute, fetch, fetch_one, fetch_value
 from simplequeue.store.reads import QueueReads
 
-BATCH = 1000  # rows per transaction in redrive and purges, so that none holds its locks long
 log = logging.getLogger("simplequeue.postgres")
 
 # A queue table's size swings faster than autovacuum analyses it, so the planner often thinks a
@@ -432,45 +431,35 @@ class PostgresStore(QueueReads):
             raise QueueInUse()
         return DeletedQueue(items=row["items"], history=row["history"])
 
-    async def redrive(self, queue: str, ids: Sequence[UUID] | None, rate_per_second: float | None) -> int:
-        wanted = list(ids) if ids is not None else None
-        revived = 0
-        while True:
-            async with self._conn() as conn, conn.transaction():
-                picked = await fetch(conn, "pick_dead", queue=queue, ids=wanted, limit=BATCH)
-                grouped = [r["group_key"] for r in picked if r["group_key"] is not None]
-                if grouped:  # rejoining a group at the back is a push into it: take turns the same way
-                    await execute(conn, "lock_groups", queues=[queue] * len(grouped), groups=grouped)
-                delays = [
-                    redrive_delay(revived + k, rate_per_second).total_seconds() for k in range(len(picked))
-                ]
-                await execute(conn, "revive", seqs=[r["seq"] for r in picked], now=self._now(), delays=delays)
-            revived += len(picked)
-            if len(picked) < BATCH:
-                return revived
+    async def redrive(
+        self, queue: str, ids: Sequence[UUID] | None, rate_per_second: float | None, limit: int, offset: int
+    ) -> int:
+        async with self._conn() as conn, conn.transaction():
+            wanted = list(ids) if ids is not None else None
+            picked = await fetch(conn, "pick_dead", queue=queue, ids=wanted, limit=limit)
+            grouped = [r["group_key"] for r in picked if r["group_key"] is not None]
+            if grouped:  # rejoining a group at the back is a push into it: take turns the same way
+                await execute(conn, "lock_groups", queues=[queue] * len(grouped), groups=grouped)
+            delays = [redrive_delay(offset + k, rate_per_second).total_seconds() for k in range(len(picked))]
+            await execute(conn, "revive", seqs=[r["seq"] for r in picked], now=self._now(), delays=delays)
+        return len(picked)
 
-    async def purge_dead(self, queue: str) -> int:
-        purged = 0
-        while True:
-            async with self._conn() as conn:
-                done: int = await fetch_value(conn, "purge_dead", queue=queue, limit=BATCH, now=self._now())
-            purged += done
-            if done < BATCH:
-                return purged
+    async def purge_dead(self, queue: str, limit: int) -> int:
+        return await self._purge("purge_dead", queue, limit)
+
+    async def _purge(self, query: str, queue: str, limit: int) -> int:
+        """purge_dead's and purge_live's batch: one statement, which answers how many went."""
+        async with self._conn() as conn:
+            done: int = await fetch_value(conn, query, queue=queue, limit=limit, now=self._now())
+        return done
 
     async def expire_retained(self, limit: int) -> int:
         async with self._conn() as conn:
             done: int = await fetch_value(conn, "expire_retained", limit=limit, now=self._now())
         return done
 
-    async def purge_live(self, queue: str) -> int:
-        purged = 0
-        while True:
-            async with self._conn() as conn:
-                done: int = await fetch_value(conn, "purge_live", queue=queue, limit=BATCH, now=self._now())
-            purged += done
-            if done < BATCH:
-                return purged
+    async def purge_live(self, queue: str, limit: int) -> int:
+        return await self._purge("purge_live", queue, limit)
 
     async def reap_expired(self, limit: int) -> int:
         async with self._conn() as conn:

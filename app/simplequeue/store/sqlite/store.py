@@ -54,7 +54,6 @@ from simplequeue.store.sqlite.params import add_seconds, to_text
 from simplequeue.store.sqlite.statements import execute, execute_many, fetch, fetch_one, on_thread
 
 T = TypeVar("T")
-BATCH = 1000  # rows per transaction in redrive and purges, so that no write holds the lock long
 
 
 async def _move_dead(conn: aiosqlite.Connection, seqs: str, now: str) -> None:
@@ -368,28 +367,23 @@ class SqliteStore(QueueReads):
             await execute(conn, "delete_queue", queue=queue)
         return DeletedQueue(items=items, history=history)
 
-    async def redrive(self, queue: str, ids: Sequence[UUID] | None, rate_per_second: float | None) -> int:
-        now = self._clock()
+    async def redrive(
+        self, queue: str, ids: Sequence[UUID] | None, rate_per_second: float | None, limit: int, offset: int
+    ) -> int:
         wanted = json.dumps([str(i) for i in ids]) if ids is not None else None
-        revived = 0
-        while True:
-            async with self._write() as conn:
-                params = {"queue": queue, "ids": wanted, "limit": BATCH}
-                seqs = [row["seq"] for row in await fetch(conn, "dead_to_redrive", **params)]
-                await execute_many(
-                    conn,
-                    "revive",
-                    [
-                        {
-                            "seq": seq,
-                            "visible_at": to_text(now + redrive_delay(revived + k, rate_per_second)),
-                        }
-                        for k, seq in enumerate(seqs)
-                    ],
-                )
-            revived += len(seqs)
-            if len(seqs) < BATCH:
-                return revived
+        async with self._write() as conn:
+            now = self._clock()
+            params = {"queue": queue, "ids": wanted, "limit": limit}
+            seqs = [row["seq"] for row in await fetch(conn, "dead_to_redrive", **params)]
+            await execute_many(
+                conn,
+                "revive",
+                [
+                    {"seq": seq, "visible_at": to_text(now + redrive_delay(offset + k, rate_per_second))}
+                    for k, seq in enumerate(seqs)
+                ],
+            )
+        return len(seqs)
 
     @staticmethod
     async def _delete_purged(conn: aiosqlite.Connection, seqs: list[int], now: str) -> None:
@@ -399,29 +393,21 @@ class SqliteStore(QueueReads):
         await execute(conn, "remember_ids", seqs=json.dumps(seqs), now=now)
         await execute(conn, "delete_items", seqs=json.dumps(seqs))
 
-    async def purge_dead(self, queue: str) -> int:
-        purged = 0
-        while True:
-            async with self._write() as conn:
-                params = {"queue": queue, "ids": None, "limit": BATCH}
-                seqs = [row["seq"] for row in await fetch(conn, "dead_to_redrive", **params)]
-                now = to_text(self._clock())
-                await self._delete_purged(conn, seqs, now)
-            purged += len(seqs)
-            if len(seqs) < BATCH:
-                return purged
+    async def purge_dead(self, queue: str, limit: int) -> int:
+        async with self._write() as conn:
+            params = {"queue": queue, "ids": None, "limit": limit}
+            seqs = [row["seq"] for row in await fetch(conn, "dead_to_redrive", **params)]
+            await self._delete_purged(conn, seqs, to_text(self._clock()))
+        return len(seqs)
 
-    async def purge_live(self, queue: str) -> int:
-        purged = 0
-        while True:
-            async with self._write() as conn:
-                now = to_text(self._clock())
-                params = {"queue": queue, "now": now, "limit": BATCH}
-                seqs = [row["seq"] for row in await fetch(conn, "live_to_purge", **params)]
-                await self._delete_purged(conn, seqs, now)
-            purged += len(seqs)
-            if len(seqs) < BATCH:
-                return purged
+    async def purge_live(self, queue: str, limit: int) -> int:
+        async with self._write() as conn:
+            now = to_text(self._clock())
+            seqs = [
+                row["seq"] for row in await fetch(conn, "live_to_purge", queue=queue, now=now, limit=limit)
+            ]
+            await self._delete_purged(conn, seqs, now)
+        return len(seqs)
 
     async def expire_retained(self, limit: int) -> int:
         async with self._write() as conn:

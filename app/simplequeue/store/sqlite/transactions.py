@@ -11,6 +11,8 @@ from datetime import datetime
 from typing import Any, TypeVar
 from uuid import UUID, uuid4
 
+import aiosqlite
+
 from simplequeue.domain import (
     CompleteOutcome,
     Completion,
@@ -48,55 +50,76 @@ def push_on(conn: sqlite3.Connection, items: Sequence[NewItem], now: datetime) -
     factory, conn.row_factory = conn.row_factory, sqlite3.Row
     try:
         with translated_sync_errors():
-            return [r for r in push_batch(conn, items, False, now) if r is not None]
+            return pushed_only(statements.run_steps(conn, push_steps(items, False, now)))
     finally:
         conn.row_factory = factory
+
+
+async def push_on_async(conn: aiosqlite.Connection, items: Sequence[NewItem], now: datetime) -> list[Pushed]:
+    """push_on, on a caller's aiosqlite connection: each statement through aiosqlite's own
+    execute_fetchall and executemany (a hop to the connection's thread each)."""
+    factory = conn.row_factory
+    conn.row_factory = sqlite3.Row
+    try:
+        with translated_sync_errors():
+            return pushed_only(await statements.run_steps_async(conn, push_steps(items, False, now)))
+    finally:
+        conn.row_factory = factory
+
+
+def pushed_only(results: list[Pushed | None]) -> list[Pushed]:
+    return [r for r in results if r is not None]
 
 
 def push_batch(
     conn: sqlite3.Connection, items: Sequence[NewItem], skip_existing: bool, now: datetime
 ) -> list[Pushed | None]:
+    return statements.run_steps(conn, push_steps(items, skip_existing, now))
+
+
+def push_steps(
+    items: Sequence[NewItem], skip_existing: bool, now: datetime
+) -> statements.Steps[list[Pushed | None]]:
+    """The push's statements, as steps (statements.Steps) that the store's writer thread and a
+    caller's connection, sync or async, run alike."""
     plan = PushPlan(items, skip_existing=skip_existing)
     keyed = plan.keyed()
     claims = [
         {"queue": i.queue, "key": i.dedup_key, "id": str(i.id), "created_at": to_text(i.created_at)}
         for i in (items[n] for n in keyed)
     ]
-    winners = claim_dedup_keys(conn, claims, to_text(now)) if claims else {}
+    winners = (yield from claim_dedup_keys(claims, to_text(now))) if claims else {}
     by_place = plan.by_place(winners)
     fresh = [items[n] for n in plan.fresh(by_place)]
     # Under BEGIN IMMEDIATE no other writer can insert between these look-ups and the insert.
-    holders = id_holders(conn, fresh, to_text(now))
+    holders = yield from id_holders(fresh, to_text(now))
     new = [i for i in fresh if str(i.id) not in holders]
-    queues = [{"queue": q, "now": to_text(now)} for q in {i.queue for i in new}]
-    statements.run_many(conn, "ensure_queue", queues)
-    statements.run_many(
-        conn, "insert_item", [{**insert_params(i, now), "remember_id": i.remembers_id} for i in new]
-    )
+    yield "ensure_queue", [{"queue": q, "now": to_text(now)} for q in {i.queue for i in new}]
+    yield "insert_item", [{**insert_params(i, now), "remember_id": i.remembers_id} for i in new]
     held = {rows.as_uuid(k): (row["queue"], rows.as_utc(row["created_at"])) for k, row in holders.items()}
     return plan.results(by_place, {i.id for i in new}, held)
 
 
-def id_holders(conn: sqlite3.Connection, items: Sequence[NewItem], now: str) -> dict[str, Any]:
+def id_holders(items: Sequence[NewItem], now: str) -> statements.Steps[dict[str, Any]]:
     """{id: the row that holds it} for these items' ids: a live or dead item, or, for ids that are
     their items' idempotency keys, a finished item the queue still remembers (asked only when the
     call has such ids that no item holds)."""
     ids = [str(i.id) for i in items]
-    holders = {row["id"]: row for row in statements.rows(conn, "existing_ids", ids=json.dumps(ids))}
+    holders = {row["id"]: row for row in (yield "existing_ids", {"ids": json.dumps(ids)})}
     unknown = [str(i.id) for i in items if i.remembers_id and str(i.id) not in holders]
     if unknown:
-        for row in statements.rows(conn, "remembered_ids", ids=json.dumps(unknown), now=now):
+        for row in (yield "remembered_ids", {"ids": json.dumps(unknown), "now": now}):
             holders[row["id"]] = row
     return holders
 
 
 def claim_dedup_keys(
-    conn: sqlite3.Connection, claims: list[dict[str, Any]], now: str
-) -> dict[tuple[str, str], Pushed | None]:
+    claims: list[dict[str, Any]], now: str
+) -> statements.Steps[dict[tuple[str, str], Pushed | None]]:
     """{(queue, key): None where this call took the key, else the item that holds it}."""
     params = {"claims": json.dumps(claims), "now": now}
-    taken = {(row["queue"], row["dedup_key"]) for row in statements.rows(conn, "claim_dedup_keys", **params)}
-    winners = statements.rows(conn, "dedup_winners", claims=params["claims"])
+    taken = {(row["queue"], row["dedup_key"]) for row in (yield "claim_dedup_keys", params)}
+    winners = yield "dedup_winners", {"claims": params["claims"]}
     return {
         (row["queue"], row["dedup_key"]): None
         if (row["queue"], row["dedup_key"]) in taken
