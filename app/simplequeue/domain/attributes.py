@@ -34,9 +34,7 @@ NAME_CHARS = r"[^\x00-\x2c\x2f\x3a-\x40\x5b-\x5e\x60\x7b-\x7f\ufffe\uffff]"
 ASCII (SQS takes letters of other scripts, `héllo`; which others it takes is not documented, so
 every one XML can carry is taken). Written as the ASCII it excludes, so that the one class means
 the same to ECMA-262 (the spec's readers, astral characters as surrogate pairs) and to Python."""
-NAME_PATTERN = (
-    r"^(?![Aa][Ww][Ss]\.|[Aa][Mm][Aa][Zz][Oo][Nn]\.|\.)(?!.*\.\.)(?!.*\.$)" + NAME_CHARS + "+$"
-)
+NAME_PATTERN = r"^(?![Aa][Ww][Ss]\.|[Aa][Mm][Aa][Zz][Oo][Nn]\.|\.)(?!.*\.\.)(?!.*\.$)" + NAME_CHARS + "+$"
 """Every rule of a name but its length, as one pattern (for the HTTP API's spec); the checks below
 say which rule a name breaks."""
 TYPE_PATTERN = r"^(String|Number|Binary)(\.[ -~]+)?$"

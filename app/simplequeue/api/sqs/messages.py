@@ -269,10 +269,13 @@ async def _numbered(ctx: Context, queue: str, answers: list[dict[str, Any]]) -> 
 
 
 def _batch(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
+    """A batch's answer. An empty list is left out, as SQS leaves it out (a batch without failures
+    has no `Failed`: code written against SQS reads it with a default)."""
+    answer = {
         "Successful": [o for o in outcomes if "Code" not in o],
         "Failed": [o for o in outcomes if "Code" in o],
     }
+    return {key: entries for key, entries in answer.items() if entries}
 
 
 # --- receiving ---------------------------------------------------------------------------------
