@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from tests.sqs.both_protocols import Answer, call
 from tests.sqs.test_permissions import add
@@ -16,6 +17,7 @@ from tests.sqs.test_queue_attributes_as_aws import created
 
 INVALID = ("InvalidParameterValue", "com.amazon.coral.service#InvalidParameterValueException")
 MISSING = ("MissingParameter", "com.amazon.coral.service#MissingRequiredParameterException")
+NOWHERE = ("AWS.SimpleQueueService.NonExistentQueue", "com.amazonaws.sqs#QueueDoesNotExist")
 BATCH_KINDS = {
     "SendMessageBatch": "SendMessageBatchRequestEntry",
     "DeleteMessageBatch": "DeleteMessageBatchRequestEntry",
@@ -281,12 +283,11 @@ def test_queues(sqs_base: str, protocol: str, name: str) -> None:
         "json": "The specified queue does not exist.",
         "query": "The specified queue does not exist for this wsdl version.",
     }
-    nowhere = sqs_own("NonExistentQueue")[0], "com.amazonaws.sqs#QueueDoesNotExist"
     for action, given in (
         ("GetQueueUrl", {"QueueName": f"{name}-not"}),
         ("GetQueueAttributes", {"QueueUrl": f"{url}-not"}),
     ):
-        refused(call(sqs_base, protocol, action, **given), protocol, nowhere, words[protocol])
+        refused(call(sqs_base, protocol, action, **given), protocol, NOWHERE, words[protocol])
     assert call(sqs_base, protocol, "PurgeQueue", QueueUrl=url).status == 200
     again = call(sqs_base, protocol, "PurgeQueue", QueueUrl=url)
     message = f"Only one PurgeQueue operation on {name} is allowed every 60 seconds."
@@ -316,3 +317,18 @@ def test_tags(sqs_base: str, protocol: str, name: str, count: int) -> None:
     tags = {f"k{n}": "v" for n in range(count)}
     answer = call(sqs_base, protocol, "TagQueue", QueueUrl=url, Tags=tags)
     refused(answer, protocol, INVALID, f"Too many tags added for queue {name}.")
+
+
+def test_boto3_reads_them_as_against_aws(sqs: Any, url: str) -> None:
+    """boto3 (the JSON protocol) reports Code from x-amzn-query-error and QueryErrorCode from
+    `__type`, as LocalStack's snapshots record them from AWS."""
+    for call_, code, query_code in (
+        (lambda: sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=11), *INVALID),
+        (lambda: sqs.send_message(QueueUrl=url, MessageBody=""), *MISSING),
+        (lambda: sqs.get_queue_url(QueueName="nope-" + url.rsplit("/", 1)[1]), *NOWHERE),
+        (lambda: sqs.delete_message_batch(QueueUrl=url, Entries=[]), *sqs_own("EmptyBatchRequest")),
+    ):
+        with pytest.raises(ClientError) as e:
+            call_()
+        error = e.value.response["Error"]
+        assert (error["Code"], error["QueryErrorCode"]) == (code, query_code.rsplit("#", 1)[1])
