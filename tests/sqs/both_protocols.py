@@ -13,7 +13,11 @@ import httpx
 
 NS = "{http://queue.amazonaws.com/doc/2012-11-05/}"
 PROTOCOLS = ["json", "query"]
-_MAPS = {"Attributes": ("Attribute", "Name", "Value"), "tags": ("Tag", "Key", "Value")}
+_MAPS = {
+    "Attributes": ("Attribute", "Name", "Value"),
+    "tags": ("Tag", "Key", "Value"),
+    "Tags": ("Tag", "Key", "Value"),
+}
 
 
 @dataclass
@@ -23,6 +27,8 @@ class Answer:
     """The query protocol's error code (the JSON protocol's x-amzn-query-error), None on success."""
     message: str = ""
     result: dict[str, Any] = field(default_factory=dict)
+    json_type: str | None = None
+    """The JSON protocol's `__type` of an error (None on success and over the query protocol)."""
 
 
 def call(base: str, protocol: str, action: str, **params: Any) -> Answer:
@@ -37,7 +43,7 @@ def _json(base: str, action: str, params: dict[str, Any]) -> Answer:
     body = answer.json()
     if answer.status_code != 200:
         code = answer.headers["x-amzn-query-error"].split(";")[0]
-        return Answer(answer.status_code, code, body.get("message", ""))
+        return Answer(answer.status_code, code, body.get("message", ""), json_type=body.get("__type"))
     return Answer(200, result=body)
 
 
@@ -67,16 +73,17 @@ def _query(base: str, action: str, params: dict[str, Any]) -> Answer:
 _LISTS = {"Message": "Messages", "BatchResultErrorEntry": "Failed"}
 
 
-def _result(node: ET.Element | None) -> dict[str, Any]:
+def _result(node: ET.Element | None, *, top: bool = True) -> dict[str, Any]:
     """An XML result in the JSON protocol's shape: Attribute elements as a map, repeated
-    messages and batch entries as lists, other elements as their text."""
+    messages and batch entries as lists, other elements as their text (a batch entry's
+    Message is its text)."""
     result: dict[str, Any] = {}
     for child in node if node is not None else []:
         tag = child.tag.removeprefix(NS)
         if tag == "Attribute":
             result.setdefault("Attributes", {})[child.findtext(f"{NS}Name")] = child.findtext(f"{NS}Value")
-        elif tag in _LISTS or tag.endswith("ResultEntry"):
-            result.setdefault(_LISTS.get(tag, "Successful"), []).append(_result(child))
+        elif top and (tag in _LISTS or tag.endswith("ResultEntry")):
+            result.setdefault(_LISTS.get(tag, "Successful"), []).append(_result(child, top=False))
         else:
             result[tag] = child.text
     return result

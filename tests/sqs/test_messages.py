@@ -65,7 +65,7 @@ def test_send_refusals(sqs: Any, url: str) -> None:
         with pytest.raises(ClientError) as e:
             sqs.send_message(QueueUrl=url, **kwargs)
         assert error_code(e) == code, kwargs
-    assert "must contain non-empty message attribute value" in e.value.response["Error"]["Message"]
+    assert "must contain a non-empty value of type 'String'" in e.value.response["Error"]["Message"]
     assert receive(sqs, url) == []
 
 

@@ -76,7 +76,7 @@ def test_permissions_are_statements_of_the_policy(sqs_base: str, protocol: str, 
     assert policy_of(sqs_base, protocol, url) is None  # no statement left: no Policy, as SQS answers
     gone = call(sqs_base, protocol, "RemovePermission", QueueUrl=url, Label="read")
     assert (gone.status, gone.code) == (400, "InvalidParameterValue")
-    assert gone.message.endswith("Reason: can't find label on existing policy.")
+    assert gone.message.endswith("Reason: can't find label.")
 
 
 def test_add_permission_refusals(sqs_base: str, protocol: str, name: str) -> None:

@@ -181,7 +181,8 @@ async def test_the_name_is_free_again_60_seconds_after_its_deletion(lite: Client
 
 @pytest.mark.parametrize(
     ("missing", "code"),
-    [("MessageGroupId", "MissingParameter"), ("MessageDeduplicationId", "InvalidParameterValue")],
+    # Both InvalidParameterValue in a batch (a single send without its group is MissingParameter).
+    [("MessageGroupId", "InvalidParameterValue"), ("MessageDeduplicationId", "InvalidParameterValue")],
 )
 def test_a_fifo_batch_missing_an_id_fails_whole(
     sqs_base: str, protocol: str, name: str, missing: str, code: str

@@ -146,17 +146,42 @@ def test_json_errors_exactly(sqs_base: str) -> None:
         "__type": "com.amazonaws.sqs#QueueDoesNotExist",
         "message": answer.json()["message"],
     }
+    # The JSON names of the errors common to AWS's services are AWS's (LocalStack's AWS-validated
+    # snapshots record them as botocore's QueryErrorCode): not the query protocol's codes.
+    invalid = "com.amazon.coral.service#InvalidParameterValueException"
     cases = [
-        ("Nonsense", "{}", "AWS.SimpleQueueService.UnsupportedOperation;Sender"),
-        ("ListQueues", "{not json", "InvalidParameterValue;Sender"),
-        ("ListQueues", "[1]", "InvalidParameterValue;Sender"),
-        ("SendMessage", '{"MessageBody": "x"}', "MissingParameter;Sender"),
-        ("ListQueues", '{"MaxResults": "many"}', "InvalidParameterValue;Sender"),
+        (
+            "Nonsense",
+            "{}",
+            "AWS.SimpleQueueService.UnsupportedOperation;Sender",
+            "com.amazonaws.sqs#UnsupportedOperation",
+        ),
+        ("ListQueues", "{not json", "InvalidParameterValue;Sender", invalid),
+        ("ListQueues", "[1]", "InvalidParameterValue;Sender", invalid),
+        (
+            "SendMessage",
+            '{"MessageBody": "x"}',
+            "MissingParameter;Sender",
+            "com.amazon.coral.service#MissingRequiredParameterException",
+        ),
+        ("ListQueues", '{"MaxResults": "many"}', "InvalidParameterValue;Sender", invalid),
+        (
+            "ReceiveMessage",
+            '{"QueueUrl": "q", "MaxNumberOfMessages": 11}',
+            "InvalidParameterValue;Sender",
+            invalid,
+        ),
+        (
+            "SendMessageBatch",
+            '{"QueueUrl": "q", "Entries": []}',
+            "AWS.SimpleQueueService.EmptyBatchRequest;Sender",
+            "com.amazonaws.sqs#EmptyBatchRequest",
+        ),
     ]
-    for action, body, header in cases:
+    for action, body, header, type_ in cases:
         answer = json_call(sqs_base, action, body)
         assert (answer.status_code, answer.headers["x-amzn-query-error"]) == (400, header), (action, body)
-        assert answer.json()["__type"].startswith("com.amazonaws.sqs#")
+        assert answer.json()["__type"] == answer.headers["x-amzn-errortype"] == type_, (action, body)
 
 
 TEN_MIB = 10 * 1024 * 1024  # past SIMPLEQUEUE_MAX_REQUEST_BYTES (8 MiB by default)

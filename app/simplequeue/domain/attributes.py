@@ -29,7 +29,12 @@ MAX_NUMBER_DIGITS = 38
 NUMBER_LOW = Decimal("-1e128")
 NUMBER_HIGH = Decimal("1e126")
 
-NAME_PATTERN = r"^(?![Aa][Ww][Ss]\.|[Aa][Mm][Aa][Zz][Oo][Nn]\.|\.)(?!.*\.\.)(?!.*\.$)[A-Za-z0-9_.\-]+$"
+NAME_CHARS = r"[^\x00-\x2c\x2f\x3a-\x40\x5b-\x5e\x60\x7b-\x7f\ufffe\uffff]"
+"""A name's characters: A-Z, a-z, 0-9, underscore, hyphen and period, and any character beyond
+ASCII (SQS takes letters of other scripts, `héllo`; which others it takes is not documented, so
+every one XML can carry is taken). Written as the ASCII it excludes, so that the one class means
+the same to ECMA-262 (the spec's readers, astral characters as surrogate pairs) and to Python."""
+NAME_PATTERN = r"^(?![Aa][Ww][Ss]\.|[Aa][Mm][Aa][Zz][Oo][Nn]\.|\.)(?!.*\.\.)(?!.*\.$)" + NAME_CHARS + "+$"
 """Every rule of a name but its length, as one pattern (for the HTTP API's spec); the checks below
 say which rule a name breaks."""
 TYPE_PATTERN = r"^(String|Number|Binary)(\.[ -~]+)?$"
@@ -37,7 +42,7 @@ VALUE_PATTERN = "^[^\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]+$"
 """What a value's text may not hold, as a pattern: control characters but tab, newline and carriage
 return, and U+FFFE and U+FFFF (nor lone surrogates, which JSON's UTF-8 cannot carry)."""
 
-_NAME = re.compile(r"[A-Za-z0-9_.\-]+")
+_NAME = re.compile(NAME_CHARS + "+")
 _TYPE = re.compile(TYPE_PATTERN)
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
@@ -99,7 +104,7 @@ def _check_name(name: str) -> None:
     if not name or len(name) > MAX_NAME_CHARS or not _NAME.fullmatch(name):
         raise InvalidAttributes(
             f"attribute name {name[:300]!r}: 1 to {MAX_NAME_CHARS} characters of A-Z, a-z, 0-9, "
-            "underscore, hyphen and period"
+            "underscore, hyphen and period, or letters beyond ASCII"
         )
     if name.lower().startswith(("aws.", "amazon.")):
         raise InvalidAttributes(f"attribute name {name!r}: names starting with AWS. or Amazon. are reserved")

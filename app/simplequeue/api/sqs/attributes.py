@@ -38,8 +38,12 @@ from simplequeue.domain.metadata import QueueMetadata
 
 MAX_REDRIVE_SOURCES = 10
 PERMISSIONS = ("allowAll", "denyAll", "byQueue")  # RedriveAllowPolicy's redrivePermission
-FIFO_ONLY = frozenset({"ContentBasedDeduplication", "DeduplicationScope", "FifoThroughputLimit"})
-"""Attributes a standard queue does not know (InvalidAttributeName, as SQS answers)."""
+FIFO_ONLY = {
+    "ContentBasedDeduplication": "Unknown Attribute {key}.",
+    "DeduplicationScope": "You can specify the {key} only when FifoQueue is set to true.",
+    "FifoThroughputLimit": "You can specify the {key} only when FifoQueue is set to true.",
+}
+"""Attributes a standard queue does not know: InvalidAttributeName, with SQS's words for each."""
 FIFO_DEFAULTS = {
     "ContentBasedDeduplication": "false",
     "DeduplicationScope": "queue",
@@ -55,7 +59,7 @@ TIMESTAMPS = ("CreatedTimestamp", "LastModifiedTimestamp")
 
 
 def _bad(name: str, why: str) -> SqsError:
-    return SqsError("InvalidAttributeValue", f"Invalid value for the parameter {name}: {why}")
+    return SqsError("InvalidAttributeValue", f"Invalid value for the parameter {name}. Reason: {why}")
 
 
 def _integer(low: int, high: int) -> Callable[[str, str, int], str]:
@@ -232,7 +236,7 @@ def checked(name: str, attributes: Mapping[str, Any], limit: int) -> dict[str, s
         if not isinstance(value, str):
             raise SqsError("InvalidAttributeValue", f"Invalid value for the parameter {key}.")
         if key in FIFO_ONLY and not is_fifo(name):
-            raise SqsError("InvalidAttributeName", f"Unknown Attribute {key}.")
+            raise SqsError("InvalidAttributeName", FIFO_ONLY[key].format(key=key))
         if not params.carried_by_xml(value):  # kept and answered: the query protocol must carry it
             raise SqsError("InvalidAttributeValue", f"The value of {key} holds a character XML cannot carry.")
         if key == "VisibilityTimeout":

@@ -36,11 +36,19 @@ MAX_MESSAGE = 1024  # characters of an error's message: it may quote what the ca
 _NOT_SHOWN = re.compile("[^\t\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
+SQS_NAMESPACE = "com.amazonaws.sqs#"
+COMMON_NAMESPACE = "com.amazon.coral.service#"
+
+
 @dataclass(frozen=True, slots=True)
 class Kind:
     query_code: str
     status: int = 400
     sender: bool = True  # the caller's fault (Sender) or the service's (Receiver)
+    json_type: str | None = None
+    """The JSON protocol's `__type` when it is not the code in SQS's namespace: the errors common
+    to AWS's services are named by AWS's own front, differently (boto3 reports it as the error's
+    QueryErrorCode; what callers switch on, Error.Code, comes from x-amzn-query-error)."""
 
 
 KINDS: dict[str, Kind] = {
@@ -66,8 +74,14 @@ KINDS: dict[str, Kind] = {
     # bare 413 Request Entity Too Large; this door answers the same status with an SQS error body.
     "RequestEntityTooLarge": Kind("RequestEntityTooLarge", 413),
     # The errors common to every AWS service.
-    "MissingParameter": Kind("MissingParameter"),
-    "InvalidParameterValue": Kind("InvalidParameterValue"),
+    # Their JSON names are as AWS answers them (recorded by LocalStack's AWS-validated snapshots:
+    # tests/aws/services/sqs/test_sqs.snapshot.json, QueryErrorCode).
+    "MissingParameter": Kind(
+        "MissingParameter", json_type=COMMON_NAMESPACE + "MissingRequiredParameterException"
+    ),
+    "InvalidParameterValue": Kind(
+        "InvalidParameterValue", json_type=COMMON_NAMESPACE + "InvalidParameterValueException"
+    ),
     "InvalidParameterCombination": Kind("InvalidParameterCombination"),
     "MalformedQueryString": Kind("MalformedQueryString", 404),
     "InvalidAction": Kind("InvalidAction"),
@@ -85,11 +99,15 @@ KINDS: dict[str, Kind] = {
 class SqsError(Exception):
     """An SQS error to answer: `code` is the JSON protocol's (a key of KINDS)."""
 
-    def __init__(self, code: str, message: str, status: int | None = None) -> None:
+    def __init__(
+        self, code: str, message: str, status: int | None = None, *, query_message: str | None = None
+    ) -> None:
         message = readable(message)
         super().__init__(message)
         self.code = code
         self.message = message
+        self.query_message = readable(query_message) if query_message is not None else message
+        """The message the query protocol answers, where SQS words it otherwise."""
         self.kind = KINDS[code]
         self.status = status if status is not None else self.kind.status
 
@@ -121,7 +139,12 @@ def invalid(name: str, value: object, reason: str) -> SqsError:
 
 
 def no_queue() -> SqsError:
-    return SqsError("QueueDoesNotExist", "The specified queue does not exist.")
+    # The query protocol's words are older (AWS-validated: LocalStack's test_non_existent_queue).
+    return SqsError(
+        "QueueDoesNotExist",
+        "The specified queue does not exist.",
+        query_message="The specified queue does not exist for this wsdl version.",
+    )
 
 
 def unsupported(action: str) -> SqsError:
@@ -147,7 +170,7 @@ def from_domain(exc: QueueError) -> SqsError:
 
 def json_error(error: SqsError) -> tuple[int, dict[str, str], bytes]:
     """(status, headers, body) of the JSON protocol's answer."""
-    type_ = f"com.amazonaws.sqs#{error.code}"
+    type_ = error.kind.json_type or SQS_NAMESPACE + error.code
     body = json.dumps({"__type": type_, "message": error.message}).encode()
     headers = {
         "content-type": JSON_CONTENT_TYPE,
@@ -161,7 +184,7 @@ def xml_error(error: SqsError, request_id: str) -> tuple[int, dict[str, str], by
     """(status, headers, body) of the query protocol's answer: an ErrorResponse."""
     body = (
         f'<?xml version="1.0"?><ErrorResponse xmlns="{NAMESPACE}"><Error><Type>{error.fault}</Type>'
-        f"<Code>{escape(error.query_code)}</Code><Message>{escape(error.message)}</Message><Detail/>"
+        f"<Code>{escape(error.query_code)}</Code><Message>{escape(error.query_message)}</Message><Detail/>"
         f"</Error><RequestId>{escape(request_id)}</RequestId></ErrorResponse>"
     )
     return error.status, {"content-type": "text/xml"}, body.encode()

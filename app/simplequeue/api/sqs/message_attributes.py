@@ -67,8 +67,7 @@ def _attribute(name: Any, value: Any) -> Attribute:
         raise _refused(f"The message attribute '{name}' with type '{data_type}' must use field '{field}'.")
     if not isinstance(text, str) or not text:
         raise _refused(
-            f"The message attribute '{name}' must contain non-empty message attribute value for "
-            f"message attribute type '{data_type}'."
+            f"Message (user) attribute '{name}' must contain a non-empty value of type '{data_type}'."
         )
     if not binary:
         return Attribute(data_type, text)
@@ -140,11 +139,12 @@ def md5_of(attributes: Mapping[str, Attribute]) -> str:
 
 
 def wanted(names: Iterable[str]) -> Asked:
-    """What MessageAttributeNames asks for (`All`, `.*` or `*`: every one; `name.*`: those whose
-    name starts with `name.`)."""
+    """What MessageAttributeNames asks for (`All`, `.*` or `*`: every one; `prefix.*`: those whose
+    name starts with `prefix`, as a regular expression reads it: SQS answers `Hello` and `Help.Me`
+    to `Hel.*`). A name no attribute may have (`AWS.`, `..foo`) asks for nothing, as on SQS."""
     names = list(names)
     every = any(n in ("All", ".*", "*") for n in names)
-    prefixes = tuple(n[:-1] for n in names if n.endswith(".*") and n != ".*")
+    prefixes = tuple(n[:-2] for n in names if n.endswith(".*") and n != ".*")
     return every, frozenset(names), prefixes
 
 

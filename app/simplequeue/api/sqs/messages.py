@@ -101,21 +101,30 @@ def lease_of(handle: str) -> tuple[UUID, UUID]:
 # --- sending -----------------------------------------------------------------------------------
 
 
-def _draft(queue: str, p: dict[str, Any], kept: dict[str, str], sender: str) -> Draft:
-    """The item one SendMessage (or a batch's entry) asks for, of the queue whose kept attributes
-    are `kept` (its DelaySeconds when the message gives none, its MaximumMessageSize), sent by
-    `sender` (its SenderId)."""
+def _draft(queue: str, p: dict[str, Any], kept: dict[str, str], sender: str, *, entry: bool = False) -> Draft:
+    """The item one SendMessage (or a batch's entry, `entry`) asks for, of the queue whose kept
+    attributes are `kept` (its DelaySeconds when the message gives none, its MaximumMessageSize),
+    sent by `sender` (its SenderId)."""
     body = params.body(p)
     system = {"SenderId": sender, **message_attributes.sent_system(p)}
     attributes = message_attributes.sent(p)
     largest = int(kept["MaximumMessageSize"])
     if len(body.encode()) + message_attributes.size_of(p) > largest:
+        # SQS's words differ between a send and a batch's entry.
+        problem = "cannot be validated" if entry else "are invalid"
         raise SqsError(
             "InvalidParameterValue",
-            f"One or more parameters are invalid. Reason: Message must be shorter than {largest} bytes.",
+            f"One or more parameters {problem}. Reason: Message must be shorter than {largest} bytes.",
         )
     queue_delay = int(kept["DelaySeconds"])
-    delay = params.integer(p, "DelaySeconds", 0, MAX_DELAY_SECONDS, None)
+    delay = params.integer(
+        p,
+        "DelaySeconds",
+        0,
+        MAX_DELAY_SECONDS,
+        None,
+        f"DelaySeconds must be >= 0 and <= {MAX_DELAY_SECONDS}.",
+    )
     group = _fifo_key(p, "MessageGroupId")
     dedup = _fifo_key(p, "MessageDeduplicationId")
     if not is_fifo(queue):
@@ -151,8 +160,12 @@ def _draft(queue: str, p: dict[str, Any], kept: dict[str, str], sender: str) -> 
 def _fifo_key(p: dict[str, Any], name: str) -> str | None:
     value = params.text(p, name, required=False)
     if value is not None and not FIFO_KEY.fullmatch(value):
-        raise invalid(name, value, "it must be 1 to 128 alphanumeric or punctuation characters.")
+        raise invalid(name, value, _fifo_key_reason(name))
     return value
+
+
+def _fifo_key_reason(name: str) -> str:
+    return f"{name} can only include alphanumeric and punctuation characters. 1 to 128 in length."
 
 
 def _sender(ctx: Context) -> str:
@@ -171,10 +184,11 @@ def _no_dedup_id() -> SqsError:
 
 def _fifo_ids_given(entries: list[dict[str, Any]], kept: dict[str, str]) -> None:
     """SQS fails a whole FIFO batch, not the entry, when an entry lacks its group or its
-    deduplication id (the queue has no content-based deduplication)."""
+    deduplication id (the queue has no content-based deduplication): InvalidParameterValue both,
+    where a single send without a group is MissingParameter."""
     for entry in entries:
         if entry.get("MessageGroupId") is None:
-            raise missing("MessageGroupId")
+            raise SqsError("InvalidParameterValue", "The request must contain the parameter MessageGroupId.")
         if entry.get("MessageDeduplicationId") is None and kept.get("ContentBasedDeduplication") != "true":
             raise _no_dedup_id()
 
@@ -213,16 +227,17 @@ async def send_message_batch(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     queue = queue_param(ctx, p)
     entries = params.entries(p, "SendMessageBatchRequestEntry")
     sizes = (len(str(e.get("MessageBody", "")).encode()) + message_attributes.size_of(e) for e in entries)
-    if sum(sizes) > MAX_BATCH_BODY_BYTES:
+    if (size := sum(sizes)) > MAX_BATCH_BODY_BYTES:
         raise SqsError(
-            "BatchRequestTooLong", f"Batch requests cannot be longer than {MAX_BATCH_BODY_BYTES} bytes."
+            "BatchRequestTooLong",
+            f"Batch requests cannot be longer than {MAX_BATCH_BODY_BYTES} bytes. You have sent {size} bytes.",
         )
     ctx.authorize(Action.PUSH, queue)
     kept = await kept_attributes(ctx, queue)
 
     async def send(entry: dict[str, Any]) -> dict[str, Any]:
         try:
-            draft = _draft(queue, entry, kept, _sender(ctx))
+            draft = _draft(queue, entry, kept, _sender(ctx), entry=True)
             pushed = await ctx.service.push(queue, draft)
         except SqsError as exc:
             return params.failed(entry["Id"], exc)
@@ -254,10 +269,13 @@ async def _numbered(ctx: Context, queue: str, answers: list[dict[str, Any]]) -> 
 
 
 def _batch(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
+    """A batch's answer. An empty list is left out, as SQS leaves it out (a batch without failures
+    has no `Failed`: code written against SQS reads it with a default)."""
+    answer = {
         "Successful": [o for o in outcomes if "Code" not in o],
         "Failed": [o for o in outcomes if "Code" in o],
     }
+    return {key: entries for key, entries in answer.items() if entries}
 
 
 # --- receiving ---------------------------------------------------------------------------------
@@ -266,7 +284,14 @@ def _batch(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
 async def receive_message(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     queue = queue_param(ctx, p)
     count = params.integer(p, "MaxNumberOfMessages", 1, 10, 1)
-    wait = params.integer(p, "WaitTimeSeconds", 0, MAX_WAIT_SECONDS, None)
+    wait = params.integer(
+        p,
+        "WaitTimeSeconds",
+        0,
+        MAX_WAIT_SECONDS,
+        None,
+        f"Must be >= 0 and <= {MAX_WAIT_SECONDS}, if provided.",
+    )
     lease = params.integer(p, "VisibilityTimeout", 0, MAX_VISIBILITY_SECONDS, None)
     wanted = {*params.names(p, "AttributeNames"), *params.names(p, "MessageSystemAttributeNames")}
     asked = message_attributes.wanted(params.names(p, "MessageAttributeNames"))
@@ -316,8 +341,7 @@ async def receive_message(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
 def _attempt_id(p: dict[str, Any]) -> str | None:
     attempt_id = params.text(p, "ReceiveRequestAttemptId", required=False)
     if attempt_id is not None and not FIFO_KEY.fullmatch(attempt_id):
-        reason = "it must be 1 to 128 alphanumeric or punctuation characters."
-        raise invalid("ReceiveRequestAttemptId", attempt_id, reason)
+        raise invalid("ReceiveRequestAttemptId", attempt_id, _fifo_key_reason("ReceiveRequestAttemptId"))
     return attempt_id
 
 

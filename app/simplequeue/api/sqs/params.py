@@ -40,7 +40,12 @@ def required_text(params: dict[str, Any], name: str) -> str:
     return value
 
 
-def integer(params: dict[str, Any], name: str, low: int, high: int, default: T) -> int | T:
+def integer(
+    params: dict[str, Any], name: str, low: int, high: int, default: T, reason: str | None = None
+) -> int | T:
+    """The integer parameter `name`, `default` when absent; out of low..high (or not an integer),
+    InvalidParameterValue with `reason`, SQS's words for that parameter (its most common ones
+    when not given)."""
     value = params.get(name)
     if value is None:
         return default
@@ -50,7 +55,7 @@ def integer(params: dict[str, Any], name: str, low: int, high: int, default: T) 
     elif isinstance(value, str) and re.fullmatch(r"-?\d{1,12}", value.strip()):
         number = int(value)
     if number is None or not low <= number <= high:
-        raise invalid(name, value, f"Must be between {low} and {high}, if provided.")
+        raise invalid(name, value, reason or f"Must be between {low} and {high}, if provided.")
     return number
 
 

@@ -77,7 +77,7 @@ async def remove_permission(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     policy = await _policy(ctx, name)
     kept = [s for s in policy["Statement"] if s.get("Sid") != label]
     if len(kept) == len(policy["Statement"]):
-        raise invalid("Label", label, "can't find label on existing policy.")
+        raise invalid("Label", label, "can't find label.")
     policy["Statement"] = kept
     await _keep(ctx, name, policy)
     return {}

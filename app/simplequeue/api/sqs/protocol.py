@@ -125,6 +125,7 @@ _RENAMED = {
     "AWSAccountId": "AWSAccountIds",
     "ActionName": "Actions",
 }
+_LISTS = frozenset(_RENAMED.values())
 _MAPS = {
     "Attribute": "Attributes",
     "MessageAttribute": "MessageAttributes",
@@ -183,6 +184,10 @@ def _shape(node: Any) -> Any:
         value = _shape(value)
         if key in _MAPS and isinstance(value, list):
             shaped[_MAPS[key]] = _map(key, value)
+        elif value == "" and (key in _RENAMED or key in _LISTS):
+            # botocore's query serializer sends an empty list as its member's name, valueless
+            # (`Entries=`, `AttributeNames=`): the list, empty.
+            shaped[_RENAMED.get(key) or key] = []
         else:
             shaped[_RENAMED.get(key) or key] = value
     return shaped

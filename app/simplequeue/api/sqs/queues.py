@@ -248,8 +248,15 @@ async def set_queue_attributes(ctx: Context, p: dict[str, Any]) -> dict[str, Any
         raise missing("Attributes")
     given = attributes.checked(name, params.mapping(p, "Attributes"), ctx.service.max_payload_bytes)
     ctx.authorize(Action.ADMINISTER, name)
-    if "FifoQueue" in given:
-        raise SqsError("InvalidAttributeName", "FifoQueue can be set only when the queue is created.")
+    # As SQS: a FIFO queue may be told it is one (nothing changes), never that it is not; a
+    # standard queue does not know the attribute.
+    if "FifoQueue" in given and not is_fifo(name):
+        raise SqsError("InvalidAttributeName", "Unknown Attribute FifoQueue.")
+    if given.pop("FifoQueue", "true") != "true":
+        raise SqsError(
+            "InvalidAttributeValue",
+            "Invalid value for the parameter FifoQueue. Reason: Modifying queue type is not supported.",
+        )
     try:
         stats = await ctx.service.get_queue(name)
         kept = attributes.kept_of(await ctx.service.queue_metadata(name), ctx.service.max_payload_bytes)

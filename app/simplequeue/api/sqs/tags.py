@@ -28,7 +28,7 @@ _ALLOWED = re.compile(r"[\w\s.:/=+\-@]*")
 
 
 def too_many_tags(queue: str) -> SqsError:
-    return SqsError("InvalidParameterValue", f"Too many tags added for queue {queue}: at most {MAX_TAGS}.")
+    return SqsError("InvalidParameterValue", f"Too many tags added for queue {queue}.")
 
 
 def _key(key: Any) -> str:
