@@ -21,6 +21,7 @@ import pytest
 import simplequeue.api
 from asgi_lifespan import LifespanManager
 from fastapi import APIRouter, Body, Depends, Header, Query, Request, Response
+from fastapi import Path as PathParameter
 from simplequeue.api.auth import Caller
 from simplequeue.api.dependencies import ServiceDep, get_service
 from simplequeue.api.errors import Forbidden
@@ -302,12 +303,12 @@ async def test_a_route_added_hot_by_whoever_builds_the_app_is_served_by_the_fron
     @app.get("/extra/{n:int}")
     @hot
     async def extra(
-        n: int,
+        n: Annotated[int, PathParameter(ge=1)],
         request: Request,
         sq: ServiceDep,
         who: Caller,
         label: Annotated[str, Query()],
-        times: Annotated[int, Query()] = 2,
+        times: Annotated[int, Query(le=10)] = 2,
     ) -> Response:
         return Response(f"{label}: {n * times} {request.url.path} {who.is_admin}")
 
@@ -321,7 +322,12 @@ async def test_a_route_added_hot_by_whoever_builds_the_app_is_served_by_the_fron
             assert (await client.get("/extra/21?label=a")).text == "a: 42 /extra/21 True"
             assert (await client.get("/extra/2?times=4&label=b")).text == "b: 8 /extra/2 True"
             # An input the hot path declines is FastAPI's to answer (its solver meets the override).
-            for declined in ("/extra/2?times=x&label=a", "/extra/2"):
+            for declined in (
+                "/extra/2?times=x&label=a",
+                "/extra/2",
+                "/extra/0?label=a",
+                "/extra/2?times=11&label=a",
+            ):
                 assert (await client.get(declined)).json()["detail"] == "solved by FastAPI", declined
 
 

@@ -36,12 +36,20 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from types import UnionType
 from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
+from uuid import UUID
 
 from fastapi import Depends, Path, Query
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
-from starlette.convertors import Convertor
+from starlette.convertors import (
+    Convertor,
+    FloatConvertor,
+    IntegerConvertor,
+    PathConvertor,
+    StringConvertor,
+    UUIDConvertor,
+)
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, compile_path
@@ -52,6 +60,14 @@ E = TypeVar("E", bound=Callable[..., Awaitable[Response]])
 _MARK = "__simplequeue_hot__"
 # The classes of FastAPI's parameter declarations, as its public functions make them.
 _DEPENDS, _PATH, _QUERY = type(Depends()), type(Path()), type(Query())
+_CONVERTED: dict[type[Convertor[Any]], type] = {
+    UUIDConvertor: UUID,
+    IntegerConvertor: int,
+    FloatConvertor: float,
+    StringConvertor: str,
+    PathConvertor: str,
+}
+"""What each of Starlette's path convertors gives."""
 
 
 def hot(endpoint: E) -> E:
@@ -121,9 +137,17 @@ def _query(name: str, adapter: TypeAdapter[Any], required: bool, default: Any) -
     return read
 
 
-def _path(name: str, adapter: TypeAdapter[Any]) -> Reader:
+def _path(name: str, annotation: Any, convertor: Convertor[Any]) -> Reader:
+    """The value as the path template converted it, validated as FastAPI validates it: not at all
+    where the template's convertor gives the parameter's type and nothing constrains it
+    ({item_id:uuid} for a UUID)."""
+    kind, declared = _declared(annotation)
+    if kind is _CONVERTED.get(type(convertor)) and not getattr(declared, "metadata", None):
+        return lambda call: call.path[name]
+    adapter: TypeAdapter[Any] = TypeAdapter(annotation)
+
     def read(call: HotCall) -> Any:
-        try:  # the value as the path template converted it, validated as FastAPI validates it
+        try:
             return adapter.validate_python(call.path[name])
         except ValidationError:
             raise Declined from None
@@ -133,6 +157,10 @@ def _path(name: str, adapter: TypeAdapter[Any]) -> Reader:
 
 def _request(call: HotCall) -> Request:
     return call.request
+
+
+def _later(call: HotCall) -> None:
+    """A dependency's place among the arguments, filled after every input is read."""
 
 
 def hot_function(route: APIRoute) -> HotFunction:
@@ -146,41 +174,45 @@ def hot_function(route: APIRoute) -> HotFunction:
     answer = signature.return_annotation
     if not (inspect.isclass(answer) and issubclass(answer, Response)):
         raise TypeError(f"{route.path}: a hot route answers a Response, not {answer}")
-    in_path = compile_path(route.path)[2].keys()
-    inputs: list[tuple[str, Reader]] = []
-    dependencies: list[tuple[str, Dependency]] = []
+    in_path = compile_path(route.path)[2]
+    inputs: list[Reader] = []  # one a parameter, in order (a dependency's: a placeholder)
+    dependencies: list[tuple[int, Dependency]] = []
     bodies: list[str] = []
     for name, parameter in signature.parameters.items():
         where = f"{route.path}: parameter {name}"
+        if parameter.kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD:
+            raise TypeError(f"{where}: the hot path passes a route's parameters by position")
         if isinstance(parameter.default, FieldInfo | _DEPENDS):
             raise TypeError(f"{where}: declare it with Annotated, not as its default")
         kind, declared = _declared(parameter.annotation)
         required = parameter.default is inspect.Parameter.empty
         if isinstance(declared, _DEPENDS):
-            dependencies.append((name, _of_the_request(where, declared.dependency)))
+            dependencies.append((len(inputs), _of_the_request(where, declared.dependency)))
+            inputs.append(_later)
         elif kind is Request and declared is None:
-            inputs.append((name, _request))
+            inputs.append(_request)
         elif name in in_path and isinstance(declared, _PATH | None):
-            inputs.append((name, _path(name, TypeAdapter(kind))))
+            inputs.append(_path(name, parameter.annotation, in_path[name]))
         elif inspect.isclass(kind) and issubclass(kind, BaseModel) and declared is None and required:
             if bodies:
                 raise TypeError(f"{where}: a hot route reads one body (FastAPI would embed each)")
             bodies.append(name)
-            inputs.append((name, _body(kind)))
+            inputs.append(_body(kind))
         elif (
             _scalar(kind) and isinstance(declared, _QUERY | None) and getattr(declared, "alias", None) is None
         ):
-            inputs.append((name, _query(name, TypeAdapter(kind), required, parameter.default)))
+            adapter = TypeAdapter(parameter.annotation)  # with the declaration's constraints
+            inputs.append(_query(name, adapter, required, parameter.default))
         else:
             raise TypeError(f"{where}: not an input the hot path reads")
 
     async def serve(call: HotCall) -> Response:
         # Every input first: a declined one leaves the whole answer to FastAPI, which reads the
         # body before it solves the dependencies (a 503 is not its answer to a body it cannot parse).
-        arguments = {name: read(call) for name, read in inputs}
-        for name, dependency in dependencies:
-            arguments[name] = await dependency(call.request)
-        response: Response = await endpoint(**arguments)
+        arguments = [read(call) for read in inputs]
+        for index, dependency in dependencies:
+            arguments[index] = await dependency(call.request)
+        response: Response = await endpoint(*arguments)
         return response
 
     return serve
