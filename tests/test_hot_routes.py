@@ -277,6 +277,12 @@ def test_a_hot_route_whose_inputs_the_hot_path_cannot_read_is_refused() -> None:
         async def read(tags: Annotated[list[str] | None, Query()] = None) -> Response:
             return Response()
 
+    def keyword_only(r: APIRouter) -> None:
+        @r.get("/k")
+        @hot
+        async def read(*, n: Annotated[int, Query()] = 1) -> Response:
+            return Response()
+
     def a_model_answered(r: APIRouter) -> None:
         @r.get("/m")
         @hot
@@ -292,6 +298,7 @@ def test_a_hot_route_whose_inputs_the_hot_path_cannot_read_is_refused() -> None:
         a_dependency_of_more
     )
     assert "parameter tags: not an input the hot path reads" in _refused(a_list_query)
+    assert "parameter n: the hot path passes a route's parameters by position" in _refused(keyword_only)
     assert "/m: a hot route answers a Response" in _refused(a_model_answered)
 
 

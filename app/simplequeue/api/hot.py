@@ -14,8 +14,9 @@ The front door (simplequeue.api.front) then looks the method and path up in a sm
 (`HotRoutes`, matched as Starlette's router would, with `compile_path`) and calls that same
 function, with its inputs read from its signature in plain code (`hot_function`): the body
 parsed and validated in one pass by pydantic-core, a query parameter through a TypeAdapter of its
-type, path parameters as the path template converted them, each dependency (a function of the
-request, such as the service and the caller) called as is.
+declaration (type and constraints), path parameters as the path template converted them (and
+validated so where the convertor does not give the declared type), each dependency (a function
+of the request, such as the service and the caller) called as is.
 
 What the plain reading does not accept is not answered here: it raises `Declined`, and the front
 door hands the request to FastAPI, whose own reading answers it (a refusal with FastAPI's
@@ -25,7 +26,8 @@ answers. The declarations stay FastAPI's: the OpenAPI spec is written from them,
 them when the front door does not (`QueueApi.serve_hot`).
 
 Only public APIs are used: FastAPI's route declarations (path, methods, endpoint) and parameter
-functions, Starlette's `compile_path`, pydantic's models and TypeAdapters, `inspect`.
+functions, Starlette's `compile_path` and convertors, pydantic's models, fields and TypeAdapters,
+and `inspect` for the signatures.
 """
 
 from __future__ import annotations
