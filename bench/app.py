@@ -15,9 +15,9 @@ from uuid import uuid4
 
 from fastapi import Response, status
 from simplequeue.api.app import QueueApi
-from simplequeue.api.auth import Action, Caller, Grant, caller
-from simplequeue.api.dependencies import ServiceDep, get_service
-from simplequeue.api.hot import Hot, HotCall
+from simplequeue.api.auth import Action, Caller, Grant
+from simplequeue.api.dependencies import ServiceDep
+from simplequeue.api.hot import hot
 from simplequeue.api.items.schemas import PushRequest, PushResponse
 from simplequeue.api.responses import serialized
 from simplequeue.domain import NewItem, encode_payload, system_clock
@@ -64,16 +64,9 @@ def create() -> QueueApi:
     @app.post(
         "/bench/noop", status_code=status.HTTP_201_CREATED, include_in_schema=False, operation_id="benchNoop"
     )
+    @hot  # served as push is, by the front door: the body parsed, the service looked up, the caller
     async def noop(body: PushRequest, sq: ServiceDep, who: Caller) -> Response:
         return pushed(who, body)
-
-    async def hot_noop(call: HotCall) -> Response:
-        # Served as push is, by the front door: the service looked up, the caller, the body parsed.
-        await get_service(call.request)
-        return pushed(await caller(call.request), call.body(PushRequest))
-
-    app.hot_functions["benchNoop"] = Hot("benchNoop", "POST", "/bench/noop", hot_noop)
-    app.hot_operations.add("benchNoop")
 
     @app.get("/bench/counters", include_in_schema=False)
     async def counters() -> dict[str, int]:

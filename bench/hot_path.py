@@ -3,11 +3,13 @@
     python -m bench.hot_path [--against HEAD] [--engines sqlite,postgresql] [--rounds 5] [--seconds 4]
 
 Both sides serve a frozen copy of this checkout's package, taken when the run starts; on the other
-side `simplequeue.api` is replaced by --against's. The only difference served is the HTTP layer:
-whatever else is in progress in the tree is on both sides, and edits made during the run reach
-neither. Each figure is bench.client_ids' (single pushes at 32 clients, each with a producer's id
-as the SDK sends it; the SDK worker's loop at 32 workers, a pop completing the item popped before
-it), on a fresh database and server of its own; rounds alternate which side goes first (AB, BA, ...).
+side `simplequeue.api` is replaced by --against's, and so is the app the benchmark serves
+(bench/app.py, which declares a route of its own the way its `simplequeue.api` has it). The only
+difference served is the HTTP layer: whatever else is in progress in the tree is on both sides,
+and edits made during the run reach neither. Each figure is bench.client_ids' (single pushes at 32
+clients, each with a producer's id as the SDK sends it; the SDK worker's loop at 32 workers, a pop
+completing the item popped before it), on a fresh database and server of its own; rounds
+alternate which side goes first (AB, BA, ...).
 Besides the rate, the server process's CPU per operation in the same window (what the HTTP layer
 costs shows there first, and it is less at the mercy of what else the machine runs).
 
@@ -39,20 +41,29 @@ from bench.scenarios import CONCURRENCY
 KIND = "producer's id"  # as the SDK pushes
 PACKAGE = Path("app/simplequeue")
 API = PACKAGE / "api"
+SERVED = Path("bench/app.py")  # the benchmark's app, served from each side's copy
 
 
 @contextmanager
 def trees(against: str) -> Iterator[dict[str, Path]]:
-    """Two copies of this checkout's package: as it is, and with --against's simplequeue.api."""
+    """Two copies of this checkout's package and benchmark app: as they are, and with --against's
+    simplequeue.api and bench/app.py."""
     with tempfile.TemporaryDirectory(prefix="sq-hot-ab-") as folder:
         ignore = shutil.ignore_patterns("__pycache__")
         found = {"this checkout": Path(folder) / "this", against: Path(folder) / "other"}
         for tree in found.values():
             shutil.copytree(ROOT / PACKAGE, tree / PACKAGE, ignore=ignore)  # follows migrations' link
+            (tree / SERVED.parent).mkdir()
+            for name in ("__init__.py", SERVED.name):
+                shutil.copy(ROOT / SERVED.parent / name, tree / SERVED.parent / name)
         other = found[against]
         shutil.rmtree(other / API)
+        (other / SERVED).unlink()
         archive = subprocess.run(
-            ["git", "archive", "--format=tar", against, str(API)], cwd=ROOT, check=True, capture_output=True
+            ["git", "archive", "--format=tar", against, str(API), str(SERVED)],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
         ).stdout
         archive_path = Path(folder) / "api.tar"
         archive_path.write_bytes(archive)

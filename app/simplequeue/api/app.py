@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -19,15 +18,11 @@ from simplequeue.api.access_log import Observer
 from simplequeue.api.auth import Keyring
 from simplequeue.api.errors import install_error_handlers
 from simplequeue.api.front import DoorRules, FrontDoor
-from simplequeue.api.hot import Hot, HotRoutes, check_declared, hot_table
-from simplequeue.api.items.endpoints import HOT
-from simplequeue.api.items.routes import HOT_OPERATIONS
+from simplequeue.api.hot import HotRoutes
 from simplequeue.api.page_headers import WithPageHeaders
 from simplequeue.api.routes import router
 from simplequeue.api.spec_pages import mount_spec_pages
 from simplequeue.api.sqs.routes import sqs_routes
-
-log = logging.getLogger("simplequeue")
 
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
 UI = Path(__file__).parent / "ui"
@@ -74,24 +69,18 @@ class QueueApi(FastAPI):
     first: it serves the hot routes itself, and hands the rest to FastAPI's own stack."""
 
     door: DoorRules
-    hot_operations: set[str]
-    """Operation ids the front door serves itself, each by its function in `hot_functions`; FastAPI
-    serves the others (and these too, once taken out of this set)."""
-    hot_functions: dict[str, Hot]
-    """The hot functions by operation id: the API's own (simplequeue.api.items.endpoints.HOT), and
-    any that whoever builds the app adds for a route of its own."""
+    serve_hot: bool = True
+    """Whether the front door serves the routes declared `@hot` (simplequeue.api.hot) itself, the
+    API's own and any that whoever builds the app adds; FastAPI serves them when not."""
 
     def build_middleware_stack(self) -> ASGIApp:
-        # Built on the first request (or the lifespan), when every route and handler is in place.
-        added = [r for r in self.router.routes if isinstance(r, APIRoute) and r not in router.routes]
-        served = [self.hot_functions[op] for op in sorted(self.hot_operations) if op in self.hot_functions]
-        for op in sorted(self.hot_operations - self.hot_functions.keys()):
-            log.warning("operation %s has no hot function: FastAPI serves it", op)
-        check_declared(served, [*router.routes, *added])
+        # Built on the first request (or the lifespan), when every route and handler is in place:
+        # the API's routes (FastAPI keeps an included router whole) and those added to the app.
+        routes = [*router.routes, *(r for r in self.router.routes if isinstance(r, APIRoute))]
         return FrontDoor(
             super().build_middleware_stack(),
             self.door,
-            hot=HotRoutes(served),
+            hot=HotRoutes(routes if self.serve_hot else ()),
             routes=router.routes,
             exception_handlers=self.exception_handlers,
         )
@@ -136,8 +125,6 @@ def build_api(
     app.add_route("/", to_the_dashboard, methods=["GET", "HEAD"], include_in_schema=False)
     declare_security(app)
     install_error_handlers(app, router.routes)
-    app.hot_functions = hot_table(HOT_OPERATIONS, HOT)  # refuses a hot operation without its function
-    app.hot_operations = set(HOT_OPERATIONS)
     app.door = DoorRules(keyring or Keyring(), max_body_bytes, body_timeout_seconds, access_log, observers)
     return app
 

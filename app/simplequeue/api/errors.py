@@ -6,6 +6,7 @@ What nothing here recognises is answered by simplequeue.api.front."""
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from http import HTTPStatus
@@ -18,7 +19,7 @@ from pydantic import BaseModel, Field, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Route, compile_path
 from starlette.types import ExceptionHandler
 
 from simplequeue.api.request_ids import REQUEST_ID
@@ -227,6 +228,8 @@ async def on_validation_error(request: Request, exc: Exception) -> JSONResponse:
 
 
 def on_http_error(routes: Sequence[BaseRoute]) -> ExceptionHandler:
+    served = methods_by_path(routes)
+
     async def handle(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
         if exc.status_code == 400:
@@ -240,20 +243,25 @@ def on_http_error(routes: Sequence[BaseRoute]) -> ExceptionHandler:
             hint = " (item ids are UUIDs)" if path.startswith("/items/") else ""
             detail = f"nothing is served at {path}{hint}"
         if exc.status_code == 405:
-            headers = {"Allow": ", ".join(allowed_methods(routes, request.url.path))}
+            headers = {"Allow": ", ".join(allowed_methods(served, request.url.path))}
         code = HTTPStatus(exc.status_code).phrase.replace(" ", "").replace("-", "")
         return envelope(exc.status_code, code, detail, headers=headers)
 
     return handle
 
 
-def allowed_methods(routes: Sequence[BaseRoute], path: str) -> list[str]:
+def methods_by_path(routes: Sequence[BaseRoute]) -> list[tuple[re.Pattern[str], set[str]]]:
+    """Each route's path, compiled as Starlette compiles it, with the methods it serves."""
+    return [(compile_path(r.path)[0], r.methods) for r in routes if isinstance(r, Route) and r.methods]
+
+
+def allowed_methods(served: Sequence[tuple[re.Pattern[str], set[str]]], path: str) -> list[str]:
     """Every method some route serves at this path. Starlette's 405 names the first matching
     route's only (`Allow: DELETE` where GET is served too)."""
     methods: set[str] = set()
-    for route in routes:
-        if isinstance(route, Route) and route.methods and route.path_regex.fullmatch(path):
-            methods |= route.methods
+    for pattern, served_here in served:
+        if pattern.fullmatch(path):
+            methods |= served_here
     return sorted(methods)
 
 

@@ -8,8 +8,9 @@ In order, for each request:
   descriptor for long;
 - the caller, from its API key (401 before anything is parsed; see simplequeue.api.auth);
 - the answer: a hot route (push, pop, complete, fail, extend, get an item) is looked up in a
-  small table and its hot function called straight from here (simplequeue.api.hot); every other
-  request goes on to FastAPI's own stack;
+  small table and its function called straight from here with the inputs read in plain code
+  (simplequeue.api.hot); every other request, and one whose inputs the hot path declines, goes on
+  to FastAPI's own stack;
 - one access-log line and the metrics' observation, after the answer.
 
 What the app fails on unexpectedly is answered here with the 500 envelope. Starlette's own error
@@ -35,7 +36,7 @@ from starlette.types import ASGIApp, ExceptionHandler, Message, Receive, Scope, 
 from simplequeue.api.access_log import Observer, Served, log_served, template_of
 from simplequeue.api.auth import Keyring, authenticate, signs_itself
 from simplequeue.api.errors import envelope, unexpected
-from simplequeue.api.hot import HotCall, HotRoute, HotRoutes
+from simplequeue.api.hot import Declined, HotCall, HotRoute, HotRoutes
 from simplequeue.api.request_ids import REQUEST_ID, request_id_of
 from simplequeue.api.sqs.errors import SqsError
 from simplequeue.api.sqs.errors import response as sqs_response
@@ -152,7 +153,12 @@ class FrontDoor:
         route, path_params = hot
         request = Request(scope, receive)
         try:
-            response = await route.hot.function(HotCall(request, body, path_params))
+            response = await route.function(HotCall(request, body, path_params))
+        except Declined:
+            # An input the hot path does not read: FastAPI's reading answers (nothing has been
+            # taken from `receive` yet, which replays the body).
+            await self.app(scope, receive, send)
+            return
         except Exception as exc:
             handler = self._handler_for(exc)
             if handler is None:

@@ -1,10 +1,6 @@
-"""What each item operation does, written once: the caller's checks, one QueueService call, the
-answer. Both ways in call these functions: the FastAPI declarations (simplequeue.api.items.routes,
-from which the spec is written) with the inputs FastAPI bound, and the hot functions below, which
-the front door calls (simplequeue.api.hot) after reading the inputs themselves, in plain code.
-
-`HOT` lists the hot functions with the method and path each serves; the app refuses to start
-when they disagree with the declarations (simplequeue.api.hot.check_declared)."""
+"""What each item operation does: the caller's checks, one QueueService call, the answer. The
+routes (simplequeue.api.items.routes) call these with their inputs, whether FastAPI read them or
+the front door did (simplequeue.api.hot); the routes declare, these do."""
 
 from __future__ import annotations
 
@@ -12,12 +8,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from uuid import UUID
 
 from fastapi import Response, status
-from pydantic import TypeAdapter
 
-from simplequeue.api.auth import Action, Grant, caller
-from simplequeue.api.dependencies import get_service
+from simplequeue.api.auth import Action, Grant
 from simplequeue.api.errors import Forbidden
-from simplequeue.api.hot import Hot, HotCall
 from simplequeue.api.items.schemas import (
     CompleteBatchRequest,
     CompleteRef,
@@ -92,10 +85,7 @@ async def push_batch(sq: QueueService, who: Grant, body: PushBatchRequest) -> Re
     )
 
 
-async def pop(
-    sq: QueueService, who: Grant, body: PopRequest, gone: Callable[[], Awaitable[bool]]
-) -> Response:
-    """`gone` tells whether the client has gone away (a long-poll stops waiting for it)."""
+async def pop(sq: QueueService, who: Grant, body: PopRequest, gone: Gone) -> Response:
     who.require(Action.CONSUME, body.queue)
     await _own_queues(who, sq, [ref.id for ref in body.complete])
     outcomes, items = await sq.complete_and_pop(
@@ -153,64 +143,3 @@ async def release_item(sq: QueueService, who: Grant, item_id: UUID) -> Response:
     who.require(Action.ADMINISTER)
     who.require(Action.ADMINISTER, (await sq.get_item(item_id)).queue)
     return json_text(Item.json_of(await sq.release(item_id)))
-
-
-# --- The hot functions: each reads its inputs as its declaration says, then calls the operation.
-# The service and the caller first (a service that is not ready answers 503 whatever the body),
-# as FastAPI solves a route's dependencies before its parameters.
-
-LEASE_TOKEN: TypeAdapter[UUID | None] = TypeAdapter(UUID | None)  # DELETE /items/{id}?lease_token=
-
-
-async def hot_push(call: HotCall) -> Response:
-    sq, who = await get_service(call.request), await caller(call.request)
-    return await push(sq, who, call.body(PushRequest))
-
-
-async def hot_push_batch(call: HotCall) -> Response:
-    sq, who = await get_service(call.request), await caller(call.request)
-    return await push_batch(sq, who, call.body(PushBatchRequest))
-
-
-async def hot_pop(call: HotCall) -> Response:
-    sq, who = await get_service(call.request), await caller(call.request)
-    return await pop(sq, who, call.body(PopRequest), gone=call.request.is_disconnected)
-
-
-async def hot_complete_item(call: HotCall) -> Response:
-    sq, who = await get_service(call.request), await caller(call.request)
-    lease_token = call.query("lease_token", LEASE_TOKEN, None)
-    return await complete_item(sq, who, call.path["item_id"], lease_token)
-
-
-async def hot_complete_items(call: HotCall) -> Response:
-    sq, who = await get_service(call.request), await caller(call.request)
-    return await complete_items(sq, who, call.body(CompleteBatchRequest))
-
-
-async def hot_fail_item(call: HotCall) -> Response:
-    sq, who = await get_service(call.request), await caller(call.request)
-    return await fail_item(sq, who, call.path["item_id"], call.body(FailRequest))
-
-
-async def hot_extend_lease(call: HotCall) -> Response:
-    sq, who = await get_service(call.request), await caller(call.request)
-    return await extend_lease(sq, who, call.path["item_id"], call.body(ExtendRequest))
-
-
-async def hot_get_item(call: HotCall) -> Response:
-    sq, who = await get_service(call.request), await caller(call.request)
-    return await get_item(sq, who, call.path["item_id"])
-
-
-HOT = (
-    Hot("push", "POST", "/push", hot_push),
-    Hot("pushBatch", "POST", "/push/batch", hot_push_batch),
-    Hot("pop", "POST", "/pop", hot_pop),
-    Hot("completeItem", "DELETE", "/items/{item_id:uuid}", hot_complete_item),
-    Hot("completeItems", "POST", "/items/complete", hot_complete_items),
-    Hot("failItem", "POST", "/items/{item_id:uuid}/fail", hot_fail_item),
-    Hot("extendLease", "POST", "/items/{item_id:uuid}/extend", hot_extend_lease),
-    Hot("getItem", "GET", "/items/{item_id:uuid}", hot_get_item),
-)
-"""The hot functions, with the method and path template of the declaration each stands for."""
