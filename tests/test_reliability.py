@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import logging
 import socket
 import time
@@ -17,6 +18,7 @@ from typing import Any
 from uuid import uuid4
 
 import asyncpg
+import httpx
 import pytest
 import uvicorn
 from simplequeue.domain import MAX_PAYLOAD_DEPTH
@@ -219,7 +221,6 @@ async def test_an_unexpected_error_is_the_500_envelope_and_is_not_reraised(broke
 
 
 async def _client_of(app: Any) -> AsyncIterator[Client]:
-    import httpx
     from asgi_lifespan import LifespanManager
 
     async with LifespanManager(app) as manager:
@@ -488,10 +489,34 @@ def test_a_body_trickled_in_is_cut_off_with_408_and_nothing_is_pushed(
     assert answer.startswith(b"HTTP/1.1 408"), answer
     assert b"connection: close" in answer.lower()
     assert took < 8
-    import httpx
 
     host, port = slow_limits_server
     assert httpx.get(f"http://{host}:{port}/queues/slow").status_code == 404  # nothing went in
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("json_wire", [True, False], ids=["json", "query"])
+def test_an_sqs_body_trickled_in_is_cut_off_with_sqs_s_408(
+    slow_limits_server: tuple[str, int], json_wire: bool
+) -> None:
+    # SQS's clients parse SQS's error shapes only: the door's 408 speaks the caller's protocol.
+    if json_wire:
+        body = b'{"QueueName": "slow-sqs"}'
+        kind = b"content-type: application/x-amz-json-1.0\r\nx-amz-target: AmazonSQS.CreateQueue\r\n"
+    else:
+        body = b"Action=CreateQueue&QueueName=slow-sqs&Version=2012-11-05"
+        kind = b"content-type: application/x-www-form-urlencoded\r\n"
+    head = b"POST / HTTP/1.1\r\nhost: x\r\n%scontent-length: %d\r\n\r\n" % (kind, len(body))
+    answer, _ = _trickle(slow_limits_server, [head, *[body[i : i + 4] for i in range(0, len(body), 4)]], 0.3)
+    assert answer.startswith(b"HTTP/1.1 408"), answer
+    head_part, _, payload = answer.partition(b"\r\n\r\n")
+    if json_wire:
+        assert b"x-amzn-query-error: requesttimeout;sender" in head_part.lower()
+        assert json.loads(payload)["__type"].endswith("#RequestTimeout")
+    else:
+        assert b"<Code>RequestTimeout</Code>" in payload
+    host, port = slow_limits_server
+    assert httpx.get(f"http://{host}:{port}/queues/slow-sqs").status_code == 404  # nothing made
 
 
 async def test_a_path_nothing_serves_is_404_naming_it(lite: Client) -> None:

@@ -134,7 +134,7 @@ class FrontDoor:
                     read = await self._read_body(receive)
             except TimeoutError:
                 detail = f"the request body did not arrive within {self.body_timeout:g} seconds"
-                await envelope(408, "RequestTimeout", detail, headers=_CLOSE)(scope, receive, send)
+                await _refuse(scope, receive, send, 408, "RequestTimeout", detail)
                 return
             if read is None:
                 return  # the client went away: there is nobody to answer
@@ -188,15 +188,24 @@ class FrontDoor:
                 return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     async def _refuse_size(self, scope: Scope, receive: Receive, send: Send) -> None:
-        # Connection: close, or the server would go on reading the rest of the body it refused.
         detail = f"request body is over {self.max_body_bytes} bytes"
-        if signs_itself(scope):  # SQS's clients read SQS's error shapes only, in their protocol
-            json_wire = any(name == b"x-amz-target" for name, _ in scope["headers"])
-            error = SqsError("RequestEntityTooLarge", f"The {detail}.")
-            refusal = sqs_response(error, json_wire=json_wire, request_id=REQUEST_ID.get(), headers=_CLOSE)
-            await refusal(scope, receive, send)
-            return
-        await envelope(413, "PayloadTooLarge", detail, headers=_CLOSE)(scope, receive, send)
+        sqs_code = "RequestEntityTooLarge"
+        await _refuse(scope, receive, send, 413, "PayloadTooLarge", detail, sqs_code=sqs_code)
+
+
+async def _refuse(
+    scope: Scope, receive: Receive, send: Send, status: int, code: str, detail: str, *, sqs_code: str = ""
+) -> None:
+    """Refuse a request the front door will not read on, closing the connection (else the server
+    would go on reading the rest of a body it refused), in the caller's shape: SQS's clients read
+    SQS's error shapes only, in their protocol."""
+    if signs_itself(scope):
+        json_wire = any(name == b"x-amz-target" for name, _ in scope["headers"])
+        error = SqsError(sqs_code or code, f"The {detail}.")
+        refusal = sqs_response(error, json_wire=json_wire, request_id=REQUEST_ID.get(), headers=_CLOSE)
+        await refusal(scope, receive, send)
+        return
+    await envelope(status, code, detail, headers=_CLOSE)(scope, receive, send)
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

@@ -73,6 +73,9 @@ KINDS: dict[str, Kind] = {
     # A request larger than the service reads (SIMPLEQUEUE_MAX_REQUEST_BYTES): SQS's front answers a
     # bare 413 Request Entity Too Large; this door answers the same status with an SQS error body.
     "RequestEntityTooLarge": Kind("RequestEntityTooLarge", 413),
+    # A request whose body did not arrive within SIMPLEQUEUE_BODY_TIMEOUT_SECONDS: SQS's front
+    # closes such a connection; this door answers 408 first, with an SQS error body.
+    "RequestTimeout": Kind("RequestTimeout", 408),
     # The errors common to every AWS service.
     # Their JSON names are as AWS answers them (recorded by LocalStack's AWS-validated snapshots:
     # tests/aws/services/sqs/test_sqs.snapshot.json, QueryErrorCode).
