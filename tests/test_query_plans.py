@@ -165,9 +165,7 @@ async def test_expiry_reaches_items_by_index_only(schema: tuple[str, str]) -> No
         await fill(schema, f"other-{n}", "ready", 5_000)
     url, name = schema
     conn = await asyncpg.connect(url, server_settings={"search_path": name})
-    await conn.execute(
-        "INSERT INTO sq_queue_attributes (queue, name, value) VALUES ('q', 'MessageRetentionPeriod', '60')"
-    )
+    await conn.execute("UPDATE sq_queues SET message_retention_seconds = 60 WHERE name = 'q'")
     await conn.execute("UPDATE sq_items SET created_at = created_at - interval '1 hour' WHERE queue = 'q'")
     await conn.execute("ANALYZE")
     await conn.close()
@@ -177,9 +175,9 @@ async def test_expiry_reaches_items_by_index_only(schema: tuple[str, str]) -> No
     ):
         nodes = list(plan_nodes(json.loads(text)[0]["Plan"]))
         scanned = {n["Relation Name"] for n in nodes if n["Node Type"] == "Seq Scan"}
-        assert "sq_items" not in scanned, text  # only the small tables (queues, attributes) are read whole
+        assert "sq_items" not in scanned, text  # only the small table of queues is read whole
         live = [n for n in nodes if n.get("Index Name") == "sq_items_visible"]
-        assert any("queue = a.queue" in n.get("Index Cond", "") for n in live), text  # a queue's range
+        assert any("queue = q.name" in n.get("Index Cond", "") for n in live), text  # a queue's range
 
 
 # Generic plans: pooled sessions plan each hot statement once (PLANNER_SETTINGS), without the
@@ -202,7 +200,7 @@ async def generic_plan_of(schema: tuple[str, str], query: str, **values: object)
 
 async def crowd(schema: tuple[str, str]) -> None:
     """Thousands of queues, a hundred thousand items, finished records, dedup keys, producers'
-    remembered ids, and queue attributes (as the SQS door keeps them, dead-letter targets among them)."""
+    remembered ids, and queue settings (as the SQS door sets them, dead-letter targets among them)."""
     url, name = schema
     conn = await asyncpg.connect(url, server_settings={"search_path": name})
     try:
@@ -234,10 +232,9 @@ async def crowd(schema: tuple[str, str]) -> None:
             " FROM generate_series(1, 100000) AS n"
         )
         await conn.execute(  # a retention period on every queue, a dead-letter target on every tenth
-            "INSERT INTO sq_queue_attributes (queue, name, value)"
-            " SELECT 'q' || n, 'MessageRetentionPeriod', '345600' FROM generate_series(1, 2000) AS n"
-            " UNION ALL"
-            " SELECT 'q' || n, 'dead_letter_queue', 'q' || (n + 1) FROM generate_series(10, 2000, 10) AS n"
+            "UPDATE sq_queues SET message_retention_seconds = 345600,"
+            " dead_letter_queue = CASE WHEN substr(name, 2)::int % 10 = 0"
+            "  THEN 'q' || (substr(name, 2)::int + 1) END"
         )
     finally:
         await conn.close()

@@ -1,4 +1,4 @@
-"""A dead-letter target queue (the kept attribute dead_letter_queue, the SQS door's RedrivePolicy):
+"""A dead-letter target queue (the dead_letter_queue setting, the SQS door's RedrivePolicy):
 an item that dies in a queue with a target moves there in the statement or transaction that kills
 it (a worker's last failure, or the sweep's reap of a lease that expired on its last attempt),
 keeping its id, payload, attributes, created_at, group and errors, ready there with attempts reset.
@@ -22,7 +22,6 @@ from simplequeue.domain import (
     QueueError,
     encode_attributes,
 )
-from simplequeue.domain.metadata import MetadataChange
 from simplequeue.service.upkeep import reap
 from simplequeue.store.protocol import Store
 
@@ -31,15 +30,13 @@ from tests.conformance.test_attributes import ATTRIBUTES
 from tests.engines import FakeClock
 from tests.factories import given, new_item
 
-TARGET = "dead_letter_queue"
 WINDOW = 120
 
 
 async def with_target(store: Store, queue: str, max_attempts: int = 3, **settings: object) -> str:
     target = f"{queue}-dlq"
     await configure(store, target)
-    await configure(store, queue, max_attempts=max_attempts, **settings)
-    await store.change_queue_metadata(queue, MetadataChange(set_attributes={TARGET: target}))
+    await configure(store, queue, max_attempts=max_attempts, dead_letter_queue=target, **settings)
     return target
 
 

@@ -84,6 +84,8 @@ PARAMETERS = {
         "dedup_window_seconds",
         "dedup_window_from",
         "history_payload",
+        "dead_letter_queue",
+        "message_retention_seconds",
     ),
     "next_visible_at": ("now", "queues"),
     "sequence_numbers": ("ids",),

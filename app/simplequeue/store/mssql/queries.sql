@@ -247,11 +247,10 @@ JOIN OPENJSON(@items) WITH (id UNIQUEIDENTIFIER) AS j ON i.id = j.id;
 
 -- fragment: dead_letter_moves
 -- Items this batch killed (@dead: their ids; their history records written) whose queue has a
--- dead-letter target (the kept attribute dead_letter_queue, set by the SQS door's RedrivePolicy)
--- that exists and is another queue move there, in this batch: ready now, attempts reset, keeping
--- id, payload, attributes, created_at, group and errors. An IDENTITY column cannot be updated, so
--- the row is deleted and inserted again (revive's way), taking a new seq: it joins its group at the
--- back. The dedup key's claim stays in the source, its window starting as a purge's does; the
+-- dead-letter target (its dead_letter_queue setting) that exists and is another queue move there,
+-- in this batch: ready now, attempts reset, keeping id, payload, attributes, created_at, group and
+-- errors. An IDENTITY column cannot be updated, so the row is deleted and inserted again (revive's
+-- way), taking a new seq: it joins its group at the back. The dedup key's claim stays in the source, its window starting as a purge's does; the
 -- remembered id's claim follows the item.
 DECLARE @moving TABLE (
     seq BIGINT NOT NULL PRIMARY KEY,
@@ -273,8 +272,8 @@ OUTPUT deleted.seq, deleted.id, deleted.queue, t.name, deleted.payload, deleted.
 INTO @moving
 FROM dbo.sq_items AS i
 JOIN @dead AS d ON d.id = i.id
-JOIN dbo.sq_queue_attributes AS a ON a.queue = i.queue AND a.name = N'dead_letter_queue'
-JOIN dbo.sq_queues AS t ON t.name = a.value COLLATE Latin1_General_100_BIN2 AND t.name <> i.queue
+JOIN dbo.sq_queues AS s ON s.name = i.queue
+JOIN dbo.sq_queues AS t ON t.name = s.dead_letter_queue AND t.name <> i.queue
 WHERE i.status = 'dead';
 UPDATE k
 SET expires_at = DATEADD(SECOND, q.dedup_window_seconds, @now)
@@ -579,8 +578,7 @@ OUTPUT deleted.id, deleted.queue, deleted.dedup_key, deleted.remember_id INTO @g
 -- include: purged_windows
 
 -- name: expire_retained
--- Live items older than their queue's MessageRetentionPeriod (a kept attribute, in seconds: the SQS
--- door's) go as purge_live's do (no history; the windows of their dedup keys and remembered ids
+-- Live items older than their queue's message_retention_seconds (from their push) go as purge_live's do (no history; the windows of their dedup keys and remembered ids
 -- start), at most :limit in no order (all of them go). A lease that ran out on its last attempt is
 -- dead already (the sweep records it): it stays. READPAST leaves items a concurrent pop, completion
 -- or purge holds.
@@ -593,12 +591,11 @@ OUTPUT deleted.id, deleted.queue, deleted.dedup_key, deleted.remember_id INTO @g
 FROM dbo.sq_items AS x
 WHERE x.seq IN (
     SELECT TOP (CAST(:limit AS INT)) i.seq
-    FROM dbo.sq_queue_attributes AS a
-    JOIN dbo.sq_queues AS q ON q.name = a.queue
+    FROM dbo.sq_queues AS q
     JOIN dbo.sq_items AS i WITH (INDEX(sq_items_visible), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
-        ON i.queue = a.queue
-    WHERE a.name = N'MessageRetentionPeriod' AND i.status IN ('ready', 'leased')
-      AND i.created_at < DATEADD(SECOND, -CAST(a.value AS INT), @now)
+        ON i.queue = q.name
+    WHERE q.message_retention_seconds IS NOT NULL AND i.status IN ('ready', 'leased')
+      AND i.created_at < DATEADD(SECOND, -q.message_retention_seconds, @now)
       AND NOT (i.status = 'leased' AND i.visible_at <= @now AND i.attempts >= q.max_attempts)
 );
 -- include: purged_windows
@@ -685,22 +682,26 @@ DECLARE @retention_seconds INT = :retention_seconds;
 DECLARE @dedup_window_seconds INT = :dedup_window_seconds;
 DECLARE @dedup_window_from VARCHAR(6) = :dedup_window_from;
 DECLARE @history_payload BIT = :history_payload;
+DECLARE @dead_letter_queue NVARCHAR(128) = NULLIF(:dead_letter_queue, N'');
+DECLARE @message_retention_seconds INT = CAST(NULLIF(:message_retention_seconds, N'') AS INT);
 DECLARE @updated TABLE (name NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL);
 UPDATE dbo.sq_queues WITH (UPDLOCK, HOLDLOCK)
 SET max_attempts = @max_attempts, lease_seconds = @lease_seconds, backoff_base_seconds = @backoff_base_seconds,
     backoff_factor = @backoff_factor, backoff_cap_seconds = @backoff_cap_seconds, backoff_jitter = @backoff_jitter,
     retention_seconds = @retention_seconds, dedup_window_seconds = @dedup_window_seconds,
-    dedup_window_from = @dedup_window_from, history_payload = @history_payload, modified_at = @now
+    dedup_window_from = @dedup_window_from, history_payload = @history_payload,
+    dead_letter_queue = @dead_letter_queue, message_retention_seconds = @message_retention_seconds,
+    modified_at = @now
 OUTPUT inserted.name INTO @updated
 WHERE name = @queue;
 SELECT CASE WHEN EXISTS (SELECT 1 FROM @updated) THEN 0 ELSE 1 END AS created;
 IF NOT EXISTS (SELECT 1 FROM @updated)
     INSERT INTO dbo.sq_queues (name, created_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_factor,
                                backoff_cap_seconds, backoff_jitter, retention_seconds, dedup_window_seconds,
-                               dedup_window_from, history_payload)
+                               dedup_window_from, history_payload, dead_letter_queue, message_retention_seconds)
     VALUES (@queue, @now, @max_attempts, @lease_seconds, @backoff_base_seconds, @backoff_factor,
             @backoff_cap_seconds, @backoff_jitter, @retention_seconds, @dedup_window_seconds, @dedup_window_from,
-            @history_payload);
+            @history_payload, @dead_letter_queue, @message_retention_seconds);
 
 -- name: next_visible_at
 -- The long-poll watcher's probe for every queue it waits on: the clock, then one row per queue with
@@ -903,7 +904,7 @@ SELECT @found AS found, @leased AS leased, @deleted AS deleted, @items AS items,
 -- sum is added to. The SELECT's head is each statement's own (TOP for a page).
 q.name AS name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backoff_factor,
 q.backoff_cap_seconds, q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds, q.dedup_window_from,
-q.history_payload, q.paused,
+q.history_payload, q.dead_letter_queue, q.message_retention_seconds, q.paused,
 live.ready, live.leased, live.delayed, live.retrying, dead.dead + COALESCE(live.expired_dead, 0) AS dead,
 live.oldest_ready, hist.completed_in_history, hist.dead_in_history, @now AS now
 FROM dbo.sq_queues AS q

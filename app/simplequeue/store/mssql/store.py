@@ -361,6 +361,8 @@ class MssqlStore(QueueReads):
             "dedup_window_seconds": given["dedup_window_seconds"],
             "dedup_window_from": given["dedup_window_from"],
             "history_payload": int(given["history_payload"]),
+            "dead_letter_queue": params.optional(given["dead_letter_queue"]),
+            "message_retention_seconds": params.optional(given["message_retention_seconds"]),
         }
         async with self._transaction() as conn:
             [row] = await fetch(conn, "put_queue", **values)

@@ -271,10 +271,9 @@ SELECT q.queue,
 FROM unnest(:queues::text[]) AS q(queue)
 
 -- fragment: dead_letter_target
--- The queue's dead-letter target (the kept attribute dead_letter_queue, set by the SQS door's
--- RedrivePolicy), when that queue exists and is another: t.name, else NULL (the item dies in place).
-    LEFT JOIN sq_queue_attributes AS a ON a.queue = i.queue AND a.name = 'dead_letter_queue'
-    LEFT JOIN sq_queues AS t ON t.name = a.value AND t.name <> i.queue
+-- The queue's dead-letter target (q's dead_letter_queue setting), when that queue exists and is
+-- another: t.name, else NULL (the item dies in place).
+    LEFT JOIN sq_queues AS t ON t.name = q.dead_letter_queue AND t.name <> i.queue
 
 -- fragment: dead_letter_moved
 -- The CTEs after a kill's `failed` (its rows carry dies, source, target, dedup_window_seconds): an
@@ -486,27 +485,26 @@ WITH gone AS (
 SELECT count(*) FROM gone
 
 -- name: expire_retained
--- Live items older than their queue's MessageRetentionPeriod (a kept attribute, in seconds: the SQS
--- door's) go as purge_live's do: no history, and the windows of their dedup keys and remembered ids
--- start. At most :limit, in no order (all of them go): each queue that sets it is read along its
--- live items' range of an index (no index orders a queue's items by created_at alone), so a sweep
--- costs in proportion to those queues' live items.
+-- Live items older than their queue's message_retention_seconds (from their push) go as purge_live's
+-- do: no history, and the windows of their dedup keys and remembered ids start. At most :limit, in
+-- no order (all of them go): each queue that sets it is read along its live items' range of an index
+-- (no index orders a queue's items by created_at alone), so a sweep costs in proportion to those
+-- queues' live items.
 -- A lease that ran out on its last attempt is dead already (the sweep records it): it stays.
 WITH gone AS (
     DELETE FROM sq_items WHERE seq = ANY (ARRAY(
         SELECT old.seq
-        FROM sq_queue_attributes AS a
-        JOIN sq_queues AS q ON q.name = a.queue
+        FROM sq_queues AS q
         CROSS JOIN LATERAL (
             SELECT i.seq FROM sq_items AS i
-            WHERE i.queue = a.queue AND i.status IN ('ready', 'leased')
-              AND i.created_at < COALESCE(:now::timestamptz, now()) - a.value::integer * interval '1 second'
+            WHERE i.queue = q.name AND i.status IN ('ready', 'leased')
+              AND i.created_at < COALESCE(:now::timestamptz, now()) - q.message_retention_seconds * interval '1 second'
               AND NOT (i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now())
                        AND i.attempts >= q.max_attempts)
             LIMIT :limit
             FOR UPDATE OF i SKIP LOCKED
         ) AS old
-        WHERE a.name = 'MessageRetentionPeriod'
+        WHERE q.message_retention_seconds IS NOT NULL
         LIMIT :limit
     ))
     RETURNING id, queue, dedup_key, remember_id
@@ -562,14 +560,16 @@ SELECT (SELECT count(*) FROM old) AS history, (SELECT count(*) FROM keys) AS key
 -- name: put_queue
 INSERT INTO sq_queues (name, created_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_factor,
                        backoff_cap_seconds, backoff_jitter, retention_seconds, dedup_window_seconds, dedup_window_from,
-                       history_payload)
-VALUES (:queue, COALESCE(:now::timestamptz, now()), :max_attempts, :lease_seconds, :backoff_base_seconds, :backoff_factor, :backoff_cap_seconds, :backoff_jitter, :retention_seconds, :dedup_window_seconds, :dedup_window_from, :history_payload)
+                       history_payload, dead_letter_queue, message_retention_seconds)
+VALUES (:queue, COALESCE(:now::timestamptz, now()), :max_attempts, :lease_seconds, :backoff_base_seconds, :backoff_factor, :backoff_cap_seconds, :backoff_jitter, :retention_seconds, :dedup_window_seconds, :dedup_window_from, :history_payload,
+        :dead_letter_queue, :message_retention_seconds)
 ON CONFLICT (name) DO UPDATE
 SET max_attempts = excluded.max_attempts, lease_seconds = excluded.lease_seconds,
     backoff_base_seconds = excluded.backoff_base_seconds, backoff_factor = excluded.backoff_factor,
     backoff_cap_seconds = excluded.backoff_cap_seconds, backoff_jitter = excluded.backoff_jitter,
     retention_seconds = excluded.retention_seconds, dedup_window_seconds = excluded.dedup_window_seconds,
     dedup_window_from = excluded.dedup_window_from, history_payload = excluded.history_payload,
+    dead_letter_queue = excluded.dead_letter_queue, message_retention_seconds = excluded.message_retention_seconds,
     modified_at = excluded.created_at
 RETURNING xmax = 0 AS created
 
@@ -706,7 +706,7 @@ SELECT (SELECT count(*) FROM q) AS found, (SELECT leased FROM busy) AS leased,
 -- slow the live figures down. An expired lease on its last attempt counts as dead already.
 SELECT q.name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backoff_factor, q.backoff_cap_seconds,
        q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds, q.dedup_window_from, q.history_payload,
-       q.paused, live.ready, live.leased, live.delayed, live.retrying, dead.dead + live.expired_dead AS dead,
+       q.dead_letter_queue, q.message_retention_seconds, q.paused, live.ready, live.leased, live.delayed, live.retrying, dead.dead + live.expired_dead AS dead,
        live.oldest_ready, hist.completed_in_history, hist.dead_in_history, c.now
 FROM (SELECT COALESCE(:now::timestamptz, now()) AS now) AS c
 CROSS JOIN sq_queues AS q

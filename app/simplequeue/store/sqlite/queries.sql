@@ -195,11 +195,11 @@ SET status = 'dead', died_at = :now, lease_token = NULL,
 WHERE seq IN (SELECT value FROM json_each(:seqs))
 
 -- fragment: dead_letter_target
--- The dead items among :seqs whose queue has a dead-letter target (the kept attribute
--- dead_letter_queue, set by the SQS door's RedrivePolicy) that exists and is another queue: t.name.
+-- The dead items among :seqs whose queue has a dead-letter target (its dead_letter_queue setting)
+-- that exists and is another queue: t.name.
 FROM sq_items AS i
-JOIN sq_queue_attributes AS a ON a.queue = i.queue AND a.name = 'dead_letter_queue'
-JOIN sq_queues AS t ON t.name = a.value AND t.name <> i.queue
+JOIN sq_queues AS s ON s.name = i.queue
+JOIN sq_queues AS t ON t.name = s.dead_letter_queue AND t.name <> i.queue
 
 -- name: dead_letter_windows
 -- Items about to move to their queue's dead-letter target (after their deaths' history records,
@@ -274,16 +274,14 @@ ORDER BY i.seq
 LIMIT :limit
 
 -- name: live_to_expire
--- A batch of live items older than their queue's MessageRetentionPeriod (a kept attribute, in
--- seconds: the SQS door's), in no order (all of them go), for expire_retained; they go as
--- purge_live's do. A lease that ran out on its last attempt is dead already (the sweep records it):
--- it stays.
+-- A batch of live items older than their queue's message_retention_seconds (from their push), in no
+-- order (all of them go), for expire_retained; they go as purge_live's do. A lease that ran out on
+-- its last attempt is dead already (the sweep records it): it stays.
 SELECT i.seq
-FROM sq_queue_attributes AS a
-JOIN sq_queues AS q ON q.name = a.queue
-JOIN sq_items AS i INDEXED BY sq_items_visible ON i.queue = a.queue
-WHERE a.name = 'MessageRetentionPeriod' AND i.status IN ('ready', 'leased')
-  AND i.created_at < sq_add_seconds(:now, -CAST(a.value AS REAL))
+FROM sq_queues AS q INDEXED BY sq_queues_retained
+JOIN sq_items AS i INDEXED BY sq_items_visible ON i.queue = q.name
+WHERE q.message_retention_seconds IS NOT NULL AND i.status IN ('ready', 'leased')
+  AND i.created_at < sq_add_seconds(:now, -q.message_retention_seconds)
   AND NOT (i.status = 'leased' AND i.visible_at <= :now AND i.attempts >= q.max_attempts)
 LIMIT :limit
 
@@ -369,16 +367,17 @@ UPDATE sq_queues SET modified_at = :now WHERE name = :queue
 -- name: put_queue
 INSERT INTO sq_queues (name, created_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_factor,
                        backoff_cap_seconds, backoff_jitter, retention_seconds, dedup_window_seconds, dedup_window_from,
-                       history_payload)
+                       history_payload, dead_letter_queue, message_retention_seconds)
 VALUES (:queue, :now, :max_attempts, :lease_seconds, :backoff_base_seconds, :backoff_factor,
         :backoff_cap_seconds, :backoff_jitter, :retention_seconds, :dedup_window_seconds, :dedup_window_from,
-        :history_payload)
+        :history_payload, :dead_letter_queue, :message_retention_seconds)
 ON CONFLICT (name) DO UPDATE
 SET max_attempts = excluded.max_attempts, lease_seconds = excluded.lease_seconds,
     backoff_base_seconds = excluded.backoff_base_seconds, backoff_factor = excluded.backoff_factor,
     backoff_cap_seconds = excluded.backoff_cap_seconds, backoff_jitter = excluded.backoff_jitter,
     retention_seconds = excluded.retention_seconds, dedup_window_seconds = excluded.dedup_window_seconds,
     dedup_window_from = excluded.dedup_window_from, history_payload = excluded.history_payload,
+    dead_letter_queue = excluded.dead_letter_queue, message_retention_seconds = excluded.message_retention_seconds,
     modified_at = excluded.created_at
 
 -- name: set_paused
@@ -450,7 +449,7 @@ DELETE FROM sq_queues WHERE name = :queue
 -- slow the live figures down. An expired lease on its last attempt counts as dead already.
 SELECT q.name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backoff_factor,
        q.backoff_cap_seconds, q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds,
-       q.dedup_window_from, q.history_payload, q.paused,
+       q.dedup_window_from, q.history_payload, q.dead_letter_queue, q.message_retention_seconds, q.paused,
        (SELECT COUNT(*) FROM sq_items AS i INDEXED BY sq_items_visible
         WHERE i.queue = q.name AND i.status IN ('ready', 'leased') AND i.visible_at <= :now
           AND (i.status = 'ready' OR i.attempts < q.max_attempts)) AS ready,
