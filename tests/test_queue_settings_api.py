@@ -100,3 +100,15 @@ async def test_the_sdk_sets_and_reads_both(sq: AsyncClient, queue: str) -> None:
     assert stats.settings["message_retention_seconds"] == 3600
     with pytest.raises(ValidationError):
         await sq.put_queue(queue, dead_letter_queue=f"{queue}-missing")
+
+
+async def test_a_pop_never_hands_out_an_item_past_the_retention(
+    client: Client, clock: FakeClock, queue: str
+) -> None:
+    await client.put(f"/queues/{queue}", json={"message_retention_seconds": 60})
+    await client.post("/push", json={"queue": queue, "payload": "old"})
+    clock.advance(30)
+    await client.post("/push", json={"queue": queue, "payload": "young"})
+    clock.advance(31)
+    popped = (await client.post("/pop", json={"queue": queue, "max_items": 10})).json()["items"]
+    assert [i["payload"] for i in popped] == ["young"]

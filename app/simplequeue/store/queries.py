@@ -65,7 +65,8 @@ def load_queries(package: str, style: Style) -> dict[str, Query]:
     """The named queries of `package`'s queries.sql (a dialect's folder).
 
     A block headed ``-- fragment: <name>`` is not a query: it is SQL that several queries share,
-    written once. A query takes it in whole with a line ``-- include: <name>``, indented as that line.
+    written once. A query takes it in whole with a line ``-- include: <name>``, indented as that line;
+    a fragment may include other fragments the same way.
     """
     return parse_queries((files(package) / "queries.sql").read_text(encoding="utf-8"), style, package)
 
@@ -82,7 +83,8 @@ def parse_queries(text: str, style: Style, where: str = "queries.sql") -> dict[s
         if name not in fragments:
             raise ValueError(f"{where}: no fragment {name!r} to include")
         # At the include's indentation: a fragment of a column list reads as the list's own lines.
-        return textwrap.indent(fragments[name], indent)
+        # A fragment may include others (a pop's claim, its retention cutoff), but not itself.
+        return textwrap.indent(_INCLUDE.sub(included, fragments[name]), indent)
 
     queries = {
         name: compile_query(name, _INCLUDE.sub(included, body).strip(), style)

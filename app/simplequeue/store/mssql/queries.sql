@@ -52,10 +52,19 @@ SELECT r.n, r.id, r.created_at, r.created
 FROM OPENJSON(@results) WITH (n INT, id UNIQUEIDENTIFIER, created_at DATETIME2(7), created BIT) AS r
 ORDER BY r.n;
 
+-- fragment: retained
+-- The oldest created_at a pop hands out: @now less the queue's message_retention_seconds (the
+-- smallest DATETIME2 for a queue without one). An item past it is never handed out; the sweep
+-- deletes it. Read once, before the claim, as the queue's other settings are.
+DECLARE @retained DATETIME2(7) = COALESCE(
+    (SELECT DATEADD(SECOND, -message_retention_seconds, @now) FROM dbo.sq_queues WHERE name = @queue),
+    CAST('0001-01-01' AS DATETIME2(7))
+);
+
 -- name: pop
 -- An atomic test-and-set: the CTE picks the first poppable rows and the UPDATE leases exactly the
 -- rows it picked. Poppable: due; not an expired lease on its last attempt (the sweep makes that one
--- dead); and for a grouped item, the head of its group: no live item of the group has a smaller seq.
+-- dead); not past its queue's retention (see retained); and for a grouped item, the head of its group: no live item of the group has a smaller seq.
 -- Pop order: highest priority, then oldest created_at, then first pushed. Two walks claim the
 -- candidates: ready items along sq_items_ready (which holds no lease, so the walk never passes over
 -- the leases in flight), and leases that ran out along sq_items_lapsed (a seek to the queue's range
@@ -89,6 +98,7 @@ SET XACT_ABORT ON;
 DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
 DECLARE @queue NVARCHAR(4000) = :queue;
 DECLARE @max_attempts INT = (SELECT max_attempts FROM dbo.sq_queues WHERE name = @queue);
+-- include: retained
 DECLARE @lease_seconds INT = COALESCE(
     CAST(NULLIF(:lease_seconds, N'') AS INT), (SELECT lease_seconds FROM dbo.sq_queues WHERE name = @queue)
 );
@@ -103,6 +113,7 @@ WITH claimable AS (
             SELECT TOP (@max_items) w.seq
             FROM dbo.sq_items AS w WITH (INDEX(sq_items_ready), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
             WHERE w.queue = @queue AND w.status = 'ready' AND w.visible_at <= @now AND @paused = 0
+              AND w.created_at >= @retained
               AND (w.group_key IS NULL OR NOT EXISTS (
                   SELECT 1
                   FROM dbo.sq_items AS e WITH (INDEX(sq_items_group), READCOMMITTEDLOCK)
@@ -115,6 +126,7 @@ WITH claimable AS (
             SELECT TOP (@max_items) w.seq
             FROM dbo.sq_items AS w WITH (INDEX(sq_items_lapsed), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
             WHERE w.queue = @queue AND w.status = 'leased' AND w.visible_at <= @now AND @paused = 0
+              AND w.created_at >= @retained
               AND w.attempts < @max_attempts
               AND (w.group_key IS NULL OR NOT EXISTS (
                   SELECT 1
@@ -1059,8 +1071,8 @@ OPTION (RECOMPILE);
 -- the pop just leased (:heads, a JSON array of their seqs). A run is the group's next live items in
 -- seq order while each is due: ready, or leased with its lease run out before its last attempt (SQS
 -- hands a whole run out again when its visibility runs out); a delayed, retrying or held one ends
--- it, and so does a lapsed last attempt, dead already. At most :room items in all, leased with the
--- pop's token. No other popper takes an item behind a live head, so
+-- it, and so does a lapsed last attempt, dead already, or one past the queue's retention. At most
+-- :room items in all, leased with the pop's token. No other popper takes an item behind a live head, so
 -- these need no READPAST: UPDLOCK and ROWLOCK hold them from this read to the UPDATE.
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
@@ -1072,11 +1084,12 @@ DECLARE @lease_seconds INT = COALESCE(
     CAST(NULLIF(:lease_seconds, N'') AS INT), (SELECT lease_seconds FROM dbo.sq_queues WHERE name = @queue)
 );
 DECLARE @max_attempts INT = (SELECT max_attempts FROM dbo.sq_queues WHERE name = @queue);
+-- include: retained
 WITH runs AS (
     SELECT TOP (@room) r.seq FROM (
         SELECT y.seq,
                MIN(IIF((y.status = 'ready' OR (y.status = 'leased' AND y.attempts < @max_attempts))
-                       AND y.visible_at <= @now, 1, 0))
+                       AND y.visible_at <= @now AND y.created_at >= @retained, 1, 0))
                    OVER (PARTITION BY y.group_key ORDER BY y.seq ROWS UNBOUNDED PRECEDING) AS unbroken,
                ROW_NUMBER() OVER (PARTITION BY y.group_key ORDER BY y.seq) AS n
         FROM OPENJSON(@heads) WITH (seq BIGINT '$') AS j

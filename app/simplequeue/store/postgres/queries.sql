@@ -32,12 +32,23 @@ SET status = 'leased',
         + COALESCE(:lease_seconds, (SELECT lease_seconds FROM sq_queues WHERE name = :queue)) * interval '1 second',
     first_popped_at = COALESCE(first_popped_at, COALESCE(:now::timestamptz, now()))
 
+-- fragment: retained
+-- The oldest created_at a pop hands out: now less the queue's message_retention_seconds (-infinity
+-- for a queue without one). An item past it is never handed out; the sweep deletes it. Uncorrelated,
+-- so it is computed once per statement (an InitPlan).
+COALESCE((SELECT COALESCE(:now::timestamptz, now()) - r.message_retention_seconds * interval '1 second'
+          FROM sq_queues AS r WHERE r.name = :queue), '-infinity'::timestamptz)
+
 -- fragment: claim
--- The items a pop takes (see pop): their seqs, in pop order, at most :max_items.
+-- The items a pop takes (see pop): their seqs, in pop order, at most :max_items, none past the
+-- queue's retention (see retained).
 SELECT c.seq FROM (
     SELECT r.seq, r.priority, r.created_at FROM (
         SELECT x.seq, x.priority, x.created_at FROM sq_items AS x
         WHERE x.queue = :queue AND x.status = 'ready' AND x.visible_at <= COALESCE(:now::timestamptz, now())
+          AND x.created_at >= (
+              -- include: retained
+          )
           AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
           AND (x.group_key IS NULL OR NOT EXISTS (
               SELECT 1 FROM sq_items AS e
@@ -51,6 +62,9 @@ SELECT c.seq FROM (
     SELECT l.seq, l.priority, l.created_at FROM (
         SELECT x.seq, x.priority, x.created_at FROM sq_items AS x
         WHERE x.queue = :queue AND x.status = 'leased' AND x.visible_at <= COALESCE(:now::timestamptz, now())
+          AND x.created_at >= (
+              -- include: retained
+          )
           AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
           AND x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)
           AND (x.group_key IS NULL OR NOT EXISTS (
@@ -92,7 +106,7 @@ RETURNING seq, id, queue, payload::text AS payload, created_at, attempts, lease_
 -- pop, where a group's head brings the run behind it: the group's next live items in seq order, as
 -- long as each is due: ready, or leased with its lease run out before its last attempt (SQS hands
 -- a whole run out again when its visibility runs out); a delayed, retrying or held one ends the
--- run, and so does a lapsed last attempt, dead already. Up to :max_items in all.
+-- run, and so does a lapsed last attempt, dead already, or one past the queue's retention. Up to :max_items in all.
 -- Only a caller that handles a pop's items of one group in order asks for this (the SQS door's
 -- FIFO receive); pop keeps one item of a group in flight at a time. The followers are read without
 -- a lock and need none to be ours alone: no other popper takes an item behind a live head, and the
@@ -113,7 +127,10 @@ WHERE seq = ANY (ARRAY(
             SELECT y.seq,
                    bool_and((y.status = 'ready' OR (y.status = 'leased' AND y.attempts < (
                                 SELECT q.max_attempts FROM sq_queues AS q WHERE q.name = :queue)))
-                            AND y.visible_at <= COALESCE(:now::timestamptz, now()))
+                            AND y.visible_at <= COALESCE(:now::timestamptz, now())
+                            AND y.created_at >= (
+                                -- include: retained
+                            ))
                        OVER (ORDER BY y.seq) AS unbroken
             FROM sq_items AS y
             WHERE h.group_key IS NOT NULL AND y.queue = :queue AND y.group_key = h.group_key
@@ -220,6 +237,9 @@ WITH
             SELECT r.seq, r.priority, r.created_at FROM (
                 SELECT x.seq, x.priority, x.created_at FROM sq_items AS x
                 WHERE x.queue = :queue AND x.status = 'ready' AND x.visible_at <= COALESCE(:now::timestamptz, now())
+                  AND x.created_at >= (
+                      -- include: retained
+                  )
                   AND x.id <> ALL (:ids::uuid[])
                   AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
                   AND (x.group_key IS NULL OR NOT EXISTS (
@@ -235,6 +255,9 @@ WITH
             SELECT l.seq, l.priority, l.created_at FROM (
                 SELECT x.seq, x.priority, x.created_at FROM sq_items AS x
                 WHERE x.queue = :queue AND x.status = 'leased' AND x.visible_at <= COALESCE(:now::timestamptz, now())
+                  AND x.created_at >= (
+                      -- include: retained
+                  )
                   AND x.id <> ALL (:ids::uuid[])
                   AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
                   AND x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)

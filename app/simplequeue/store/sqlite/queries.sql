@@ -49,9 +49,18 @@ SELECT d.queue, d.dedup_key, d.item_id, d.created_at
 FROM json_each(:claims) AS c
 JOIN sq_dedup AS d ON d.queue = json_extract(c.value, '$.queue') AND d.dedup_key = json_extract(c.value, '$.key')
 
+-- fragment: retained
+-- The oldest created_at a pop hands out: :now less the queue's message_retention_seconds ('' for a
+-- queue without one, before every time). An item past it is never handed out; the sweep deletes it.
+-- Uncorrelated, so it is computed once per statement.
+COALESCE((SELECT CASE WHEN r.message_retention_seconds IS NULL THEN ''
+                      ELSE sq_add_seconds(:now, -r.message_retention_seconds) END
+          FROM sq_queues AS r WHERE r.name = :queue), '')
+
 -- name: pop
--- Poppable: due, not an expired lease on its last attempt (the sweep makes that one dead), and
--- for a grouped item, the head of its group: no live item of the group was pushed before it.
+-- Poppable: due, not an expired lease on its last attempt (the sweep makes that one dead), not
+-- past its queue's retention (see retained), and for a grouped item, the head of its group: no
+-- live item of the group was pushed before it.
 -- Two walks, merged in pop order: ready items along sq_items_ready (which holds no lease, so the
 -- walk never passes over the leases in flight), and leases that ran out along sq_items_lapsed (a
 -- range of the queue's leases cut off at now: only those, sorted). Each takes at most :max_items;
@@ -67,6 +76,9 @@ WHERE seq IN (
         SELECT * FROM (
             SELECT x.seq, x.priority, x.created_at FROM sq_items AS x INDEXED BY sq_items_ready
             WHERE x.queue = :queue AND x.status = 'ready' AND x.visible_at <= :now
+              AND x.created_at >= (
+                  -- include: retained
+              )
               AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
               AND (x.group_key IS NULL OR NOT EXISTS (
                   SELECT 1 FROM sq_items AS e INDEXED BY sq_items_group
@@ -79,6 +91,9 @@ WHERE seq IN (
         SELECT * FROM (
             SELECT x.seq, x.priority, x.created_at FROM sq_items AS x INDEXED BY sq_items_lapsed
             WHERE x.queue = :queue AND x.status = 'leased' AND x.visible_at <= :now
+              AND x.created_at >= (
+                  -- include: retained
+              )
               AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
               AND x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)
               AND (x.group_key IS NULL OR NOT EXISTS (
@@ -566,13 +581,16 @@ LIMIT :limit
 -- it just leased (:heads, a JSON array of their seqs). A run is the group's next live items in seq
 -- order while each is due: ready, or leased with its lease run out before its last attempt (as SQS
 -- hands a whole run out again when its visibility runs out); a delayed, retrying or held one ends
--- it, and so does a lapsed last attempt, dead already. At most :room items in all, leased with the
+-- it, and so does a lapsed last attempt, dead already, or one past the queue's retention. At most
+-- :room items in all, leased with the
 -- pop's token. Nobody else takes them: no item behind a live head is poppable.
 WITH runs AS (
     SELECT r.seq FROM (
         SELECT y.seq,
                min((y.status = 'ready' OR (y.status = 'leased' AND y.attempts < q.max_attempts))
-                   AND y.visible_at <= :now)
+                   AND y.visible_at <= :now AND y.created_at >= (
+                       -- include: retained
+                   ))
                    OVER (PARTITION BY y.group_key ORDER BY y.seq) AS unbroken,
                row_number() OVER (PARTITION BY y.group_key ORDER BY y.seq) AS n
         FROM sq_items AS h
