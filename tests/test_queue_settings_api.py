@@ -112,3 +112,17 @@ async def test_a_pop_never_hands_out_an_item_past_the_retention(
     clock.advance(31)
     popped = (await client.post("/pop", json={"queue": queue, "max_items": 10})).json()["items"]
     assert [i["payload"] for i in popped] == ["young"]
+
+
+async def test_an_item_over_its_attempts_moves_at_the_pop_that_finds_it(
+    client: Client, clock: FakeClock, queue: str
+) -> None:
+    target = f"{queue}-dlq"
+    await client.put(f"/queues/{target}", json={})
+    await client.put(f"/queues/{queue}", json={"max_attempts": 1, "dead_letter_queue": target})
+    await client.post("/push", json={"queue": queue, "payload": "poison"})
+    [item] = (await client.post("/pop", json={"queue": queue, "lease_seconds": 5})).json()["items"]
+    clock.advance(6)  # its lease ran out on its last attempt; no sweep runs here
+    assert (await client.post("/pop", json={"queue": queue})).json()["items"] == []
+    [moved] = (await client.post("/pop", json={"queue": target})).json()["items"]
+    assert (moved["id"], moved["payload"]) == (item["id"], "poison")

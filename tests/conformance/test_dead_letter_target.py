@@ -208,3 +208,24 @@ async def test_failing_workers_and_the_sweep_move_every_item_exactly_once(
     assert (stats.ready, stats.leased, stats.dead) == (0, 0, 0)
     history = (await store.list_history(queue, HistoryFilter(outcome=Outcome.DEAD), 1000, None)).items
     assert sorted(r.id for r in history) == sorted(ids)
+
+
+async def test_a_pops_reap_of_its_queue_moves_only_that_queues_expired_last_attempts(
+    store: Store, queue: str, clock: FakeClock
+) -> None:
+    target = await with_target(store, queue, max_attempts=1)
+    other = f"{queue}-other"
+    other_target = await with_target(store, other, max_attempts=1)
+    await push(store, mine := new_item(queue, "mine"), theirs := new_item(other, "theirs"))
+    await pop_one(store, queue)
+    await pop_one(store, other)
+    clock.advance(31)  # both leases (30 s) ran out on their last attempt
+
+    assert await store.reap_expired(10, queue) == 1
+
+    assert (await store.get_item(mine.id)).queue == target
+    assert (await store.get_item(theirs.id)).queue == other  # dead for readers, not moved yet
+    assert (await store.get_queue(other_target)).ready == 0
+    # Reaped too, so that no expired lease of this test is left for another's sweep to count.
+    assert await store.reap_expired(10, other) == 1
+    assert (await store.get_item(theirs.id)).queue == other_target

@@ -61,7 +61,7 @@ PARAMETERS = {
     "extend": ("now", "id", "lease_token", "lease_seconds"),
     "complete_batch": ("now", "items"),
     "fail": ("now", "id", "lease_token", "retry", "retry_after", "draw", "error"),
-    "reap_expired": ("now", "error", "limit"),
+    "reap_expired": ("now", "error", "queue", "limit"),
     "get_item": ("now", "id"),
     "list_dead": ("now", "queue", "since", "until", "after_at", "after_seq", "limit"),
     "pick_dead": ("queue", "ids", "limit"),

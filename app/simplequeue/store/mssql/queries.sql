@@ -382,12 +382,15 @@ WHERE i.id = @id;
 -- the sweep is the victim (it runs again next interval), not the worker's pop or completion. The
 -- priority is the session's, so the batch's last line puts it back for the pool's next borrower
 -- (and the store does, should the batch stop before it).
+-- @queue: one queue's leases only ('' for every queue's), which a pop reaps; either way the walk is
+-- along sq_items_leased, the leases in flight (a pop's reap filters them to its queue).
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
 DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
 SET @now = CAST(@now AS DATETIME2(6));
 SET DEADLOCK_PRIORITY LOW;
 DECLARE @error NVARCHAR(MAX) = :error;
+DECLARE @queue NVARCHAR(4000) = NULLIF(:queue, N'');
 DECLARE @killed TABLE (
     -- include: finished_columns
     payload NVARCHAR(MAX) NOT NULL
@@ -396,7 +399,7 @@ WITH expired AS (
     SELECT TOP (CAST(:limit AS INT)) x.status, x.died_at, x.lease_token, x.errors, x.id, x.queue, x.attempts,
            x.created_at, x.first_popped_at, x.group_key, x.dedup_key, x.payload
     FROM dbo.sq_items AS x WITH (INDEX(sq_items_leased), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
-    WHERE x.status = 'leased' AND x.visible_at <= @now
+    WHERE x.status = 'leased' AND x.visible_at <= @now AND (@queue IS NULL OR x.queue = @queue)
       AND x.attempts >= (SELECT q.max_attempts FROM dbo.sq_queues AS q WHERE q.name = x.queue)
 )
 UPDATE expired

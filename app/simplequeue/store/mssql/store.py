@@ -458,11 +458,16 @@ class MssqlStore(QueueReads):
         return int(row["purged"])
 
     @retry_deadlocks
-    async def reap_expired(self, limit: int) -> int:
+    async def reap_expired(self, limit: int, queue: str | None = None) -> int:
         async with self._transaction() as conn:
             try:
                 killed = await fetch(
-                    conn, "reap_expired", now=self._now(), error=LEASE_EXPIRED_ERROR, limit=limit
+                    conn,
+                    "reap_expired",
+                    now=self._now(),
+                    error=LEASE_EXPIRED_ERROR,
+                    limit=limit,
+                    queue=params.optional(queue),
                 )
             except BaseException:
                 # The batch stopped before its last line, which puts the session's deadlock

@@ -380,18 +380,9 @@ SELECT d.id, d.queue, d.payload::text AS payload, d.attributes, d.status, d.atte
        d.answer_max_attempts AS max_attempts, COALESCE(:now::timestamptz, now()) AS now
 FROM failed AS d CROSS JOIN woken
 
--- name: reap
--- Expired leases on their last attempt become dead, with an error and a history record; or, in a
--- queue with a dead-letter target, move there (see dead_letter_target).
-WITH expired AS (
-    SELECT i.seq, i.queue AS source, i.attempts AS source_attempts, i.first_popped_at AS source_first_popped_at,
-           q.history_payload, q.dedup_window_seconds, q.retention_seconds, true AS dies, t.name AS target
-    FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
--- include: dead_letter_target
-    WHERE i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now()) AND i.attempts >= q.max_attempts
-      AND i.lease_token IS NOT NULL  -- true of every lease; sq_items_leased's predicate says it
-    LIMIT :limit
-    FOR UPDATE OF i SKIP LOCKED
+-- fragment: reaped
+-- reap's and reap_queue's CTEs after their `expired` rows: the kills or moves, their history
+-- records, the moves' windows and claims, and the answer: per source queue, how many.
 ), failed AS (
     UPDATE sq_items AS i
     SET seq = CASE WHEN e.target IS NOT NULL THEN nextval(pg_get_serial_sequence('sq_items', 'seq')) ELSE i.seq END,
@@ -418,6 +409,36 @@ WITH expired AS (
 )
 -- include: dead_letter_moved
 SELECT source AS queue, count(*) AS killed FROM failed CROSS JOIN woken GROUP BY source
+
+-- name: reap
+-- Expired leases on their last attempt become dead, with an error and a history record; or, in a
+-- queue with a dead-letter target, move there (see dead_letter_target).
+WITH expired AS (
+    SELECT i.seq, i.queue AS source, i.attempts AS source_attempts, i.first_popped_at AS source_first_popped_at,
+           q.history_payload, q.dedup_window_seconds, q.retention_seconds, true AS dies, t.name AS target
+    FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
+-- include: dead_letter_target
+    WHERE i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now()) AND i.attempts >= q.max_attempts
+      AND i.lease_token IS NOT NULL  -- true of every lease; sq_items_leased's predicate says it
+    LIMIT :limit
+    FOR UPDATE OF i SKIP LOCKED
+-- include: reaped
+
+-- name: reap_queue
+-- reap, of one queue's leases only, which a pop runs: the range of sq_items_lapsed cut off at now
+-- (the queue's leases that ran out), as the pop's own walk of them reads.
+-- Expired leases on their last attempt become dead, with an error and a history record; or, in a
+-- queue with a dead-letter target, move there (see dead_letter_target).
+WITH expired AS (
+    SELECT i.seq, i.queue AS source, i.attempts AS source_attempts, i.first_popped_at AS source_first_popped_at,
+           q.history_payload, q.dedup_window_seconds, q.retention_seconds, true AS dies, t.name AS target
+    FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
+-- include: dead_letter_target
+    WHERE i.queue = :queue AND i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now())
+      AND i.attempts >= q.max_attempts
+    LIMIT :limit
+    FOR UPDATE OF i SKIP LOCKED
+-- include: reaped
 
 -- name: get_item
 SELECT i.id, i.queue, i.payload::text AS payload, i.attributes, i.status, i.attempts, i.errors::text AS errors, i.created_at,

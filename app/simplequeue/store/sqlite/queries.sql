@@ -203,6 +203,14 @@ JOIN sq_queues AS q ON q.name = i.queue
 WHERE i.status = 'leased' AND i.visible_at <= :now AND i.attempts >= q.max_attempts
 LIMIT :limit
 
+-- name: expired_last_attempts_of_queue
+-- expired_last_attempts of one queue, which a pop reaps: a range of sq_items_lapsed (the queue's
+-- leases cut off at now), as the pop's own walk of the leases that ran out reads.
+SELECT i.seq, i.queue FROM sq_items AS i INDEXED BY sq_items_lapsed
+JOIN sq_queues AS q ON q.name = i.queue
+WHERE i.queue = :queue AND i.status = 'leased' AND i.visible_at <= :now AND i.attempts >= q.max_attempts
+LIMIT :limit
+
 -- name: kill
 UPDATE sq_items
 SET status = 'dead', died_at = :now, lease_token = NULL,

@@ -430,10 +430,14 @@ class SqliteStore(QueueReads):
             await self._delete_purged(conn, seqs, now)
         return len(seqs)
 
-    async def reap_expired(self, limit: int) -> int:
+    async def reap_expired(self, limit: int, queue: str | None = None) -> int:
         now = to_text(self._clock())
         async with self._write() as conn:
-            expired = await fetch(conn, "expired_last_attempts", now=now, limit=limit)
+            if queue is None:
+                expired = await fetch(conn, "expired_last_attempts", now=now, limit=limit)
+            else:
+                of_queue = {"queue": queue, "now": now, "limit": limit}
+                expired = await fetch(conn, "expired_last_attempts_of_queue", **of_queue)
             seqs = json.dumps([row["seq"] for row in expired])
             killed = await execute(conn, "kill", seqs=seqs, now=now, error=LEASE_EXPIRED_ERROR)
             await execute(conn, "write_history", seqs=seqs, now=now, outcome=Outcome.DEAD)
