@@ -147,7 +147,7 @@ class Waiting:
             outcomes = await self._store.complete_batch(completions)
         else:
             outcomes, items = await self._store.complete_and_pop(completions, queue, max_items, lease_seconds)
-            if len(items) < max_items:
+            if len(items) < max_items and not getattr(self._store, "reaps_at_pop", False):
                 await self._reap(queue)
         if not items and wait_seconds > 0:
             items = await self.pop(
@@ -159,7 +159,7 @@ class Waiting:
         self, queue: str, max_items: int, lease_seconds: int | None, group_runs: bool
     ) -> list[LeasedItem]:
         items = await self._store.pop(queue, max_items, lease_seconds, group_runs=group_runs)
-        if len(items) < max_items:
+        if len(items) < max_items and not getattr(self._store, "reaps_at_pop", False):
             await self._reap(queue)
         return items
 
@@ -169,7 +169,9 @@ class Waiting:
         it, as SQS moves it, not at the sweep's next round. A pop that filled up pays nothing; one
         with room pays one more statement, a seek of the queue's expired leases (the range its own
         walk of them read). The move wakes the target's waiters here (other replicas: PostgreSQL's
-        NOTIFY, or their probe). Its failure is logged, not raised: the pop's items are leased."""
+        NOTIFY, or their probe). Its failure is logged, not raised: the pop's items are leased.
+        A store that reaps in its pop's own transaction (SQLite: no round trip to save) says so
+        (reaps_at_pop); its moves are found by the target's waiters at their probe's recheck."""
         try:
             moved = await self._store.reap_expired(REAP_AT_POP, queue)
             if moved:
