@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import re
 import statistics
 import time
 import uuid
@@ -40,7 +39,7 @@ import asyncpg
 from simplequeue.domain import NewItem
 from simplequeue.store.postgres.statements import Q
 from simplequeue.store.postgres.store import PLANNER_SETTINGS, PostgresStore
-from simplequeue.store.queries import Query, compile_query
+from simplequeue.store.queries import Query, parse_queries
 
 from bench.infra import database
 from tests.explain import literal, plan_nodes
@@ -51,16 +50,13 @@ POOL = 10
 PUSH_BATCH = 1000
 EXPLAIN_RUNS = 7
 STATEMENTS = ("pop", "complete_batch", "complete_and_pop")
-_HEADER = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
 
 
 def load_overrides(path: str | None) -> dict[str, Query]:
     """The store's statements, with those named in `path` (queries.sql format) replaced."""
     queries = dict(Q)
-    if path:
-        parts = _HEADER.split(Path(path).read_text(encoding="utf-8"))
-        for name, body in zip(parts[1::2], parts[2::2], strict=True):
-            queries[name] = compile_query(name, body.strip(), "numbered")
+    if path:  # its fragments included, as the store's own file (a whole earlier queries.sql, say)
+        queries |= parse_queries(Path(path).read_text(encoding="utf-8"), "numbered", path)
     return queries
 
 

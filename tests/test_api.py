@@ -101,6 +101,8 @@ async def test_push_pop_fail_complete_and_inspect(client: Client, queue: str, cl
             "dedup_window_seconds": 3600,
             "dedup_window_from": "finish",
             "history_payload": False,
+            "dead_letter_queue": None,
+            "message_retention_seconds": None,
         },
         "paused": False,
     }

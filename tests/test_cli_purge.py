@@ -12,7 +12,6 @@ from pathlib import Path
 from click.testing import CliRunner
 from simplequeue.cli import main
 from simplequeue.domain import ItemNotFound, QueueSettings
-from simplequeue.domain.metadata import MetadataChange
 from simplequeue.main import store_for
 from simplequeue.settings import Settings
 
@@ -33,10 +32,7 @@ def test_purge_expires_items_past_their_queues_retention_period(tmp_path: Path) 
         await store.open()
         try:
             await store.migrate()
-            await store.put_queue("retains", QueueSettings())
-            await store.change_queue_metadata(
-                "retains", MetadataChange(set_attributes={"MessageRetentionPeriod": "1800"})
-            )
+            await store.put_queue("retains", QueueSettings(message_retention_seconds=1800))
             await store.push_batch([old, fresh, kept], skip_existing=False)
         finally:
             await store.close()

@@ -560,13 +560,29 @@ def test_settings_are_edited_and_the_queue_deleted(chromium: str, service: str, 
         page.fill("#set-max_attempts", "7")
         page.fill("#set-retention_seconds", "3600")
         page.select_option("#set-dedup_window_from", "send")
+        expect(page.locator("#set-dead_letter_queue")).to_have_value("")  # none
+        api.put("/queues/mail-dlq", json={}).raise_for_status()
+        page.fill("#set-dead_letter_queue", "mail-dlq")
+        page.fill("#set-message_retention_seconds", "86400")
         page.click("#save-settings")
         expect(page.locator("#settings-message")).to_contain_text("Saved")
         settings = api.get("/queues/mail").json()["settings"]
         assert (settings["max_attempts"], settings["retention_seconds"]) == (7, 3600)
         assert settings["dedup_window_from"] == "send", "a save keeps every setting the form shows"
+        assert (settings["dead_letter_queue"], settings["message_retention_seconds"]) == ("mail-dlq", 86400)
         page.reload()
         expect(page.locator("#set-dedup_window_from")).to_have_value("send")
+        expect(page.locator("#set-dead_letter_queue")).to_have_value("mail-dlq")
+        # A dead-letter queue that does not exist is refused next to its field; emptied, it is none.
+        page.fill("#set-dead_letter_queue", "nowhere")
+        page.click("#save-settings")
+        expect(page.locator('.field-error[data-field="dead_letter_queue"]')).to_contain_text("no queue named")
+        page.fill("#set-dead_letter_queue", "")
+        page.fill("#set-message_retention_seconds", "")
+        page.click("#save-settings")
+        expect(page.locator("#settings-message")).to_contain_text("Saved")
+        settings = api.get("/queues/mail").json()["settings"]
+        assert (settings["dead_letter_queue"], settings["message_retention_seconds"]) == (None, None)
         page.click('a[data-tab="history"]')
         expect(page.locator("#items, #empty").first).to_be_visible()
         expect(page.locator("#no-history")).to_have_count(0)

@@ -131,3 +131,71 @@ def test_the_latest_migration_keeps_every_queues_settings_and_items(
 
     with database(engine, tmp_path) as url:
         asyncio.run(upgrade(url))
+
+
+# --- the typed settings (SQLite's 10, PostgreSQL's 11): SQS attributes become columns ---------------
+
+ATTRIBUTES_AS_KEPT = """
+INSERT INTO sq_queues (name, created_at, max_attempts) VALUES
+    ('source', {at}, 4), ('target', {at}, 5), ('plain', {at}, 5);
+INSERT INTO sq_queue_attributes (queue, name, value) VALUES
+    ('source', 'dead_letter_queue', 'target'),
+    ('source', 'RedrivePolicy', '{{"deadLetterTargetArn":"arn:target","maxReceiveCount":4}}'),
+    ('source', 'MessageRetentionPeriod', '345600'),
+    ('source', 'DelaySeconds', '5'),
+    ('target', 'MessageRetentionPeriod', '60');
+"""
+"""Queues as the SQS door of the release before kept them: the target and the retention as attributes."""
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "postgresql"])
+def test_the_sqs_doors_attributes_become_typed_settings_with_their_values(
+    engine: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    latest = migrations.load_migrations(engine)
+    [typed] = [m for m in latest if m.name.endswith("typed_settings")]
+    module = f"simplequeue.store.{'postgres' if engine == 'postgresql' else 'sqlite'}.store"
+
+    async def write_old(url: str) -> None:
+        sql = ATTRIBUTES_AS_KEPT.format(at="now()" if engine == "postgresql" else AT)
+        if engine == "postgresql":
+            conn = await asyncpg.connect(url, timeout=5)
+            try:
+                await conn.execute(sql)
+            finally:
+                await conn.close()
+        else:
+            with sqlite3.connect(url.removeprefix("sqlite:///")) as lite:
+                lite.executescript(sql)
+
+    async def upgrade(url: str) -> None:
+        settings = Settings(database_url=url)
+        before = [m for m in latest if m.version < typed.version]
+        monkeypatch.setattr(f"{module}.load_migrations", lambda dialect: before)
+        old = store_for(settings, FakeClock())
+        await old.open()
+        await old.migrate()
+        await old.close()
+        await write_old(url)
+
+        monkeypatch.undo()
+        new = store_for(settings, FakeClock())
+        await new.open()
+        try:
+            assert typed.version in await new.migrate()
+            source, target, plain = [(await new.get_queue(q)).settings for q in ("source", "target", "plain")]
+            assert (source.dead_letter_queue, source.message_retention_seconds, source.max_attempts) == (
+                "target",
+                345600,
+                4,
+            )
+            assert (target.dead_letter_queue, target.message_retention_seconds) == (None, 60)
+            assert (plain.dead_letter_queue, plain.message_retention_seconds) == (None, None)
+            # What the door keeps for its callers stays; what is a setting now left the attributes.
+            assert dict((await new.queue_metadata("source")).attributes) == {"DelaySeconds": "5"}
+            assert dict((await new.queue_metadata("target")).attributes) == {}
+        finally:
+            await new.close()
+
+    with database(engine, tmp_path) as url:
+        asyncio.run(upgrade(url))

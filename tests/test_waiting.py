@@ -13,7 +13,6 @@ from uuid import uuid4
 import asyncpg
 import pytest
 from simplequeue.domain import DatabaseUnavailable, Failure, ItemExists, Pushed, QueueSettings
-from simplequeue.domain.metadata import MetadataChange
 from simplequeue.main import store_for
 from simplequeue.service.pushing import PushCoalescer
 from simplequeue.service.waiting import Waiting
@@ -265,9 +264,7 @@ async def test_a_move_to_a_dead_letter_queue_through_another_process_is_found(
     # push (PostgreSQL: NOTIFY from the moving statement; elsewhere: the probe's recheck).
     target = f"{queue}-dlq"
     await real_store.put_queue(target, QueueSettings())
-    await real_store.put_queue(queue, QueueSettings(max_attempts=1))
-    redrive = MetadataChange(set_attributes={"dead_letter_queue": target})
-    await real_store.change_queue_metadata(queue, redrive)
+    await real_store.put_queue(queue, QueueSettings(max_attempts=1, dead_letter_queue=target))
     await real_store.push_batch([new_item(queue, "doomed")], skip_existing=False)
     [popped] = await real_store.pop(queue, 1, 0 if how == "reaped" else 30)
     async with waiter_in_another_replica(settings, target) as waiter:
@@ -296,8 +293,7 @@ async def test_a_role_that_may_only_connect_hears_no_queue_name_from_a_push_or_a
     try:
         await spy.add_listener("simplequeue_ready", lambda *args: heard.put_nowait(args[3]))
         await store.put_queue(target, QueueSettings())
-        await store.put_queue(queue, QueueSettings(max_attempts=1))
-        await store.change_queue_metadata(queue, MetadataChange(set_attributes={"dead_letter_queue": target}))
+        await store.put_queue(queue, QueueSettings(max_attempts=1, dead_letter_queue=target))
         await store.push_batch([new_item(queue, "doomed")], skip_existing=False)
         [popped] = await store.pop(queue, 1, 30)
         await store.fail(popped.id, Failure("fatal", popped.lease_token, retry=False))

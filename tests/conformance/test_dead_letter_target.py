@@ -1,4 +1,4 @@
-"""A dead-letter target queue (the kept attribute dead_letter_queue, the SQS door's RedrivePolicy):
+"""A dead-letter target queue (the dead_letter_queue setting, the SQS door's RedrivePolicy):
 an item that dies in a queue with a target moves there in the statement or transaction that kills
 it (a worker's last failure, or the sweep's reap of a lease that expired on its last attempt),
 keeping its id, payload, attributes, created_at, group and errors, ready there with attempts reset.
@@ -22,7 +22,6 @@ from simplequeue.domain import (
     QueueError,
     encode_attributes,
 )
-from simplequeue.domain.metadata import MetadataChange
 from simplequeue.service.upkeep import reap
 from simplequeue.store.protocol import Store
 
@@ -31,15 +30,13 @@ from tests.conformance.test_attributes import ATTRIBUTES
 from tests.engines import FakeClock
 from tests.factories import given, new_item
 
-TARGET = "dead_letter_queue"
 WINDOW = 120
 
 
 async def with_target(store: Store, queue: str, max_attempts: int = 3, **settings: object) -> str:
     target = f"{queue}-dlq"
     await configure(store, target)
-    await configure(store, queue, max_attempts=max_attempts, **settings)
-    await store.change_queue_metadata(queue, MetadataChange(set_attributes={TARGET: target}))
+    await configure(store, queue, max_attempts=max_attempts, dead_letter_queue=target, **settings)
     return target
 
 
@@ -211,3 +208,24 @@ async def test_failing_workers_and_the_sweep_move_every_item_exactly_once(
     assert (stats.ready, stats.leased, stats.dead) == (0, 0, 0)
     history = (await store.list_history(queue, HistoryFilter(outcome=Outcome.DEAD), 1000, None)).items
     assert sorted(r.id for r in history) == sorted(ids)
+
+
+async def test_a_pops_reap_of_its_queue_moves_only_that_queues_expired_last_attempts(
+    store: Store, queue: str, clock: FakeClock
+) -> None:
+    target = await with_target(store, queue, max_attempts=1)
+    other = f"{queue}-other"
+    other_target = await with_target(store, other, max_attempts=1)
+    await push(store, mine := new_item(queue, "mine"), theirs := new_item(other, "theirs"))
+    await pop_one(store, queue)
+    await pop_one(store, other)
+    clock.advance(31)  # both leases (30 s) ran out on their last attempt
+
+    assert await store.reap_expired(10, queue) == 1
+
+    assert (await store.get_item(mine.id)).queue == target
+    assert (await store.get_item(theirs.id)).queue == other  # dead for readers, not moved yet
+    assert (await store.get_queue(other_target)).ready == 0
+    # Reaped too, so that no expired lease of this test is left for another's sweep to count.
+    assert await store.reap_expired(10, other) == 1
+    assert (await store.get_item(theirs.id)).queue == other_target

@@ -1,6 +1,6 @@
 """A queue's metadata (SQS's CreatedTimestamp, LastModifiedTimestamp, kept attributes and tags):
 read whole, changed whole under the tag limit, serialised per queue, and gone with the queue. And
-the one kept attribute the store acts on: MessageRetentionPeriod, past which live items expire."""
+the message_retention_seconds setting (SQS's MessageRetentionPeriod), past which live items expire."""
 
 from __future__ import annotations
 
@@ -144,14 +144,10 @@ async def test_metadata_goes_with_its_queue(store: Store, queue: str) -> None:
 # --- MessageRetentionPeriod: live items past it expire ----------------------------------------------
 
 
-RETAIN = MetadataChange(set_attributes={"MessageRetentionPeriod": "60"})
-
-
 async def test_live_items_past_the_retention_period_expire_without_history(
     store: Store, queue: str, clock: FakeClock
 ) -> None:
-    await configure(store, queue, max_attempts=5, dedup_window_seconds=600)
-    await store.change_queue_metadata(queue, RETAIN)
+    await configure(store, queue, max_attempts=5, dedup_window_seconds=600, message_retention_seconds=60)
     other = f"{queue}-keeps"  # no retention period: its items stay until they finish
     await push(
         store,
@@ -189,8 +185,7 @@ async def test_live_items_past_the_retention_period_expire_without_history(
 
 
 async def test_expiry_comes_in_batches(store: Store, queue: str, clock: FakeClock) -> None:
-    await store.put_queue(queue, QueueSettings())
-    await store.change_queue_metadata(queue, RETAIN)
+    await store.put_queue(queue, QueueSettings(message_retention_seconds=60))
     items = [new_item(queue, n, created_at=clock.now) for n in range(5)]
     await push(store, *items)
     clock.advance(61)

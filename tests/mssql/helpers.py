@@ -36,6 +36,10 @@ MIGRATION, DELIVERY, ADMIN, ESCALATION, CLIENT_IDS = load_migrations("mssql")[:5
 SQLITE_DELIVERY = load_migrations("sqlite")[1]
 QUEUE_WINDOWS = load_migrations("mssql")[9]  # v10: lease_seconds from 0, dedup_window_from
 SQLITE_QUEUE_WINDOWS = load_migrations("sqlite")[8]  # v9: sq_queues rebuilt with both
+TYPED_SETTINGS = load_migrations("mssql")[10]  # v11: dead_letter_queue, message_retention_seconds
+SQLITE_TYPED_SETTINGS = load_migrations("sqlite")[9]  # v10: the same columns
+OPTIONAL_SETTINGS = frozenset({"dead_letter_queue", "message_retention_seconds"})
+"""Queue settings that may be NULL (none), which no release before v11 had."""
 
 
 # --- parsing --------------------------------------------------------------------------------------
@@ -425,7 +429,7 @@ STATS_COLUMNS = [
 
 
 def stats_row(name: str, oldest: datetime | None) -> tuple[Any, ...]:
-    settings = (5, 30, 1.0, 2.0, 3600.0, 0.1, 604800, 3600, "finish", False)
+    settings = (5, 30, 1.0, 2.0, 3600.0, 0.1, 604800, 3600, "finish", False, None, None)
     return (name, *settings, False, 2, 1, 3, None, 4, oldest, 7, 8, NOW.replace(tzinfo=None))
 
 

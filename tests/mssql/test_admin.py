@@ -31,7 +31,10 @@ from tests.mssql.helpers import (
 
 def test_put_queue_updates_under_a_key_lock_or_inserts_and_says_which() -> None:
     update, created, insert = statements("put_queue")
-    assert placeholders(Q["put_queue"].sql) == 12
+    assert placeholders(Q["put_queue"].sql) == 14
+    # The optional settings come as text, '' for none (params.optional), as NULL.
+    assert "DECLARE @dead_letter_queue NVARCHAR(128) = NULLIF(?, N'');" in Q["put_queue"].sql
+    assert "DECLARE @message_retention_seconds INT = CAST(NULLIF(?, N'') AS INT);" in Q["put_queue"].sql
     assert isinstance(update, exp.Update)
     assert hints(update.this) == ["HOLDLOCK", "UPDLOCK"]
     # Every setting, and the time they changed (SQS's LastModifiedTimestamp).
@@ -196,7 +199,7 @@ async def test_put_queue_binds_every_setting_and_says_whether_it_created_the_que
 
     assert await store.put_queue("orders", settings) is created
 
-    bound = (NOW_TEXT, "orders", 3, 90, "0.5", "3.0", "60.0", "0.0", 0, 10, "finish", 1)
+    bound = (NOW_TEXT, "orders", 3, 90, "0.5", "3.0", "60.0", "0.0", 0, 10, "finish", 1, "", "")
     assert conn.params("put_queue") == bound
     batch = conn.inlined("put_queue")
     assert "DECLARE @backoff_factor FLOAT = CAST(N'3.0' AS FLOAT);" in batch

@@ -292,11 +292,9 @@ def test_an_item_that_dies_in_a_queue_with_a_target_moves_there_in_the_same_batc
     assert isinstance(delete, exp.Delete)
     sql = delete.sql("tsql")
     assert "JOIN @dead AS d ON d.id = i.id" in sql
-    assert "JOIN dbo.sq_queue_attributes AS a ON a.queue = i.queue AND a.name = N'dead_letter_queue'" in sql
-    assert (
-        "JOIN dbo.sq_queues AS t ON t.name = a.value COLLATE Latin1_General_100_BIN2 AND t.name <> i.queue"
-        in sql
-    )
+    assert "JOIN dbo.sq_queues AS s ON s.name = i.queue" in sql
+    assert "JOIN dbo.sq_queues AS t ON t.name = s.dead_letter_queue AND t.name <> i.queue" in sql
+    assert "sq_queue_attributes" not in sql  # a typed setting, not an SQS attribute's string
     assert delete.args["where"].this.sql("tsql") == "i.status = 'dead'"
     assert delete.args["returning"].args["into"].name == "moving"
     # The source's dedup claim starts its window; the remembered id's claim follows the item.

@@ -42,10 +42,11 @@ def test_lease_runs_reads_each_groups_next_live_items_in_seq_order_locked_until_
     assert "y.queue = h.queue AND y.group_key = h.group_key AND y.seq > h.seq" in sql
     assert "y.status IN ('ready', 'leased')" in sql  # live items: a dead one neither counts nor blocks
     # unbroken: every item from the head's next up to this one is due: ready, or a lease that ran
-    # out before its last attempt (a lapsed last attempt is dead already and ends the run).
+    # out before its last attempt (a lapsed last attempt is dead already and ends the run), and
+    # within the queue's retention (one past it is never handed out, and ends the run).
     due = (
         "(y.status = 'ready' OR (y.status = 'leased' AND y.attempts < @max_attempts))"
-        " AND y.visible_at <= @now"
+        " AND y.visible_at <= @now AND y.created_at >= @retained"
     )
     assert f"MIN(IIF({due}, 1, 0)) OVER (PARTITION BY y.group_key" in sql
     outer = cte.this

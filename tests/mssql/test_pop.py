@@ -39,7 +39,7 @@ READY_POP = next(m for m in load_migrations("mssql") if m.name == "ready_pop_ind
 
 def pop_update() -> exp.Update:
     trees = parse(Q["pop"].sql)
-    assert [type(tree) for tree in trees] == [exp.Set, exp.Set, *[exp.Declare] * 6, exp.Update]
+    assert [type(tree) for tree in trees] == [exp.Set, exp.Set, *[exp.Declare] * 7, exp.Update]
     update = trees[-1]
     assert isinstance(update, exp.Update)
     return update
@@ -136,6 +136,17 @@ def test_pop_claims_only_due_rows_and_no_expired_lease_on_its_last_attempt() -> 
     assert "w.attempts < @max_attempts" in lapsed.args["where"].sql("tsql")
     assert "attempts" not in ready.args["where"].sql("tsql").replace("e.", "")
     assert pop_declares()["max_attempts"] == "(SELECT max_attempts FROM dbo.sq_queues WHERE name = @queue)"
+
+
+def test_pop_never_hands_out_an_item_past_its_queues_retention() -> None:
+    # Both walks stop at the cutoff, read once from the queue's message_retention_seconds before
+    # the claim (the earliest DATETIME2 for a queue without one); the sweep deletes what is past it.
+    for walk in walks().values():
+        assert "w.created_at >= @retained" in walk.args["where"].this.sql("tsql")
+    assert pop_declares()["retained"] == (
+        "COALESCE((SELECT DATEADD(SECOND, -message_retention_seconds, @now) FROM dbo.sq_queues"
+        " WHERE name = @queue), CAST('0001-01-01' AS DATETIME2(7)))"
+    )
 
 
 def test_the_migration_drops_the_pop_index_and_makes_the_live_readers_index_cover_them() -> None:

@@ -70,7 +70,7 @@ async def test_purge_live_repeats_full_batches(fake: tuple[MssqlStore, FakeConne
     assert conn.commits == 2
 
 
-# --- expire_retained (SQS's MessageRetentionPeriod) -------------------------------------------------
+# --- expire_retained (message_retention_seconds, SQS's MessageRetentionPeriod) ---------------------
 
 
 def test_expire_retained_deletes_old_live_items_of_queues_that_keep_a_period_as_purge_live_does() -> None:
@@ -87,8 +87,9 @@ def test_expire_retained_deletes_old_live_items_of_queues_that_keep_a_period_as_
     assert hints(items) == ["INDEX", "READCOMMITTEDLOCK", "READPAST", "ROWLOCK", "UPDLOCK"]
     assert "WITH (INDEX(sq_items_visible), READCOMMITTEDLOCK" in Q["expire_retained"].sql
     where = pick.args["where"].this.sql("tsql")
-    assert "a.name = N'MessageRetentionPeriod'" in where
-    assert "i.created_at < DATEADD(SECOND, -CAST(a.value AS INTEGER), @now)" in where
+    assert "NOT q.message_retention_seconds IS NULL" in where
+    assert "i.created_at < DATEADD(SECOND, -q.message_retention_seconds, @now)" in where
+    assert "sq_queue_attributes" not in Q["expire_retained"].sql
     assert "i.attempts >= q.max_attempts" in where  # a lease out on its last attempt is dead: it stays
     assert "sq_history" not in Q["expire_retained"].sql
     _, live_windows, live_id_windows, live_count = statements("purge_live")

@@ -17,9 +17,12 @@ from tests.mssql.helpers import (
     CLIENT_IDS,
     DELIVERY,
     MIGRATION,
+    OPTIONAL_SETTINGS,
     QUEUE_WINDOWS,
     SQLITE_DELIVERY,
     SQLITE_QUEUE_WINDOWS,
+    SQLITE_TYPED_SETTINGS,
+    TYPED_SETTINGS,
     all_migration_statements,
     create_index,
     create_table,
@@ -195,7 +198,7 @@ def test_every_delivery_statement_is_guarded_or_touches_only_rows_not_yet_done()
 def test_queue_settings_have_sqlites_defaults_and_ranges() -> None:
     columns = added_columns("sq_queues", QUEUE_SETTINGS)
     reference = sqlite_settings()
-    assert set(columns) == set(reference) == set(rows.settings_params(QueueSettings()))
+    assert set(columns) == set(reference) == set(rows.settings_params(QueueSettings())) - OPTIONAL_SETTINGS
     replaced = replaced_checks()
     assert set(replaced) == {"lease_seconds"}
     for name, (default, check) in reference.items():
@@ -227,8 +230,36 @@ def test_a_queue_made_by_a_push_gets_the_domains_default_settings() -> None:
     row = {
         name: value if name == "dedup_window_from" else float(value) if "." in value else int(value)
         for name, value in defaults.items()
-    }
+    } | dict.fromkeys(OPTIONAL_SETTINGS)
     assert rows.queue_settings(row) == QueueSettings()
+
+
+def test_the_optional_settings_are_nullable_columns_with_sqlites_ranges_filled_from_the_attributes() -> None:
+    columns = added_columns("sq_queues", (TYPED_SETTINGS,))
+    assert set(columns) == OPTIONAL_SETTINGS
+    for column in columns.values():  # NULL: none
+        nullable = constraint(column, exp.NotNullColumnConstraint)
+        assert nullable is not None, column.sql("tsql")
+        assert nullable.args.get("allow_null"), column.sql("tsql")
+    assert columns["dead_letter_queue"].args["kind"].sql("tsql") == "NVARCHAR(128)"
+    assert "COLLATE Latin1_General_100_BIN2" in columns["dead_letter_queue"].sql("tsql")  # as sq_queues.name
+    check = constraint(columns["message_retention_seconds"], exp.CheckColumnConstraint).this.sql("tsql")
+    assert check == "message_retention_seconds BETWEEN 60 AND 1209600"
+    assert f"CHECK ({check})" in SQLITE_TYPED_SETTINGS.sql
+    # The values move from the SQS door's attributes, which then go (RedrivePolicy with them: the
+    # door answers it from the settings).
+    moves = [parse(s)[0] for s in migration_statements(TYPED_SETTINGS)]
+    updates = [m for m in moves if isinstance(m, exp.Update)]
+    assert [u.sql("tsql") for u in updates] == [
+        "UPDATE q SET dead_letter_queue = a.value FROM dbo.sq_queues AS q JOIN dbo.sq_queue_attributes AS a"
+        " ON a.queue = q.name AND a.name = N'dead_letter_queue'",
+        "UPDATE q SET message_retention_seconds = CAST(a.value AS INTEGER) FROM dbo.sq_queues AS q"
+        " JOIN dbo.sq_queue_attributes AS a ON a.queue = q.name AND a.name = N'MessageRetentionPeriod'",
+    ]
+    [delete] = [m for m in moves if isinstance(m, exp.Delete)]
+    assert delete.args["where"].sql("tsql") == (
+        "WHERE name IN (N'dead_letter_queue', N'MessageRetentionPeriod', N'RedrivePolicy')"
+    )
 
 
 def test_items_gain_the_columns_of_sqlites_items() -> None:

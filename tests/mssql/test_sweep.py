@@ -27,14 +27,16 @@ from tests.mssql.helpers import (
 def test_reap_expired_kills_expired_last_attempts_skipping_locked_rows_and_writes_history() -> None:
     update, history, _dead, _delete, _windows, _ids, _insert, count = statements("reap_expired")
     assert isinstance(update, exp.Update)
-    assert placeholders(Q["reap_expired"].sql) == 3
+    assert placeholders(Q["reap_expired"].sql) == 4
+    # A pop's reap names its queue ('' for the sweep's, of every queue).
+    assert "DECLARE @queue NVARCHAR(4000) = NULLIF(?, N'');" in Q["reap_expired"].sql
     select = update.find(exp.CTE).this
     table = select.find(exp.From).this
     assert hints(table) == ["INDEX", "READCOMMITTEDLOCK", "READPAST", "ROWLOCK", "UPDLOCK"]
     assert "sq_items_leased" in index_hint(table)
     assert select.args.get("limit") is not None
     assert select.args["where"].this.sql("tsql") == (
-        "x.status = 'leased' AND x.visible_at <= @now "
+        "x.status = 'leased' AND x.visible_at <= @now AND (@queue IS NULL OR x.queue = @queue) "
         "AND x.attempts >= (SELECT q.max_attempts FROM dbo.sq_queues AS q WHERE q.name = x.queue)"
     )
     assignments = {eq.this.name: eq.expression.sql("tsql") for eq in update.expressions}
@@ -99,8 +101,11 @@ async def test_reap_expired_binds_the_sweeps_error_and_says_how_many(
 
     assert await store.reap_expired(100) == 3
 
-    assert conn.params("reap_expired") == (NOW_TEXT, LEASE_EXPIRED_ERROR, 100)
+    assert conn.params("reap_expired") == (NOW_TEXT, LEASE_EXPIRED_ERROR, "", 100)
     assert conn.commits == 1
+    conn.reply("reap_expired", Result(["queue", "killed"], [("orders", 1)]))
+    assert await store.reap_expired(100, "orders") == 1  # a pop's reap of its own queue
+    assert conn.executed[-1].params == (NOW_TEXT, LEASE_EXPIRED_ERROR, "orders", 100)
 
 
 @pytest.mark.parametrize(("history", "keys", "ids_", "largest"), [(2, 5, 1, 5), (2, 0, 5, 5), (5, 1, 0, 5)])

@@ -33,13 +33,22 @@ class Answer:
 
 def call(base: str, protocol: str, action: str, **params: Any) -> Answer:
     if protocol == "json":
-        return _json(base, action, params)
-    return _query(base, action, params)
+        return _json_answer(httpx.post(base + "/", json=params, headers=_json_headers(action), timeout=30))
+    return _query_answer(action, httpx.post(base + "/", data=_form(action, params), timeout=30))
 
 
-def _json(base: str, action: str, params: dict[str, Any]) -> Answer:
-    headers = {"X-Amz-Target": f"AmazonSQS.{action}", "Content-Type": "application/x-amz-json-1.0"}
-    answer = httpx.post(base + "/", json=params, headers=headers, timeout=30)
+async def acall(client: httpx.AsyncClient, protocol: str, action: str, **params: Any) -> Answer:
+    """call, through a client of an app in this process (one on an injected clock)."""
+    if protocol == "json":
+        return _json_answer(await client.post("/", json=params, headers=_json_headers(action)))
+    return _query_answer(action, await client.post("/", data=_form(action, params)))
+
+
+def _json_headers(action: str) -> dict[str, str]:
+    return {"X-Amz-Target": f"AmazonSQS.{action}", "Content-Type": "application/x-amz-json-1.0"}
+
+
+def _json_answer(answer: httpx.Response) -> Answer:
     body = answer.json()
     if answer.status_code != 200:
         code = answer.headers["x-amzn-query-error"].split(";")[0]
@@ -47,7 +56,7 @@ def _json(base: str, action: str, params: dict[str, Any]) -> Answer:
     return Answer(200, result=body)
 
 
-def _query(base: str, action: str, params: dict[str, Any]) -> Answer:
+def _form(action: str, params: dict[str, Any]) -> dict[str, str]:
     form: dict[str, str] = {"Action": action, "Version": "2012-11-05"}
     for key, value in params.items():
         if isinstance(value, dict):
@@ -59,7 +68,10 @@ def _query(base: str, action: str, params: dict[str, Any]) -> Answer:
             form |= {f"{member}.{n}": v for n, v in enumerate(value, 1)}
         else:
             form[key] = str(value)
-    answer = httpx.post(base + "/", data=form, timeout=30)
+    return form
+
+
+def _query_answer(action: str, answer: httpx.Response) -> Answer:
     root = ET.fromstring(answer.content)
     if answer.status_code != 200:
         return Answer(

@@ -29,6 +29,7 @@ from simplequeue.domain import (
     InvalidAttributes,
     InvalidCursor,
     InvalidPayload,
+    InvalidSettings,
     NotFound,
     PayloadTooLarge,
     QueueError,
@@ -118,6 +119,7 @@ STATUS_OF: dict[type[QueueError], int] = {
     InvalidPayload: 422,
     InvalidAttributes: 422,
     InvalidCursor: 422,
+    InvalidSettings: 422,
     StoreError: 500,
     DatabaseUnavailable: 503,
     SchemaNotReady: 503,
@@ -129,6 +131,10 @@ ANSWERED_AS: dict[type[QueueError], type[QueueError]] = {DatabaseMisconfigured: 
 """Errors whose detail is the operator's business (it names the database, its server, the login):
 callers get the code and plain sentence of the class each is a case of, and the log the detail.
 Their codes are not the API's (not in ErrorCode)."""
+
+AS_VALIDATION: frozenset[type[QueueError]] = frozenset({InvalidSettings})
+"""Errors about one field of the body that only the service can judge (a queue named must exist):
+answered as the body's schema answers its own checks, 422 ValidationError naming the field."""
 
 
 HTTP_CODES: dict[int, tuple[str, ...]] = {
@@ -166,11 +172,11 @@ def status_of(error: QueueError | type[QueueError]) -> int:
 
 def domain_errors() -> list[type[QueueError]]:
     """Every class of the domain's error tree below QueueError whose code callers may get (all
-    but ANSWERED_AS's), depth first."""
+    but ANSWERED_AS's and AS_VALIDATION's), depth first."""
     found: list[type[QueueError]] = []
     for cls in QueueError.__subclasses__():
         found += [cls, *_below(cls)]
-    return [cls for cls in found if cls not in ANSWERED_AS]
+    return [cls for cls in found if cls not in ANSWERED_AS and cls not in AS_VALIDATION]
 
 
 def _below(cls: type[QueueError]) -> list[type[QueueError]]:
@@ -200,6 +206,9 @@ async def on_queue_error(request: Request, exc: Exception) -> JSONResponse:
         )
     if public is not None:
         return envelope(status, public.__name__, public().detail)
+    if isinstance(exc, InvalidSettings):
+        fields = [{"loc": ["body", exc.field], "msg": exc.detail}]
+        return envelope(422, "ValidationError", f"body.{exc.field}: {exc.detail}", fields)
     return envelope(status, exc.code, exc.detail)
 
 

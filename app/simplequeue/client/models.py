@@ -146,7 +146,7 @@ class QueueStats:
     dead_in_history: int
     settings: dict[str, Any]
     """max_attempts, lease_seconds, backoff, retention_seconds, dedup_window_seconds, dedup_window_from,
-    history_payload."""
+    history_payload, dead_letter_queue, message_retention_seconds."""
     paused: bool = False
 
     @classmethod

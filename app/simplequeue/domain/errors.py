@@ -11,6 +11,7 @@
     │   ├── ItemDead
     │   └── TooManyQueues
     ├── InvalidPayload
+    ├── InvalidSettings
     ├── InvalidCursor
     ├── PayloadTooLarge
     ├── DatabaseUnavailable      worth a retry: the database is down, frozen or busy
@@ -85,6 +86,14 @@ class InvalidPayload(QueueError):
 
 class InvalidAttributes(QueueError):
     """The message attributes break a rule (their names, types, values or number)."""
+
+
+class InvalidSettings(QueueError):
+    """A queue setting names what cannot be (a dead-letter queue that does not exist, or the queue itself)."""
+
+    def __init__(self, field: str, detail: str) -> None:
+        self.field = field  # the setting's name, as the API's body names it
+        super().__init__(detail)
 
 
 class InvalidCursor(QueueError):

@@ -30,6 +30,16 @@ class QueueSettings:
     dedup_window_seconds: int = 3600  # a dedup_key still matches this long after its item finished
     dedup_window_from: DedupWindowFrom = "finish"
     history_payload: bool = False  # copy payloads into history records
+    # Where an item that dies here goes instead of staying dead (SQS's RedrivePolicy target): ready
+    # there, attempts reset. None, or a queue that no longer exists: it stays dead here.
+    dead_letter_queue: str | None = None
+    # Live items older than this (from their push) are never handed out, and the sweep deletes them
+    # (SQS's MessageRetentionPeriod). None: kept until they finish.
+    message_retention_seconds: int | None = None
+
+
+MESSAGE_RETENTION_RANGE = (60, 1_209_600)
+"""message_retention_seconds' bounds: SQS's MessageRetentionPeriod's, so the SQS door can answer it."""
 
 
 @dataclass(frozen=True, slots=True)

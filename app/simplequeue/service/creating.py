@@ -1,5 +1,5 @@
-"""The most queues the service holds (SIMPLEQUEUE_MAX_QUEUES): a push or put that would make a
-queue past it is refused, and makes nothing.
+"""A queue's making. The most queues the service holds (SIMPLEQUEUE_MAX_QUEUES): a push or put
+that would make a queue past it is refused, and makes nothing.
 
 Only a queue's making pays for the check. Names this process has seen exist are remembered, so a
 push to a known queue costs a set lookup; the first call naming a queue asks whether it exists;
@@ -10,6 +10,8 @@ processes may pass the limit by at most N - 1 queues; and a queue another proces
 this one still remembers, is made again by a push here without a count. Pushes that do not go
 through the service (simplequeue.outbox, sq_push) make queues unchecked, as the application's
 own trusted writes: they count towards the limit, which then refuses the service's makings.
+
+And the one setting a queue's making or change checks against other queues: its dead-letter queue.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from simplequeue.domain import TooManyQueues
+from simplequeue.domain import InvalidSettings, QueueNotFound, TooManyQueues
 from simplequeue.store.protocol import Store
 
 T = TypeVar("T")
@@ -58,3 +60,21 @@ class QueueLimit:
         if len(self._known) >= 2 * self.most:
             self._known.clear()
         self._known.add(queue)
+
+
+async def check_dead_letter_queue(store: Store, name: str, target: str | None) -> None:
+    """InvalidSettings for a dead-letter queue that is the queue itself, or a new one that does not
+    exist. A target deleted since it was set is kept as it is (items dying meanwhile stay dead in
+    place), so that settings written back whole, as the dashboard and the SQS door write them, save."""
+    if target is None:
+        return
+    if target == name:
+        raise InvalidSettings("dead_letter_queue", "a queue cannot be its own dead-letter queue")
+    if await store.queue_exists(target):
+        return
+    try:
+        if (await store.get_queue(name)).settings.dead_letter_queue == target:
+            return
+    except QueueNotFound:
+        pass
+    raise InvalidSettings("dead_letter_queue", f"there is no queue named {target!r}")

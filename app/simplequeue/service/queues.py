@@ -45,7 +45,7 @@ from simplequeue.domain.activity import ActivityBucket, activity_window
 from simplequeue.domain.metadata import MetadataChange, QueueMetadata
 from simplequeue.domain.rules import repeat_rounds
 from simplequeue.service import batches
-from simplequeue.service.creating import QueueLimit
+from simplequeue.service.creating import QueueLimit, check_dead_letter_queue
 from simplequeue.service.events import Events, NoEvents
 from simplequeue.service.pushing import PushCoalescer
 from simplequeue.service.recent import Recent
@@ -451,7 +451,9 @@ class QueueService:
     # --- administration -------------------------------------------------------------------------
 
     async def put_queue(self, name: str, settings: QueueSettings) -> tuple[bool, QueueStats]:
-        """(whether the queue was created, its settings and counts now)."""
+        """(whether the queue was created, its settings and counts now). InvalidSettings for a
+        dead-letter queue that is the queue itself, or a new one that does not exist."""
+        await check_dead_letter_queue(self._store, name, settings.dead_letter_queue)
         created = await self._queue_limit.making(name, lambda: self._store.put_queue(name, settings))
         return created, await self._store.get_queue(name)
 

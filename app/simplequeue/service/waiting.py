@@ -28,6 +28,9 @@ from simplequeue.store.protocol import Store
 
 log = logging.getLogger("simplequeue.waiting")
 
+REAP_AT_POP = 100
+"""The most of its queue's leases that ran out on their last attempt one pop reaps."""
+
 
 async def never_gone() -> bool:
     return False
@@ -101,7 +104,7 @@ class Waiting:
         whether the caller has hung up: after each wait it is asked before leasing, so that items
         are not leased to nobody until their leases run out. group_runs: see Store.pop."""
         if wait_seconds <= 0:
-            return await self._store.pop(queue, max_items, lease_seconds, group_runs=group_runs)
+            return await self._pop_once(queue, max_items, lease_seconds, group_runs)
         deadline = time.monotonic() + wait_seconds
         watch = self._watch(queue)
         watch.users += 1
@@ -113,7 +116,7 @@ class Waiting:
                     if waited and await gone():
                         watch.wake(1)  # the signal that woke this pop is another waiter's now
                         return []
-                    items = await self._store.pop(queue, max_items, lease_seconds, group_runs=group_runs)
+                    items = await self._pop_once(queue, max_items, lease_seconds, group_runs)
                     if items:
                         return items
                     if watch.generation == generation:
@@ -144,11 +147,39 @@ class Waiting:
             outcomes = await self._store.complete_batch(completions)
         else:
             outcomes, items = await self._store.complete_and_pop(completions, queue, max_items, lease_seconds)
+            if len(items) < max_items and not getattr(self._store, "reaps_at_pop", False):
+                await self._reap(queue)
         if not items and wait_seconds > 0:
             items = await self.pop(
                 queue, max_items=max_items, wait_seconds=wait_seconds, lease_seconds=lease_seconds, gone=gone
             )
         return outcomes, items
+
+    async def _pop_once(
+        self, queue: str, max_items: int, lease_seconds: int | None, group_runs: bool
+    ) -> list[LeasedItem]:
+        items = await self._store.pop(queue, max_items, lease_seconds, group_runs=group_runs)
+        if len(items) < max_items and not getattr(self._store, "reaps_at_pop", False):
+            await self._reap(queue)
+        return items
+
+    async def _reap(self, queue: str) -> None:
+        """A pop that had room for more reaps its queue's leases that ran out on their last attempt:
+        a message over its receive count moves to its dead-letter queue at the receive that finds
+        it, as SQS moves it, not at the sweep's next round. A pop that filled up pays nothing; one
+        with room pays one more statement, a seek of the queue's expired leases (the range its own
+        walk of them read). The move wakes the target's waiters here (other replicas: PostgreSQL's
+        NOTIFY, or their probe). Its failure is logged, not raised: the pop's items are leased.
+        A store that reaps in its pop's own transaction (SQLite: no round trip to save) says so
+        (reaps_at_pop); its moves are found by the target's waiters at their probe's recheck."""
+        try:
+            moved = await self._store.reap_expired(REAP_AT_POP, queue)
+            if moved:
+                target = (await self._store.get_queue(queue)).settings.dead_letter_queue
+                if target is not None:
+                    self.notify(target, moved)
+        except QueueError as exc:
+            log.warning("a pop's reap of %s failed: %s", queue, exc)
 
     def _watch(self, queue: str) -> QueueWatch:
         watch = self._watches.get(queue)

@@ -227,9 +227,10 @@ class Administration(Protocol):
 class Sweeping(Protocol):
     """The background upkeep every replica runs (and `simplequeue purge` runs once)."""
 
-    async def reap_expired(self, limit: int) -> int:
+    async def reap_expired(self, limit: int, queue: str | None = None) -> int:
         """Mark dead (with an error and a history record) up to `limit` items whose lease expired on
-        their last attempt; return how many."""
+        their last attempt, of every queue or of `queue` only (a pop's own reap); return how many.
+        Those of a queue with a dead-letter queue move there."""
 
     async def purge_history(self, limit: int) -> int:
         """Delete up to `limit` history records older than their queue's retention, and dedup keys

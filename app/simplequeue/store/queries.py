@@ -84,7 +84,8 @@ def parse_queries(text: str, style: Style, where: str = "queries.sql") -> dict[s
             # (a fragment takes only those above it)
             raise ValueError(f"{where}: no fragment {name!r} to include")
         # At the include's indentation: a fragment of a column list reads as the list's own lines.
-        return textwrap.indent(fragments[name], indent)
+        # A fragment may include others (a pop's claim, its retention cutoff), but not itself.
+        return textwrap.indent(_INCLUDE.sub(included, fragments[name]), indent)
 
     # A fragment may include fragments written above it (never itself, so never a loop).
     for kind, name, body in blocks:

@@ -120,6 +120,8 @@ def queue_settings(row: Row) -> QueueSettings:
         dedup_window_seconds=row["dedup_window_seconds"],
         dedup_window_from=row["dedup_window_from"],
         history_payload=bool(row["history_payload"]),
+        dead_letter_queue=row["dead_letter_queue"],
+        message_retention_seconds=row["message_retention_seconds"],
     )
 
 
@@ -136,6 +138,8 @@ def settings_params(settings: QueueSettings) -> dict[str, Any]:
         "dedup_window_seconds": settings.dedup_window_seconds,
         "dedup_window_from": settings.dedup_window_from,
         "history_payload": settings.history_payload,
+        "dead_letter_queue": settings.dead_letter_queue,
+        "message_retention_seconds": settings.message_retention_seconds,
     }
 
 

@@ -11,12 +11,12 @@ from uuid import UUID
 from pydantic import BaseModel, Field, StrictBool
 
 from simplequeue import domain
-from simplequeue.api.fields import Body, Number
+from simplequeue.api.fields import Body, Number, QueueName
 from simplequeue.api.items.schemas import Item
 from simplequeue.api.responses import with_payload
 from simplequeue.domain import HistoryRecord, Outcome, QueueStats
 from simplequeue.domain.activity import ActivityBucket
-from simplequeue.domain.queues import DedupWindowFrom
+from simplequeue.domain.queues import MESSAGE_RETENTION_RANGE, DedupWindowFrom
 
 DEFAULTS = domain.QueueSettings()
 
@@ -67,6 +67,19 @@ class QueueSettingsRequest(Body):
     history_payload: StrictBool = Field(
         DEFAULTS.history_payload, description="Copy payloads into history records."
     )
+    dead_letter_queue: QueueName | None = Field(
+        DEFAULTS.dead_letter_queue,
+        description="A queue that an item dying here moves to instead of staying dead (SQS's "
+        "RedrivePolicy target): ready there, its attempts reset, its history record written here. "
+        "It must exist and be another queue (422 ValidationError otherwise). null: items stay dead here.",
+    )
+    message_retention_seconds: (
+        Annotated[int, Field(ge=MESSAGE_RETENTION_RANGE[0], le=MESSAGE_RETENTION_RANGE[1]), Number] | None
+    ) = Field(
+        DEFAULTS.message_retention_seconds,
+        description="A live item older than this (from its push) is never handed out, and the sweep "
+        "deletes it, without history (SQS's MessageRetentionPeriod). null: items stay until they finish.",
+    )
 
     def to_domain(self) -> domain.QueueSettings:
         b = self.backoff
@@ -78,6 +91,8 @@ class QueueSettingsRequest(Body):
             dedup_window_seconds=self.dedup_window_seconds,
             dedup_window_from=self.dedup_window_from,
             history_payload=self.history_payload,
+            dead_letter_queue=self.dead_letter_queue,
+            message_retention_seconds=self.message_retention_seconds,
         )
 
 
@@ -101,6 +116,8 @@ class QueueSettings(BaseModel):
     dedup_window_seconds: int
     dedup_window_from: DedupWindowFrom
     history_payload: bool
+    dead_letter_queue: str | None
+    message_retention_seconds: int | None
 
     @classmethod
     def of(cls, settings: domain.QueueSettings) -> QueueSettings:
@@ -115,6 +132,8 @@ class QueueSettings(BaseModel):
             dedup_window_seconds=settings.dedup_window_seconds,
             dedup_window_from=settings.dedup_window_from,
             history_payload=settings.history_payload,
+            dead_letter_queue=settings.dead_letter_queue,
+            message_retention_seconds=settings.message_retention_seconds,
         )
 
 

@@ -41,14 +41,8 @@ async def kept_attributes(ctx: Context, name: str) -> dict[str, str]:
 async def dead_letter_sources(
     ctx: Context, dlq: str, wanted: Callable[[str], bool] = lambda name: True
 ) -> AsyncIterator[str]:
-    """The queues whose RedrivePolicy names `dlq`, by name, of those `wanted` says to look at
-    (asked before their metadata is read). A queue deleted meanwhile is passed over."""
-    for queue in sorted([q.name async for q in ctx.service.every_queue()]):
-        if not wanted(queue):
-            continue
-        try:
-            metadata = await ctx.service.queue_metadata(queue)
-        except QueueNotFound:
-            continue
-        if metadata.attributes.get(attributes.DEAD_LETTER_QUEUE) == dlq:
-            yield queue
+    """The queues whose RedrivePolicy names `dlq` (their dead_letter_queue setting), by name, of
+    those `wanted` says to look at."""
+    async for queue in ctx.service.every_queue():
+        if wanted(queue.name) and queue.settings.dead_letter_queue == dlq:
+            yield queue.name

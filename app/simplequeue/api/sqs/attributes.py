@@ -4,14 +4,14 @@
 - DelaySeconds, ReceiveMessageWaitTimeSeconds and MaximumMessageSize are kept as the queue's
   attributes and apply to SQS calls (a send without its own DelaySeconds, a receive without its own
   WaitTimeSeconds, every send's size); REST pushes and pops say their own delay, wait and size.
-- MessageRetentionPeriod is kept, and the sweep deletes live messages older than it (a queue made
+- MessageRetentionPeriod is the queue's message_retention_seconds setting, shared with the REST
+  API: a receive never hands out a message older than it, and the sweep deletes them (a queue made
   through SQS keeps SQS's default of 4 days; one made through the REST API, none).
 - Policy and RedriveAllowPolicy are kept and answered as given: the door's access is the service's
   keys and roles, and RedriveAllowPolicy only matters to a RedrivePolicy naming this queue.
-- RedrivePolicy is kept and answered as SQS answers it (compact JSON, maxReceiveCount a number);
-  beside it the queue keeps its target's name
-  (DEAD_LETTER_QUEUE, which the store reads where items die) and its settings' max_attempts is the
-  policy's maxReceiveCount (simplequeue.api.sqs.queues checks the target).
+- RedrivePolicy is the queue's dead_letter_queue and max_attempts settings (its target and its
+  maxReceiveCount; simplequeue.api.sqs.queues checks the target), shared with the REST API, and
+  answered from them as SQS answers it (compact JSON, maxReceiveCount a number) while a target is set.
 - ContentBasedDeduplication (FIFO queues) is kept, and a send without a MessageDeduplicationId
   to a queue that has it true is deduplicated by the SHA-256 of its body.
 - DeduplicationScope and FifoThroughputLimit (FIFO queues, high throughput) are kept; with
@@ -127,9 +127,6 @@ def _redrive_allow(name: str, value: str, limit: int) -> str:
     return value
 
 
-DEAD_LETTER_QUEUE = "dead_letter_queue"
-"""The kept attribute naming the queue's dead-letter target: an item that dies in the queue moves
-there (the store's fail and reap), unless that queue no longer exists. Set with RedrivePolicy."""
 REDRIVE_KEYS = ("deadLetterTargetArn", "maxReceiveCount")
 MAX_RECEIVE_COUNT = 1000
 
@@ -221,6 +218,9 @@ KEPT: dict[str, Kept] = {
 }
 DEFAULT_RETENTION_SECONDS = "345600"  # SQS's default MessageRetentionPeriod: 4 days
 DEFAULT_KMS_REUSE_SECONDS = "300"
+SETTINGS = frozenset({"VisibilityTimeout", "MessageRetentionPeriod", "RedrivePolicy"})
+"""Attributes that are the queue's settings (QueueSettings), not kept in its metadata: checked here,
+written and answered by simplequeue.api.sqs.queues."""
 EMPTY_REMOVES = frozenset({"Policy", "RedriveAllowPolicy", "RedrivePolicy", "KmsMasterKeyId"})
 """Set to "", these are removed, as SQS removes them."""
 READABLE = frozenset({"QueueArn", *COUNTS, "VisibilityTimeout", "FifoQueue", *KEPT})

@@ -57,8 +57,12 @@ def _settings(
     )
     if "VisibilityTimeout" in attributes:
         settings = replace(settings, lease_seconds=int(attributes["VisibilityTimeout"]))
+    if "MessageRetentionPeriod" in attributes:
+        settings = replace(settings, message_retention_seconds=int(attributes["MessageRetentionPeriod"]))
     if dead_letters is not None:
-        settings = replace(settings, max_attempts=dead_letters.max_attempts)
+        settings = replace(
+            settings, max_attempts=dead_letters.max_attempts, dead_letter_queue=dead_letters.target
+        )
     return settings
 
 
@@ -106,24 +110,25 @@ def _attributes_of(ctx: Context, stats: QueueStats, metadata: QueueMetadata | No
         "VisibilityTimeout": str(stats.settings.lease_seconds),
         **attributes.kept_of(metadata, ctx.service.max_payload_bytes),
     }
+    settings = stats.settings
+    if settings.message_retention_seconds is not None:
+        values["MessageRetentionPeriod"] = str(settings.message_retention_seconds)
+    if settings.dead_letter_queue is not None:
+        target = ctx.place.arn(settings.dead_letter_queue)
+        policy = {"deadLetterTargetArn": target, "maxReceiveCount": settings.max_attempts}
+        values["RedrivePolicy"] = json.dumps(policy, separators=(",", ":"))
     if is_fifo(stats.name):
         values["FifoQueue"] = "true"
         values = attributes.FIFO_DEFAULTS | values
     return values
 
 
-def _change(
-    given: dict[str, str], tags: dict[str, str] | None = None, dead_letters: DeadLetters | None = None
-) -> MetadataChange:
-    """The metadata change that keeps `given`'s attributes (an empty policy removes it), and the
-    dead-letter target a RedrivePolicy names (or its removal)."""
-    kept = {k: v for k, v in given.items() if k in attributes.KEPT}
+def _change(given: dict[str, str], tags: dict[str, str] | None = None) -> MetadataChange:
+    """The metadata change that keeps `given`'s attributes (an empty policy removes it), but those
+    that are the queue's settings (attributes.SETTINGS)."""
+    kept = {k: v for k, v in given.items() if k in attributes.KEPT and k not in attributes.SETTINGS}
     set_attributes = {k: v for k, v in kept.items() if not (v == "" and k in attributes.EMPTY_REMOVES)}
     unset_attributes = {k for k, v in kept.items() if v == "" and k in attributes.EMPTY_REMOVES}
-    if dead_letters is not None and dead_letters.target is not None:
-        set_attributes[attributes.DEAD_LETTER_QUEUE] = dead_letters.target
-    elif dead_letters is not None:
-        unset_attributes.add(attributes.DEAD_LETTER_QUEUE)
     return MetadataChange(
         set_attributes=set_attributes,
         unset_attributes=frozenset(unset_attributes),
@@ -170,9 +175,9 @@ async def create_queue(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
                 "create another with the same name.",
             ) from None
         dead_letters = await _dead_letters(ctx, name, given)
-        await ctx.service.put_queue(name, _settings(name, given, dead_letters=dead_letters))
         retention = {"MessageRetentionPeriod": attributes.DEFAULT_RETENTION_SECONDS}
-        change = _change(retention | given, tags, dead_letters)
+        await ctx.service.put_queue(name, _settings(name, retention | given, dead_letters=dead_letters))
+        change = _change(given, tags)
         if change.set_attributes or change.set_tags:
             await ctx.service.change_queue_metadata(name, change)
         return {"QueueUrl": ctx.place.queue_url(name)}
@@ -262,10 +267,10 @@ async def set_queue_attributes(ctx: Context, p: dict[str, Any]) -> dict[str, Any
         kept = attributes.kept_of(await ctx.service.queue_metadata(name), ctx.service.max_payload_bytes)
         attributes.check_throughput(kept | given)
         dead_letters = await _dead_letters(ctx, name, given)
-        if "VisibilityTimeout" in given or dead_letters is not None:
+        if dead_letters is not None or given.keys() & attributes.SETTINGS:
             await ctx.service.put_queue(name, _settings(name, given, stats.settings, dead_letters))
-        # Also when only VisibilityTimeout changed: the queue's LastModifiedTimestamp moves.
-        await ctx.service.change_queue_metadata(name, _change(given, dead_letters=dead_letters))
+        # Also when only settings changed: the queue's LastModifiedTimestamp moves.
+        await ctx.service.change_queue_metadata(name, _change(given))
     except QueueNotFound as exc:
         raise from_domain(exc) from None
     return {}

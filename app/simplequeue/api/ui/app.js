@@ -516,6 +516,11 @@ const SETTINGS = [
   ["dedup_window_seconds", "Dedup window (s)", "A dedup_key keeps matching this long after its item finished (or after its push: see below)."],
 ];
 const WINDOW_FROM = [["finish", "when its item finishes"], ["send", "at the push (SQS FIFO)"]];
+// Settings that may be none: an empty field sends null.
+const OPTIONAL_SETTINGS = [
+  ["dead_letter_queue", "Dead-letter queue", "Items that die here move to this queue (it must exist). Empty: they stay dead here.", "text"],
+  ["message_retention_seconds", "Message retention (s)", "Live items older than this are never handed out, then deleted (60 to 1209600). Empty: kept until they finish.", "decimal"],
+];
 
 function dig(object, path) { return path.split(".").reduce((o, k) => (o == null ? undefined : o[k]), object); }
 
@@ -525,6 +530,10 @@ function settingsBody(form) {
     const text = form.elements[path].value.trim();
     const value = text !== "" && Number.isFinite(Number(text)) ? Number(text) : text; // anything else: the API says why
     if (path.startsWith("backoff.")) body.backoff[path.slice(8)] = value; else body[path] = value;
+  }
+  for (const [path, , , mode] of OPTIONAL_SETTINGS) {
+    const text = form.elements[path].value.trim();
+    body[path] = text === "" ? null : mode === "decimal" && Number.isFinite(Number(text)) ? Number(text) : text;
   }
   body.dedup_window_from = form.elements.dedup_window_from.value;
   body.history_payload = form.elements.history_payload.checked;
@@ -536,6 +545,11 @@ function settingsForm(q, admin) {
   const fields = SETTINGS.map(([path, label, help]) => el("div", { class: "field" },
     el("label", { for: `set-${path}` }, label),
     el("input", { id: `set-${path}`, name: path, value: String(dig(q.settings, path)), inputmode: "decimal", disabled: !admin, "aria-describedby": `help-${path}` }),
+    el("small", { id: `help-${path}`, class: "muted" }, help),
+    el("small", { class: "field-error", "data-field": path, hidden: true })));
+  const optional = OPTIONAL_SETTINGS.map(([path, label, help, mode]) => el("div", { class: "field" },
+    el("label", { for: `set-${path}` }, label),
+    el("input", { id: `set-${path}`, name: path, value: q.settings[path] == null ? "" : String(q.settings[path]), inputmode: mode, disabled: !admin, "aria-describedby": `help-${path}` }),
     el("small", { id: `help-${path}`, class: "muted" }, help),
     el("small", { class: "field-error", "data-field": path, hidden: true })));
   const windowFrom = el("div", { class: "field" },
@@ -557,6 +571,7 @@ function settingsForm(q, admin) {
       message.className = "saved";
       message.textContent = `Saved: they apply from the next pop, fail or finish on.`;
       for (const [path] of SETTINGS) form.elements[path].value = String(dig(saved.settings, path));
+      for (const [path] of OPTIONAL_SETTINGS) form.elements[path].value = saved.settings[path] == null ? "" : String(saved.settings[path]);
       form.elements.dedup_window_from.value = saved.settings.dedup_window_from;
     } catch (error) {
       message.className = "error-text";
@@ -568,7 +583,7 @@ function settingsForm(q, admin) {
       }
     }
     message.hidden = false;
-  } }, el("div", { class: "fields" }, fields, windowFrom, history), message,
+  } }, el("div", { class: "fields" }, fields, optional, windowFrom, history), message,
     admin ? el("button", { type: "submit", id: "save-settings" }, "Save settings") : "");
   return el("section", { class: "panel" }, el("h2", {}, "Settings"), form);
 }

@@ -52,10 +52,19 @@ SELECT r.n, r.id, r.created_at, r.created
 FROM OPENJSON(@results) WITH (n INT, id UNIQUEIDENTIFIER, created_at DATETIME2(7), created BIT) AS r
 ORDER BY r.n;
 
+-- fragment: retained
+-- The oldest created_at a pop hands out: @now less the queue's message_retention_seconds (the
+-- smallest DATETIME2 for a queue without one). An item past it is never handed out; the sweep
+-- deletes it. Read once, before the claim, as the queue's other settings are.
+DECLARE @retained DATETIME2(7) = COALESCE(
+    (SELECT DATEADD(SECOND, -message_retention_seconds, @now) FROM dbo.sq_queues WHERE name = @queue),
+    CAST('0001-01-01' AS DATETIME2(7))
+);
+
 -- name: pop
 -- An atomic test-and-set: the CTE picks the first poppable rows and the UPDATE leases exactly the
 -- rows it picked. Poppable: due; not an expired lease on its last attempt (the sweep makes that one
--- dead); and for a grouped item, the head of its group: no live item of the group has a smaller seq.
+-- dead); not past its queue's retention (see retained); and for a grouped item, the head of its group: no live item of the group has a smaller seq.
 -- Pop order: highest priority, then oldest created_at, then first pushed. Two walks claim the
 -- candidates: ready items along sq_items_ready (which holds no lease, so the walk never passes over
 -- the leases in flight), and leases that ran out along sq_items_lapsed (a seek to the queue's range
@@ -89,6 +98,7 @@ SET XACT_ABORT ON;
 DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
 DECLARE @queue NVARCHAR(4000) = :queue;
 DECLARE @max_attempts INT = (SELECT max_attempts FROM dbo.sq_queues WHERE name = @queue);
+-- include: retained
 DECLARE @lease_seconds INT = COALESCE(
     CAST(NULLIF(:lease_seconds, N'') AS INT), (SELECT lease_seconds FROM dbo.sq_queues WHERE name = @queue)
 );
@@ -103,6 +113,7 @@ WITH claimable AS (
             SELECT TOP (@max_items) w.seq
             FROM dbo.sq_items AS w WITH (INDEX(sq_items_ready), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
             WHERE w.queue = @queue AND w.status = 'ready' AND w.visible_at <= @now AND @paused = 0
+              AND w.created_at >= @retained
               AND (w.group_key IS NULL OR NOT EXISTS (
                   SELECT 1
                   FROM dbo.sq_items AS e WITH (INDEX(sq_items_group), READCOMMITTEDLOCK)
@@ -115,6 +126,7 @@ WITH claimable AS (
             SELECT TOP (@max_items) w.seq
             FROM dbo.sq_items AS w WITH (INDEX(sq_items_lapsed), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
             WHERE w.queue = @queue AND w.status = 'leased' AND w.visible_at <= @now AND @paused = 0
+              AND w.created_at >= @retained
               AND w.attempts < @max_attempts
               AND (w.group_key IS NULL OR NOT EXISTS (
                   SELECT 1
@@ -247,11 +259,10 @@ JOIN OPENJSON(@items) WITH (id UNIQUEIDENTIFIER) AS j ON i.id = j.id;
 
 -- fragment: dead_letter_moves
 -- Items this batch killed (@dead: their ids; their history records written) whose queue has a
--- dead-letter target (the kept attribute dead_letter_queue, set by the SQS door's RedrivePolicy)
--- that exists and is another queue move there, in this batch: ready now, attempts reset, keeping
--- id, payload, attributes, created_at, group and errors. An IDENTITY column cannot be updated, so
--- the row is deleted and inserted again (revive's way), taking a new seq: it joins its group at the
--- back. The dedup key's claim stays in the source, its window starting as a purge's does; the
+-- dead-letter target (its dead_letter_queue setting) that exists and is another queue move there,
+-- in this batch: ready now, attempts reset, keeping id, payload, attributes, created_at, group and
+-- errors. An IDENTITY column cannot be updated, so the row is deleted and inserted again (revive's
+-- way), taking a new seq: it joins its group at the back. The dedup key's claim stays in the source, its window starting as a purge's does; the
 -- remembered id's claim follows the item.
 DECLARE @moving TABLE (
     seq BIGINT NOT NULL PRIMARY KEY,
@@ -273,8 +284,8 @@ OUTPUT deleted.seq, deleted.id, deleted.queue, t.name, deleted.payload, deleted.
 INTO @moving
 FROM dbo.sq_items AS i
 JOIN @dead AS d ON d.id = i.id
-JOIN dbo.sq_queue_attributes AS a ON a.queue = i.queue AND a.name = N'dead_letter_queue'
-JOIN dbo.sq_queues AS t ON t.name = a.value COLLATE Latin1_General_100_BIN2 AND t.name <> i.queue
+JOIN dbo.sq_queues AS s ON s.name = i.queue
+JOIN dbo.sq_queues AS t ON t.name = s.dead_letter_queue AND t.name <> i.queue
 WHERE i.status = 'dead';
 UPDATE k
 SET expires_at = DATEADD(SECOND, q.dedup_window_seconds, @now)
@@ -371,12 +382,15 @@ WHERE i.id = @id;
 -- the sweep is the victim (it runs again next interval), not the worker's pop or completion. The
 -- priority is the session's, so the batch's last line puts it back for the pool's next borrower
 -- (and the store does, should the batch stop before it).
+-- @queue: one queue's leases only ('' for every queue's), which a pop reaps; either way the walk is
+-- along sq_items_leased, the leases in flight (a pop's reap filters them to its queue).
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
 DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
 SET @now = CAST(@now AS DATETIME2(6));
 SET DEADLOCK_PRIORITY LOW;
 DECLARE @error NVARCHAR(MAX) = :error;
+DECLARE @queue NVARCHAR(4000) = NULLIF(:queue, N'');
 DECLARE @killed TABLE (
     -- include: finished_columns
     payload NVARCHAR(MAX) NOT NULL
@@ -385,7 +399,7 @@ WITH expired AS (
     SELECT TOP (CAST(:limit AS INT)) x.status, x.died_at, x.lease_token, x.errors, x.id, x.queue, x.attempts,
            x.created_at, x.first_popped_at, x.group_key, x.dedup_key, x.payload
     FROM dbo.sq_items AS x WITH (INDEX(sq_items_leased), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
-    WHERE x.status = 'leased' AND x.visible_at <= @now
+    WHERE x.status = 'leased' AND x.visible_at <= @now AND (@queue IS NULL OR x.queue = @queue)
       AND x.attempts >= (SELECT q.max_attempts FROM dbo.sq_queues AS q WHERE q.name = x.queue)
 )
 UPDATE expired
@@ -579,8 +593,7 @@ OUTPUT deleted.id, deleted.queue, deleted.dedup_key, deleted.remember_id INTO @g
 -- include: purged_windows
 
 -- name: expire_retained
--- Live items older than their queue's MessageRetentionPeriod (a kept attribute, in seconds: the SQS
--- door's) go as purge_live's do (no history; the windows of their dedup keys and remembered ids
+-- Live items older than their queue's message_retention_seconds (from their push) go as purge_live's do (no history; the windows of their dedup keys and remembered ids
 -- start), at most :limit in no order (all of them go). A lease that ran out on its last attempt is
 -- dead already (the sweep records it): it stays. READPAST leaves items a concurrent pop, completion
 -- or purge holds.
@@ -593,12 +606,11 @@ OUTPUT deleted.id, deleted.queue, deleted.dedup_key, deleted.remember_id INTO @g
 FROM dbo.sq_items AS x
 WHERE x.seq IN (
     SELECT TOP (CAST(:limit AS INT)) i.seq
-    FROM dbo.sq_queue_attributes AS a
-    JOIN dbo.sq_queues AS q ON q.name = a.queue
+    FROM dbo.sq_queues AS q
     JOIN dbo.sq_items AS i WITH (INDEX(sq_items_visible), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
-        ON i.queue = a.queue
-    WHERE a.name = N'MessageRetentionPeriod' AND i.status IN ('ready', 'leased')
-      AND i.created_at < DATEADD(SECOND, -CAST(a.value AS INT), @now)
+        ON i.queue = q.name
+    WHERE q.message_retention_seconds IS NOT NULL AND i.status IN ('ready', 'leased')
+      AND i.created_at < DATEADD(SECOND, -q.message_retention_seconds, @now)
       AND NOT (i.status = 'leased' AND i.visible_at <= @now AND i.attempts >= q.max_attempts)
 );
 -- include: purged_windows
@@ -685,22 +697,26 @@ DECLARE @retention_seconds INT = :retention_seconds;
 DECLARE @dedup_window_seconds INT = :dedup_window_seconds;
 DECLARE @dedup_window_from VARCHAR(6) = :dedup_window_from;
 DECLARE @history_payload BIT = :history_payload;
+DECLARE @dead_letter_queue NVARCHAR(128) = NULLIF(:dead_letter_queue, N'');
+DECLARE @message_retention_seconds INT = CAST(NULLIF(:message_retention_seconds, N'') AS INT);
 DECLARE @updated TABLE (name NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL);
 UPDATE dbo.sq_queues WITH (UPDLOCK, HOLDLOCK)
 SET max_attempts = @max_attempts, lease_seconds = @lease_seconds, backoff_base_seconds = @backoff_base_seconds,
     backoff_factor = @backoff_factor, backoff_cap_seconds = @backoff_cap_seconds, backoff_jitter = @backoff_jitter,
     retention_seconds = @retention_seconds, dedup_window_seconds = @dedup_window_seconds,
-    dedup_window_from = @dedup_window_from, history_payload = @history_payload, modified_at = @now
+    dedup_window_from = @dedup_window_from, history_payload = @history_payload,
+    dead_letter_queue = @dead_letter_queue, message_retention_seconds = @message_retention_seconds,
+    modified_at = @now
 OUTPUT inserted.name INTO @updated
 WHERE name = @queue;
 SELECT CASE WHEN EXISTS (SELECT 1 FROM @updated) THEN 0 ELSE 1 END AS created;
 IF NOT EXISTS (SELECT 1 FROM @updated)
     INSERT INTO dbo.sq_queues (name, created_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_factor,
                                backoff_cap_seconds, backoff_jitter, retention_seconds, dedup_window_seconds,
-                               dedup_window_from, history_payload)
+                               dedup_window_from, history_payload, dead_letter_queue, message_retention_seconds)
     VALUES (@queue, @now, @max_attempts, @lease_seconds, @backoff_base_seconds, @backoff_factor,
             @backoff_cap_seconds, @backoff_jitter, @retention_seconds, @dedup_window_seconds, @dedup_window_from,
-            @history_payload);
+            @history_payload, @dead_letter_queue, @message_retention_seconds);
 
 -- name: next_visible_at
 -- The long-poll watcher's probe for every queue it waits on: the clock, then one row per queue with
@@ -903,7 +919,7 @@ SELECT @found AS found, @leased AS leased, @deleted AS deleted, @items AS items,
 -- sum is added to. The SELECT's head is each statement's own (TOP for a page).
 q.name AS name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backoff_factor,
 q.backoff_cap_seconds, q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds, q.dedup_window_from,
-q.history_payload, q.paused,
+q.history_payload, q.dead_letter_queue, q.message_retention_seconds, q.paused,
 live.ready, live.leased, live.delayed, live.retrying, dead.dead + COALESCE(live.expired_dead, 0) AS dead,
 live.oldest_ready, hist.completed_in_history, hist.dead_in_history, @now AS now
 FROM dbo.sq_queues AS q
@@ -1058,8 +1074,8 @@ OPTION (RECOMPILE);
 -- the pop just leased (:heads, a JSON array of their seqs). A run is the group's next live items in
 -- seq order while each is due: ready, or leased with its lease run out before its last attempt (SQS
 -- hands a whole run out again when its visibility runs out); a delayed, retrying or held one ends
--- it, and so does a lapsed last attempt, dead already. At most :room items in all, leased with the
--- pop's token. No other popper takes an item behind a live head, so
+-- it, and so does a lapsed last attempt, dead already, or one past the queue's retention. At most
+-- :room items in all, leased with the pop's token. No other popper takes an item behind a live head, so
 -- these need no READPAST: UPDLOCK and ROWLOCK hold them from this read to the UPDATE.
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
@@ -1071,11 +1087,12 @@ DECLARE @lease_seconds INT = COALESCE(
     CAST(NULLIF(:lease_seconds, N'') AS INT), (SELECT lease_seconds FROM dbo.sq_queues WHERE name = @queue)
 );
 DECLARE @max_attempts INT = (SELECT max_attempts FROM dbo.sq_queues WHERE name = @queue);
+-- include: retained
 WITH runs AS (
     SELECT TOP (@room) r.seq FROM (
         SELECT y.seq,
                MIN(IIF((y.status = 'ready' OR (y.status = 'leased' AND y.attempts < @max_attempts))
-                       AND y.visible_at <= @now, 1, 0))
+                       AND y.visible_at <= @now AND y.created_at >= @retained, 1, 0))
                    OVER (PARTITION BY y.group_key ORDER BY y.seq ROWS UNBOUNDED PRECEDING) AS unbroken,
                ROW_NUMBER() OVER (PARTITION BY y.group_key ORDER BY y.seq) AS n
         FROM OPENJSON(@heads) WITH (seq BIGINT '$') AS j

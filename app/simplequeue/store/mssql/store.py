@@ -359,6 +359,8 @@ class MssqlStore(QueueReads):
             "dedup_window_seconds": given["dedup_window_seconds"],
             "dedup_window_from": given["dedup_window_from"],
             "history_payload": int(given["history_payload"]),
+            "dead_letter_queue": params.optional(given["dead_letter_queue"]),
+            "message_retention_seconds": params.optional(given["message_retention_seconds"]),
         }
         async with self._transaction() as conn:
             [row] = await fetch(conn, "put_queue", **values)
@@ -442,11 +444,16 @@ class MssqlStore(QueueReads):
         return int(row["purged"])
 
     @retry_deadlocks
-    async def reap_expired(self, limit: int) -> int:
+    async def reap_expired(self, limit: int, queue: str | None = None) -> int:
         async with self._transaction() as conn:
             try:
                 killed = await fetch(
-                    conn, "reap_expired", now=self._now(), error=LEASE_EXPIRED_ERROR, limit=limit
+                    conn,
+                    "reap_expired",
+                    now=self._now(),
+                    error=LEASE_EXPIRED_ERROR,
+                    limit=limit,
+                    queue=params.optional(queue),
                 )
             except BaseException:
                 # The batch stopped before its last line, which puts the session's deadlock

@@ -41,16 +41,27 @@ AND (x.group_key IS NULL OR NOT EXISTS (
       AND e.group_key IS NOT NULL AND e.status <> 'dead'
       AND e.id NOT IN (SELECT id FROM done)))
 
+-- fragment: retained
+-- The oldest created_at a pop hands out: now less the queue's message_retention_seconds (-infinity
+-- for a queue without one). An item past it is never handed out; the sweep deletes it. Uncorrelated,
+-- so it is computed once per statement (an InitPlan).
+COALESCE((SELECT COALESCE(:now::timestamptz, now()) - r.message_retention_seconds * interval '1 second'
+          FROM sq_queues AS r WHERE r.name = :queue), '-infinity'::timestamptz)
+
 -- fragment: claim
--- The items a pop takes (see pop): their seqs, in pop order, at most :max_items. It reads two
--- relations its statement defines: `requested`, the ids of the items the statement completes
--- (never handed out again by it), and `done`, those it completed (gone, for the group probe): see
--- complete_and_pop. A pop alone completes nothing (nothing_completed).
+-- The items a pop takes (see pop): their seqs, in pop order, at most :max_items, none past the
+-- queue's retention (see retained). It reads two relations its statement defines: `requested`, the
+-- ids of the items the statement completes (never handed out again by it), and `done`, those it
+-- completed (gone, for the group probe): see complete_and_pop. A pop alone completes nothing
+-- (nothing_completed).
 SELECT c.seq FROM (
     SELECT r.seq, r.priority, r.created_at FROM (
         SELECT x.seq, x.priority, x.created_at FROM sq_items AS x
         WHERE x.queue = :queue AND x.status = 'ready' AND x.visible_at <= COALESCE(:now::timestamptz, now())
           AND x.id <> ALL (ARRAY(SELECT id FROM requested))
+          AND x.created_at >= (
+              -- include: retained
+          )
           AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
           -- include: group_head
         ORDER BY x.priority DESC, x.created_at, x.seq
@@ -62,6 +73,9 @@ SELECT c.seq FROM (
         SELECT x.seq, x.priority, x.created_at FROM sq_items AS x
         WHERE x.queue = :queue AND x.status = 'leased' AND x.visible_at <= COALESCE(:now::timestamptz, now())
           AND x.id <> ALL (ARRAY(SELECT id FROM requested))
+          AND x.created_at >= (
+              -- include: retained
+          )
           AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
           AND x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)
           -- include: group_head
@@ -108,7 +122,7 @@ RETURNING seq, id, queue, payload::text AS payload, created_at, attempts, lease_
 -- pop, where a group's head brings the run behind it: the group's next live items in seq order, as
 -- long as each is due: ready, or leased with its lease run out before its last attempt (SQS hands
 -- a whole run out again when its visibility runs out); a delayed, retrying or held one ends the
--- run, and so does a lapsed last attempt, dead already. Up to :max_items in all.
+-- run, and so does a lapsed last attempt, dead already, or one past the queue's retention. Up to :max_items in all.
 -- Only a caller that handles a pop's items of one group in order asks for this (the SQS door's
 -- FIFO receive); pop keeps one item of a group in flight at a time. The followers are read without
 -- a lock and need none to be ours alone: no other popper takes an item behind a live head, and the
@@ -130,7 +144,10 @@ WHERE seq = ANY (ARRAY(
             SELECT y.seq,
                    bool_and((y.status = 'ready' OR (y.status = 'leased' AND y.attempts < (
                                 SELECT q.max_attempts FROM sq_queues AS q WHERE q.name = :queue)))
-                            AND y.visible_at <= COALESCE(:now::timestamptz, now()))
+                            AND y.visible_at <= COALESCE(:now::timestamptz, now())
+                            AND y.created_at >= (
+                                -- include: retained
+                            ))
                        OVER (ORDER BY y.seq) AS unbroken
             FROM sq_items AS y
             WHERE h.group_key IS NOT NULL AND y.queue = :queue AND y.group_key = h.group_key
@@ -252,10 +269,9 @@ SELECT q.queue,
 FROM unnest(:queues::text[]) AS q(queue)
 
 -- fragment: dead_letter_target
--- The queue's dead-letter target (the kept attribute dead_letter_queue, set by the SQS door's
--- RedrivePolicy), when that queue exists and is another: t.name, else NULL (the item dies in place).
-    LEFT JOIN sq_queue_attributes AS a ON a.queue = i.queue AND a.name = 'dead_letter_queue'
-    LEFT JOIN sq_queues AS t ON t.name = a.value AND t.name <> i.queue
+-- The queue's dead-letter target (q's dead_letter_queue setting), when that queue exists and is
+-- another: t.name, else NULL (the item dies in place).
+    LEFT JOIN sq_queues AS t ON t.name = q.dead_letter_queue AND t.name <> i.queue
 
 -- fragment: dead_letter_moved
 -- The CTEs after a kill's `failed` (its rows carry dies, source, target, dedup_window_seconds): an
@@ -339,18 +355,9 @@ SELECT d.id, d.queue, d.payload::text AS payload, d.attributes, d.status, d.atte
        d.answer_max_attempts AS max_attempts, COALESCE(:now::timestamptz, now()) AS now
 FROM failed AS d CROSS JOIN woken
 
--- name: reap
--- Expired leases on their last attempt become dead, with an error and a history record; or, in a
--- queue with a dead-letter target, move there (see dead_letter_target).
-WITH expired AS (
-    SELECT i.seq, i.queue AS source, i.attempts AS source_attempts, i.first_popped_at AS source_first_popped_at,
-           q.history_payload, q.dedup_window_seconds, q.retention_seconds, true AS dies, t.name AS target
-    FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
--- include: dead_letter_target
-    WHERE i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now()) AND i.attempts >= q.max_attempts
-      AND i.lease_token IS NOT NULL  -- true of every lease; sq_items_leased's predicate says it
-    LIMIT :limit
-    FOR UPDATE OF i SKIP LOCKED
+-- fragment: reaped
+-- reap's and reap_queue's CTEs after their `expired` rows: the kills or moves, their history
+-- records, the moves' windows and claims, and the answer: per source queue, how many.
 ), failed AS (
     UPDATE sq_items AS i
     SET seq = CASE WHEN e.target IS NOT NULL THEN nextval(pg_get_serial_sequence('sq_items', 'seq')) ELSE i.seq END,
@@ -377,6 +384,36 @@ WITH expired AS (
 )
 -- include: dead_letter_moved
 SELECT source AS queue, count(*) AS killed FROM failed CROSS JOIN woken GROUP BY source
+
+-- name: reap
+-- Expired leases on their last attempt become dead, with an error and a history record; or, in a
+-- queue with a dead-letter target, move there (see dead_letter_target).
+WITH expired AS (
+    SELECT i.seq, i.queue AS source, i.attempts AS source_attempts, i.first_popped_at AS source_first_popped_at,
+           q.history_payload, q.dedup_window_seconds, q.retention_seconds, true AS dies, t.name AS target
+    FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
+-- include: dead_letter_target
+    WHERE i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now()) AND i.attempts >= q.max_attempts
+      AND i.lease_token IS NOT NULL  -- true of every lease; sq_items_leased's predicate says it
+    LIMIT :limit
+    FOR UPDATE OF i SKIP LOCKED
+-- include: reaped
+
+-- name: reap_queue
+-- reap, of one queue's leases only, which a pop runs: the range of sq_items_lapsed cut off at now
+-- (the queue's leases that ran out), as the pop's own walk of them reads.
+-- Expired leases on their last attempt become dead, with an error and a history record; or, in a
+-- queue with a dead-letter target, move there (see dead_letter_target).
+WITH expired AS (
+    SELECT i.seq, i.queue AS source, i.attempts AS source_attempts, i.first_popped_at AS source_first_popped_at,
+           q.history_payload, q.dedup_window_seconds, q.retention_seconds, true AS dies, t.name AS target
+    FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
+-- include: dead_letter_target
+    WHERE i.queue = :queue AND i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now())
+      AND i.attempts >= q.max_attempts
+    LIMIT :limit
+    FOR UPDATE OF i SKIP LOCKED
+-- include: reaped
 
 -- name: get_item
 SELECT i.id, i.queue, i.payload::text AS payload, i.attributes, i.status, i.attempts, i.errors::text AS errors, i.created_at,
@@ -467,27 +504,26 @@ WITH gone AS (
 SELECT count(*) FROM gone
 
 -- name: expire_retained
--- Live items older than their queue's MessageRetentionPeriod (a kept attribute, in seconds: the SQS
--- door's) go as purge_live's do: no history, and the windows of their dedup keys and remembered ids
--- start. At most :limit, in no order (all of them go): each queue that sets it is read along its
--- live items' range of an index (no index orders a queue's items by created_at alone), so a sweep
--- costs in proportion to those queues' live items.
+-- Live items older than their queue's message_retention_seconds (from their push) go as purge_live's
+-- do: no history, and the windows of their dedup keys and remembered ids start. At most :limit, in
+-- no order (all of them go): each queue that sets it is read along its live items' range of an index
+-- (no index orders a queue's items by created_at alone), so a sweep costs in proportion to those
+-- queues' live items.
 -- A lease that ran out on its last attempt is dead already (the sweep records it): it stays.
 WITH gone AS (
     DELETE FROM sq_items WHERE seq = ANY (ARRAY(
         SELECT old.seq
-        FROM sq_queue_attributes AS a
-        JOIN sq_queues AS q ON q.name = a.queue
+        FROM sq_queues AS q
         CROSS JOIN LATERAL (
             SELECT i.seq FROM sq_items AS i
-            WHERE i.queue = a.queue AND i.status IN ('ready', 'leased')
-              AND i.created_at < COALESCE(:now::timestamptz, now()) - a.value::integer * interval '1 second'
+            WHERE i.queue = q.name AND i.status IN ('ready', 'leased')
+              AND i.created_at < COALESCE(:now::timestamptz, now()) - q.message_retention_seconds * interval '1 second'
               AND NOT (i.status = 'leased' AND i.visible_at <= COALESCE(:now::timestamptz, now())
                        AND i.attempts >= q.max_attempts)
             LIMIT :limit
             FOR UPDATE OF i SKIP LOCKED
         ) AS old
-        WHERE a.name = 'MessageRetentionPeriod'
+        WHERE q.message_retention_seconds IS NOT NULL
         LIMIT :limit
     ))
     RETURNING id, queue, dedup_key, remember_id
@@ -543,14 +579,16 @@ SELECT (SELECT count(*) FROM old) AS history, (SELECT count(*) FROM keys) AS key
 -- name: put_queue
 INSERT INTO sq_queues (name, created_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_factor,
                        backoff_cap_seconds, backoff_jitter, retention_seconds, dedup_window_seconds, dedup_window_from,
-                       history_payload)
-VALUES (:queue, COALESCE(:now::timestamptz, now()), :max_attempts, :lease_seconds, :backoff_base_seconds, :backoff_factor, :backoff_cap_seconds, :backoff_jitter, :retention_seconds, :dedup_window_seconds, :dedup_window_from, :history_payload)
+                       history_payload, dead_letter_queue, message_retention_seconds)
+VALUES (:queue, COALESCE(:now::timestamptz, now()), :max_attempts, :lease_seconds, :backoff_base_seconds, :backoff_factor, :backoff_cap_seconds, :backoff_jitter, :retention_seconds, :dedup_window_seconds, :dedup_window_from, :history_payload,
+        :dead_letter_queue, :message_retention_seconds)
 ON CONFLICT (name) DO UPDATE
 SET max_attempts = excluded.max_attempts, lease_seconds = excluded.lease_seconds,
     backoff_base_seconds = excluded.backoff_base_seconds, backoff_factor = excluded.backoff_factor,
     backoff_cap_seconds = excluded.backoff_cap_seconds, backoff_jitter = excluded.backoff_jitter,
     retention_seconds = excluded.retention_seconds, dedup_window_seconds = excluded.dedup_window_seconds,
     dedup_window_from = excluded.dedup_window_from, history_payload = excluded.history_payload,
+    dead_letter_queue = excluded.dead_letter_queue, message_retention_seconds = excluded.message_retention_seconds,
     modified_at = excluded.created_at
 RETURNING xmax = 0 AS created
 
@@ -687,7 +725,7 @@ SELECT (SELECT count(*) FROM q) AS found, (SELECT leased FROM busy) AS leased,
 -- slow the live figures down. An expired lease on its last attempt counts as dead already.
 SELECT q.name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backoff_factor, q.backoff_cap_seconds,
        q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds, q.dedup_window_from, q.history_payload,
-       q.paused, live.ready, live.leased, live.delayed, live.retrying, dead.dead + live.expired_dead AS dead,
+       q.dead_letter_queue, q.message_retention_seconds, q.paused, live.ready, live.leased, live.delayed, live.retrying, dead.dead + live.expired_dead AS dead,
        live.oldest_ready, hist.completed_in_history, hist.dead_in_history, c.now
 FROM (SELECT COALESCE(:now::timestamptz, now()) AS now) AS c
 CROSS JOIN sq_queues AS q

@@ -461,9 +461,14 @@ class PostgresStore(QueueReads):
     async def purge_live(self, queue: str, limit: int) -> int:
         return await self._purge("purge_live", queue, limit)
 
-    async def reap_expired(self, limit: int) -> int:
+    async def reap_expired(self, limit: int, queue: str | None = None) -> int:
         async with self._conn() as conn:
-            killed = await fetch(conn, "reap", now=self._now(), limit=limit, error=LEASE_EXPIRED_ERROR)
+            if queue is None:
+                killed = await fetch(conn, "reap", now=self._now(), limit=limit, error=LEASE_EXPIRED_ERROR)
+            else:
+                killed = await fetch(
+                    conn, "reap_queue", queue=queue, now=self._now(), limit=limit, error=LEASE_EXPIRED_ERROR
+                )
         for row in killed:
             self._on_finished(row["queue"], Outcome.DEAD, row["killed"])
         return sum(row["killed"] for row in killed)

@@ -49,9 +49,18 @@ SELECT d.queue, d.dedup_key, d.item_id, d.created_at
 FROM json_each(:claims) AS c
 JOIN sq_dedup AS d ON d.queue = json_extract(c.value, '$.queue') AND d.dedup_key = json_extract(c.value, '$.key')
 
+-- fragment: retained
+-- The oldest created_at a pop hands out: :now less the queue's message_retention_seconds ('' for a
+-- queue without one, before every time). An item past it is never handed out; the sweep deletes it.
+-- Uncorrelated, so it is computed once per statement.
+COALESCE((SELECT CASE WHEN r.message_retention_seconds IS NULL THEN ''
+                      ELSE sq_add_seconds(:now, -r.message_retention_seconds) END
+          FROM sq_queues AS r WHERE r.name = :queue), '')
+
 -- name: pop
--- Poppable: due, not an expired lease on its last attempt (the sweep makes that one dead), and
--- for a grouped item, the head of its group: no live item of the group was pushed before it.
+-- Poppable: due, not an expired lease on its last attempt (the sweep makes that one dead), not
+-- past its queue's retention (see retained), and for a grouped item, the head of its group: no
+-- live item of the group was pushed before it.
 -- Two walks, merged in pop order: ready items along sq_items_ready (which holds no lease, so the
 -- walk never passes over the leases in flight), and leases that ran out along sq_items_lapsed (a
 -- range of the queue's leases cut off at now: only those, sorted). Each takes at most :max_items;
@@ -67,6 +76,9 @@ WHERE seq IN (
         SELECT * FROM (
             SELECT x.seq, x.priority, x.created_at FROM sq_items AS x INDEXED BY sq_items_ready
             WHERE x.queue = :queue AND x.status = 'ready' AND x.visible_at <= :now
+              AND x.created_at >= (
+                  -- include: retained
+              )
               AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
               AND (x.group_key IS NULL OR NOT EXISTS (
                   SELECT 1 FROM sq_items AS e INDEXED BY sq_items_group
@@ -79,6 +91,9 @@ WHERE seq IN (
         SELECT * FROM (
             SELECT x.seq, x.priority, x.created_at FROM sq_items AS x INDEXED BY sq_items_lapsed
             WHERE x.queue = :queue AND x.status = 'leased' AND x.visible_at <= :now
+              AND x.created_at >= (
+                  -- include: retained
+              )
               AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
               AND x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)
               AND (x.group_key IS NULL OR NOT EXISTS (
@@ -188,6 +203,14 @@ JOIN sq_queues AS q ON q.name = i.queue
 WHERE i.status = 'leased' AND i.visible_at <= :now AND i.attempts >= q.max_attempts
 LIMIT :limit
 
+-- name: expired_last_attempts_of_queue
+-- expired_last_attempts of one queue, which a pop reaps: a range of sq_items_lapsed (the queue's
+-- leases cut off at now), as the pop's own walk of the leases that ran out reads.
+SELECT i.seq, i.queue FROM sq_items AS i INDEXED BY sq_items_lapsed
+JOIN sq_queues AS q ON q.name = i.queue
+WHERE i.queue = :queue AND i.status = 'leased' AND i.visible_at <= :now AND i.attempts >= q.max_attempts
+LIMIT :limit
+
 -- name: kill
 UPDATE sq_items
 SET status = 'dead', died_at = :now, lease_token = NULL,
@@ -195,11 +218,11 @@ SET status = 'dead', died_at = :now, lease_token = NULL,
 WHERE seq IN (SELECT value FROM json_each(:seqs))
 
 -- fragment: dead_letter_target
--- The dead items among :seqs whose queue has a dead-letter target (the kept attribute
--- dead_letter_queue, set by the SQS door's RedrivePolicy) that exists and is another queue: t.name.
+-- The dead items among :seqs whose queue has a dead-letter target (its dead_letter_queue setting)
+-- that exists and is another queue: t.name.
 FROM sq_items AS i
-JOIN sq_queue_attributes AS a ON a.queue = i.queue AND a.name = 'dead_letter_queue'
-JOIN sq_queues AS t ON t.name = a.value AND t.name <> i.queue
+JOIN sq_queues AS s ON s.name = i.queue
+JOIN sq_queues AS t ON t.name = s.dead_letter_queue AND t.name <> i.queue
 
 -- name: dead_letter_windows
 -- Items about to move to their queue's dead-letter target (after their deaths' history records,
@@ -274,16 +297,14 @@ ORDER BY i.seq
 LIMIT :limit
 
 -- name: live_to_expire
--- A batch of live items older than their queue's MessageRetentionPeriod (a kept attribute, in
--- seconds: the SQS door's), in no order (all of them go), for expire_retained; they go as
--- purge_live's do. A lease that ran out on its last attempt is dead already (the sweep records it):
--- it stays.
+-- A batch of live items older than their queue's message_retention_seconds (from their push), in no
+-- order (all of them go), for expire_retained; they go as purge_live's do. A lease that ran out on
+-- its last attempt is dead already (the sweep records it): it stays.
 SELECT i.seq
-FROM sq_queue_attributes AS a
-JOIN sq_queues AS q ON q.name = a.queue
-JOIN sq_items AS i INDEXED BY sq_items_visible ON i.queue = a.queue
-WHERE a.name = 'MessageRetentionPeriod' AND i.status IN ('ready', 'leased')
-  AND i.created_at < sq_add_seconds(:now, -CAST(a.value AS REAL))
+FROM sq_queues AS q INDEXED BY sq_queues_retained
+JOIN sq_items AS i INDEXED BY sq_items_visible ON i.queue = q.name
+WHERE q.message_retention_seconds IS NOT NULL AND i.status IN ('ready', 'leased')
+  AND i.created_at < sq_add_seconds(:now, -q.message_retention_seconds)
   AND NOT (i.status = 'leased' AND i.visible_at <= :now AND i.attempts >= q.max_attempts)
 LIMIT :limit
 
@@ -369,16 +390,17 @@ UPDATE sq_queues SET modified_at = :now WHERE name = :queue
 -- name: put_queue
 INSERT INTO sq_queues (name, created_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_factor,
                        backoff_cap_seconds, backoff_jitter, retention_seconds, dedup_window_seconds, dedup_window_from,
-                       history_payload)
+                       history_payload, dead_letter_queue, message_retention_seconds)
 VALUES (:queue, :now, :max_attempts, :lease_seconds, :backoff_base_seconds, :backoff_factor,
         :backoff_cap_seconds, :backoff_jitter, :retention_seconds, :dedup_window_seconds, :dedup_window_from,
-        :history_payload)
+        :history_payload, :dead_letter_queue, :message_retention_seconds)
 ON CONFLICT (name) DO UPDATE
 SET max_attempts = excluded.max_attempts, lease_seconds = excluded.lease_seconds,
     backoff_base_seconds = excluded.backoff_base_seconds, backoff_factor = excluded.backoff_factor,
     backoff_cap_seconds = excluded.backoff_cap_seconds, backoff_jitter = excluded.backoff_jitter,
     retention_seconds = excluded.retention_seconds, dedup_window_seconds = excluded.dedup_window_seconds,
     dedup_window_from = excluded.dedup_window_from, history_payload = excluded.history_payload,
+    dead_letter_queue = excluded.dead_letter_queue, message_retention_seconds = excluded.message_retention_seconds,
     modified_at = excluded.created_at
 
 -- name: set_paused
@@ -450,7 +472,7 @@ DELETE FROM sq_queues WHERE name = :queue
 -- slow the live figures down. An expired lease on its last attempt counts as dead already.
 SELECT q.name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backoff_factor,
        q.backoff_cap_seconds, q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds,
-       q.dedup_window_from, q.history_payload, q.paused,
+       q.dedup_window_from, q.history_payload, q.dead_letter_queue, q.message_retention_seconds, q.paused,
        (SELECT COUNT(*) FROM sq_items AS i INDEXED BY sq_items_visible
         WHERE i.queue = q.name AND i.status IN ('ready', 'leased') AND i.visible_at <= :now
           AND (i.status = 'ready' OR i.attempts < q.max_attempts)) AS ready,
@@ -567,13 +589,16 @@ LIMIT :limit
 -- it just leased (:heads, a JSON array of their seqs). A run is the group's next live items in seq
 -- order while each is due: ready, or leased with its lease run out before its last attempt (as SQS
 -- hands a whole run out again when its visibility runs out); a delayed, retrying or held one ends
--- it, and so does a lapsed last attempt, dead already. At most :room items in all, leased with the
+-- it, and so does a lapsed last attempt, dead already, or one past the queue's retention. At most
+-- :room items in all, leased with the
 -- pop's token. Nobody else takes them: no item behind a live head is poppable.
 WITH runs AS (
     SELECT r.seq FROM (
         SELECT y.seq,
                min((y.status = 'ready' OR (y.status = 'leased' AND y.attempts < q.max_attempts))
-                   AND y.visible_at <= :now)
+                   AND y.visible_at <= :now AND y.created_at >= (
+                       -- include: retained
+                   ))
                    OVER (PARTITION BY y.group_key ORDER BY y.seq) AS unbroken,
                row_number() OVER (PARTITION BY y.group_key ORDER BY y.seq) AS n
         FROM sq_items AS h

@@ -68,6 +68,7 @@ async def _move_dead(conn: aiosqlite.Connection, seqs: str, now: str) -> None:
 class SqliteStore(QueueReads):
     dialect = "sqlite"
     notifications = None  # no notifications: the long-poll probe finds other processes' pushes
+    reaps_at_pop = True  # a pop reaps its queue in its own transaction (transactions.reap_queue)
 
     def __init__(
         self,
@@ -202,7 +203,12 @@ class SqliteStore(QueueReads):
         self, queue: str, max_items: int, lease_seconds: int | None, *, group_runs: bool = False
     ) -> list[LeasedItem]:
         now = to_text(self._clock())
-        return await self._transaction(transactions.pop, queue, max_items, lease_seconds, now, group_runs)
+        reaped: list[str] = []
+        popped = await self._transaction(
+            transactions.pop, queue, max_items, lease_seconds, now, group_runs, reaped
+        )
+        tell(self._on_finished, Outcome.DEAD, reaped)
+        return popped
 
     async def extend(self, item_id: UUID, lease_token: UUID, lease_seconds: int) -> ItemView:
         now = self._clock()
@@ -234,10 +240,11 @@ class SqliteStore(QueueReads):
         # One transaction: the pop sees the completions (a completed group head lets its next go).
         # An item completed here is gone, so the pop cannot hand it out again.
         now = to_text(self._clock())
-        outcomes, queues, popped = await self._transaction(
+        outcomes, queues, popped, reaped = await self._transaction(
             transactions.complete_and_pop, completions, queue, max_items, lease_seconds, now
         )
         tell(self._on_finished, Outcome.COMPLETED, queues)
+        tell(self._on_finished, Outcome.DEAD, reaped)
         return outcomes, popped
 
     async def fail(self, item_id: UUID, failure: Failure) -> ItemView:
@@ -416,10 +423,21 @@ class SqliteStore(QueueReads):
             await self._delete_purged(conn, seqs, now)
         return len(seqs)
 
-    async def reap_expired(self, limit: int) -> int:
+    async def reap_expired(self, limit: int, queue: str | None = None) -> int:
         now = to_text(self._clock())
+        if queue is not None:
+            # A pop's reap: the common answer, none, comes from a reader, without the writer's turn.
+            of_queue = {"queue": queue, "now": now, "limit": limit}
+            async with self._read() as reader:
+                if await fetch_one(reader, "expired_last_attempts_of_queue", **of_queue) is None:
+                    return 0
         async with self._write() as conn:
-            expired = await fetch(conn, "expired_last_attempts", now=now, limit=limit)
+            if queue is None:
+                expired = await fetch(conn, "expired_last_attempts", now=now, limit=limit)
+            else:
+                expired = await fetch(conn, "expired_last_attempts_of_queue", **of_queue)
+            if not expired:
+                return 0
             seqs = json.dumps([row["seq"] for row in expired])
             killed = await execute(conn, "kill", seqs=seqs, now=now, error=LEASE_EXPIRED_ERROR)
             await execute(conn, "write_history", seqs=seqs, now=now, outcome=Outcome.DEAD)

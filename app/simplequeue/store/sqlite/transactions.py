@@ -14,6 +14,7 @@ from uuid import UUID, uuid4
 import aiosqlite
 
 from simplequeue.domain import (
+    LEASE_EXPIRED_ERROR,
     CompleteOutcome,
     Completion,
     ItemStatus,
@@ -135,8 +136,11 @@ def pop(
     lease_seconds: int | None,
     now: str,
     group_runs: bool = False,
+    reaped: list[str] | None = None,
 ) -> list[LeasedItem]:
-    """Lease what is poppable (see Store.pop); with group_runs, the heads' runs too."""
+    """Lease what is poppable (see Store.pop); with group_runs, the heads' runs too. A pop with
+    room for more then reaps its queue's leases that ran out on their last attempt (see
+    reap_queue), each one's queue appended to `reaped`."""
     token = str(uuid4())
     found = statements.rows(
         conn, "pop", queue=queue, max_items=max_items, now=now, lease_token=token, lease_seconds=lease_seconds
@@ -153,7 +157,29 @@ def pop(
             lease_token=token,
             lease_seconds=lease_seconds,
         )
+    if len(found) < max_items:
+        (reaped if reaped is not None else []).extend(reap_queue(conn, queue, now))
     return in_pop_order([(row["seq"], rows.leased_item(row)) for row in found])
+
+
+REAP_AT_POP = 100  # the most a pop reaps
+
+
+def reap_queue(conn: sqlite3.Connection, queue: str, now: str) -> list[str]:
+    """The queue's leases that ran out on their last attempt die, or move to its dead-letter queue:
+    SQS moves such a message at the receive that finds it over its receive count, not at the
+    sweep's next round. In the pop's transaction, on the writer's thread: with none to reap (the
+    common case) it costs one seek of the queue's lapsed leases, the range the pop just read."""
+    expired = statements.rows(conn, "expired_last_attempts_of_queue", queue=queue, now=now, limit=REAP_AT_POP)
+    if not expired:
+        return []
+    seqs = json.dumps([row["seq"] for row in expired])
+    statements.run(conn, "kill", seqs=seqs, now=now, error=LEASE_EXPIRED_ERROR)
+    statements.run(conn, "write_history", seqs=seqs, now=now, outcome=Outcome.DEAD)
+    statements.run(conn, "dead_letter_windows", seqs=seqs, now=now)
+    statements.run(conn, "dead_letter_ids", seqs=seqs)
+    statements.run(conn, "dead_letter_moves", seqs=seqs, now=now)
+    return [row["queue"] for row in expired]
 
 
 def finish(conn: sqlite3.Connection, matched: Sequence[Any], now: str) -> None:
@@ -207,6 +233,8 @@ def complete_and_pop(
     max_items: int,
     lease_seconds: int | None,
     now: str,
-) -> tuple[list[CompleteOutcome], list[str], list[LeasedItem]]:
+) -> tuple[list[CompleteOutcome], list[str], list[LeasedItem], list[str]]:
     outcomes, queues = complete(conn, completions, now)
-    return outcomes, queues, pop(conn, queue, max_items, lease_seconds, now)
+    reaped: list[str] = []
+    popped = pop(conn, queue, max_items, lease_seconds, now, reaped=reaped)
+    return outcomes, queues, popped, reaped
