@@ -205,7 +205,9 @@ async def test_a_lease_that_expires_on_the_last_attempt_goes_dead_not_ready(
     assert (await store.get_item(item.id)).status == ItemStatus.DEAD
     assert (await store.get_queue(queue)).dead == 1
 
-    assert await reap(store, max_rows=100) == 1
+    # Recorded by that pop (it had room: it reaps its queue) or by the sweep's next round: once.
+    reaped_by_pop = getattr(store, "reaps_at_pop", False)
+    assert await reap(store, max_rows=100) == (0 if reaped_by_pop else 1)
     assert await reap(store, max_rows=100) == 0
     [dead] = (await store.list_dead(queue, DeadFilter(), 10, None)).items
     assert (dead.id, dead.status, dead.died_at) == (item.id, ItemStatus.DEAD, clock.now)
@@ -230,7 +232,7 @@ async def test_a_lease_expired_on_its_last_attempt_is_dead_to_workers_before_the
     clock.advance(4)  # one second to go: still the worker's
     await store.complete(f.id, f.lease_token)
     clock.advance(1)  # the lease ends now: expired, as pop judges it (due at or before now)
-    assert await store.pop(queue, 6, 30) == []
+    # (A pop now would record them, as the sweep does: it reaps its queue. Asked after the sweep.)
 
     for swept in (False, True):
         with pytest.raises(ItemDead):
@@ -257,6 +259,7 @@ async def test_a_lease_expired_on_its_last_attempt_is_dead_to_workers_before_the
             # The refusals changed nothing: the sweep records all five now. (It counts other tests'
             # items too: the database is shared.)
             assert await reap(store, max_rows=10_000) >= 5
+    assert await store.pop(queue, 6, 30) == []
 
     history = (await store.list_history(queue, HistoryFilter(), 10, None)).items
     assert sorted((r.outcome, r.last_error) for r in history) == [
