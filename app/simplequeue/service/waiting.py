@@ -147,7 +147,7 @@ class Waiting:
             outcomes = await self._store.complete_batch(completions)
         else:
             outcomes, items = await self._store.complete_and_pop(completions, queue, max_items, lease_seconds)
-            if len(items) < max_items and not getattr(self._store, "reaps_at_pop", False):
+            if len(items) < max_items and not self._store.reaps_at_pop:
                 await self._reap(queue)
         if not items and wait_seconds > 0:
             items = await self.pop(
@@ -159,7 +159,7 @@ class Waiting:
         self, queue: str, max_items: int, lease_seconds: int | None, group_runs: bool
     ) -> list[LeasedItem]:
         items = await self._store.pop(queue, max_items, lease_seconds, group_runs=group_runs)
-        if len(items) < max_items and not getattr(self._store, "reaps_at_pop", False):
+        if len(items) < max_items and not self._store.reaps_at_pop:
             await self._reap(queue)
         return items
 

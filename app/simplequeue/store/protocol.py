@@ -48,6 +48,10 @@ class Notifications(Protocol):
 
 class Lifecycle(Protocol):
     dialect: str
+    reaps_at_pop: bool
+    """True where a pop with room for more reaps its own queue's leases that ran out on their last
+    attempt in its own transaction (SQLite); elsewhere the service asks reap_expired(limit, queue)
+    after such a pop."""
 
     @property
     def notifications(self) -> Notifications | None:

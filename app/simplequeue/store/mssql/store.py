@@ -73,6 +73,7 @@ from simplequeue.store.reads import QueueReads
 
 class MssqlStore(QueueReads):
     dialect = "mssql"
+    reaps_at_pop = False  # the service reaps after a pop with room (service.waiting)
     notifications = None  # no notifications: the long-poll probe finds other processes' pushes
 
     def __init__(

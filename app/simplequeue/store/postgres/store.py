@@ -131,6 +131,7 @@ class _Call:
 
 class PostgresStore(QueueReads):
     dialect = "postgresql"
+    reaps_at_pop = False  # the service reaps after a pop with room (service.waiting)
 
     def __init__(
         self,
