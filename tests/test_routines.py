@@ -322,11 +322,11 @@ def test_the_functions_commit_with_the_migrations_or_neither_does(monkeypatch: p
         conn = await asyncpg.connect(url, timeout=5)
         try:
             versions = await conn.fetch("SELECT version FROM sq_schema_version ORDER BY version")
-            assert [row["version"] for row in versions] == RELEASED_VERSIONS[:8], "9 and 10 rolled back"
+            assert [row["version"] for row in versions] == RELEASED_VERSIONS[:8], "the later ones rolled back"
         finally:
             await conn.close()
         monkeypatch.undo()
-        assert await migrate(url) == [9, 10]
+        assert await migrate(url) == list(range(9, latest_version("postgresql") + 1))
 
     with postgres_database() as url:
         asyncio.run(run(url))

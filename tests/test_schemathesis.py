@@ -9,7 +9,7 @@ are failures, so that no figure of this machine's speed decides the outcome.
 Size: SIMPLEQUEUE_SCHEMATHESIS_EXAMPLES examples per operation and phase (default small, for every
 run of the suite; the long run uses 100 or more).
 
-Two things the spec cannot say are adjusted in generated requests, each keeping a valid request
+What the spec cannot say are adjusted in generated requests, each keeping a valid request
 valid and an invalid one invalid:
 - a pop's wait_seconds is capped at WAIT_CAP: most generated queues are empty, and a long-poll
   on one waits out its wait_seconds (up to 20 s) by design;
@@ -20,7 +20,10 @@ valid and an invalid one invalid:
   NVARCHAR(128), so the service refuses such keys past 64 characters on every engine (422, as the
   field's description says). A full run on a loaded machine once generated one;
 - a message attribute the schema allows whose type is a Number or a Binary gets a value its type
-  takes ("1", "AA=="): the schema says what any value may hold, not what a number or base64 is.
+  takes ("1", "AA=="): the schema says what any value may hold, not what a number or base64 is;
+- a queue's dead_letter_queue that is a valid queue name becomes null (none): the service takes only
+  another queue that exists (else 422 naming the field, as documented), which no schema can say;
+  invalid names stay, so that their refusal is still checked.
 NUL characters are not generated: the service refuses them in stored text (the spec's patterns and
 the payload's description say so), and a payload's NUL cannot be written as a schema.
 """
@@ -40,6 +43,7 @@ import schemathesis
 from schemathesis.config import SchemathesisConfig
 from schemathesis.engine import Status, events, from_schema
 from schemathesis.hooks import HookContext
+from simplequeue.domain.names import is_queue_name
 from simplequeue.store.cursors import encode_cursor, encode_name_cursor
 
 from tests.engines import postgres_database
@@ -131,6 +135,9 @@ def adjust(context: HookContext, case: Any) -> Any:
         wait = body.get("wait_seconds")
         if isinstance(wait, int | float) and not isinstance(wait, bool) and WAIT_CAP < wait <= 20:
             case.body = {**body, "wait_seconds": WAIT_CAP}
+    named = isinstance(body, dict) and is_queue_name(body.get("dead_letter_queue"))
+    if case.operation.label == "PUT /queues/{name}" and named:
+        case.body = body = {**body, "dead_letter_queue": None}
     if isinstance(query, dict):
         cursor = query.get("cursor")
         if isinstance(cursor, str) and 1 <= len(cursor) <= 200:
