@@ -134,7 +134,7 @@ class FrontDoor:
                     read = await self._read_body(receive)
             except TimeoutError:
                 detail = f"the request body did not arrive within {self.body_timeout:g} seconds"
-                await _refuse(scope, receive, send, 408, "RequestTimeout", detail)
+                await _refuse(scope, receive, send, 408, ("RequestTimeout", "RequestTimeout"), detail)
                 return
             if read is None:
                 return  # the client went away: there is nobody to answer
@@ -189,19 +189,19 @@ class FrontDoor:
 
     async def _refuse_size(self, scope: Scope, receive: Receive, send: Send) -> None:
         detail = f"request body is over {self.max_body_bytes} bytes"
-        sqs_code = "RequestEntityTooLarge"
-        await _refuse(scope, receive, send, 413, "PayloadTooLarge", detail, sqs_code=sqs_code)
+        await _refuse(scope, receive, send, 413, ("PayloadTooLarge", "RequestEntityTooLarge"), detail)
 
 
 async def _refuse(
-    scope: Scope, receive: Receive, send: Send, status: int, code: str, detail: str, *, sqs_code: str = ""
+    scope: Scope, receive: Receive, send: Send, status: int, codes: tuple[str, str], detail: str
 ) -> None:
     """Refuse a request the front door will not read on, closing the connection (else the server
     would go on reading the rest of a body it refused), in the caller's shape: SQS's clients read
-    SQS's error shapes only, in their protocol."""
+    SQS's error shapes only, in their protocol. codes: the HTTP API's code, then SQS's."""
+    code, sqs_code = codes
     if signs_itself(scope):
         json_wire = any(name == b"x-amz-target" for name, _ in scope["headers"])
-        error = SqsError(sqs_code or code, f"The {detail}.")
+        error = SqsError(sqs_code, f"The {detail}.")
         refusal = sqs_response(error, json_wire=json_wire, request_id=REQUEST_ID.get(), headers=_CLOSE)
         await refusal(scope, receive, send)
         return
