@@ -9,7 +9,7 @@ from uuid import UUID, uuid4
 
 import pytest
 from simplequeue.api.sqs.errors import SqsError
-from simplequeue.api.sqs.messages import lease_of, receipt_handle
+from simplequeue.api.sqs.handles import lease_of, receipt_handle
 from simplequeue.domain import LeasedItem
 
 

@@ -10,7 +10,8 @@ queue by changing only their endpoint URL.
 - urls.py: queue URLs and ARNs;
 - params.py: reading and checking an action's parameters;
 - context.py, addressing.py: what every action is called with; which queue a call names;
-- queues.py, messages.py, moves.py, permissions.py, tags.py: the actions, each a call of
+- queues.py, sends.py, receives.py, handles.py, moves.py, permissions.py, tags.py: the actions
+  (handles.py: receipt handles, and the deletes and visibility changes that take them), each a call of
   QueueService or of this process's own state for the door (simplequeue.service.local: message
   move tasks, receive attempts, purges), which the app's lifespan builds;
 - routes.py: the routes (outside the OpenAPI spec) and the dispatch.

@@ -28,6 +28,8 @@ from simplequeue.domain.xml_chars import first_not_xml
 
 _STRING, _BINARY = b"\x01", b"\x02"  # the transport types MD5OfMessageAttributes counts
 
+SEQUENCE_DIGITS = 20  # SQS's sequence numbers are decimal strings this long
+
 Asked = tuple[bool, frozenset[str], tuple[str, ...]]
 """What MessageAttributeNames asks for: (all, exact names, prefixes of `prefix.*`)."""
 
@@ -101,6 +103,17 @@ def sent_system(params: dict[str, Any]) -> dict[str, str]:
             raise _refused(f"The message system attribute '{name}' is not a valid trace header.")
         kept[name] = text
     return kept
+
+
+def md5(text: str) -> str:
+    """MD5OfMessageBody, MD5OfBody: of the body's UTF-8."""
+    return hashlib.md5(text.encode("utf-8")).hexdigest()
+
+
+def sequence_number(seq: int) -> str:
+    """A FIFO message's SequenceNumber: the store's insertion order, which a group's messages keep
+    (larger for a later send), as SQS writes it."""
+    return str(seq).zfill(SEQUENCE_DIGITS)
 
 
 def system_md5(system: Mapping[str, str]) -> str:

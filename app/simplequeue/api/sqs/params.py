@@ -15,6 +15,7 @@ T = TypeVar("T")
 
 MAX_BATCH = 10
 BATCH_ENTRY_ID = re.compile(r"[A-Za-z0-9_-]{1,80}")
+FIFO_KEY = re.compile(r"[\x21-\x7e]{1,128}")  # alphanumerics and punctuation, as SQS allows
 
 
 def carried_by_xml(value: str) -> bool:
@@ -66,6 +67,23 @@ def names(params: dict[str, Any], name: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise invalid(name, value, "it must be a list of strings.")
     return value
+
+
+def fifo_key(params: dict[str, Any], name: str) -> str | None:
+    """A FIFO id parameter (MessageGroupId, MessageDeduplicationId), if given."""
+    value = text(params, name, required=False)
+    if value is not None:
+        check_fifo_key(name, value)
+    return value
+
+
+def check_fifo_key(name: str, value: str) -> None:
+    if not FIFO_KEY.fullmatch(value):
+        raise invalid(
+            name,
+            value,
+            f"{name} can only include alphanumeric and punctuation characters. 1 to 128 in length.",
+        )
 
 
 def mapping(params: dict[str, Any], name: str) -> dict[str, Any]:
@@ -123,3 +141,14 @@ def entries(params: dict[str, Any], kind: str) -> list[dict[str, Any]]:
 def failed(entry_id: str, error: SqsError) -> dict[str, Any]:
     """A batch entry's failure, as the batch's `Failed` lists it."""
     return {"Id": entry_id, "SenderFault": error.kind.sender, "Code": error.code, "Message": error.message}
+
+
+def answer(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
+    """A batch's answer from its entries' outcomes (a `failed` one or a success). An empty list is
+    left out, as SQS leaves it out (a batch without failures has no `Failed`: code written against
+    SQS reads it with a default)."""
+    lists = {
+        "Successful": [o for o in outcomes if "Code" not in o],
+        "Failed": [o for o in outcomes if "Code" in o],
+    }
+    return {key: entries for key, entries in lists.items() if entries}

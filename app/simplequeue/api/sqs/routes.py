@@ -22,7 +22,7 @@ from starlette.types import Scope
 from simplequeue.api.auth import Grant, signs_itself
 from simplequeue.api.front import DoorRules
 from simplequeue.api.request_ids import REQUEST_ID
-from simplequeue.api.sqs import identity, messages, moves, permissions, queues, tags
+from simplequeue.api.sqs import handles, identity, moves, permissions, queues, receives, sends, tags
 from simplequeue.api.sqs.context import Context
 from simplequeue.api.sqs.errors import (
     JSON_CONTENT_TYPE,
@@ -56,13 +56,13 @@ ACTIONS: dict[str, Handler] = {
     "TagQueue": tags.tag_queue,
     "UntagQueue": tags.untag_queue,
     "ListQueueTags": tags.list_queue_tags,
-    "SendMessage": messages.send_message,
-    "SendMessageBatch": messages.send_message_batch,
-    "ReceiveMessage": messages.receive_message,
-    "DeleteMessage": messages.delete_message,
-    "DeleteMessageBatch": messages.delete_message_batch,
-    "ChangeMessageVisibility": messages.change_message_visibility,
-    "ChangeMessageVisibilityBatch": messages.change_message_visibility_batch,
+    "SendMessage": sends.send_message,
+    "SendMessageBatch": sends.send_message_batch,
+    "ReceiveMessage": receives.receive_message,
+    "DeleteMessage": handles.delete_message,
+    "DeleteMessageBatch": handles.delete_message_batch,
+    "ChangeMessageVisibility": handles.change_message_visibility,
+    "ChangeMessageVisibilityBatch": handles.change_message_visibility_batch,
     "StartMessageMoveTask": moves.start_message_move_task,
     "ListMessageMoveTasks": moves.list_message_move_tasks,
     "CancelMessageMoveTask": moves.cancel_message_move_task,
