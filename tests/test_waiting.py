@@ -18,6 +18,7 @@ from simplequeue.service.pushing import PushCoalescer
 from simplequeue.service.waiting import Waiting
 from simplequeue.settings import Settings
 from simplequeue.store.postgres.listen import QueueTokens, parsed, token_of
+from simplequeue.store.postgres.waited import LISTED_SECONDS, Waited
 from simplequeue.store.protocol import Store
 
 from tests.factories import new_item
@@ -294,6 +295,7 @@ async def test_a_role_that_may_only_connect_hears_no_queue_name_from_a_push_or_a
         await spy.add_listener("simplequeue_ready", lambda *args: heard.put_nowait(args[3]))
         await store.put_queue(target, QueueSettings())
         await store.put_queue(queue, QueueSettings(max_attempts=1, dead_letter_queue=target))
+        await store.next_visible_at([queue, target])  # a long-poll's probe: both are waited on
         await store.push_batch([new_item(queue, "doomed")], skip_existing=False)
         [popped] = await store.pop(queue, 1, 30)
         await store.fail(popped.id, Failure("fatal", popped.lease_token, retry=False))
@@ -314,6 +316,53 @@ async def test_a_role_that_may_only_connect_hears_no_queue_name_from_a_push_or_a
         {"q": token_of(key, queue), "n": 1},
         {"q": token_of(key, target), "n": 1},
     ]
+
+
+async def test_a_push_notifies_only_the_queues_a_long_poll_waits_on(postgres_url: str) -> None:
+    # Each notifying commit takes a cluster-wide lock: a push nobody waits for sends no NOTIFY.
+    # NOTIFYs arrive in commit order, so the waited queue's push, committed last, is heard first
+    # exactly when the pushes before it sent nothing.
+    store = store_for(Settings(database_url=postgres_url, db_timeout_seconds=5, sweep=False))
+    await store.open()
+    await store.migrate()
+    waited, unwaited, lapsed = (f"{name}-{uuid4().hex[:8]}" for name in ("waited", "unwaited", "lapsed"))
+    admin = await asyncpg.connect(postgres_url)
+    heard: asyncio.Queue[str] = asyncio.Queue()
+    try:
+        key = await admin.fetchval("SELECT value FROM sq_settings WHERE name = 'notify_key'")
+        await admin.add_listener("simplequeue_ready", lambda *args: heard.put_nowait(args[3]))
+        await store.next_visible_at([waited, lapsed])  # the probe lists the queues waited on
+        listed = await admin.fetch(
+            "SELECT queue FROM sq_waited WHERE queue = ANY($1::text[])", [waited, lapsed]
+        )
+        assert {r["queue"] for r in listed} == {waited, lapsed}
+        # A listing that ran out (its replica stopped waiting, or died) wakes nobody.
+        await admin.execute(
+            "UPDATE sq_waited SET expires_at = now() - interval '1 second' WHERE queue = $1", lapsed
+        )
+        for queue in (unwaited, lapsed, waited):
+            await store.push_batch([new_item(queue, "x")], skip_existing=False)
+        first = json.loads(await asyncio.wait_for(heard.get(), timeout=5))
+        assert first == {"q": token_of(key, waited), "n": 1}
+        assert heard.empty()
+    finally:
+        await admin.close()
+        await store.close()
+
+
+def test_a_replica_lists_a_queue_again_only_when_half_its_listing_is_spent_or_it_reconnected() -> None:
+    now = [100.0]
+    waited = Waited(clock=lambda: now[0])
+    assert waited.due(["b", "a"]) == ["a", "b"]  # sorted: replicas lock the rows in one order
+    waited.listed(["a", "b"], since=now[0])
+    assert waited.due(["a", "b", "c"]) == ["c"]
+    now[0] += LISTED_SECONDS / 2 - 1
+    assert waited.due(["a"]) == []
+    now[0] += 2
+    assert waited.due(["a"]) == ["a"]
+    waited.listed(["a"], since=now[0])
+    waited.forget()  # the listener reconnected: the server may have lost the unlogged table
+    assert waited.due(["a"]) == ["a"]
 
 
 def test_tokens_map_back_only_the_queues_asked_about_and_a_name_is_no_token() -> None:

@@ -270,14 +270,9 @@ class QueueService:
     ) -> tuple[list[CompleteOutcome], list[LeasedItem]]:
         """A worker's finished items, completed (one outcome each, in order, as complete_many
         gives them), then a pop: one round trip and, on the first try, one transaction."""
-        if not completions:
-            outcomes: list[CompleteOutcome] = []
-            items = await self._waiting.pop(
-                queue, max_items=max_items, wait_seconds=wait_seconds, lease_seconds=lease_seconds, gone=gone
-            )
-        elif len({c.id for c in completions}) < len(completions):
+        if len({c.id for c in completions}) < len(completions) or not completions:
             # An id given twice is taken in rounds, as complete_many takes it.
-            outcomes = await self.complete_many(completions)
+            outcomes: list[CompleteOutcome] = await self.complete_many(completions) if completions else []
             items = await self._waiting.pop(
                 queue, max_items=max_items, wait_seconds=wait_seconds, lease_seconds=lease_seconds, gone=gone
             )

@@ -505,13 +505,17 @@ $$;
 
 -- Wake long-polls in every replica when items are inserted, by this service or by any other
 -- writer (a bulk load straight into the table included). NOTIFY goes out at commit, one message
--- per queue and statement: {"q": <the queue's token>, "n": <items>}.
+-- per queue and statement: {"q": <the queue's token>, "n": <items>}; repeats of one message in a
+-- transaction go out once. Only for the queues that some replica's long-polls wait on (sq_waited,
+-- 0012): every notifying commit takes a cluster-wide lock, which lined up every push of the
+-- cluster behind one another, waited on or not.
 CREATE OR REPLACE FUNCTION sq_items_notify_ready() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER
 AS $$
 BEGIN
-    PERFORM pg_notify('simplequeue_ready', json_build_object('q', sq_ready_token(queue), 'n', count(*))::text)
-    FROM new_items WHERE status = 'ready' GROUP BY queue;
+    PERFORM pg_notify('simplequeue_ready', json_build_object('q', sq_ready_token(r.queue), 'n', r.n)::text)
+    FROM (SELECT queue, count(*) AS n FROM new_items WHERE status = 'ready' GROUP BY queue) AS r
+    WHERE EXISTS (SELECT 1 FROM sq_waited AS w WHERE w.queue = r.queue AND w.expires_at > clock_timestamp());
     RETURN NULL;
 END
 $$;

@@ -22,6 +22,7 @@ from contextlib import suppress
 import asyncpg
 
 from simplequeue.store.postgres.errors import UNAVAILABLE
+from simplequeue.store.postgres.waited import Waited
 from simplequeue.store.protocol import ReadyCallback
 
 CHANNEL = "simplequeue_ready"
@@ -83,6 +84,7 @@ class Listener:
         self._ignore_pids = ignore_pids
         self._task: asyncio.Task[None] | None = None
         self.tokens = QueueTokens()
+        self.waited = Waited()
 
     async def start(self, on_ready: ReadyCallback) -> None:
         self._task = asyncio.create_task(self._listen(on_ready), name="simplequeue-listen")
@@ -113,6 +115,7 @@ class Listener:
             try:
                 conn.add_termination_listener(lambda _, lost=lost: lost.set())
                 self.tokens.use_key(await conn.fetchval(KEY_SQL))
+                self.waited.forget()  # a lost connection may be a restarted server, which lost them
                 await conn.add_listener(CHANNEL, received)
                 backoff = 0.5
                 on_ready(None, 0)  # anything pushed while we were not listening

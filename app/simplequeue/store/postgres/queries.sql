@@ -260,6 +260,15 @@ SELECT 'completion', NULL, present.id, done.queue, NULL, NULL, NULL, present.lea
        present.status, done.id IS NOT NULL
 FROM present LEFT JOIN done ON done.id = present.id
 
+-- name: wait_on
+-- The queues this replica's long-polls wait on, listed for `seconds` (store/postgres/waited.py):
+-- the trigger that wakes long-polls notifies only these. By the database's clock, which the
+-- trigger reads (the service's may be a test's).
+INSERT INTO sq_waited AS w (queue, expires_at)
+SELECT q.queue, clock_timestamp() + :seconds::double precision * interval '1 second'
+FROM unnest(:queues::text[]) AS q(queue)
+ON CONFLICT (queue) DO UPDATE SET expires_at = greatest(w.expires_at, EXCLUDED.expires_at)
+
 -- name: next_visible_at
 -- A correlated min() per queue: each is one seek on sq_items_visible, however many items wait.
 SELECT q.queue,
@@ -278,7 +287,8 @@ FROM unnest(:queues::text[]) AS q(queue)
 -- item moved to its queue's dead-letter target leaves its dedup key's claim in the source, whose
 -- window starts as a purge's does, and takes its remembered id's claim along. The targets' long
 -- polls in every replica hear of the moves at commit, as of a push (sq_items_notify_ready sees
--- inserts only, and a move is an UPDATE), by the target's token as the trigger does (0010); `woken`
+-- inserts only, and a move is an UPDATE), by the target's token as the trigger does (0010), when
+-- a replica waits on it (sq_waited, as the trigger); `woken`
 -- is one row, which the statement's SELECT joins so that it runs (an unreferenced SELECT in WITH
 -- would not).
 , windows AS (
@@ -296,6 +306,7 @@ FROM unnest(:queues::text[]) AS q(queue)
     SELECT count(pg_notify('simplequeue_ready', json_build_object('q', sq_ready_token(m.target), 'n', m.n)::text))
         AS targets
     FROM (SELECT d.target, count(*) AS n FROM failed AS d WHERE d.dies AND d.target IS NOT NULL GROUP BY d.target) AS m
+    WHERE EXISTS (SELECT 1 FROM sq_waited AS w WHERE w.queue = m.target AND w.expires_at > clock_timestamp())
 )
 
 -- name: fail

@@ -51,6 +51,7 @@ from simplequeue.store.postgres.listen import Listener
 from simplequeue.store.postgres.migrate import apply_pending
 from simplequeue.store.postgres.pool import Pool
 from simplequeue.store.postgres.statements import execute, fetch, fetch_one, fetch_value
+from simplequeue.store.postgres.waited import LISTED_SECONDS
 from simplequeue.store.reads import QueueReads
 
 log = logging.getLogger("simplequeue.postgres")
@@ -371,7 +372,12 @@ class PostgresStore(QueueReads):
         # after this is NOTIFYed with a token the listener knows; one before, this statement finds.
         self.notifications.tokens.heard_of(queues)
         now = self._now()
+        waited = self.notifications.waited
         async with self._conn() as conn:
+            if due := waited.due(queues):  # listed first, so that a push after it NOTIFYs
+                since = waited.now()
+                await execute(conn, "wait_on", queues=due, seconds=LISTED_SECONDS)
+                waited.listed(due, since)
             found = await fetch(conn, "next_visible_at", queues=list(queues), now=now)
             if not found:
                 return {}, now or await conn.fetchval("SELECT now()")
