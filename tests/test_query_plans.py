@@ -277,6 +277,25 @@ HOT_STATEMENTS: dict[str, dict[str, object]] = {
 }
 
 
+def _seq_scans(plan: str, *, but_of: set[str]) -> list[str]:
+    """The tables a JSON plan reads whole, but those named: sq_waited holds a row per queue that
+    long-polls wait on (a dead-letter move's NOTIFY reads it), a handful, which a scan reads best."""
+    found: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("Node Type") == "Seq Scan" and node.get("Relation Name") not in but_of:
+                found.append(str(node.get("Relation Name")))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(json.loads(plan))
+    return found
+
+
 @pytest.mark.parametrize("statistics", ["stale", "analysed"])
 async def test_generic_plans_of_the_hot_statements_use_indexes_at_scale(
     schema: tuple[str, str], statistics: str
@@ -286,7 +305,7 @@ async def test_generic_plans_of_the_hot_statements_use_indexes_at_scale(
         await analyze(schema)
     for query, values in HOT_STATEMENTS.items():
         plan = await generic_plan_of(schema, query, **values)
-        assert '"Node Type": "Seq Scan"' not in plan, (query, plan)
+        assert not _seq_scans(plan, but_of={"sq_waited"}), (query, plan)
         if query in ("pop", "complete_and_pop"):
             assert_claims_by_its_indexes(plan)  # its sorts: the expired leases and the merge only
         else:

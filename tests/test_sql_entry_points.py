@@ -454,6 +454,8 @@ async def test_a_listener_is_notified_at_the_commit_not_before(
     queue = _queue()
     heard: asyncio.Queue[str] = asyncio.Queue()
     await seen.add_listener("simplequeue_ready", lambda *args: heard.put_nowait(args[3]))
+    # A replica's long-poll waits on the queue (its probe lists it): only such queues are notified.
+    await seen.execute("INSERT INTO sq_waited VALUES ($1, now() + interval '1 minute')", queue)
     async with conn.transaction():
         await conn.fetch(f"{PUSH}($1, '1'::json)", queue)
         await conn.fetch(BATCH, json.dumps([{"queue": queue, "payload": 2}, {"queue": queue, "payload": 3}]))
