@@ -25,10 +25,9 @@ from simplequeue.outbox.items import (
 from simplequeue.outbox.savepoints import translated
 from simplequeue.outbox.sqlite import push_aiosqlite, push_checked
 
-_STATEMENTS = {
-    "postgresql": (postgres.LIMITS_SQL, "SELECT id, created FROM sq_push_batch(CAST(:items AS json))"),
-    "mssql": (mssql.CHECK_SQL, "EXEC dbo.sq_push_batch @items = :items"),
-}
+_STATEMENTS = {"mssql": (mssql.CHECK_SQL, "EXEC dbo.sq_push_batch @items = :items")}
+# PostgreSQL's push reads the schema's version in its own statement (outbox.postgres.PUSH_SQL).
+_PG_PUSH = postgres.PUSH_SQL.format(items=":items", version=":version")
 _TRANSLATE = {"postgresql": postgres.translate, "mssql": mssql.translate}
 
 
@@ -48,11 +47,24 @@ def push_connection(conn: Any, items: Sequence[Checked]) -> list[Pushed]:
     dialect = conn.dialect.name
     if dialect == "sqlite":
         return push_checked(_sqlite3_of(conn.connection.dbapi_connection), items, begin=True)
+    if dialect == "postgresql":
+        with conn.begin_nested(), translated(postgres.translate):
+            return postgres.pushed(conn.execute(_pg_push(), _pg_values(items)).all())
     check, push = _statements(dialect)
     with conn.begin_nested(), translated(_TRANSLATE[dialect]):
         check_limits(items, limits_from(conn.execute(check).fetchone(), dialect))
         rows = conn.execute(push, {"items": batch_json(items)}).all()
     return [Pushed(as_uuid(r[0]), bool(r[1])) for r in rows]
+
+
+def _pg_push() -> Any:
+    from sqlalchemy import text
+
+    return text(_PG_PUSH)
+
+
+def _pg_values(items: Sequence[Checked]) -> dict[str, Any]:
+    return {"items": batch_json(items), "version": postgres.version()}
 
 
 def push_session(session: Any, items: Sequence[Checked]) -> list[Pushed]:
@@ -73,6 +85,10 @@ async def push_async_connection(conn: Any, items: Sequence[Checked]) -> list[Pus
         if type(driver).__module__.startswith("aiosqlite"):
             return await push_aiosqlite(driver, items, begin=True)
         raise TypeError(f"simplequeue.outbox takes SQLite through aiosqlite, not {type(driver).__name__}")
+    if dialect == "postgresql":
+        async with conn.begin_nested():
+            with translated(postgres.translate):
+                return postgres.pushed((await conn.execute(_pg_push(), _pg_values(items))).all())
     check, push = _statements(dialect)
     async with conn.begin_nested():
         with translated(_TRANSLATE[dialect]):

@@ -180,15 +180,20 @@ class Limits:
     max_payload_depth: int
 
 
-def limits_from(row: Sequence[Any] | None, dialect: str) -> Limits:
-    """The schema's version checked, and the limits read, from SETTINGS_SQL's row."""
-    version, max_bytes, max_depth = row if row is not None else (None, None, None)
+def check_version(version: Any, dialect: str) -> None:
+    """The schema's version is this code's, or SchemaNotReady names both."""
     needed = latest_version(dialect)
     if version != needed:
         raise SchemaNotReady(
             f"this database's simplequeue schema is at version {version}, this code needs "
             f"{needed}: run `simplequeue migrate`"
         )
+
+
+def limits_from(row: Sequence[Any] | None, dialect: str) -> Limits:
+    """The schema's version checked, and the limits read, from SETTINGS_SQL's row."""
+    version, max_bytes, max_depth = row if row is not None else (None, None, None)
+    check_version(version, dialect)
     if max_bytes is None or max_depth is None:
         raise SchemaNotReady("this database has no payload limits in sq_settings: run `simplequeue migrate`")
     return Limits(int(max_bytes), int(max_depth))
