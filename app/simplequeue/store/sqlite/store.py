@@ -50,8 +50,9 @@ from simplequeue.store.migrations import latest_version, load_migrations, split_
 from simplequeue.store.reads import QueueReads
 from simplequeue.store.sqlite import transactions
 from simplequeue.store.sqlite.errors import translated_errors
+from simplequeue.store.sqlite.group_commit import GroupCommit
 from simplequeue.store.sqlite.params import add_seconds, to_text
-from simplequeue.store.sqlite.statements import execute, execute_many, fetch, fetch_one, on_thread
+from simplequeue.store.sqlite.statements import execute, execute_many, fetch, fetch_one
 
 T = TypeVar("T")
 
@@ -92,6 +93,7 @@ class SqliteStore(QueueReads):
         self._write_lock = asyncio.Lock()
         self._readers: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
         self._all: list[aiosqlite.Connection] = []
+        self._commits = GroupCommit(self._writer_turn, timeout_seconds)
 
     async def _connect(self) -> aiosqlite.Connection:
         conn = await aiosqlite.connect(self._path, isolation_level=None, timeout=self._timeout)
@@ -150,11 +152,12 @@ class SqliteStore(QueueReads):
     async def _transaction(self, body: Callable[..., T], /, *args: Any) -> T:
         """`body(sqlite3_connection, *args)` in a write transaction, run whole on the writer's
         thread: the hot paths' statements cost one hop there and back, not one each (see
-        statements.py). A caller cancelled while the body runs does not stop it: it commits, as a
-        request cut off just after its commit would (leased items come back when their leases
-        expire)."""
-        async with self._writer_turn() as writer:
-            return await on_thread(writer, transactions.in_transaction, body, *args)
+        statements.py). The calls that wait meanwhile share the next transaction's commit (see
+        group_commit.py). A caller cancelled once its body is taken does not stop it: it commits,
+        as a request cut off just after its commit would (leased items come back when their
+        leases expire)."""
+        async with translated_errors():
+            return await self._commits.run(body, *args)
 
     @asynccontextmanager
     async def _read(self) -> AsyncIterator[aiosqlite.Connection]:

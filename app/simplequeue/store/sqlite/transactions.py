@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 from uuid import UUID, uuid4
@@ -31,17 +31,6 @@ from simplequeue.store.sqlite.errors import translated_sync_errors
 from simplequeue.store.sqlite.params import insert_params, to_text
 
 T = TypeVar("T")
-
-
-def in_transaction(conn: sqlite3.Connection, body: Callable[..., T], *args: Any) -> T:
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        result = body(conn, *args)
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-    return result
 
 
 def push_on(conn: sqlite3.Connection, items: Sequence[NewItem], now: datetime) -> list[Pushed]:
