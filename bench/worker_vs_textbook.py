@@ -35,12 +35,14 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import asyncpg
 
-from bench.infra import ROOT, database, server
+from bench.infra import PIDS, ROOT, database, server
+from bench.profile import cpu_seconds, postgres_processes
 from bench.scenarios import TEXTBOOK_PG, fill
 
 QUEUE = "textbook"  # TEXTBOOK_PG's queue (bench.scenarios binds it by name)
@@ -69,14 +71,15 @@ async def drain_textbook(url: str, items: int, concurrency: int) -> dict[str, An
             deleted += 1
 
     try:
-        started = time.perf_counter()
+        started, cpu, storing = time.perf_counter(), time.process_time(), postgres_processes()
         await asyncio.wait_for(asyncio.gather(*(loop() for _ in range(concurrency))), DRAIN_TIMEOUT)
-        elapsed = time.perf_counter() - started
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+        storing = spent(storing)  # before the pool closes: its backends' time goes with them
     finally:
         await pool.close()
     if deleted != items:
         raise RuntimeError(f"the textbook loop deleted {deleted} of {items} items")
-    return {"seconds": elapsed, "handled": deleted}
+    return {"seconds": elapsed, "handled": deleted, "cpu": cpu, "postgres": storing}
 
 
 async def drain_worker(base: str, items: int, concurrency: int, sleep: float) -> dict[str, Any]:
@@ -94,21 +97,27 @@ async def drain_worker(base: str, items: int, concurrency: int, sleep: float) ->
 
     async with AsyncClient(base, timeout=30) as client:
         worker = Worker(client, QUEUE, handler, concurrency=concurrency)
-        started = time.perf_counter()
+        started, cpu, storing = time.perf_counter(), time.process_time(), postgres_processes()
         running = asyncio.create_task(worker.run())
         waiting = asyncio.create_task(enough.wait())
         await asyncio.wait({running, waiting}, timeout=DRAIN_TIMEOUT, return_when=asyncio.FIRST_COMPLETED)
         waiting.cancel()
         worker.stop()
         await asyncio.wait_for(running, 60)
-        elapsed = time.perf_counter() - started
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+        storing = spent(storing)
         stats = await client.stats(QUEUE)
     if len(seen) != items:
         raise RuntimeError(f"the worker handled {len(seen)} of {items} items")
     live = {"ready": stats.ready, "leased": stats.leased, "retrying": stats.retrying, "dead": stats.dead}
     if any(live.values()) or stats.completed_in_history != items:
         raise RuntimeError(f"the queue after the drain: {live}, {stats.completed_in_history} completed")
-    return {"seconds": elapsed, "handled": len(seen)}
+    return {"seconds": elapsed, "handled": len(seen), "cpu": cpu, "postgres": storing}
+
+
+def spent(before: dict[int, float]) -> float:
+    """PostgreSQL's CPU seconds since `before` (postgres_processes()), new backends' whole time."""
+    return sum(now - before.get(pid, 0.0) for pid, now in postgres_processes().items())
 
 
 def child(args: argparse.Namespace) -> None:
@@ -138,9 +147,9 @@ def run_child(kind: str, url: str, items: int, concurrency: int, tree: Path | No
     return result
 
 
-async def one_drain(name: str, items: int, concurrency: int, baseline: Path | None) -> float:
+async def one_drain(name: str, items: int, concurrency: int, baseline: Path | None) -> Drain:
     """A fresh database, filled with `items` through a server (the baseline tree's for an "old"
-    drainer), then drained by `name`: the seconds it took."""
+    drainer), then drained by `name`: the seconds it took, and the CPU it cost."""
     tree = baseline if name.startswith("old ") else None
     kind = {"textbook": "textbook", "no-op": "noop", "2 ms": "2ms"}[name.removeprefix("old ")]
     env = {"PYTHONPATH": str(tree / "app")} if tree is not None else {}
@@ -148,36 +157,64 @@ async def one_drain(name: str, items: int, concurrency: int, baseline: Path | No
         with server(url, root=tree or ROOT, env=env) as base:
             await fill(base, QUEUE, items)
             target = url if kind == "textbook" else base
+            # The server idles but for the drain while the child starts and stops.
+            serving = cpu_seconds(PIDS[base])
             result = await asyncio.to_thread(run_child, kind, target, items, concurrency, tree)
-    return float(result["seconds"])
+            serving = cpu_seconds(PIDS[base]) - serving
+    per_item = 1e6 / items
+    return Drain(
+        items / float(result["seconds"]),
+        float(result["cpu"]) * per_item,
+        0.0 if kind == "textbook" else serving * per_item,
+        float(result["postgres"]) * per_item,
+    )
+
+
+@dataclass(frozen=True)
+class Drain:
+    rate: float  # items/s
+    drainer: float  # CPU µs per item: the drainer's process (the loop, or the Worker's)
+    server: float  # the HTTP server's (none for the textbook loop)
+    postgres: float  # PostgreSQL's
 
 
 def spread(values: list[float], fmt: str = ",.0f") -> str:
     return f"{statistics.median(values):{fmt}} ({min(values):{fmt}}-{max(values):{fmt}})"
 
 
-async def orchestrate(args: argparse.Namespace) -> None:
+async def orchestrate(args: argparse.Namespace, baseline: Path | None) -> None:
     if args.items % 1000:
         raise SystemExit("--items must be a multiple of 1000 (the fill pushes batches of 1000)")
     names = ["textbook", "no-op", "2 ms"]
-    baseline = Path(args.baseline_tree).resolve() if args.baseline_tree else None
     if baseline is not None:
         names += ["old no-op", "old 2 ms"]
     rates: dict[str, list[float]] = {name: [] for name in names}
+    cpus: dict[str, list[Drain]] = {name: [] for name in names}
     total, step = args.rounds * len(names), 0
-    print(f"draining {args.items:,} items at concurrency {args.concurrency}, {args.rounds} rounds", flush=True)
+    print(f"draining {args.items:,} items, concurrency {args.concurrency}, {args.rounds} rounds", flush=True)
     for round_ in range(args.rounds):
         for name in names if round_ % 2 == 0 else names[::-1]:
-            seconds = await one_drain(name, args.items, args.concurrency, baseline)
-            rates[name].append(args.items / seconds)
+            drain = await one_drain(name, args.items, args.concurrency, baseline)
+            rates[name].append(drain.rate)
+            cpus[name].append(drain)
             step += 1
             print(
-                f"[{step}/{total}] round {round_ + 1} {name}: {seconds:.2f} s, {args.items / seconds:,.0f} items/s",
+                f"[{step}/{total}] round {round_ + 1} {name}: {drain.rate:,.0f} items/s; CPU µs/item:"
+                f" drainer {drain.drainer:.0f}, server {drain.server:.0f}, postgres {drain.postgres:.0f}",
                 flush=True,
             )
-    print(f"\nitems/s draining {args.items:,} items, median (range) of {args.rounds} rounds:")
+    print(
+        f"\ndraining {args.items:,} items at concurrency {args.concurrency}: items/s, median (range) of"
+        f" {args.rounds} rounds; CPU µs per item (medians), by process"
+    )
+    print(f"  {'':12} {'items/s':>24} {'drainer':>8} {'server':>7} {'postgres':>8} {'all':>6}")
     for name in names:
-        print(f"  {name:12} {spread(rates[name]):>24}")
+        cells = [
+            statistics.median(getattr(d, part) for d in cpus[name])
+            for part in ("drainer", "server", "postgres")
+        ]
+        every = "".join(f" {c:>7.0f}" for c in cells)
+        print(f"  {name:12} {spread(rates[name]):>24} {every} {sum(cells):>6.0f}")
     median = {name: statistics.median(values) for name, values in rates.items()}
     print(f"worker no-op / textbook: {median['no-op'] / median['textbook']:.2f}x (target ≥ 1.0x)")
     print(f"worker 2 ms / no-op:     {median['2 ms'] / median['no-op']:.2f}x (target ≥ 0.7x)")
@@ -187,7 +224,9 @@ async def orchestrate(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--items", type=int, default=20_000)
     parser.add_argument("--concurrency", type=int, default=32)
@@ -198,7 +237,8 @@ def main() -> None:
     if args.drain:
         child(args)
     else:
-        asyncio.run(orchestrate(args))
+        baseline = Path(args.baseline_tree).resolve() if args.baseline_tree else None
+        asyncio.run(orchestrate(args, baseline))
 
 
 if __name__ == "__main__":

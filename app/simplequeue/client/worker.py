@@ -177,6 +177,7 @@ class Worker:
         concurrency: int = 8,
         prefetch: int | None = None,
         batch_size: int | None = None,
+        pops_in_flight: int = 2,
         lease_seconds: int = 30,
         extend_every: float | None = None,
         wait_seconds: float | None = None,
@@ -194,6 +195,7 @@ class Worker:
         self.concurrency = concurrency
         self.prefetch = concurrency if prefetch is None else prefetch
         self.batch_size = max(1, min(POP_ITEMS, batch_size or POP_ITEMS))
+        self.pops_in_flight = max(1, pops_in_flight)
         self.lease_seconds = lease_seconds
         self.extend_every = extend_every if extend_every is not None else lease_seconds / 2
         self.wait_seconds = wait_seconds if wait_seconds is not None else 1.0 if exit_when_empty else 20.0
@@ -213,7 +215,7 @@ class Worker:
         self._held: dict[tuple[str, str], _Held] = {}
         self._draining = False  # stopped, and the buffer's last attempts are being handled
         self._finished: list[_Finished] = []  # oldest first
-        self._carrying = False  # a pop that carries completions is in flight
+        self._carrying = 0  # pops in flight that carry completions
         self._closing = False  # run() is returning: send everything now
         self._wake = asyncio.Event()  # for the sender: something it waits on changed
 
@@ -262,31 +264,60 @@ class Worker:
         self.stop()
 
     async def _loop(self) -> None:
+        """Pop while the slots and the buffer have room: one pop at a time, or up to pops_in_flight
+        when the later ones carry completions (they answer at once) and ask for enough items to be
+        worth a request. A pop's answer fills the buffer; stop() ends the loop once the pops in
+        flight are answered (or abandoned, for a long-poll)."""
         loop = asyncio.get_running_loop()
         room_for = self.concurrency + self.prefetch
-        while not self.stopping:
-            room = room_for - len(self._running) - len(self._buffer)
-            if room <= 0:
-                self._changed.clear()
+        worth = max(1, min(self.batch_size, room_for // 4))
+        pops: dict[asyncio.Task[list[Item] | None], tuple[int, bool, float]] = {}  # asked, carried, sent
+        mistake: BaseException | None = None
+        while pops or not self.stopping:
+            self._changed.clear()
+            room = room_for - len(self._running) - len(self._buffer) - sum(p[0] for p in pops.values())
+            if (
+                not self.stopping
+                and mistake is None
+                and room > 0
+                and (not pops or (len(pops) < self.pops_in_flight and self._finished and room >= worth))
+            ):
+                done = self._take(POP_COMPLETES)
+                asked = min(room, self.batch_size)
+                task = asyncio.create_task(self._pop(asked, done))
+                task.add_done_callback(lambda _: self._changed.set())
+                pops[task] = (asked, bool(done), loop.time())
+                continue
+            try:
                 await self._changed.wait()
-                continue
-            done = self._take(POP_COMPLETES)
-            sent = loop.time()
-            items = await self._pop(min(room, self.batch_size), done)
-            if items is None:
-                continue
-            # A drain ends on an empty answer after a wait of wait_seconds (a pop that carries
-            # completions waits 0).
-            waited = not done or self.wait_seconds == 0
-            idle = not self._running and not self._buffer
-            if not items and self.exit_when_empty and waited and idle:
-                log.info("%s: nothing to pop and nothing running; done", self.queue)
-                self.stop()
-            for item in items:
-                held = _Held(item, sent)
-                self._held[item.id, item.lease_token] = held
-                self._buffer.append(held)
-            self._start()
+            except asyncio.CancelledError:
+                for task in pops:
+                    task.cancel()  # run() itself is being cancelled: leave no pop behind
+                raise
+            for task in [t for t in pops if t.done()]:
+                _, carried, sent = pops.pop(task)
+                try:
+                    items = task.result()
+                except BaseException as exc:  # the caller's mistake: run() ends with it
+                    mistake = mistake or exc
+                    self.stop()
+                    continue
+                if items is None:
+                    continue
+                # A drain ends on an empty answer after a wait of wait_seconds (a pop that carries
+                # completions waits 0).
+                waited = not carried or self.wait_seconds == 0
+                idle = not self._running and not self._buffer and not pops
+                if not items and self.exit_when_empty and waited and idle:
+                    log.info("%s: nothing to pop and nothing running; done", self.queue)
+                    self.stop()
+                for item in items:
+                    held = _Held(item, sent)
+                    self._held[item.id, item.lease_token] = held
+                    self._buffer.append(held)
+                self._start()
+        if mistake is not None:
+            raise mistake
 
     def _start(self) -> None:
         """Start buffered items in the free slots (after stop(), only the last attempts that
@@ -352,7 +383,7 @@ class Worker:
         done). Without, it long-polls, and it is abandoned when stop() comes first (a waiting
         long-poll that its client leaves leases nothing; an answer lost in that instant comes back
         when its lease runs out). None: no answer (stopped, or a passing failure)."""
-        self._carrying = bool(done)
+        self._carrying += bool(done)
         pop = asyncio.create_task(self._complete_and_pop(max_items, done))
         waits: set[asyncio.Task[Any]] = {pop}
         if not done:
@@ -365,7 +396,7 @@ class Worker:
         finally:
             for task in waits - {pop}:
                 task.cancel()
-            self._carrying = False
+            self._carrying -= bool(done)
             if self._finished:
                 self._wake.set()  # no pop is coming for them if this loop does not pop next
         if not pop.done():
