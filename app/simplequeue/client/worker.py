@@ -1,12 +1,13 @@
-"""The worker loop: pop in batches, run a handler per item with bounded concurrency, keep each
-lease alive while its handler runs, then complete the item or fail it with a short traceback.
+"""The worker loop: pop in batches, ahead of the free slots (a local buffer of prefetched items),
+run a handler per item with bounded concurrency, keep every held lease alive (one lease keeper for
+them all), then complete the item or fail it with a short traceback.
 
 Sync handlers run in a thread (asyncio.to_thread); async ones on the loop. `stop()` (or SIGTERM /
-SIGINT, with handle_signals) stops popping; the handlers in flight finish and their items are
-completed or failed before `run()` returns. Completions go in batches: on the next pop (its
-`complete`), or together by POST /items/complete when no pop is coming within a few milliseconds
-(see Worker). Logs name items by id, never their payloads.
-"""
+SIGINT, with handle_signals) stops popping and starting; the handlers in flight finish and their
+items are completed or failed, and the buffered items are handed back, before `run()` returns.
+Completions go in batches: on the next pop (its `complete`), or together by POST /items/complete
+when no pop is coming within a few milliseconds (see Worker). Logs name items by id, never their
+payloads."""
 
 from __future__ import annotations
 
@@ -120,8 +121,11 @@ class Worker:
     - prefetch: items leased ahead of the free slots, waiting in a local buffer (default: as many as
       concurrency; 0: a pop asks only for free slots). A handler that returns starts the next
       buffered item at once, without a request, and the pop that refills the buffer is in flight
-      while the handlers run. One pop at a time asks for what the slots and the buffer have room
-      for (at most batch_size, default and most 100).
+      while the handlers run. A pop asks for what the slots and the buffer have room for (at most
+      batch_size, default and most 100).
+    - pops_in_flight (default 2): while a pop that carries completions is in flight, another may
+      go, if it carries completions too and asks for a quarter of the room or more: the server
+      runs their statements side by side. A long-poll (a pop carrying nothing) goes alone.
     - lease_seconds: the lease each pop asks for. One lease keeper extends every held item's lease
       (buffered or running) by as much every extend_every seconds (default: half of it), so a
       buffered item's lease never runs out unnoticed. An item whose extension is refused while
@@ -280,7 +284,7 @@ class Worker:
                 not self.stopping
                 and mistake is None
                 and room > 0
-                and (not pops or (len(pops) < self.pops_in_flight and self._finished and room >= worth))
+                and (not pops or self._another_pop(pops, room >= worth))
             ):
                 done = self._take(POP_COMPLETES)
                 asked = min(room, self.batch_size)
@@ -318,6 +322,17 @@ class Worker:
                 self._start()
         if mistake is not None:
             raise mistake
+
+    def _another_pop(self, pops: dict[Any, tuple[int, bool, float]], worth_it: bool) -> bool:
+        """Whether a pop may go while `pops` are in flight: it carries completions (it answers at
+        once), asks for enough, and none in flight is a long-poll (that one found the queue empty:
+        the completions go by POST /items/complete, as they would without it)."""
+        return (
+            len(pops) < self.pops_in_flight
+            and bool(self._finished)
+            and worth_it
+            and all(carried for _, carried, _ in pops.values())
+        )
 
     def _start(self) -> None:
         """Start buffered items in the free slots (after stop(), only the last attempts that
