@@ -39,7 +39,7 @@ from simplequeue.cli.client import (
     url_option,
 )
 from simplequeue.client import AsyncClient, Item, ItemFailed, ItemInfo, QueueNotFound, Worker
-from simplequeue.client.worker import MAX_TRACEBACK_CHARS
+from simplequeue.client.failures import MAX_TRACEBACK_CHARS
 
 STDERR_TAIL_BYTES = 4 * MAX_TRACEBACK_CHARS  # enough for MAX_TRACEBACK_CHARS characters of UTF-8
 CHUNK = 64 * 1024

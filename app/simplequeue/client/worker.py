@@ -16,7 +16,6 @@ import contextlib
 import inspect
 import logging
 import signal
-import traceback
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -31,47 +30,13 @@ from simplequeue.client.errors import (
     StoreError,
     Unavailable,
 )
+from simplequeue.client.failures import error_text, log_reason
 from simplequeue.client.models import CompleteResult, Item
 from simplequeue.client.retries import UNSENT
 
 log = logging.getLogger("simplequeue.client.worker")
 
 Handler = Callable[[Item], Awaitable[Any]] | Callable[[Item], Any]
-
-MAX_TRACEBACK_CHARS = 4000
-TRACEBACK_FRAMES = 5
-
-
-def short_traceback(
-    exc: BaseException, *, frames: int = TRACEBACK_FRAMES, limit: int = MAX_TRACEBACK_CHARS
-) -> str:
-    """The exception with its last few frames, cut to `limit` characters from the front (the
-    exception's own line, at the end, is kept)."""
-    text = "".join(traceback.format_exception(exc, limit=-frames)).replace("\x00", "\\0").strip()
-    if len(text) > limit:
-        text = "…" + text[-(limit - 1) :]
-    return text or type(exc).__name__
-
-
-class ItemFailed(Exception):
-    """Raise from a handler to fail its item with this message as the error, instead of a
-    traceback (e.g. a command's exit status and the tail of its stderr)."""
-
-
-def error_text(exc: BaseException) -> str:
-    """What a failed item's error says: an ItemFailed's message, else a short traceback."""
-    if isinstance(exc, ItemFailed) and str(exc):
-        text = str(exc).replace("\x00", "\\0").strip()
-        return text if len(text) <= MAX_TRACEBACK_CHARS else "…" + text[-(MAX_TRACEBACK_CHARS - 1) :]
-    return short_traceback(exc)
-
-
-def _reason(exc: BaseException) -> str:
-    """For the log line: an ItemFailed's first line (its author wrote it to be read), else only
-    the exception's type (its text may quote a payload)."""
-    if isinstance(exc, ItemFailed) and str(exc).strip():
-        return str(exc).strip().splitlines()[0][:200]
-    return type(exc).__name__
 
 
 def _is_async(handler: Handler) -> bool:
@@ -518,7 +483,7 @@ class Worker:
                 self._wake.set()
             return
         try:
-            log.warning("item %s (attempt %d) failed: %s", item.id, item.attempts, _reason(failure))
+            log.warning("item %s (attempt %d) failed: %s", item.id, item.attempts, log_reason(failure))
             await self.client.fail(item, error_text(failure))
         except (Conflict, ItemNotFound) as exc:
             after = f" after the lease was lost ({held.lost})" if held.lost else ""
