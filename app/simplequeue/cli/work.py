@@ -239,6 +239,9 @@ async def _work(
             queue,
             commands,
             concurrency=concurrency,
+            # A command takes a process's start at least, far longer than a pop: a buffer would
+            # only hold items that another worker could be running.
+            prefetch=0,
             lease_seconds=lease,
             wait_seconds=(1.0 if exit_when_empty else 20.0) if wait is None else wait,
             exit_when_empty=exit_when_empty,
