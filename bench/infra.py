@@ -51,19 +51,23 @@ def free_port() -> int:
 
 
 @contextmanager
-def server(database_url: str, *, root: Path = ROOT, **settings: str) -> Iterator[str]:
+def server(
+    database_url: str, *, root: Path = ROOT, env: dict[str, str] | None = None, **settings: str
+) -> Iterator[str]:
     """`bench.app` under uvicorn (httptools, uvloop), one process, on a loopback port; `root`: the
-    checkout whose bench/app.py serves (another commit's, for an A/B run)."""
+    checkout whose bench/app.py serves (another commit's, for an A/B run, with `env` setting its
+    PYTHONPATH)."""
     port = free_port()
-    env = {
+    environment = {
         **os.environ,
+        **(env or {}),
         "SIMPLEQUEUE_DATABASE_URL": database_url,
         "SIMPLEQUEUE_LOG_LEVEL": "warning",
         **{f"SIMPLEQUEUE_{k.upper()}": v for k, v in settings.items()},
     }
     command = [sys.executable, "-m", "uvicorn", "bench.app:create", "--factory", "--no-access-log"]
     command += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
-    process = subprocess.Popen(command, env=env, cwd=root)
+    process = subprocess.Popen(command, env=environment, cwd=root)
     base = f"http://127.0.0.1:{port}"
     PIDS[base] = process.pid
     try:

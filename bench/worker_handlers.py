@@ -17,9 +17,10 @@ and the seconds from the last item handled to `run()` returning.
 The SDK measured is whichever `simplequeue` is imported: PYTHONPATH=<other tree>/app measures
 another commit's (its server too, since the server inherits the environment). The machine is shared
 and noisy: compare figures within one run; the ratio (2 ms / no-op) is what the target is about
-(≥ 0.7x). With one pop in flight and no pop for slots still busy, each slot's cycle is a pop's
-latency plus the handler's time: the ratio cannot pass latency / (latency + 2 ms), where the
-latency is the no-op's whole cycle (32 / its items per second). It is lowest on an idle machine.
+(≥ 0.7x). A worker that pops only for free slots (`prefetch=0`) cannot pass latency / (latency +
+2 ms), each slot's cycle being a pop's latency plus the handler's time (the latency is the no-op's
+whole cycle, 32 / its items per second); the Worker's prefetch buffer (its default) starts the next
+item as a handler returns, while the pop that refills the buffer is in flight.
 """
 
 from __future__ import annotations

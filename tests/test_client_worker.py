@@ -111,7 +111,8 @@ async def test_concurrency_is_bounded_and_pops_come_in_batches(
         await gate.wait()
         active -= 1
 
-    worker = Worker(sq, queue, handle, concurrency=3, wait_seconds=0.2)
+    # prefetch=0: a pop asks for the free slots alone (prefetching: see the tests below).
+    worker = Worker(sq, queue, handle, concurrency=3, prefetch=0, wait_seconds=0.2)
     running = asyncio.create_task(worker.run())
     await until(lambda: active == 3)
     assert (await sq.stats(queue)).leased == 3  # never popped more than it had room for
@@ -313,7 +314,10 @@ async def test_a_lost_lease_is_logged_and_its_result_discarded(
         taken.extend(await sq.pop(queue, lease_seconds=600))
         await until(lambda: 409 in app_transport.extends)
 
-    worker = Worker(sq, queue, handle, concurrency=1, lease_seconds=5, extend_every=0.05, wait_seconds=0.2)
+    # prefetch=0: no pop of the worker's own is in flight to take the item back meanwhile.
+    worker = Worker(
+        sq, queue, handle, concurrency=1, prefetch=0, lease_seconds=5, extend_every=0.05, wait_seconds=0.2
+    )
     caplog.set_level(logging.WARNING, logger="simplequeue.client")
     running = asyncio.create_task(worker.run())
     await until(lambda: bool(taken) and any("discarded" in r.message for r in caplog.records))
@@ -437,7 +441,14 @@ async def test_a_busy_worker_completes_each_item_with_its_next_pop(
 
     # No completion may wait for long enough to go alone (so that nothing depends on timing).
     worker = Worker(
-        sq, queue, handle, concurrency=1, wait_seconds=0, exit_when_empty=True, complete_delay_seconds=30
+        sq,
+        queue,
+        handle,
+        concurrency=1,
+        prefetch=0,
+        wait_seconds=0,
+        exit_when_empty=True,
+        complete_delay_seconds=30,
     )
     await asyncio.wait_for(worker.run(), 30)
     requests = app_transport.requests[1:]  # after the push
@@ -512,7 +523,7 @@ async def test_items_finishing_while_a_pop_carries_completions_ride_on_the_next_
     await sq.push_batch([{"payload": n} for n in range(8)], queue=queue)
     handle = Gates()
     # A completion never waits long enough to go alone here: each rides on a pop.
-    worker = Worker(sq, queue, handle, concurrency=4, wait_seconds=10, complete_delay_seconds=30)
+    worker = Worker(sq, queue, handle, concurrency=4, prefetch=0, wait_seconds=10, complete_delay_seconds=30)
     running = asyncio.create_task(worker.run())
     await until(lambda: len(handle.started) == 4)
     a, b, c, d = handle.started
@@ -562,11 +573,11 @@ async def test_stop_waits_for_a_pop_that_carries_completions(
     sq: AsyncClient, app_transport: Recording, queue: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     # Abandoned, it would leave unknown whether its completions were done (sending them again would
-    # hear not_found). It answers at once (it does not long-poll); what it leased is handled too.
+    # hear not_found). It answers at once (it does not long-poll); what it leased is handed back.
     await sq.push_batch([{"payload": n} for n in range(4)], queue=queue)
     handle = Gates()
     caplog.set_level(logging.WARNING, logger="simplequeue.client")
-    worker = Worker(sq, queue, handle, concurrency=2, wait_seconds=10, complete_delay_seconds=30)
+    worker = Worker(sq, queue, handle, concurrency=2, prefetch=0, wait_seconds=10, complete_delay_seconds=30)
     running = asyncio.create_task(worker.run())
     await until(lambda: len(handle.started) == 2)
     app_transport.hold_pops = asyncio.Event()
@@ -576,9 +587,9 @@ async def test_stop_waits_for_a_pop_that_carries_completions(
     handle.all.set()
     app_transport.hold_pops.set()
     await asyncio.wait_for(running, 30)
-    assert len(handle.started) == 3  # the two in flight, and the one the last pop leased
+    assert len(handle.started) == 2  # the two in flight; the one the last pop leased is handed back
     stats = await sq.stats(queue)
-    assert (stats.completed_in_history, stats.leased, stats.ready) == (3, 0, 1)
+    assert (stats.completed_in_history, stats.leased, stats.ready) == (2, 0, 2)
     sent = [i for route in ("pop", "batch", "delete") for ids in app_transport.sent(route) for i in ids]
     assert sorted(sent) == sorted(i.id for i in handle.started)  # each once
     assert "refused" not in caplog.text
@@ -686,7 +697,14 @@ async def test_completions_a_failed_pop_may_have_done_are_not_sent_again(
         "http://sq", transport=httpx.MockTransport(service), retry=RetryPolicy(attempts=1)
     ) as client:
         worker = Worker(
-            client, "q", nothing, concurrency=2, idle_pause_seconds=0, wait_seconds=0, exit_when_empty=True
+            client,
+            "q",
+            nothing,
+            concurrency=2,
+            prefetch=0,
+            idle_pause_seconds=0,
+            wait_seconds=0,
+            exit_when_empty=True,
         )
         await asyncio.wait_for(worker.run(), 30)
     carried = [ids for kind, ids in service.sent if kind != "pop"]
@@ -702,7 +720,14 @@ async def test_completions_a_refused_pop_did_not_do_are_sent_once_more() -> None
         "http://sq", transport=httpx.MockTransport(service), retry=RetryPolicy(attempts=1)
     ) as client:
         worker = Worker(
-            client, "q", nothing, concurrency=2, idle_pause_seconds=0, wait_seconds=0, exit_when_empty=True
+            client,
+            "q",
+            nothing,
+            concurrency=2,
+            prefetch=0,
+            idle_pause_seconds=0,
+            wait_seconds=0,
+            exit_when_empty=True,
         )
         await asyncio.wait_for(worker.run(), 30)
     carried = [sorted(ids) for kind, ids in service.sent if kind != "pop"]
@@ -720,7 +745,7 @@ async def test_a_completion_batch_that_fails_without_an_answer_is_not_sent_again
         "http://sq", transport=httpx.MockTransport(service), retry=RetryPolicy(attempts=1)
     ) as client:
         # Four slots for three items: a long-poll waits while they finish, so they go together.
-        worker = Worker(client, "q", nothing, concurrency=4, wait_seconds=10)
+        worker = Worker(client, "q", nothing, concurrency=4, prefetch=0, wait_seconds=10)
         running = asyncio.create_task(worker.run())
         await until(lambda: any(kind == "complete" for kind, _ in service.sent))
         worker.stop()

@@ -39,7 +39,7 @@ from simplequeue.cli.client import (
     url_option,
 )
 from simplequeue.client import AsyncClient, Item, ItemFailed, ItemInfo, QueueNotFound, Worker
-from simplequeue.client.worker import MAX_TRACEBACK_CHARS
+from simplequeue.client.failures import MAX_TRACEBACK_CHARS
 
 STDERR_TAIL_BYTES = 4 * MAX_TRACEBACK_CHARS  # enough for MAX_TRACEBACK_CHARS characters of UTF-8
 CHUNK = 64 * 1024
@@ -239,6 +239,9 @@ async def _work(
             queue,
             commands,
             concurrency=concurrency,
+            # A command takes a process's start at least, far longer than a pop: a buffer would
+            # only hold items that another worker could be running.
+            prefetch=0,
             lease_seconds=lease,
             wait_seconds=(1.0 if exit_when_empty else 20.0) if wait is None else wait,
             exit_when_empty=exit_when_empty,

@@ -43,6 +43,7 @@ from simplequeue.client.errors import (
     UnsupportedMediaType,
     ValidationError,
 )
+from simplequeue.client.failures import ItemFailed, short_traceback
 from simplequeue.client.models import (
     BatchPushResult,
     CompleteResult,
@@ -58,7 +59,7 @@ from simplequeue.client.models import (
 )
 from simplequeue.client.retries import NO_RETRY, RetryPolicy
 from simplequeue.client.sync import Client
-from simplequeue.client.worker import ItemFailed, Worker, run_worker, short_traceback
+from simplequeue.client.worker import Worker, run_worker
 
 __all__ = [
     "NO_RETRY",

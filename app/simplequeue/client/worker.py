@@ -1,12 +1,13 @@
-"""The worker loop: pop in batches, run a handler per item with bounded concurrency, keep each
-lease alive while its handler runs, then complete the item or fail it with a short traceback.
+"""The worker loop: pop in batches, ahead of the free slots (a local buffer of prefetched items),
+run a handler per item with bounded concurrency, keep every held lease alive (one lease keeper for
+them all), then complete the item or fail it with a short traceback.
 
 Sync handlers run in a thread (asyncio.to_thread); async ones on the loop. `stop()` (or SIGTERM /
-SIGINT, with handle_signals) stops popping; the handlers in flight finish and their items are
-completed or failed before `run()` returns. Completions go in batches: on the next pop (its
-`complete`), or together by POST /items/complete when no pop is coming within a few milliseconds
-(see Worker). Logs name items by id, never their payloads.
-"""
+SIGINT, with handle_signals) stops popping and starting; the handlers in flight finish and their
+items are completed or failed, and the buffered items are handed back, before `run()` returns.
+Completions go in batches: on the next pop (its `complete`), or together by POST /items/complete
+when no pop is coming within a few milliseconds (see Worker). Logs name items by id, never their
+payloads."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import contextlib
 import inspect
 import logging
 import signal
-import traceback
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -29,47 +30,13 @@ from simplequeue.client.errors import (
     StoreError,
     Unavailable,
 )
+from simplequeue.client.failures import error_text, log_reason
 from simplequeue.client.models import CompleteResult, Item
 from simplequeue.client.retries import UNSENT
 
 log = logging.getLogger("simplequeue.client.worker")
 
 Handler = Callable[[Item], Awaitable[Any]] | Callable[[Item], Any]
-
-MAX_TRACEBACK_CHARS = 4000
-TRACEBACK_FRAMES = 5
-
-
-def short_traceback(
-    exc: BaseException, *, frames: int = TRACEBACK_FRAMES, limit: int = MAX_TRACEBACK_CHARS
-) -> str:
-    """The exception with its last few frames, cut to `limit` characters from the front (the
-    exception's own line, at the end, is kept)."""
-    text = "".join(traceback.format_exception(exc, limit=-frames)).replace("\x00", "\\0").strip()
-    if len(text) > limit:
-        text = "…" + text[-(limit - 1) :]
-    return text or type(exc).__name__
-
-
-class ItemFailed(Exception):
-    """Raise from a handler to fail its item with this message as the error, instead of a
-    traceback (e.g. a command's exit status and the tail of its stderr)."""
-
-
-def error_text(exc: BaseException) -> str:
-    """What a failed item's error says: an ItemFailed's message, else a short traceback."""
-    if isinstance(exc, ItemFailed) and str(exc):
-        text = str(exc).replace("\x00", "\\0").strip()
-        return text if len(text) <= MAX_TRACEBACK_CHARS else "…" + text[-(MAX_TRACEBACK_CHARS - 1) :]
-    return short_traceback(exc)
-
-
-def _reason(exc: BaseException) -> str:
-    """For the log line: an ItemFailed's first line (its author wrote it to be read), else only
-    the exception's type (its text may quote a payload)."""
-    if isinstance(exc, ItemFailed) and str(exc).strip():
-        return str(exc).strip().splitlines()[0][:200]
-    return type(exc).__name__
 
 
 def _is_async(handler: Handler) -> bool:
@@ -82,9 +49,25 @@ POP_COMPLETES = 100
 """The most completions one pop carries (POST /pop's `complete` takes up to 100)."""
 BATCH_COMPLETES = 1000
 """The most completions one POST /items/complete sends (it takes up to 1000)."""
+POP_ITEMS = 100
+"""The most items one pop leases (POST /pop's max_items)."""
 HOLD_SECONDS = 0.25
 """How long, at most, finished items wait for the answer of a pop that carries completions (it
 answers at once) to ride on the pop after it, instead of being sent alone."""
+BEATS = 4
+"""The lease keeper looks at the leases held this many times per extend_every."""
+HANDED_BACK = "handed back unhandled: prefetched by a worker that stopped before starting it"
+"""The error a handed-back item's record shows (a failure with no delay is the API's hand-back)."""
+
+
+@dataclass(slots=True, eq=False)
+class _Held:
+    """A leased item this worker holds: waiting in the buffer, or its handler running."""
+
+    item: Item
+    renewed: float  # the loop's time when its lease was last set (the request's sending: earlier)
+    buffered: bool = True
+    lost: str = ""  # the code of the refused extension if the lease was lost, else ""
 
 
 @dataclass(slots=True)
@@ -99,35 +82,52 @@ class _Finished:
 class Worker:
     """Runs `handler(item)` for the items of one queue.
 
-    - concurrency: handlers running at once, at most; a pop never asks for more items than there
-      are free slots (and at most batch_size, default: concurrency, at most 100). One pop is in
-      flight whenever a slot is free: it asks for every free slot.
-    - lease_seconds: the lease each pop asks for; while a handler runs, the lease is extended by
-      as much every extend_every seconds (default: half of it).
+    - concurrency: handlers running at once, at most.
+    - prefetch: items leased ahead of the free slots, waiting in a local buffer (default: as many as
+      concurrency; 0: a pop asks only for free slots). A handler that returns starts the next
+      buffered item at once, without a request, and the pop that refills the buffer is in flight
+      while the handlers run. A pop asks for what the slots and the buffer have room for (at most
+      batch_size, default and most 100).
+    - pops_in_flight (default 2): while a pop that carries completions is in flight, another may
+      go, if it carries completions too and asks for a quarter of the room or more: the server
+      runs their statements side by side. A long-poll (a pop carrying nothing) goes alone.
+    - lease_seconds: the lease each pop asks for. One lease keeper extends every held item's lease
+      (buffered or running) by as much every extend_every seconds (default: half of it), so a
+      buffered item's lease never runs out unnoticed. An item whose extension is refused while
+      buffered is dropped unstarted (logged): it is someone else's now.
     - wait_seconds: the long-poll of a pop that carries no completions (default 20 s; 1 s with
       exit_when_empty, so that a drain ends about a second after the queue is empty).
     - A handler that returns completes its item; one that raises fails it, with the exception's
       short traceback as the error (an ItemFailed's message alone), retried per the queue's
       backoff, dead on its last attempt.
     - exit_when_empty: run() returns once a pop that waited wait_seconds answers with nothing while
-      no handler runs (a drain, for batch jobs and tests); otherwise it runs until stop().
+      no handler runs and nothing is buffered (a drain, for batch jobs and tests); otherwise it runs
+      until stop().
+    - stop() (or SIGTERM / SIGINT): no more pops and no more starts. The handlers in flight finish.
+      The buffered items are handed back: failed with no delay (POST /items/{id}/fail,
+      retry_after_seconds 0, error HANDED_BACK), so they are ready again at once. The API has no
+      hand-back that takes back the attempt their pop counted: the attempt stays spent, so an item
+      on its last attempt (per the queue's max_attempts, read then) would die; those are handled
+      instead, before run() returns, as are all of them if the queue's settings cannot be read.
     - If an extension is refused (LeaseMismatch, LeaseExpired, ItemDead, ItemNotFound), the lease is
-      lost: the handler still finishes, and its completion is tried once, refused if someone else
-      holds the item now. Both are logged.
+      lost: a running handler still finishes, and its completion is tried once, refused if someone
+      else holds the item now. Both are logged.
 
     How completions are sent (never one request per item while the worker is busy): a handler that
     returns frees its slot and leaves its item with the others finished, to be completed in a
     batch.
 
-    - The next pop carries up to 100 of them (POST /pop's `complete`: one request completes them
-      and leases the next items). A pop that carries completions does not long-poll (wait 0), so
-      it answers at once; the items that finish while it is in flight wait for its answer and ride
-      on the pop after it (or, if none follows, or after HOLD_SECONDS, go as below).
+    - The next pop carries up to 100 of them (POST /pop's `complete`: one request, one statement on
+      the server, completes them and leases the next items). A pop that carries completions does
+      not long-poll (wait 0), so it answers at once; the items that finish while it is in flight
+      wait for its answer and ride on the pop after it (or, if none follows, or after
+      HOLD_SECONDS, go as below).
     - Items that finish while no such pop is coming (a long-poll is waiting, the loop pauses after a
-      failed pop, no slot is free, or stop() came) are sent together by POST /items/complete (up
-      to 1000 a request) once the oldest has waited complete_delay_seconds (default 5 ms).
+      failed pop, slots and buffer are full, or stop() came) are sent together by POST
+      /items/complete (up to 1000 a request) once the oldest has waited complete_delay_seconds
+      (default 5 ms).
     - run() sends every item still waiting before it returns; a pop that carries completions is
-      waited for even after stop() (it answers at once, and what it leased is handled too).
+      waited for even after stop() (it answers at once; what it leased is handed back).
     - A completion is sent again only when its request certainly did nothing (answered with a
       503, a refusal or a store error, or it never left): one that failed without an answer may
       have arrived and is not sent again (client.retries' rule); its item comes back when its
@@ -144,7 +144,9 @@ class Worker:
         handler: Handler,
         *,
         concurrency: int = 8,
+        prefetch: int | None = None,
         batch_size: int | None = None,
+        pops_in_flight: int = 2,
         lease_seconds: int = 30,
         extend_every: float | None = None,
         wait_seconds: float | None = None,
@@ -154,11 +156,15 @@ class Worker:
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
+        if prefetch is not None and prefetch < 0:
+            raise ValueError("prefetch must be at least 0")
         self.client = client
         self.queue = queue
         self.handler = handler
         self.concurrency = concurrency
-        self.batch_size = max(1, min(100, batch_size or concurrency))
+        self.prefetch = concurrency if prefetch is None else prefetch
+        self.batch_size = max(1, min(POP_ITEMS, batch_size or POP_ITEMS))
+        self.pops_in_flight = max(1, pops_in_flight)
         self.lease_seconds = lease_seconds
         self.extend_every = extend_every if extend_every is not None else lease_seconds / 2
         self.wait_seconds = wait_seconds if wait_seconds is not None else 1.0 if exit_when_empty else 20.0
@@ -172,14 +178,20 @@ class Worker:
         self._stopping = asyncio.Event()
         self._changed = asyncio.Event()
         self._running: set[asyncio.Task[None]] = set()
+        self._buffer: deque[_Held] = deque()  # prefetched, not started; oldest first
+        # Every leased item whose handler has not returned, by (id, lease token): one item may be held
+        # twice, its lease lost while its handler ran and leased again by this worker's next pop.
+        self._held: dict[tuple[str, str], _Held] = {}
+        self._draining = False  # stopped, and the buffer's last attempts are being handled
         self._finished: list[_Finished] = []  # oldest first
-        self._carrying = False  # a pop that carries completions is in flight
+        self._carrying = 0  # pops in flight that carry completions
         self._closing = False  # run() is returning: send everything now
         self._wake = asyncio.Event()  # for the sender: something it waits on changed
 
     def stop(self) -> None:
-        """Stop popping; run() returns once the handlers in flight have finished and every
-        finished item's completion was sent."""
+        """Stop popping and starting items; run() returns once the handlers in flight have
+        finished, the buffered items were handed back and every finished item's completion was
+        sent."""
         self._stopping.set()
         self._changed.set()
 
@@ -197,47 +209,144 @@ class Worker:
                 loop.add_signal_handler(sig, self._on_signal, sig)
         self._closing = False
         sender = asyncio.create_task(self._send_completions(), name=f"simplequeue completions {self.queue}")
+        keeper = asyncio.create_task(self._keep_leases(), name=f"simplequeue leases {self.queue}")
         try:
             await self._loop()
         finally:
-            if self._running:
-                await asyncio.gather(*self._running, return_exceptions=True)
-            self._closing = True
-            self._wake.set()
-            await sender  # it returns once every finished item's completion was sent
-            for sig, previous in installed:
-                loop.remove_signal_handler(sig)
-                signal.signal(sig, previous)
+            self._stopping.set()  # also when the loop ended with an error: start nothing more
+            try:
+                if self._buffer:
+                    await self._hand_back()
+                while self._running:
+                    await asyncio.gather(*self._running, return_exceptions=True)
+            finally:
+                keeper.cancel()
+                self._closing = True
+                self._wake.set()
+                await sender  # it returns once every finished item's completion was sent
+                for sig, previous in installed:
+                    loop.remove_signal_handler(sig)
+                    signal.signal(sig, previous)
 
     def _on_signal(self, sig: signal.Signals) -> None:
         log.info("%s: stopping; %d handlers in flight will finish", sig.name, len(self._running))
         self.stop()
 
     async def _loop(self) -> None:
-        while not self.stopping:
-            free = self.concurrency - len(self._running)
-            if free <= 0:
-                self._changed.clear()
+        """Pop while the slots and the buffer have room: one pop at a time, or up to pops_in_flight
+        when the later ones carry completions (they answer at once) and ask for enough items to be
+        worth a request. A pop's answer fills the buffer; stop() ends the loop once the pops in
+        flight are answered (or abandoned, for a long-poll)."""
+        loop = asyncio.get_running_loop()
+        room_for = self.concurrency + self.prefetch
+        worth = max(1, min(self.batch_size, room_for // 4))
+        pops: dict[asyncio.Task[list[Item] | None], tuple[int, bool, float]] = {}  # asked, carried, sent
+        mistake: BaseException | None = None
+        while pops or not self.stopping:
+            self._changed.clear()
+            room = room_for - len(self._running) - len(self._buffer) - sum(p[0] for p in pops.values())
+            if (
+                not self.stopping
+                and mistake is None
+                and room > 0
+                and (not pops or self._another_pop(pops, room >= worth))
+            ):
+                done = self._take(POP_COMPLETES)
+                asked = min(room, self.batch_size)
+                task = asyncio.create_task(self._pop(asked, done))
+                task.add_done_callback(lambda _: self._changed.set())
+                pops[task] = (asked, bool(done), loop.time())
+                continue
+            try:
                 await self._changed.wait()
-                continue
-            done = self._take(POP_COMPLETES)
-            items = await self._pop(min(free, self.batch_size), done)
-            if items is None:
-                continue
-            # A drain ends on an empty answer after a wait of wait_seconds (a pop that carries
-            # completions waits 0).
-            waited = not done or self.wait_seconds == 0
-            if not items and self.exit_when_empty and waited and not self._running:
-                log.info("%s: nothing to pop and nothing running; done", self.queue)
-                self.stop()
-            for item in items:
-                task = asyncio.create_task(self._handle(item), name=f"simplequeue item {item.id}")
-                self._running.add(task)
-                task.add_done_callback(self._finished_task)
+            except asyncio.CancelledError:
+                for task in pops:
+                    task.cancel()  # run() itself is being cancelled: leave no pop behind
+                raise
+            for task in [t for t in pops if t.done()]:
+                _, carried, sent = pops.pop(task)
+                try:
+                    items = task.result()
+                except BaseException as exc:  # the caller's mistake: run() ends with it
+                    mistake = mistake or exc
+                    self.stop()
+                    continue
+                if items is None:
+                    continue
+                # A drain ends on an empty answer after a wait of wait_seconds (a pop that carries
+                # completions waits 0).
+                waited = not carried or self.wait_seconds == 0
+                idle = not self._running and not self._buffer and not pops
+                if not items and self.exit_when_empty and waited and idle:
+                    log.info("%s: nothing to pop and nothing running; done", self.queue)
+                    self.stop()
+                for item in items:
+                    held = _Held(item, sent)
+                    self._held[item.id, item.lease_token] = held
+                    self._buffer.append(held)
+                self._start()
+        if mistake is not None:
+            raise mistake
+
+    def _another_pop(self, pops: dict[Any, tuple[int, bool, float]], worth_it: bool) -> bool:
+        """Whether a pop may go while `pops` are in flight: it carries completions (it answers at
+        once), asks for enough, and none in flight is a long-poll (that one found the queue empty:
+        the completions go by POST /items/complete, as they would without it)."""
+        return (
+            len(pops) < self.pops_in_flight
+            and bool(self._finished)
+            and worth_it
+            and all(carried for _, carried, _ in pops.values())
+        )
+
+    def _start(self) -> None:
+        """Start buffered items in the free slots (after stop(), only the last attempts that
+        _hand_back leaves)."""
+        while (
+            self._buffer and len(self._running) < self.concurrency and (not self.stopping or self._draining)
+        ):
+            held = self._buffer.popleft()
+            held.buffered = False
+            task = asyncio.create_task(self._handle(held), name=f"simplequeue item {held.item.id}")
+            self._running.add(task)
+            task.add_done_callback(self._finished_task)
 
     def _finished_task(self, task: asyncio.Task[None]) -> None:
         self._running.discard(task)
+        self._start()
         self._changed.set()
+
+    async def _hand_back(self) -> None:
+        """The buffered items, after stop(): failed with no delay (ready again at once), except
+        those on their last attempt, which that would kill: those are handled."""
+        try:
+            most: int | None = int((await self.client.stats(self.queue)).settings["max_attempts"])
+        except Exception as exc:  # any failure: handling them all loses none
+            log.warning("%s: queue settings unreadable (%s); handling the buffered items", self.queue, exc)
+            most = None
+        back = [h for h in self._buffer if most is not None and h.item.attempts < most]
+        self._buffer = deque(h for h in self._buffer if h not in back)
+        for held in back:
+            del self._held[held.item.id, held.item.lease_token]
+        if self._buffer:
+            log.info(
+                "%s: %d buffered items are on their last attempt; handling them",
+                self.queue,
+                len(self._buffer),
+            )
+            self._draining = True
+            self._start()
+        if back:
+            log.info("%s: handing back %d buffered items", self.queue, len(back))
+            await asyncio.gather(*(self._give_back(h.item) for h in back))
+
+    async def _give_back(self, item: Item) -> None:
+        try:
+            await self.client.fail(item, HANDED_BACK, retry_after_seconds=0)
+        except (Conflict, ItemNotFound) as exc:
+            log.warning("item %s: hand-back refused (%s); its lease is no longer ours", item.id, exc.code)
+        except SimplequeueError as exc:
+            log.warning("item %s: hand-back failed (%s); it comes back when its lease runs out", item.id, exc)
 
     def _take(self, most: int) -> list[_Finished]:
         taken, self._finished = self._finished[:most], self._finished[most:]
@@ -254,7 +363,7 @@ class Worker:
         done). Without, it long-polls, and it is abandoned when stop() comes first (a waiting
         long-poll that its client leaves leases nothing; an answer lost in that instant comes back
         when its lease runs out). None: no answer (stopped, or a passing failure)."""
-        self._carrying = bool(done)
+        self._carrying += bool(done)
         pop = asyncio.create_task(self._complete_and_pop(max_items, done))
         waits: set[asyncio.Task[Any]] = {pop}
         if not done:
@@ -267,7 +376,7 @@ class Worker:
         finally:
             for task in waits - {pop}:
                 task.cancel()
-            self._carrying = False
+            self._carrying -= bool(done)
             if self._finished:
                 self._wake.set()  # no pop is coming for them if this loop does not pop next
         if not pop.done():
@@ -354,10 +463,8 @@ class Worker:
                 continue
             _settle(batch, results)
 
-    async def _handle(self, item: Item) -> None:
-        done = asyncio.Event()
-        lost: list[SimplequeueError] = []
-        keeper = asyncio.create_task(self._keep_lease(item, done, lost))
+    async def _handle(self, held: _Held) -> None:
+        item = held.item
         failure: BaseException | None = None
         try:
             if self._async:
@@ -367,42 +474,57 @@ class Worker:
         except Exception as exc:
             failure = exc
         finally:
-            done.set()
-            await keeper
+            self._held.pop((item.id, item.lease_token), None)  # the lease keeper lets it go
         if failure is None:
             # Completed with others (see the class's docstring); a lost lease's completion too:
             # tried once, its refusal logged.
-            self._finished.append(
-                _Finished(item, lost[0].code if lost else "", asyncio.get_running_loop().time())
-            )
+            self._finished.append(_Finished(item, held.lost, asyncio.get_running_loop().time()))
             if len(self._finished) == 1:
                 self._wake.set()
             return
         try:
-            log.warning("item %s (attempt %d) failed: %s", item.id, item.attempts, _reason(failure))
+            log.warning("item %s (attempt %d) failed: %s", item.id, item.attempts, log_reason(failure))
             await self.client.fail(item, error_text(failure))
         except (Conflict, ItemNotFound) as exc:
-            _discarded(
-                item, "failure", exc.code, f" after the lease was lost ({lost[0].code})" if lost else ""
-            )
+            after = f" after the lease was lost ({held.lost})" if held.lost else ""
+            _discarded(item, "failure", exc.code, after)
         except SimplequeueError as exc:
             log.warning("item %s: %s; the item comes back when its lease runs out", item.id, exc)
 
-    async def _keep_lease(self, item: Item, done: asyncio.Event, lost: list[SimplequeueError]) -> None:
-        """Extend the lease every extend_every seconds until `done`. A refusal ends it (the lease
-        is someone else's, or gone); a transient failure is tried again at the next beat."""
+    async def _keep_leases(self) -> None:
+        """One task for every held item's lease (one per item would cost a task and a timer each):
+        BEATS times per extend_every, extend those last set at least extend_every ago, less a beat.
+        A refusal ends an item's lease (someone else's, or gone); a transient failure is tried
+        again at the next beat. Cancelled by run() when it returns."""
+        loop = asyncio.get_running_loop()
+        beat = self.extend_every / BEATS
         while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(done.wait(), self.extend_every)
-                return
-            try:
-                await self.client.extend(item, self.lease_seconds)
-            except (Conflict, ItemNotFound) as exc:
-                log.warning("item %s: lease extension refused (%s); the lease is lost", item.id, exc.code)
-                lost.append(exc)
-                return
-            except SimplequeueError as exc:
-                log.warning("item %s: lease extension failed (%s); trying again", item.id, exc.code)
+            await asyncio.sleep(beat)
+            due_before = loop.time() - (self.extend_every - beat)
+            due = [h for h in self._held.values() if not h.lost and h.renewed <= due_before]
+            if due:
+                await asyncio.gather(*(self._extend(h) for h in due))
+
+    async def _extend(self, held: _Held) -> None:
+        item = held.item
+        sent = asyncio.get_running_loop().time()
+        try:
+            await self.client.extend(item, self.lease_seconds)
+        except (Conflict, ItemNotFound) as exc:
+            if self._held.get((item.id, item.lease_token)) is not held:
+                return  # its handler returned meanwhile: its completion settles it
+            log.warning("item %s: lease extension refused (%s); the lease is lost", item.id, exc.code)
+            held.lost = exc.code
+            if held.buffered:
+                log.warning("item %s: not started (its lease was lost while it waited)", item.id)
+                self._buffer.remove(held)
+                del self._held[item.id, item.lease_token]
+                self._changed.set()
+            return
+        except SimplequeueError as exc:
+            log.warning("item %s: lease extension failed (%s); trying again", item.id, exc.code)
+            return
+        held.renewed = sent
 
 
 def _not_done(exc: BaseException) -> bool:
