@@ -49,7 +49,7 @@ def push_connection(conn: Any, items: Sequence[Checked]) -> list[Pushed]:
         return push_checked(_sqlite3_of(conn.connection.dbapi_connection), items, begin=True)
     if dialect == "postgresql":
         with conn.begin_nested(), translated(postgres.translate):
-            return postgres.pushed(conn.execute(_pg_push(), _pg_values(items)).all())
+            return postgres.pushed(conn.execute(_pg_push(), postgres.values(items)).all())
     check, push = _statements(dialect)
     with conn.begin_nested(), translated(_TRANSLATE[dialect]):
         check_limits(items, limits_from(conn.execute(check).fetchone(), dialect))
@@ -61,10 +61,6 @@ def _pg_push() -> Any:
     from sqlalchemy import text
 
     return text(_PG_PUSH)
-
-
-def _pg_values(items: Sequence[Checked]) -> dict[str, Any]:
-    return {"items": batch_json(items), "version": postgres.version()}
 
 
 def push_session(session: Any, items: Sequence[Checked]) -> list[Pushed]:
@@ -88,7 +84,7 @@ async def push_async_connection(conn: Any, items: Sequence[Checked]) -> list[Pus
     if dialect == "postgresql":
         async with conn.begin_nested():
             with translated(postgres.translate):
-                return postgres.pushed((await conn.execute(_pg_push(), _pg_values(items))).all())
+                return postgres.pushed((await conn.execute(_pg_push(), postgres.values(items))).all())
     check, push = _statements(dialect)
     async with conn.begin_nested():
         with translated(_TRANSLATE[dialect]):

@@ -49,7 +49,8 @@ def version() -> int:
     return latest_version("postgresql")
 
 
-def _values(items: Sequence[Checked]) -> dict[str, Any]:
+def values(items: Sequence[Checked]) -> dict[str, Any]:
+    """PUSH_SQL's parameters, by name."""
     return {"items": batch_json(items), "version": version()}
 
 
@@ -69,7 +70,7 @@ def push_psycopg(conn: Any, items: Sequence[Checked]) -> list[Pushed]:
     INTRANS inside; INERROR is inside a failed one, which PostgreSQL refuses to go on with."""
     _in_transaction(conn)
     with conn.cursor() as cur, savepoint(cur.execute, STANDARD, translate):
-        cur.execute(PUSH_SQL.format(items="%(items)s", version="%(version)s"), _values(items))
+        cur.execute(PUSH_SQL.format(items="%(items)s", version="%(version)s"), values(items))
         return pushed(cur.fetchall())
 
 
@@ -77,7 +78,7 @@ async def push_psycopg_async(conn: Any, items: Sequence[Checked]) -> list[Pushed
     """On a psycopg.AsyncConnection: as push_psycopg."""
     _in_transaction(conn)
     async with conn.cursor() as cur, savepoint_async(cur.execute, STANDARD, translate):
-        await cur.execute(PUSH_SQL.format(items="%(items)s", version="%(version)s"), _values(items))
+        await cur.execute(PUSH_SQL.format(items="%(items)s", version="%(version)s"), values(items))
         return pushed(await cur.fetchall())
 
 

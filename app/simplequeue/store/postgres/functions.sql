@@ -68,14 +68,15 @@ DECLARE
     v_created boolean[];
     v_id uuid;
 BEGIN
+    -- Every branch's queues first (see above: a look-up, and an INSERT only for a new one).
+    INSERT INTO sq_queues (name, created_at)
+    SELECT DISTINCT q, v_now FROM unnest(p_queues) AS q
+    WHERE NOT EXISTS (SELECT 1 FROM sq_queues AS e WHERE e.name = q)
+    ON CONFLICT (name) DO NOTHING;
     IF cardinality(p_ids) = 1 AND p_dedup_keys[1] IS NULL AND p_groups[1] IS NULL AND p_remember[1] IS NOT TRUE THEN
-        -- One plain item (an outbox's push, a push the service's coalescer found alone): the rows
+        -- One plain item (an outbox's push, a push the service's coalescer found alone): the row
         -- the common case below writes, without its arrays' bookkeeping, which is about half of
         -- that statement's time for one item.
-        INSERT INTO sq_queues (name, created_at)
-        SELECT p_queues[1], v_now
-        WHERE NOT EXISTS (SELECT 1 FROM sq_queues AS e WHERE e.name = p_queues[1])
-        ON CONFLICT (name) DO NOTHING;
         INSERT INTO sq_items (id, queue, payload, created_at, visible_at, priority, attributes)
         VALUES (p_ids[1], p_queues[1], p_payloads[1]::json, p_created_ats[1],
                 GREATEST(p_not_befores[1], v_now + p_delays[1] * interval '1 second'), p_priorities[1],
@@ -88,12 +89,7 @@ BEGIN
     ELSIF NOT v_keyed AND NOT true = ANY (p_remember) AND array_remove(p_groups, NULL) = '{}' THEN
         -- The common case (no dedup keys, no remembered ids, no ordered groups): one statement. An
         -- id already there, or given twice, goes in (and answers) once; the rest answer NULL.
-        WITH new_queues AS (
-            INSERT INTO sq_queues (name, created_at)
-            SELECT DISTINCT q, v_now FROM unnest(p_queues) AS q
-            WHERE NOT EXISTS (SELECT 1 FROM sq_queues AS e WHERE e.name = q)
-            ON CONFLICT (name) DO NOTHING
-        ), inserted AS (
+        WITH inserted AS (
             INSERT INTO sq_items (id, queue, payload, created_at, visible_at, priority, attributes)
             SELECT t.i, t.q, t.p::json, t.c, GREATEST(t.nb, v_now + t.d * interval '1 second'), t.pr, p_attributes[t.o]
             FROM unnest(p_ids, p_queues, p_payloads, p_created_ats, p_priorities, p_delays, p_not_befores)
@@ -113,10 +109,6 @@ BEGIN
             FROM unnest(p_ids, p_created_ats) WITH ORDINALITY AS t(i, c, o)
         ) AS s;
     ELSE
-        INSERT INTO sq_queues (name, created_at)
-        SELECT DISTINCT q, v_now FROM unnest(p_queues) AS q
-        WHERE NOT EXISTS (SELECT 1 FROM sq_queues AS e WHERE e.name = q)
-        ON CONFLICT (name) DO NOTHING;
         SELECT r.ids, r.ats, r.created INTO v_ids, v_ats, v_created
         FROM sq_push_planned(
             p_ids, p_queues, p_payloads, p_created_ats, p_priorities, p_groups, p_dedup_keys, p_delays,
