@@ -321,10 +321,10 @@ def _alternatives(node: _Node) -> list[dict[str, tuple[Condition, ...]]]:
 
 def _has_nested_object(policy: Mapping[str, object]) -> bool:
     for key, value in policy.items():
-        if key == _OR and isinstance(value, list):
-            if any(isinstance(branch, dict) and _has_nested_object(branch) for branch in value):
+        if key != _OR:
+            if isinstance(value, dict):
                 return True
-        elif isinstance(value, dict):
+        elif isinstance(value, list) and any(isinstance(b, dict) and _has_nested_object(b) for b in value):
             return True
     return False
 
