@@ -981,3 +981,18 @@ def test_numbers_are_kept_as_decimals_so_a_bool_is_never_a_number() -> None:
     parsed = policy({"k": [1]})
     assert parsed.alternatives[0][0][1][0].value == Decimal(1)  # type: ignore[union-attr]
     assert not parsed.matches_attributes({"k": arr(True)})
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ('{"p": 1e99999}', True),
+        ('{"p": -1e99999}', False),
+        ('{"p": 1e-99999}', False),
+        ('{"p": 0.000016}', True),
+        ('{"p": 0.000006}', False),  # 0.00001 at five places: not above it
+    ],
+)
+def test_numbers_of_any_size_compare_in_order(body: str, expected: bool) -> None:
+    assert policy({"p": [{"numeric": [">", 0.00001]}]}, BODY).matches_body(body) is expected
+    assert policy({"p": [{"numeric": [">", 1e9]}]}).matches_attributes({"p": n("1e30")})

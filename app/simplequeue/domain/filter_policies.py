@@ -1,48 +1,33 @@
-"""Amazon SNS subscription filter policies: parsing a FilterPolicy as SNS validates it, and matching a
-message against it, for the scope FilterPolicyScope names (MessageAttributes, the default, or
-MessageBody).
+"""Amazon SNS subscription filter policies: a FilterPolicy parsed and refused as SNS does, and a
+message matched against it in its FilterPolicyScope (MessageAttributes, the default, or MessageBody).
 
-What it implements, with AWS's documentation (the SNS developer guide's "filter policies" pages) as
-the source, and AWS's refusals as recorded against real SNS (LocalStack's snapshot tests) for the
-wording of the errors. SNS compiles a policy with AWS's event-ruler; its messages are ruler's:
+Sources: AWS's SNS developer guide (the filter-policy pages, current versions) for behaviour; SNS's
+recorded refusals (LocalStack's snapshots against AWS) and AWS's event-ruler, which SNS compiles
+policies with, for the wording of errors.
 
-- Operators: exact strings, numbers, true, false and null; ``prefix``, ``suffix``,
-  ``equals-ignore-case``; ``anything-but`` (a string, a number, a list of strings or of numbers,
-  or ``{"prefix": "..."}``; SNS refuses ``{"suffix": ...}`` inside it, so this does too);
-  ``numeric`` (``=``, ``<``, ``<=``, ``>``, ``>=``, and a range of ``>``/``>=`` then ``<``/``<=``);
-  ``exists``; ``cidr``; ``$or`` (at least two objects); nested objects in the body scope.
-  Keys AND together, the values of one key OR together.
-- Limits: at most 5 keys (the attribute scope counts every key; the body scope counts the top-level
-  keys only, as the current "filter policy constraints" page says: nested keys don't count); at
-  most 150 combinations, counted as AWS's page does: the product of each array's length times its
-  nesting depth, an ``$or`` adding its branches' counts; 256 KB of UTF-8 text.
-- Numbers compare with the five decimal places AWS documents: both sides are rounded to 1e-5.
-- Message attributes: String values match string operators; Number values match numbers and numeric
-  ranges; String.Array values are JSON arrays whose elements (strings, numbers, booleans, null) each
-  match as one value; Binary attributes are ignored, as absent. ``anything-but`` on a String.Array
-  matches when none of its elements is excluded (the current string-matching page). ``exists:
-  false`` and ``anything-but`` need the key present and absent respectively as documented, and a
-  message with no attributes matches no policy ("an empty set of attributes causes the filter not to
-  match"). AWS documents that a policy must double-escape ``"`` and ``\\`` to match them in a String
-  attribute; this does the same (the value is compared in its escaped form).
-- Message bodies: the body must be a JSON object, else nothing matches. Keys nest; a dotted key
-  matches the nested path (``{"a.b": 1}`` and ``{"a": {"b": 1}}`` are the same property to SNS); an
-  array matches when any of its elements does; conditions on properties inside one array of
-  objects must hold in the same element (ruler's array consistency). ``exists: true`` needs a
-  non-null value; ``exists: false`` matches when the body has none at that path.
+- Operators: exact strings, numbers, true/false/null; prefix, suffix, equals-ignore-case;
+  anything-but (a string, a number, a list of strings or of numbers, or {"prefix": ...}: SNS refuses
+  {"suffix": ...} there); numeric (=, <, <=, >, >=, and > or >= then < or <=); exists; cidr; $or
+  (two objects or more); nested objects in the body scope. Keys AND, a key's values OR.
+- Limits: 5 keys (every key for attributes; top-level keys only for a body, as the current
+  constraints page says); 150 combinations, counted as AWS's page does (each array's length times
+  its nesting depth, multiplied; an $or adds its branches); 256 KB of UTF-8.
+- Numbers: rounded to the 5 decimal places AWS documents, both sides, then compared.
+- Attributes: String and Number values; String.Array elements each match as one value;
+  Binary is ignored, as absent; a message with no attributes matches nothing (AWS's key-matching
+  page); anything-but needs the key present (add {"exists": false} for absent keys) and, on a
+  String.Array, none of its elements listed (the current string-matching page). As AWS documents, a
+  policy must double-escape " and \\ to match them in a String value.
+- Bodies: a JSON object, else nothing matches; a dotted key is the nested path ({"a.b": 1} is
+  {"a": {"b": 1}}); an array matches when an element does; conditions inside one array of objects
+  must hold in one element; exists: true needs a non-null value.
 
-Where it differs from AWS, or where AWS is undocumented and a choice was made:
-
-- An error's text is AWS's without the Jackson position AWS appends (``\\n at [Source: ...; line: 1,
-  column: N]``). Malformed JSON, and the 256 KB limit, are worded here (AWS's text is unknown).
-- ``{}`` is taken as a policy that matches every message (ruler alone would refuse it).
-- Numbers beyond the documented +/-1e9 are taken and compared exactly (AWS's behaviour there
-  varies by ruler version).
-- ``anything-but`` matches any value that is not one it lists, of whatever type (a number for a
-  string list, null, a boolean); a body array matches it when any element is not listed (the body
-  examples say so), while a String.Array must have none listed (above).
-- ``equals-ignore-case`` compares lower-cased text.
-- The ruler's reading of exact strings that look like IP addresses (as addresses) is not done.
+Where AWS is not followed, or says nothing and this chose:
+- Errors lack the Jackson position AWS appends ("\\n at [Source: ...]"); malformed JSON and the size
+  limit are worded here. "{}" matches every message (ruler alone would refuse it). Numbers past the
+  documented +/-1e9 are not refused. anything-but lets through a value of another type (a number
+  for a string list, a boolean, null). equals-ignore-case compares lower-cased text. Exact strings
+  that look like IP addresses are compared as text (ruler compares them as addresses).
 """
 
 from __future__ import annotations
@@ -140,10 +125,6 @@ def _json_text(value: object) -> str:
     if isinstance(value, Decimal):
         return str(value)
     return json.dumps(value)
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, Decimal)
 
 
 # Conditions ---------------------------------------------------------------------------------------
@@ -461,38 +442,36 @@ def _anything_but(value: object) -> AnythingBut | AnythingButPrefix:
     return AnythingBut(frozenset(strings), frozenset(numbers))
 
 
+def _bound(terms: Sequence[object], at: int, operator: str) -> Decimal:
+    bound = terms[at] if at < len(terms) else None
+    if not isinstance(bound, Decimal):
+        raise _refuse(f"Value of {'equals' if operator == '=' else operator} must be numeric")
+    return _canonical(bound)
+
+
 def _numeric(terms: Sequence[object]) -> Numeric:
     if not terms or not isinstance(terms[0], str):
         raise _refuse(f"Invalid member in numeric match: {_json_text(terms[0]) if terms else ']'}")
     operator = terms[0]
     if operator not in ("=", "<", "<=", ">", ">="):
         raise _refuse(f"Unrecognized numeric range operator: {operator}")
-    if len(terms) < 2 or not _is_number(terms[1]):
-        raise _refuse(f"Value of {'equals' if operator == '=' else operator} must be numeric")
-    bound = terms[1]
-    assert isinstance(bound, Decimal)
-    number = _canonical(bound)
-    rest = terms[2:]
-    if operator in ("=", "<", "<=") and rest:
+    number = _bound(terms, 1, operator)
+    if operator in ("=", "<", "<=") and len(terms) > 2:
         raise _refuse(_TOO_MANY_ELEMENTS)
     if operator == "=":
         return Numeric(low=number, high=number)
     if operator in ("<", "<="):
         return Numeric(high=number, high_open=operator == "<")
-    if not rest:
+    if len(terms) == 2:
         return Numeric(low=number, low_open=operator == ">")
-    top_operator = rest[0]
+    top_operator = terms[2]
     if not isinstance(top_operator, str):
         raise _refuse(f"Bad value in numeric range: {_json_text(top_operator)}")
     if top_operator not in ("<", "<="):
         raise _refuse(f"Bad numeric range operator: {top_operator}")
-    if len(rest) < 2 or not _is_number(rest[1]):
-        raise _refuse(f"Value of {top_operator} must be numeric")
-    if len(rest) > 2:
+    high = _bound(terms, 3, top_operator)
+    if len(terms) > 4:
         raise _refuse("Too many terms in numeric range expression")
-    top = rest[1]
-    assert isinstance(top, Decimal)
-    high = _canonical(top)
     if high <= number:
         raise _refuse("Bottom must be less than top")
     return Numeric(low=number, low_open=operator == ">", high=high, high_open=top_operator == "<")
@@ -655,8 +634,21 @@ def _holds_on_body(conjunction: Conjunction, found: Mapping[str, list[tuple[Leaf
         if () in memberships:
             continue  # a value outside any array agrees with every choice
         choices.append(sorted(memberships))
-    choices.sort(key=len)
-    return _consistent(choices, {})
+    return all(_consistent(sorted(group, key=len), {}) for group in _independent(choices))
+
+
+def _independent(choices: list[list[Membership]]) -> list[list[list[Membership]]]:
+    """The paths' choices in groups that share no array: each group is solved alone, so that a dead
+    end in one never makes the search walk another's choices again."""
+    groups: list[tuple[set[int], list[list[Membership]]]] = []
+    for choice in choices:
+        arrays = {array for membership in choice for array, _ in membership}
+        joined = [group for group in groups if group[0] & arrays]
+        for group in joined:
+            groups.remove(group)
+            arrays |= group[0]
+        groups.append((arrays, [choice, *(c for group in joined for c in group[1])]))
+    return [group[1] for group in groups]
 
 
 @dataclass(frozen=True, slots=True)
