@@ -519,6 +519,18 @@ def test_operation_ids_are_stable() -> None:
         "listHistory",
         "getQueueActivity",
         "getActivity",
+        "listTopics",
+        "putTopic",
+        "getTopic",
+        "changeTopic",
+        "deleteTopic",
+        "subscribe",
+        "listSubscriptions",
+        "getSubscription",
+        "changeSubscription",
+        "unsubscribe",
+        "publish",
+        "publishBatch",
     }
     assert ids == expected
 

@@ -14,10 +14,12 @@ from simplequeue.api.auth import ApiKey, Grant, Keyring, Role
 from simplequeue.api.metrics import Metrics
 from simplequeue.api.sqs.routes import SqsConfig
 from simplequeue.domain import Clock, FinishedHook, ignore_finished, system_clock
+from simplequeue.domain.notifications import Arns
 from simplequeue.service.local.attempts import ReceiveAttempts
 from simplequeue.service.local.moves import MoveTasks
 from simplequeue.service.local.purges import Purges
 from simplequeue.service.queues import Limits, QueueService, Upkeep
+from simplequeue.service.topics import TopicService
 from simplequeue.settings import Settings
 from simplequeue.shutdown import on_stop_signal
 from simplequeue.store.factory import create_store, dialect_of
@@ -65,8 +67,9 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        the_store = store or store_for(settings, clock, on_finished=metrics.finished)
         service = QueueService(
-            store or store_for(settings, clock, on_finished=metrics.finished),
+            the_store,
             clock or system_clock,
             limits=Limits(max_payload_bytes=settings.max_payload_bytes, max_queues=settings.max_queues),
             recheck_seconds=settings.wait_recheck_seconds,
@@ -76,6 +79,9 @@ def create_app(
             events=metrics,
         )
         moves = MoveTasks(service, clock or system_clock)
+        topics = TopicService(
+            the_store, service, clock or system_clock, Arns(settings.sqs_region, settings.sqs_account_id)
+        )
         try:
             await service.start(migrate=settings.migrate_on_start)
             log.info(
@@ -85,6 +91,7 @@ def create_app(
                 f"{len(settings.api_keys)} API keys" if settings.api_keys else "no API keys: anyone may call",
             )
             app.state.service = service
+            app.state.topics = topics
             app.state.metrics = metrics
             # The SQS door's state, this process's own (simplequeue.service.local): its message move
             # tasks (stopped below), its FIFO receive attempts, its purges.

@@ -19,6 +19,7 @@ from simplequeue.domain import (
 )
 from simplequeue.domain.activity import ActivityWindow
 from simplequeue.domain.metadata import MetadataChange
+from simplequeue.domain.topics import Subscription, TopicChange
 from simplequeue.service import batches
 from simplequeue.store.migrations import load_migrations
 from simplequeue.store.mssql.statements import Q, fetch
@@ -118,6 +119,21 @@ PARAMETERS = {
     "record_version": ("version", "name", "now"),
     "write_setting": ("name", "value"),
     "compatibility_level": (),
+    "topic_create": ("now", "name", "attributes", "tags"),
+    "topic_get": ("name",),
+    "topic_page": ("after", "limit"),
+    "topic_update": ("now", "name", "attributes", "tags", "old_attributes", "old_tags"),
+    "topic_delete_subscriptions": ("name",),
+    "topic_delete": ("name",),
+    "subscription_create": ("now", "id", "topic", "protocol", "endpoint", "attributes", "confirmed", "token"),
+    "subscription_find": ("topic", "protocol", "endpoint"),
+    "subscription_get": ("id",),
+    "subscription_page": ("topic", "after", "limit"),
+    "subscription_update": ("id", "attributes", "old_attributes", "confirmed", "token"),
+    "subscription_delete": ("id",),
+    "topic_subscriptions": ("topic",),
+    "signing_key_insert": ("now", "name", "private_pem", "certificate_pem"),
+    "signing_key_get": ("name",),
 }
 # The same file with :name kept, for tests that read which parameter a statement takes.
 NAMED = load_queries("simplequeue.store.mssql", "named")
@@ -268,12 +284,70 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     await store.group_items("orders", "g", 10, None)
     await store.dedup_item("orders", "k")
     assert await store.delete_queue("orders", force=False) == DeletedQueue(items=2, history=3)
+    await _topics(store, conn)
 
     named = [e for e in conn.executed if e.name in Q]
     assert {e.name for e in named} == set(Q), "a query no store method sends"
     for e in named:
         assert len(e.params) == len(Q[e.name].params), e.name
     assert not conn.closed, "unlock_migrations, whose errors are swallowed, was bound too"
+
+
+async def _topics(store: MssqlStore, conn: FakeConnection) -> None:
+    """Every topic statement (store/topics.py), as SQL Server's rows would answer them."""
+    topic = result(
+        name="news",
+        created_at=NOW.replace(tzinfo=None),
+        modified_at=None,
+        attributes="{}",
+        tags="{}",
+        subscriptions=1,
+    )
+    sub_id = uuid4()
+    subscription = result(
+        id=str(sub_id).upper(),
+        topic="news",
+        protocol="sqs",
+        endpoint="orders",
+        attributes="{}",
+        confirmed=True,
+        token=None,
+        created_at=NOW.replace(tzinfo=None),
+        queue_exists=1,
+    )
+    conn.reply("topic_create", result(name="news"))
+    conn.reply("topic_get", *[topic] * 4)
+    conn.reply("topic_page", topic)
+    conn.reply("topic_update", topic)
+    conn.reply("topic_delete", result(name="news"))
+    conn.reply("topic_delete_subscriptions", Result([], []))
+    conn.reply("subscription_create", result(id=str(sub_id)))
+    conn.reply("subscription_find", subscription)
+    conn.reply("subscription_get", *[subscription] * 2)
+    conn.reply("subscription_page", subscription)
+    conn.reply("subscription_update", subscription)
+    conn.reply("subscription_delete", result(id=str(sub_id)))
+    conn.reply("topic_subscriptions", subscription)
+    conn.reply(
+        "signing_key_get",
+        Result(["private_pem", "certificate_pem"], []),
+        result(private_pem="k", certificate_pem="c"),
+    )
+    conn.reply("signing_key_insert", Result([], []))
+
+    assert (await store.create_topic("news", {}, {}, NOW))[1]
+    assert (await store.get_topic("news")).subscriptions == 1
+    await store.list_topics(10, None)
+    await store.change_topic("news", TopicChange(set_tags={"a": "b"}), NOW)
+    made = Subscription(sub_id, "news", "sqs", "orders", NOW)
+    assert (await store.subscribe(made))[0].id == sub_id
+    await store.get_subscription(sub_id)
+    await store.list_subscriptions("news", 10, None)
+    await store.change_subscription(sub_id, {"RawMessageDelivery": "true"})
+    assert [s.endpoint for s in (await store.topic_subscriptions("news"))[1]] == ["orders"]
+    assert await store.unsubscribe(sub_id)
+    assert await store.signing_key(lambda: ("k", "c"), NOW) == ("k", "c")
+    assert await store.delete_topic("news")
 
 
 async def test_without_a_clock_the_server_clock_is_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:

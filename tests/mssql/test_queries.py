@@ -71,6 +71,14 @@ def test_the_batches_that_write_are_the_ones_expected() -> None:
         "delete_queue",
         "change_queue_metadata",
         "expire_retained",
+        "topic_create",
+        "topic_update",
+        "topic_delete_subscriptions",
+        "topic_delete",
+        "subscription_create",
+        "subscription_update",
+        "subscription_delete",
+        "signing_key_insert",
     }
 
 

@@ -28,11 +28,14 @@ from starlette.responses import Response
 from starlette.types import Scope
 
 from simplequeue.api.errors import BEARER_CHALLENGE, Forbidden, Unauthenticated, envelope
+from simplequeue.service.topics import CERTIFICATE_PATH
 
-OPEN_PATHS = frozenset({"/", "/healthz", "/readyz", "/openapi.json", "/docs", "/redoc", "/ui"})
-"""The front page (a redirect to the dashboard), liveness and readiness (for orchestrators), and the
-spec with its viewers (the public contract, also in the repository): everything else needs a key
-once keys exist."""
+OPEN_PATHS = frozenset(
+    {"/", "/healthz", "/readyz", "/openapi.json", "/docs", "/redoc", "/ui", CERTIFICATE_PATH}
+)
+"""The front page (a redirect to the dashboard), liveness and readiness (for orchestrators), the
+spec with its viewers (the public contract, also in the repository), and the certificate that
+topics' subscribers check signatures with: everything else needs a key once keys exist."""
 OPEN_FOLDERS = ("/ui/", "/docs/", "/redoc/")
 """The static files of the dashboard and of the spec's viewers (their data comes from the API)."""
 

@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from simplequeue.service.queues import QueueService
+from simplequeue.service.topics import TopicService
 
 
 async def get_service(request: Request) -> QueueService:
@@ -19,3 +20,12 @@ async def get_service(request: Request) -> QueueService:
 
 
 ServiceDep = Annotated[QueueService, Depends(get_service)]
+
+
+async def get_topics(request: Request) -> TopicService:
+    request.app.state.service.require_ready()
+    topics: TopicService = request.app.state.topics
+    return topics
+
+
+TopicsDep = Annotated[TopicService, Depends(get_topics)]

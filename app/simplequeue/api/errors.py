@@ -37,6 +37,7 @@ from simplequeue.domain import (
     StoreError,
 )
 from simplequeue.domain.errors import DatabaseMisconfigured
+from simplequeue.domain.topics import InvalidSubscription, InvalidTopic
 
 log = logging.getLogger("simplequeue")
 
@@ -73,6 +74,11 @@ class ErrorCode(StrEnum):
     LEASE_EXPIRED = "LeaseExpired"
     ITEM_DEAD = "ItemDead"
     TOO_MANY_QUEUES = "TooManyQueues"
+    TOPIC_NOT_FOUND = "TopicNotFound"
+    SUBSCRIPTION_NOT_FOUND = "SubscriptionNotFound"
+    TOPIC_EXISTS = "TopicExists"
+    INVALID_TOPIC = "InvalidTopic"
+    INVALID_SUBSCRIPTION = "InvalidSubscription"
     INVALID_PAYLOAD = "InvalidPayload"
     INVALID_ATTRIBUTES = "InvalidAttributes"
     INVALID_CURSOR = "InvalidCursor"
@@ -120,6 +126,8 @@ STATUS_OF: dict[type[QueueError], int] = {
     InvalidAttributes: 422,
     InvalidCursor: 422,
     InvalidSettings: 422,
+    InvalidTopic: 422,
+    InvalidSubscription: 422,
     StoreError: 500,
     DatabaseUnavailable: 503,
     SchemaNotReady: 503,

@@ -11,7 +11,14 @@ from simplequeue.api import metrics
 from simplequeue.api.health import routes as health
 from simplequeue.api.items import routes as items
 from simplequeue.api.queues import routes as queues
+from simplequeue.api.topics import routes as topics
 
 router = APIRouter(
-    routes=[*items.router.routes, *queues.router.routes, *metrics.router.routes, *health.router.routes]
+    routes=[
+        *items.router.routes,
+        *queues.router.routes,
+        *topics.router.routes,
+        *metrics.router.routes,
+        *health.router.routes,
+    ]
 )

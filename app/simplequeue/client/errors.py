@@ -108,6 +108,26 @@ class TooManyQueues(Conflict):
     """409: the push or put would make a queue past the service's SIMPLEQUEUE_MAX_QUEUES."""
 
 
+class TopicNotFound(NotFound):
+    pass
+
+
+class SubscriptionNotFound(NotFound):
+    pass
+
+
+class TopicExists(Conflict):
+    """409: a topic of this name exists with other attributes."""
+
+
+class InvalidTopic(SimplequeueError):
+    """422: a topic's name or attributes, or a publish, that SNS's rules refuse."""
+
+
+class InvalidSubscription(SimplequeueError):
+    """422: a subscription's protocol, endpoint or attributes (a filter policy) that SNS's rules refuse."""
+
+
 class InvalidPayload(SimplequeueError):
     pass
 
@@ -160,6 +180,11 @@ ERRORS: dict[str, type[SimplequeueError]] = {
         ItemDead,
         QueueInUse,
         TooManyQueues,
+        TopicNotFound,
+        SubscriptionNotFound,
+        TopicExists,
+        InvalidTopic,
+        InvalidSubscription,
         MalformedJSON,
         Unauthorized,
         Forbidden,

@@ -213,6 +213,18 @@ class QueueService:
             self._events.pushed(queue, created)
         return results
 
+    async def push_across(self, drafts: Sequence[tuple[str, Draft]], where: str) -> list[Pushed]:
+        """Items of several existing queues (a topic's deliveries), all or nothing, in one
+        transaction. A producer's id its queue remembers answers the original, uninserted."""
+        now = self._clock()
+        items = [self._new_item(queue, d, now, where) for queue, d in drafts]
+        pushed = [r for r in await self._store.push_batch(items, skip_existing=False) if r is not None]
+        for item, result in zip(items, pushed, strict=True):
+            if result.created:
+                self._waiting.notify(item.queue, 1)
+                self._events.pushed(item.queue, 1)
+        return pushed
+
     def _new_item(self, queue: str, draft: Draft, now: datetime, where: str) -> NewItem:
         """The producer's id and timestamp where given, else new ones. The payload and the
         attributes share the payload's limit."""

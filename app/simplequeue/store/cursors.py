@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from simplequeue.domain import InvalidCursor
-from simplequeue.domain.names import QUEUE_NAME
+from simplequeue.domain.names import is_queue_name
+from simplequeue.domain.topics import is_topic_name
 from simplequeue.store.rows import Row, as_utc
 
 
@@ -42,24 +43,36 @@ def decode_cursor(cursor: str | None) -> tuple[datetime, int] | tuple[None, None
     return decoded
 
 
-# A queue cursor is the last name of its page, marked so that no item cursor passes for one.
+# A queue cursor is the last name of its page, marked so that no item cursor passes for one; a
+# topic cursor likewise, marked apart from both.
 _NAME_MARK = "q:"
+_TOPIC_MARK = "t:"
 
 
-def encode_name_cursor(name: str) -> str:
+def encode_name_cursor(name: str, mark: str = _NAME_MARK) -> str:
     """Where a page of queues (in name order) ended: its last name, opaque to clients."""
-    return base64.urlsafe_b64encode(f"{_NAME_MARK}{name}".encode()).decode().rstrip("=")
+    return base64.urlsafe_b64encode(f"{mark}{name}".encode()).decode().rstrip("=")
 
 
-def decode_name_cursor(cursor: str | None) -> str | None:
-    """The queue name of a cursor that encode_name_cursor made; anything else is InvalidCursor."""
+def decode_name_cursor(
+    cursor: str | None, mark: str = _NAME_MARK, valid: Callable[[str], bool] = is_queue_name
+) -> str | None:
+    """The name of a cursor that encode_name_cursor made; anything else is InvalidCursor."""
     if cursor is None:
         return None
     try:
         text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
     except (ValueError, binascii.Error, UnicodeDecodeError) as exc:
         raise InvalidCursor() from exc
-    name = text.removeprefix(_NAME_MARK)
-    if name == text or not QUEUE_NAME.fullmatch(name) or encode_name_cursor(name) != cursor.rstrip("="):
+    name = text.removeprefix(mark)
+    if name == text or not valid(name) or encode_name_cursor(name, mark) != cursor.rstrip("="):
         raise InvalidCursor()
     return name
+
+
+def encode_topic_cursor(name: str) -> str:
+    return encode_name_cursor(name, _TOPIC_MARK)
+
+
+def decode_topic_cursor(cursor: str | None) -> str | None:
+    return decode_name_cursor(cursor, _TOPIC_MARK, is_topic_name)

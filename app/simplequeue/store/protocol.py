@@ -8,7 +8,7 @@ history record in the same transaction.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
 from uuid import UUID
@@ -32,6 +32,7 @@ from simplequeue.domain import (
 )
 from simplequeue.domain.activity import ActivityBucket, ActivityWindow
 from simplequeue.domain.metadata import MetadataChange, QueueMetadata
+from simplequeue.domain.topics import Subscription, Topic, TopicChange
 
 ReadyCallback = Callable[[str | None, int], None]
 """Called with (queue, count) when items became ready through another process; with
@@ -246,5 +247,46 @@ class Sweeping(Protocol):
         their items until they finish."""
 
 
-class Store(Lifecycle, Delivery, Inspection, Administration, Sweeping, Protocol):
+class Topics(Protocol):
+    """Topics, their subscriptions and the key that signs deliveries (store/topics.py, written once
+    over each dialect's statements). A publish reads topic_subscriptions and pushes its deliveries
+    with push_batch, one transaction."""
+
+    async def create_topic(
+        self, name: str, attributes: Mapping[str, str], tags: Mapping[str, str], now: datetime
+    ) -> tuple[Topic, bool]: ...
+
+    async def get_topic(self, name: str) -> Topic: ...
+
+    async def list_topics(self, limit: int, cursor: str | None) -> Page[Topic]: ...
+
+    async def change_topic(self, name: str, change: TopicChange, now: datetime) -> Topic: ...
+
+    async def delete_topic(self, name: str) -> bool: ...
+
+    async def subscribe(self, subscription: Subscription) -> tuple[Subscription, bool]: ...
+
+    async def get_subscription(self, subscription_id: UUID) -> Subscription: ...
+
+    async def list_subscriptions(
+        self, topic: str | None, limit: int, cursor: str | None
+    ) -> Page[Subscription]: ...
+
+    async def change_subscription(
+        self,
+        subscription_id: UUID,
+        set_attributes: Mapping[str, str],
+        unset_attributes: frozenset[str] = frozenset(),
+        *,
+        confirm: bool = False,
+    ) -> Subscription: ...
+
+    async def unsubscribe(self, subscription_id: UUID) -> bool: ...
+
+    async def topic_subscriptions(self, topic: str) -> tuple[Topic, list[Subscription]]: ...
+
+    async def signing_key(self, make: Callable[[], tuple[str, str]], now: datetime) -> tuple[str, str]: ...
+
+
+class Store(Lifecycle, Delivery, Inspection, Administration, Sweeping, Topics, Protocol):
     """Everything a dialect implements."""

@@ -25,6 +25,18 @@ def optional(value: object | None) -> str:
     return "" if value is None else str(value)
 
 
+def bound(value: object) -> str | int:
+    """Any value of the topics' statements (store/topics.py): ints and text as they are, flags as
+    0 or 1, times and UUIDs as text, None as ''."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int | str):
+        return value
+    if isinstance(value, datetime):
+        return timestamp(value)
+    return optional(value)
+
+
 def float_text(value: float) -> str:
     """A float as text that CAST(... AS FLOAT) reads back exactly (repr is the shortest round trip)."""
     return repr(float(value))

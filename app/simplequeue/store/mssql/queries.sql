@@ -1115,3 +1115,151 @@ OUTPUT inserted.seq, inserted.id, inserted.queue, inserted.payload, inserted.cre
 FROM dbo.sq_items AS i
 JOIN runs ON runs.seq = i.seq
 WHERE i.status IN ('ready', 'leased');
+
+
+-- name: topic_create
+-- Topics and subscriptions: store/topics.py holds the flow, written once for every dialect;
+-- attributes and tags are JSON text. Each write takes the key's range lock (UPDLOCK, HOLDLOCK)
+-- before it looks, so that of two racing creates one inserts and the other reads its row.
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @name NVARCHAR(256) = :name;
+DECLARE @attributes NVARCHAR(MAX) = :attributes, @tags NVARCHAR(MAX) = :tags;
+INSERT INTO dbo.sq_topics (name, created_at, attributes, tags)
+OUTPUT inserted.name
+SELECT @name, @now, @attributes, @tags
+WHERE NOT EXISTS (SELECT 1 FROM dbo.sq_topics WITH (UPDLOCK, HOLDLOCK) WHERE name = @name);
+
+-- name: topic_get
+SET NOCOUNT ON;
+DECLARE @name NVARCHAR(256) = :name;
+SELECT t.name, t.created_at, t.modified_at, t.attributes, t.tags,
+       (SELECT COUNT(*) FROM dbo.sq_subscriptions AS s WHERE s.topic = t.name) AS subscriptions
+FROM dbo.sq_topics AS t WHERE t.name = @name;
+
+-- name: topic_page
+SET NOCOUNT ON;
+DECLARE @after NVARCHAR(256) = :after;
+SELECT TOP (:limit) t.name, t.created_at, t.modified_at, t.attributes, t.tags,
+       (SELECT COUNT(*) FROM dbo.sq_subscriptions AS s WHERE s.topic = t.name) AS subscriptions
+FROM dbo.sq_topics AS t WHERE @after = '' OR t.name > @after
+ORDER BY t.name;
+
+-- name: topic_update
+-- A compare-and-set on the text the caller read: no row when another change came first.
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @name NVARCHAR(256) = :name;
+DECLARE @attributes NVARCHAR(MAX) = :attributes, @tags NVARCHAR(MAX) = :tags;
+DECLARE @old_attributes NVARCHAR(MAX) = :old_attributes, @old_tags NVARCHAR(MAX) = :old_tags;
+UPDATE t SET attributes = @attributes, tags = @tags, modified_at = @now
+OUTPUT inserted.name, inserted.created_at, inserted.modified_at, inserted.attributes, inserted.tags,
+       (SELECT COUNT(*) FROM dbo.sq_subscriptions AS s WHERE s.topic = inserted.name) AS subscriptions
+FROM dbo.sq_topics AS t
+WHERE t.name = @name AND t.attributes = @old_attributes AND t.tags = @old_tags;
+
+-- name: topic_delete_subscriptions
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @name NVARCHAR(256) = :name;
+DELETE s FROM dbo.sq_subscriptions AS s WHERE s.topic = @name;
+
+-- name: topic_delete
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @name NVARCHAR(256) = :name;
+DELETE t OUTPUT deleted.name FROM dbo.sq_topics AS t WHERE t.name = @name;
+
+-- name: subscription_create
+-- Only to a topic that exists (read under a shared lock held to the end, so that a delete of the
+-- topic waits for this transaction and takes this subscription with it), once per endpoint.
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @id NVARCHAR(36) = :id, @topic NVARCHAR(256) = :topic, @protocol VARCHAR(8) = :protocol;
+DECLARE @endpoint NVARCHAR(2048) = :endpoint, @attributes NVARCHAR(MAX) = :attributes;
+DECLARE @confirmed INT = :confirmed, @token NVARCHAR(256) = :token;
+INSERT INTO dbo.sq_subscriptions (id, topic, protocol, endpoint, attributes, confirmed, token, created_at)
+OUTPUT inserted.id
+SELECT CAST(@id AS UNIQUEIDENTIFIER), t.name, @protocol, @endpoint, @attributes, @confirmed,
+       NULLIF(@token, ''), @now
+FROM dbo.sq_topics AS t WITH (HOLDLOCK)
+WHERE t.name = @topic
+  AND NOT EXISTS (SELECT 1 FROM dbo.sq_subscriptions AS s WITH (UPDLOCK, HOLDLOCK)
+                  WHERE s.topic = @topic AND s.protocol = @protocol
+                    AND s.endpoint_hash = CAST(HASHBYTES('SHA2_256', @endpoint) AS BINARY(32)));
+
+-- name: subscription_find
+SET NOCOUNT ON;
+DECLARE @topic NVARCHAR(256) = :topic, @protocol VARCHAR(8) = :protocol, @endpoint NVARCHAR(2048) = :endpoint;
+SELECT s.id, s.topic, s.protocol, s.endpoint, s.attributes, s.confirmed, s.token, s.created_at,
+       CASE WHEN s.protocol = 'sqs' AND EXISTS (SELECT 1 FROM dbo.sq_queues AS q WHERE q.name = s.endpoint)
+            THEN 1 ELSE 0 END AS queue_exists
+FROM dbo.sq_subscriptions AS s
+WHERE s.topic = @topic AND s.protocol = @protocol
+  AND s.endpoint_hash = CAST(HASHBYTES('SHA2_256', @endpoint) AS BINARY(32)) AND s.endpoint = @endpoint;
+
+-- name: subscription_get
+SET NOCOUNT ON;
+DECLARE @id NVARCHAR(36) = :id;
+SELECT s.id, s.topic, s.protocol, s.endpoint, s.attributes, s.confirmed, s.token, s.created_at,
+       CASE WHEN s.protocol = 'sqs' AND EXISTS (SELECT 1 FROM dbo.sq_queues AS q WHERE q.name = s.endpoint)
+            THEN 1 ELSE 0 END AS queue_exists
+FROM dbo.sq_subscriptions AS s WHERE s.id = CAST(@id AS UNIQUEIDENTIFIER);
+
+-- name: subscription_page
+-- In UNIQUEIDENTIFIER's own order: the cursor is the last id of the page, whatever order that is.
+SET NOCOUNT ON;
+DECLARE @topic NVARCHAR(256) = :topic, @after NVARCHAR(36) = :after;
+SELECT TOP (:limit) s.id, s.topic, s.protocol, s.endpoint, s.attributes, s.confirmed, s.token, s.created_at,
+       CASE WHEN s.protocol = 'sqs' AND EXISTS (SELECT 1 FROM dbo.sq_queues AS q WHERE q.name = s.endpoint)
+            THEN 1 ELSE 0 END AS queue_exists
+FROM dbo.sq_subscriptions AS s
+WHERE (@topic = '' OR s.topic = @topic) AND (@after = '' OR s.id > CAST(@after AS UNIQUEIDENTIFIER))
+ORDER BY s.id;
+
+-- name: subscription_update
+-- A compare-and-set on the attributes' text the caller read.
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @id NVARCHAR(36) = :id, @attributes NVARCHAR(MAX) = :attributes;
+DECLARE @old_attributes NVARCHAR(MAX) = :old_attributes, @confirmed INT = :confirmed, @token NVARCHAR(256) = :token;
+UPDATE s SET attributes = @attributes, confirmed = @confirmed, token = NULLIF(@token, '')
+OUTPUT inserted.id, inserted.topic, inserted.protocol, inserted.endpoint, inserted.attributes,
+       inserted.confirmed, inserted.token, inserted.created_at,
+       CASE WHEN inserted.protocol = 'sqs'
+             AND EXISTS (SELECT 1 FROM dbo.sq_queues AS q WHERE q.name = inserted.endpoint)
+            THEN 1 ELSE 0 END AS queue_exists
+FROM dbo.sq_subscriptions AS s
+WHERE s.id = CAST(@id AS UNIQUEIDENTIFIER) AND s.attributes = @old_attributes;
+
+-- name: subscription_delete
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @id NVARCHAR(36) = :id;
+DELETE s OUTPUT deleted.id FROM dbo.sq_subscriptions AS s WHERE s.id = CAST(@id AS UNIQUEIDENTIFIER);
+
+-- name: topic_subscriptions
+SET NOCOUNT ON;
+DECLARE @topic NVARCHAR(256) = :topic;
+SELECT s.id, s.topic, s.protocol, s.endpoint, s.attributes, s.confirmed, s.token, s.created_at,
+       CASE WHEN s.protocol = 'sqs' AND EXISTS (SELECT 1 FROM dbo.sq_queues AS q WHERE q.name = s.endpoint)
+            THEN 1 ELSE 0 END AS queue_exists
+FROM dbo.sq_subscriptions AS s WHERE s.topic = @topic ORDER BY s.id;
+
+-- name: signing_key_insert
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @name NVARCHAR(64) = :name, @private_pem NVARCHAR(MAX) = :private_pem;
+DECLARE @certificate_pem NVARCHAR(MAX) = :certificate_pem;
+INSERT INTO dbo.sq_signing_keys (name, private_pem, certificate_pem, created_at)
+SELECT @name, @private_pem, @certificate_pem, @now
+WHERE NOT EXISTS (SELECT 1 FROM dbo.sq_signing_keys WITH (UPDLOCK, HOLDLOCK) WHERE name = @name);
+
+-- name: signing_key_get
+SET NOCOUNT ON;
+DECLARE @name NVARCHAR(64) = :name;
+SELECT private_pem, certificate_pem FROM dbo.sq_signing_keys WHERE name = @name;

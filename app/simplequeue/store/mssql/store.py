@@ -69,9 +69,10 @@ from simplequeue.store.mssql.odbc import (
 )
 from simplequeue.store.mssql.statements import fetch, fetch_sets
 from simplequeue.store.reads import QueueReads
+from simplequeue.store.topics import Step, TopicStore
 
 
-class MssqlStore(QueueReads):
+class MssqlStore(QueueReads, TopicStore):
     dialect = "mssql"
     reaps_at_pop = False  # the service reaps after a pop with room (service.waiting)
     notifications = None  # no notifications: the long-poll probe finds other processes' pushes
@@ -337,6 +338,14 @@ class MssqlStore(QueueReads):
         }
         async with self._transaction() as conn:
             return await fetch(conn, statement, limit=limit, **bound)
+
+    @retry_deadlocks
+    async def _topic_run(self, steps: Sequence[Step]) -> list[list[Row]]:
+        async with self._transaction() as conn:
+            return [
+                await fetch(conn, name, **{k: params.bound(v) for k, v in values.items()})
+                for name, values in steps
+            ]
 
     @retry_deadlocks
     async def _stats(self, queue: str) -> list[QueueStats]:

@@ -850,3 +850,77 @@ WHERE e.at >= :since::timestamptz AND e.at < :until::timestamptz
 GROUP BY 1
 ORDER BY 1
 LIMIT :limit
+
+-- Topics and subscriptions (store/topics.py holds the flow; attributes and tags are JSON text).
+
+-- name: topic_create
+INSERT INTO sq_topics (name, created_at, attributes, tags) VALUES (:name, :now, :attributes, :tags)
+ON CONFLICT (name) DO NOTHING
+RETURNING name
+
+-- name: topic_get
+SELECT t.name, t.created_at, t.modified_at, t.attributes, t.tags,
+       (SELECT count(*) FROM sq_subscriptions AS s WHERE s.topic = t.name) AS subscriptions
+FROM sq_topics AS t WHERE t.name = :name
+
+-- name: topic_page
+SELECT t.name, t.created_at, t.modified_at, t.attributes, t.tags,
+       (SELECT count(*) FROM sq_subscriptions AS s WHERE s.topic = t.name) AS subscriptions
+FROM sq_topics AS t WHERE :after::text IS NULL OR t.name > :after
+ORDER BY t.name LIMIT :limit
+
+-- name: topic_update
+UPDATE sq_topics AS t SET attributes = :attributes, tags = :tags, modified_at = :now
+WHERE t.name = :name AND t.attributes = :old_attributes AND t.tags = :old_tags
+RETURNING t.name, t.created_at, t.modified_at, t.attributes, t.tags,
+          (SELECT count(*) FROM sq_subscriptions AS s WHERE s.topic = t.name) AS subscriptions
+
+-- name: topic_delete_subscriptions
+DELETE FROM sq_subscriptions WHERE topic = :name
+
+-- name: topic_delete
+DELETE FROM sq_topics WHERE name = :name RETURNING name
+
+-- name: subscription_create
+-- Only to a topic that exists (read under a share lock, so that a delete of the topic waits for
+-- this transaction and takes this subscription with it), and once per endpoint of a topic.
+INSERT INTO sq_subscriptions (id, topic, protocol, endpoint, attributes, confirmed, token, created_at)
+SELECT :id, t.name, :protocol, :endpoint, :attributes, :confirmed, :token, :now
+FROM sq_topics AS t WHERE t.name = :topic
+FOR SHARE
+ON CONFLICT DO NOTHING
+RETURNING id
+
+-- name: subscription_find
+SELECT s.*, EXISTS (SELECT 1 FROM sq_queues AS q WHERE s.protocol = 'sqs' AND q.name = s.endpoint) AS queue_exists
+FROM sq_subscriptions AS s WHERE s.topic = :topic AND s.protocol = :protocol AND s.endpoint = :endpoint
+
+-- name: subscription_get
+SELECT s.*, EXISTS (SELECT 1 FROM sq_queues AS q WHERE s.protocol = 'sqs' AND q.name = s.endpoint) AS queue_exists
+FROM sq_subscriptions AS s WHERE s.id = :id
+
+-- name: subscription_page
+SELECT s.*, EXISTS (SELECT 1 FROM sq_queues AS q WHERE s.protocol = 'sqs' AND q.name = s.endpoint) AS queue_exists
+FROM sq_subscriptions AS s
+WHERE (:topic::text IS NULL OR s.topic = :topic) AND (:after::uuid IS NULL OR s.id > :after)
+ORDER BY s.id LIMIT :limit
+
+-- name: subscription_update
+UPDATE sq_subscriptions AS s SET attributes = :attributes, confirmed = :confirmed, token = :token
+WHERE s.id = :id AND s.attributes = :old_attributes
+RETURNING s.*, EXISTS (SELECT 1 FROM sq_queues AS q WHERE s.protocol = 'sqs' AND q.name = s.endpoint) AS queue_exists
+
+-- name: subscription_delete
+DELETE FROM sq_subscriptions WHERE id = :id RETURNING id
+
+-- name: topic_subscriptions
+SELECT s.*, EXISTS (SELECT 1 FROM sq_queues AS q WHERE s.protocol = 'sqs' AND q.name = s.endpoint) AS queue_exists
+FROM sq_subscriptions AS s WHERE s.topic = :topic ORDER BY s.id
+
+-- name: signing_key_insert
+INSERT INTO sq_signing_keys (name, private_pem, certificate_pem, created_at)
+VALUES (:name, :private_pem, :certificate_pem, :now)
+ON CONFLICT (name) DO NOTHING
+
+-- name: signing_key_get
+SELECT private_pem, certificate_pem FROM sq_signing_keys WHERE name = :name

@@ -53,6 +53,7 @@ from simplequeue.store.postgres.pool import Pool
 from simplequeue.store.postgres.statements import execute, fetch, fetch_one, fetch_value
 from simplequeue.store.postgres.waited import LISTED_SECONDS
 from simplequeue.store.reads import QueueReads
+from simplequeue.store.topics import Step, TopicStore
 
 log = logging.getLogger("simplequeue.postgres")
 
@@ -130,7 +131,7 @@ class _Call:
             raise error from exc
 
 
-class PostgresStore(QueueReads):
+class PostgresStore(QueueReads, TopicStore):
     dialect = "postgresql"
     reaps_at_pop = False  # the service reaps after a pop with room (service.waiting)
 
@@ -392,6 +393,10 @@ class PostgresStore(QueueReads):
             return [
                 rows.queue_stats(r) for r in await fetch(conn, "queue_stats", now=self._now(), queue=queue)
             ]
+
+    async def _topic_run(self, steps: Sequence[Step]) -> list[list[asyncpg.Record]]:
+        async with self._conn() as conn, conn.transaction():
+            return [await fetch(conn, name, **values) for name, values in steps]
 
     async def put_queue(self, name: str, settings: QueueSettings) -> bool:
         async with self._conn() as conn:

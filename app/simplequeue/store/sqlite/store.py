@@ -53,8 +53,21 @@ from simplequeue.store.sqlite.errors import translated_errors
 from simplequeue.store.sqlite.group_commit import GroupCommit
 from simplequeue.store.sqlite.params import add_seconds, to_text
 from simplequeue.store.sqlite.statements import execute, execute_many, fetch, fetch_one
+from simplequeue.store.sqlite.statements import rows as rows_of
+from simplequeue.store.topics import Step, TopicStore
 
 T = TypeVar("T")
+
+
+def _bound(value: object) -> object:
+    """A value as this dialect binds it: times as text, UUIDs as text, flags as 0 or 1."""
+    if isinstance(value, datetime):
+        return to_text(value)
+    if isinstance(value, UUID):
+        return str(value)
+    if isinstance(value, bool):
+        return int(value)
+    return value
 
 
 async def _move_dead(conn: aiosqlite.Connection, seqs: str, now: str) -> None:
@@ -66,7 +79,7 @@ async def _move_dead(conn: aiosqlite.Connection, seqs: str, now: str) -> None:
     await execute(conn, "dead_letter_moves", seqs=seqs, now=now)
 
 
-class SqliteStore(QueueReads):
+class SqliteStore(QueueReads, TopicStore):
     dialect = "sqlite"
     notifications = None  # no notifications: the long-poll probe finds other processes' pushes
     reaps_at_pop = True  # a pop reaps its queue in its own transaction (transactions.reap_queue)
@@ -309,6 +322,14 @@ class SqliteStore(QueueReads):
         params = {"queue": queue, "now": to_text(self._clock())}
         async with self._read() as conn:
             return [rows.queue_stats(row) for row in await fetch(conn, "queue_stats", **params)]
+
+    async def _topic_run(self, steps: Sequence[Step]) -> list[list[sqlite3.Row]]:
+        bound = [(name, {k: _bound(v) for k, v in values.items()}) for name, values in steps]
+
+        def body(conn: sqlite3.Connection) -> list[list[sqlite3.Row]]:
+            return [rows_of(conn, name, **values) for name, values in bound]
+
+        return await self._transaction(body)
 
     async def put_queue(self, name: str, settings: QueueSettings) -> bool:
         params = {"queue": name, "now": to_text(self._clock()), **rows.settings_params(settings)}
