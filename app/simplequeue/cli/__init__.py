@@ -65,6 +65,11 @@ COMMANDS: dict[str, Lazy] = {
     "push": Lazy("simplequeue.cli.client", "push", "Push PAYLOAD (JSON), or JSON lines from stdin."),
     "pop": Lazy("simplequeue.cli.client", "pop", "Lease items and print each as one JSON line."),
     "stats": Lazy("simplequeue.cli.client", "stats", "Print queue counts and settings as JSON."),
+    "topic": Lazy(
+        "simplequeue.cli.topics",
+        "topic",
+        "Topics: one published message, one item in every subscribed queue whose filter it passes.",
+    ),
     "work": Lazy("simplequeue.cli.work", "work", "Run COMMAND for each item, its payload JSON on stdin."),
     "spark": Lazy(
         "simplequeue.cli.spark",

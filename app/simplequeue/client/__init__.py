@@ -58,9 +58,12 @@ from simplequeue.client.models import (
     HistoryPage,
     Item,
     ItemInfo,
+    Published,
     PushResult,
     QueuePage,
     QueueStats,
+    Subscription,
+    Topic,
 )
 from simplequeue.client.retries import NO_RETRY, RetryPolicy
 from simplequeue.client.sync import Client
@@ -97,6 +100,7 @@ __all__ = [
     "MethodNotAllowed",
     "NotFound",
     "PayloadTooLarge",
+    "Published",
     "PushResult",
     "QueueInUse",
     "QueueNotFound",
@@ -107,8 +111,10 @@ __all__ = [
     "SchemaNotReady",
     "SimplequeueError",
     "StoreError",
+    "Subscription",
     "SubscriptionNotFound",
     "TooManyQueues",
+    "Topic",
     "TopicExists",
     "TopicNotFound",
     "Unauthorized",

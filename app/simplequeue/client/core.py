@@ -6,6 +6,7 @@ Retries: simplequeue.client.retries says which failures each operation is repeat
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 import uuid
@@ -25,9 +26,12 @@ from simplequeue.client.models import (
     HistoryPage,
     Item,
     ItemInfo,
+    Published,
     PushResult,
     QueuePage,
     QueueStats,
+    Subscription,
+    Topic,
 )
 from simplequeue.client.retries import DEFAULT_RETRY, UNSENT, Repeat, RetryPolicy, asked_delay
 
@@ -496,3 +500,121 @@ class AsyncClient:
             "DELETE", f"/queues/{queue}", retry=Repeat.UNSENT, params=params
         )
         return answer
+
+    # --- topics ---------------------------------------------------------------------------------
+
+    async def put_topic(
+        self,
+        topic: str,
+        /,
+        *,
+        attributes: Mapping[str, str] | None = None,
+        tags: Mapping[str, str] | None = None,
+    ) -> Topic:
+        """Make a topic (a name ending in .fifo makes a FIFO topic), or find it as it is; TopicExists
+        if it exists with other attributes. Attributes are Amazon SNS's (DisplayName, SignatureVersion,
+        ContentBasedDeduplication...)."""
+        body = {"attributes": dict(attributes or {}), "tags": dict(tags or {})}
+        return Topic.of(await self._json("PUT", f"/topics/{topic}", retry=Repeat.ANY, json=body))
+
+    async def get_topic(self, topic: str) -> Topic:
+        return Topic.of(await self._json("GET", f"/topics/{topic}", retry=Repeat.ANY))
+
+    async def topics(self, *, page_size: int = 1000) -> list[Topic]:
+        """Every topic (that the key covers), in name order."""
+        found: list[Topic] = []
+        cursor: str | None = None
+        while True:
+            params: dict[str, str | int] = {"limit": page_size} | ({"cursor": cursor} if cursor else {})
+            answer = await self._json("GET", "/topics", retry=Repeat.ANY, params=params)
+            found += [Topic.of(t) for t in answer["topics"]]
+            if (cursor := answer["next_cursor"]) is None:
+                return found
+
+    async def delete_topic(self, topic: str) -> None:
+        """Delete the topic and its subscriptions; what was delivered stays in the queues."""
+        await self._json("DELETE", f"/topics/{topic}", retry=Repeat.UNSENT)
+
+    async def subscribe(
+        self,
+        topic: str,
+        queue: str,
+        *,
+        raw: bool = False,
+        filter_policy: Mapping[str, Any] | str | None = None,
+        filter_scope: str | None = None,
+        attributes: Mapping[str, str] | None = None,
+    ) -> Subscription:
+        """Deliver the topic's messages to a queue: as SNS's JSON notification, or with raw=True
+        the message itself (its attributes as the item's). filter_policy: Amazon SNS's filter
+        policy (a mapping, or its JSON text), on the message attributes or, with
+        filter_scope="MessageBody", on the message. Subscribing again answers the same one."""
+        given = dict(attributes or {})
+        if raw:
+            given["RawMessageDelivery"] = "true"
+        if filter_policy is not None:
+            given["FilterPolicy"] = (
+                filter_policy if isinstance(filter_policy, str) else json.dumps(filter_policy)
+            )
+        if filter_scope is not None:
+            given["FilterPolicyScope"] = filter_scope
+        body = {"protocol": "sqs", "endpoint": queue, "attributes": given}
+        return Subscription.of(
+            await self._json("POST", f"/topics/{topic}/subscriptions", retry=Repeat.ANY, json=body)
+        )
+
+    async def subscriptions(self, topic: str, *, page_size: int = 1000) -> list[Subscription]:
+        found: list[Subscription] = []
+        cursor: str | None = None
+        while True:
+            params: dict[str, str | int] = {"limit": page_size} | ({"cursor": cursor} if cursor else {})
+            answer = await self._json(
+                "GET", f"/topics/{topic}/subscriptions", retry=Repeat.ANY, params=params
+            )
+            found += [Subscription.of(s) for s in answer["subscriptions"]]
+            if (cursor := answer["next_cursor"]) is None:
+                return found
+
+    async def unsubscribe(self, topic: str, subscription: Subscription | str | uuid.UUID) -> None:
+        sid = subscription.id if isinstance(subscription, Subscription) else str(subscription)
+        await self._json("DELETE", f"/topics/{topic}/subscriptions/{sid}", retry=Repeat.UNSENT)
+
+    async def publish(
+        self,
+        topic: str,
+        message: Any,
+        *,
+        subject: str | None = None,
+        attributes: Mapping[str, Mapping[str, str]] | None = None,
+        id: str | uuid.UUID | None = None,
+        group: str | None = None,
+        dedup_key: str | None = None,
+    ) -> Published:
+        """Deliver a message to every subscribed queue whose filter it passes, in one transaction.
+        It carries an id (a new UUID unless given), so a retry after a lost answer delivers
+        nothing twice. group (MessageGroupId) and dedup_key (MessageDeduplicationId): FIFO topics."""
+        body = _drop_none(
+            {
+                "message": message,
+                "subject": subject,
+                "attributes": attributes,
+                "id": str(id or uuid.uuid4()),
+                "group": group,
+                "dedup_key": dedup_key,
+            }
+        )
+        body["message"] = message
+        return Published.of(await self._json("POST", f"/topics/{topic}/publish", retry=Repeat.ANY, json=body))
+
+    async def publish_batch(self, topic: str, messages: Sequence[Mapping[str, Any]]) -> list[Published]:
+        """Up to 10 messages (each a mapping of publish's fields, `message` required), delivered in
+        one transaction or not at all."""
+        entries = [
+            {k: v for k, v in m.items() if v is not None or k == "message"}
+            | {"id": str(m.get("id") or uuid.uuid4())}
+            for m in messages
+        ]
+        answer = await self._json(
+            "POST", f"/topics/{topic}/publish/batch", retry=Repeat.ANY, json={"messages": entries}
+        )
+        return [Published.of(r) for r in answer["results"]]

@@ -216,3 +216,59 @@ class HistoryEntry:
 class HistoryPage:
     items: list[HistoryEntry]
     next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Topic:
+    name: str
+    arn: str
+    attributes: dict[str, str]
+    tags: dict[str, str]
+    subscriptions: int
+    created_at: datetime
+
+    @classmethod
+    def of(cls, body: dict[str, Any]) -> Topic:
+        return cls(
+            name=body["name"],
+            arn=body["arn"],
+            attributes=body["attributes"],
+            tags=body["tags"],
+            subscriptions=body["subscriptions"],
+            created_at=_req_time(body["created_at"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Subscription:
+    id: str
+    arn: str
+    topic: str
+    protocol: str
+    endpoint: str
+    """The queue's name (protocol sqs)."""
+    attributes: dict[str, str]
+    confirmed: bool
+
+    @classmethod
+    def of(cls, body: dict[str, Any]) -> Subscription:
+        return cls(
+            id=body["id"],
+            arn=body["arn"],
+            topic=body["topic"],
+            protocol=body["protocol"],
+            endpoint=body["endpoint"],
+            attributes=body["attributes"],
+            confirmed=body["confirmed"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Published:
+    message_id: str
+    delivered_to: list[str]
+    """The queues that hold it now."""
+
+    @classmethod
+    def of(cls, body: dict[str, Any]) -> Published:
+        return cls(message_id=body["message_id"], delivered_to=body["delivered_to"])

@@ -79,6 +79,15 @@ class Client:
     group_items = _blocking(AsyncClient.group_items)
     find_by_dedup_key = _blocking(AsyncClient.find_by_dedup_key)
     delete_queue = _blocking(AsyncClient.delete_queue)
+    put_topic = _blocking(AsyncClient.put_topic)
+    get_topic = _blocking(AsyncClient.get_topic)
+    topics = _blocking(AsyncClient.topics)
+    delete_topic = _blocking(AsyncClient.delete_topic)
+    subscribe = _blocking(AsyncClient.subscribe)
+    subscriptions = _blocking(AsyncClient.subscriptions)
+    unsubscribe = _blocking(AsyncClient.unsubscribe)
+    publish = _blocking(AsyncClient.publish)
+    publish_batch = _blocking(AsyncClient.publish_batch)
 
 
 async def _make(*args: Any, **kwargs: Any) -> AsyncClient:

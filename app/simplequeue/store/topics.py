@@ -90,7 +90,7 @@ class TopicStore:
     async def get_topic(self, name: str) -> Topic:
         found = await self._one("topic_get", name=name)
         if not found:
-            raise TopicNotFound()
+            raise TopicNotFound(f"There is no topic named {name!r}.")
         return topic_of(found[0])
 
     async def list_topics(self, limit: int, cursor: str | None) -> Page[Topic]:
@@ -148,7 +148,7 @@ class TopicStore:
         where = {"topic": s.topic, "protocol": s.protocol, "endpoint": s.endpoint}
         made, found = await self._topic_run([("subscription_create", values), ("subscription_find", where)])
         if not found:
-            raise TopicNotFound()
+            raise TopicNotFound(f"There is no topic named {s.topic!r}.")
         return subscription_of(found[0]), bool(made)
 
     async def get_subscription(self, subscription_id: UUID) -> Subscription:
@@ -207,7 +207,7 @@ class TopicStore:
             [("topic_get", {"name": topic}), ("topic_subscriptions", {"topic": topic})]
         )
         if not found:
-            raise TopicNotFound()
+            raise TopicNotFound(f"There is no topic named {topic!r}.")
         return topic_of(found[0]), [subscription_of(r) for r in subscriptions]
 
     # --- the signing key ------------------------------------------------------------------------
