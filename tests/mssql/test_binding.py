@@ -131,7 +131,7 @@ PARAMETERS = {
     "subscription_page": ("topic", "after", "limit"),
     "subscription_update": ("id", "attributes", "old_attributes", "confirmed", "token"),
     "subscription_delete": ("id",),
-    "topic_subscriptions": ("topic",),
+    "topic_fanout": ("topic",),
     "signing_key_insert": ("now", "name", "private_pem", "certificate_pem"),
     "signing_key_get": ("name",),
 }
@@ -315,6 +315,13 @@ async def _topics(store: MssqlStore, conn: FakeConnection) -> None:
         created_at=NOW.replace(tzinfo=None),
         queue_exists=1,
     )
+    fanout = result(
+        topic_created_at=NOW.replace(tzinfo=None),
+        topic_modified_at=None,
+        topic_attributes="{}",
+        topic_tags="{}",
+        **{k: v for k, v in zip(subscription.columns, subscription.rows[0], strict=True)},
+    )
     conn.reply("topic_create", result(name="news"))
     conn.reply("topic_get", *[topic] * 4)
     conn.reply("topic_page", topic)
@@ -327,7 +334,7 @@ async def _topics(store: MssqlStore, conn: FakeConnection) -> None:
     conn.reply("subscription_page", subscription)
     conn.reply("subscription_update", subscription)
     conn.reply("subscription_delete", result(id=str(sub_id)))
-    conn.reply("topic_subscriptions", subscription)
+    conn.reply("topic_fanout", fanout)
     conn.reply(
         "signing_key_get",
         Result(["private_pem", "certificate_pem"], []),

@@ -20,7 +20,7 @@ from uuid import UUID, uuid4
 from simplequeue.domain import Attribute, Draft, Page, check_attributes
 from simplequeue.domain.filter_policies import SCOPES, FilterPolicy, FilterPolicyError, parse_filter_policy
 from simplequeue.domain.names import is_queue_name
-from simplequeue.domain.notifications import Arns, envelope, signed_fields
+from simplequeue.domain.notifications import Arns, envelope_texts, signed_fields
 from simplequeue.domain.sns_signing import SigningKey
 from simplequeue.domain.time import Clock
 from simplequeue.domain.topics import (
@@ -337,8 +337,23 @@ class TopicService:
         signed = signed_fields(
             message_id, self.arns.topic(topic.name), text, publication.subject, self._clock()
         )
-        key = await self.signing_key()
-        signature = key.sign(signed, "2" if version == "2" else "1")  # once: the same for every envelope
+        signature = ""
+        if not all(s.raw for s in matching):  # signed once: the same for every envelope
+            key = await self.signing_key()
+            signature = key.sign(signed, "2" if version == "2" else "1")
+        cooked = [s for s in matching if not s.raw]
+        texts = envelope_texts(
+            signed,
+            [
+                f"{base_url}/?Action=Unsubscribe&SubscriptionArn={self.arns.subscription(topic.name, s.id)}"
+                for s in cooked
+            ],
+            signature_version=version,
+            signature=signature,
+            signing_cert_url=base_url + CERTIFICATE_PATH,
+            attributes=attributes,
+        )
+        bodies = {s.id: text for s, text in zip(cooked, texts, strict=True)}
         drafts: list[tuple[str, Draft]] = []
         for s in matching:
             item_id = delivery_id(message_id, s.id)
@@ -351,17 +366,7 @@ class TopicService:
                     attributes=attributes or None,
                 )
             else:
-                arn = self.arns.subscription(topic.name, s.id)
-                body = envelope(
-                    signed,
-                    signature_version=version,
-                    signature=signature,
-                    signing_cert_url=base_url + CERTIFICATE_PATH,
-                    unsubscribe_url=f"{base_url}/?Action=Unsubscribe&SubscriptionArn={arn}",
-                    attributes=attributes,
-                )
-                text_body = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
-                draft = Draft(text_body, id=item_id, group=group, dedup_key=dedup)
+                draft = Draft(bodies[s.id], id=item_id, group=group, dedup_key=dedup)
             drafts.append((s.endpoint, draft))
         return message_id, drafts
 

@@ -201,14 +201,22 @@ class TopicStore:
         return bool(await self._one("subscription_delete", id=subscription_id))
 
     async def topic_subscriptions(self, topic: str) -> tuple[Topic, list[Subscription]]:
-        """The topic and every subscription of it, as one transaction sees them (a publish's
-        reading); each queue subscription says whether its queue exists. Raises TopicNotFound."""
-        found, subscriptions = await self._topic_run(
-            [("topic_get", {"name": topic}), ("topic_subscriptions", {"topic": topic})]
-        )
+        """The topic and every subscription of it, read by one statement (a publish's one read);
+        each queue subscription says whether its queue exists. Raises TopicNotFound."""
+        found = await self._one("topic_fanout", topic=topic)
         if not found:
             raise TopicNotFound(f"There is no topic named {topic!r}.")
-        return topic_of(found[0]), [subscription_of(r) for r in subscriptions]
+        subscriptions = [subscription_of(r) for r in found if r["id"] is not None]
+        head = found[0]
+        the_topic = Topic(
+            name=topic,
+            created_at=rows.as_utc(head["topic_created_at"]),
+            modified_at=rows.as_utc_or_none(head["topic_modified_at"]),
+            attributes=json.loads(head["topic_attributes"]),
+            tags=json.loads(head["topic_tags"]),
+            subscriptions=len(subscriptions),
+        )
+        return the_topic, subscriptions
 
     # --- the signing key ------------------------------------------------------------------------
 

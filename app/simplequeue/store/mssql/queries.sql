@@ -1241,13 +1241,19 @@ SET XACT_ABORT ON;
 DECLARE @id NVARCHAR(36) = :id;
 DELETE s OUTPUT deleted.id FROM dbo.sq_subscriptions AS s WHERE s.id = CAST(@id AS UNIQUEIDENTIFIER);
 
--- name: topic_subscriptions
+-- name: topic_fanout
+-- A publish's one read: the topic (NULL subscription columns when it has none) and each of its
+-- subscriptions, with whether a queue subscription's queue exists.
 SET NOCOUNT ON;
 DECLARE @topic NVARCHAR(256) = :topic;
-SELECT s.id, s.topic, s.protocol, s.endpoint, s.attributes, s.confirmed, s.token, s.created_at,
+SELECT t.created_at AS topic_created_at, t.modified_at AS topic_modified_at,
+       t.attributes AS topic_attributes, t.tags AS topic_tags,
+       s.id, s.topic, s.protocol, s.endpoint, s.attributes, s.confirmed, s.token, s.created_at,
        CASE WHEN s.protocol = 'sqs' AND EXISTS (SELECT 1 FROM dbo.sq_queues AS q WHERE q.name = s.endpoint)
             THEN 1 ELSE 0 END AS queue_exists
-FROM dbo.sq_subscriptions AS s WHERE s.topic = @topic ORDER BY s.id;
+FROM dbo.sq_topics AS t LEFT JOIN dbo.sq_subscriptions AS s ON s.topic = t.name
+WHERE t.name = @topic
+ORDER BY s.id;
 
 -- name: signing_key_insert
 SET NOCOUNT ON;

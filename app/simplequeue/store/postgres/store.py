@@ -395,8 +395,12 @@ class PostgresStore(QueueReads, TopicStore):
             ]
 
     async def _topic_run(self, steps: Sequence[Step]) -> list[list[asyncpg.Record]]:
-        async with self._conn() as conn, conn.transaction():
-            return [await fetch(conn, name, **values) for name, values in steps]
+        async with self._conn() as conn:
+            if len(steps) == 1:  # one statement is its own transaction: no BEGIN and COMMIT to send
+                [(name, values)] = steps
+                return [await fetch(conn, name, **values)]
+            async with conn.transaction():
+                return [await fetch(conn, name, **values) for name, values in steps]
 
     async def put_queue(self, name: str, settings: QueueSettings) -> bool:
         async with self._conn() as conn:

@@ -681,9 +681,16 @@ RETURNING *, EXISTS (SELECT 1 FROM sq_queues AS q WHERE sq_subscriptions.protoco
 -- name: subscription_delete
 DELETE FROM sq_subscriptions WHERE id = :id RETURNING id
 
--- name: topic_subscriptions
-SELECT s.*, EXISTS (SELECT 1 FROM sq_queues AS q WHERE s.protocol = 'sqs' AND q.name = s.endpoint) AS queue_exists
-FROM sq_subscriptions AS s WHERE s.topic = :topic ORDER BY s.id
+-- name: topic_fanout
+-- A publish's one read: the topic (NULL subscription columns when it has none) and each of its
+-- subscriptions, with whether a queue subscription's queue exists.
+SELECT t.created_at AS topic_created_at, t.modified_at AS topic_modified_at,
+       t.attributes AS topic_attributes, t.tags AS topic_tags,
+       s.id, s.topic, s.protocol, s.endpoint, s.attributes, s.confirmed, s.token, s.created_at,
+       EXISTS (SELECT 1 FROM sq_queues AS q WHERE s.protocol = 'sqs' AND q.name = s.endpoint) AS queue_exists
+FROM sq_topics AS t LEFT JOIN sq_subscriptions AS s ON s.topic = t.name
+WHERE t.name = :topic
+ORDER BY s.id
 
 -- name: signing_key_insert
 INSERT INTO sq_signing_keys (name, private_pem, certificate_pem, created_at)
