@@ -739,6 +739,56 @@ def test_the_main_actions_are_reached_by_keyboard(chromium: str, served: str, ap
         tab.clean()
 
 
+def test_topics_show_their_subscriptions_and_what_reached_each_queue(
+    chromium: str, served: str, api: httpx.Client
+) -> None:
+    from playwright.sync_api import expect
+
+    api.put("/topics/orders", json={"attributes": {"DisplayName": "Order events"}})
+    api.put("/topics/ledger.fifo", json={})
+    for queue in ("billing", "mail"):
+        api.put(f"/queues/{queue}", json={"max_attempts": 1})
+    api.post(
+        "/topics/orders/subscriptions",
+        json={"endpoint": "billing", "attributes": {"RawMessageDelivery": "true"}},
+    )
+    policy = json.dumps({"region": ["eu"]})
+    api.post(
+        "/topics/orders/subscriptions", json={"endpoint": "mail", "attributes": {"FilterPolicy": policy}}
+    )
+    api.post("/topics/orders/subscriptions", json={"endpoint": "warehouse"})
+    for n in range(4):
+        region = {"type": "String", "value": "eu" if n % 2 else "us"}
+        api.post("/topics/orders/publish", json={"message": n, "attributes": {"region": region}})
+    [done, failed] = api.post("/pop", json={"queue": "billing", "max_items": 2}).json()["items"]
+    api.delete(f"/items/{done['id']}", params={"lease_token": done["lease_token"]})
+    api.post(f"/items/{failed['id']}/fail", json={"lease_token": failed["lease_token"], "error": "declined"})
+
+    with browsing(chromium, served) as tab:
+        page = tab.page
+        page.goto(f"{served}/ui/")
+        page.click("#sections a[href='#/topics']")
+        expect(page.locator('tr[data-topic="orders"]')).to_contain_text("Order events")
+        expect(page.locator('tr[data-topic="ledger.fifo"]')).to_contain_text("fifo")
+        page.locator('tr[data-topic="orders"]').click()
+        rows = page.locator("#subscriptions tbody tr")
+        expect(rows).to_have_count(3)
+        # billing: 4 delivered, 1 completed, 1 dead, 2 waiting; mail: the 2 from the EU;
+        # warehouse has no queue (a publish skips it).
+        expect(rows.nth(0)).to_contain_text("billing")
+        expect(rows.nth(0).locator("td")).to_have_text(
+            ["billing", "raw", "every message", "2", "0", "1", "1"]
+        )
+        expect(rows.nth(1)).to_contain_text('{"region": ["eu"]}')
+        expect(rows.nth(1).locator("td.num").first).to_have_text("2")
+        expect(rows.nth(2)).to_contain_text("no queue")
+        rows.nth(0).locator("a").click()
+        expect(page.locator("h1")).to_contain_text("billing")
+        page.goto(f"{served}/ui/#/topics/nope")
+        expect(page.locator("#not-found")).to_have_text("Topic not found")
+        tab.clean("404")
+
+
 def test_the_dashboard_is_served_with_headers_against_framing_and_sniffing(service: str) -> None:
     for path in ("/ui/", "/ui/app.js", "/ui/style.css", "/ui/nothing-here"):
         answer = httpx.get(f"{service}{path}")

@@ -315,6 +315,80 @@ async function queuesPage(show) {
         el("tbody", {}, rows)));
 }
 
+// --- topics: each with its subscriptions, and what reached their queues ---------------------------
+
+function delivery(sub) { return (sub.attributes.RawMessageDelivery || "false") === "true" ? "raw" : "notification"; }
+
+function filterOf(sub) {
+  const policy = sub.attributes.FilterPolicy;
+  if (!policy) return el("span", { class: "muted" }, "every message");
+  const scope = sub.attributes.FilterPolicyScope === "MessageBody" ? "the message's body" : "its attributes";
+  return el("div", {}, el("div", { class: "muted small" }, `on ${scope}:`), el("code", { class: "policy" }, policy));
+}
+
+async function topicsPage(show) {
+  const p = pagingFor("topics");
+  const path = `/topics?limit=${PAGE}${p.cursor ? `&cursor=${enc(p.cursor)}` : ""}`;
+  const page = await api("GET", path);
+  const { topics } = page;
+  const paged = Boolean(page.next_cursor || p.before.length);
+  if (show.latest()) here = null;
+  const rows = topics.map((t) => el("tr", { class: "link", "data-topic": t.name, onclick: (event) => {
+    if (event.target.closest("a, button")) return;
+    location.hash = `#/topics/${enc(t.name)}`;
+  } },
+    el("td", {}, el("a", { href: `#/topics/${enc(t.name)}` }, el("strong", {}, t.name)), " ",
+      badge(t.attributes.FifoTopic === "true" ? "fifo" : "standard", "live")),
+    el("td", {}, t.attributes.DisplayName || ""),
+    el("td", { class: "num" }, t.subscriptions)));
+  show(
+    el("h1", {}, "Topics"),
+    el("p", { class: "muted", id: "topic-count" }, `${topics.length} topic${topics.length === 1 ? "" : "s"}${paged ? " on this page" : ""}: a message published to one reaches every subscribed queue whose filter it passes.`),
+    paged ? el("div", { class: "above-table" }, pager(page)) : "",
+    topics.length === 0 && !paged ? el("p", {}, "No topic yet: PUT /topics/{name}, or `simplequeue topic create`.") :
+      el("table", { id: "topics" },
+        el("thead", {}, el("tr", {}, el("th", {}, "Topic"), el("th", {}, "Display name"), el("th", { class: "num" }, "Subscriptions"))),
+        el("tbody", {}, rows)));
+}
+
+// A topic's page: its subscriptions, each with its queue's counts: what was delivered and is
+// waiting, being handled, done (completed), or failed for good (dead).
+async function topicPage(show, name) {
+  const [topic, listed] = await Promise.all([
+    api("GET", `/topics/${enc(name)}`),
+    api("GET", `/topics/${enc(name)}/subscriptions?limit=1000`),
+  ]);
+  const subs = listed.subscriptions.sort((a, b) => (a.endpoint < b.endpoint ? -1 : a.endpoint > b.endpoint ? 1 : 0));
+  const queues = await Promise.all(subs.map((s) => api("GET", `/queues/${enc(s.endpoint)}`).catch((error) => {
+    if (error.code === "QueueNotFound") return null;
+    throw error;
+  })));
+  const total = (key) => queues.reduce((sum, q) => sum + (q ? dig(q, key) : 0), 0);
+  const rows = subs.map((s, n) => {
+    const q = queues[n];
+    const counts = q ? [q.ready + q.delayed + q.retrying, q.leased, q.history.completed, q.dead] : ["", "", "", ""];
+    return el("tr", { "data-subscription": s.id },
+      el("td", {}, q ? el("a", { href: `#/queues/${enc(s.endpoint)}` }, el("strong", {}, s.endpoint))
+                     : el("span", {}, el("strong", {}, s.endpoint), " ", badge("no queue", "paused"))),
+      el("td", {}, delivery(s)),
+      el("td", {}, filterOf(s)),
+      ...counts.map((c, i) => el("td", { class: `num ${i === 3 && c ? "dead" : ""}` }, c)));
+  });
+  if (show.latest()) here = null;
+  show(
+    el("p", {}, el("a", { href: "#/topics" }, "← Topics")),
+    el("h1", {}, name, " ", badge(topic.attributes.FifoTopic === "true" ? "fifo" : "standard", "live")),
+    el("p", { class: "muted" }, el("code", {}, topic.arn), topic.attributes.DisplayName ? ` · ${topic.attributes.DisplayName}` : ""),
+    el("div", { class: "cards" },
+      ...[["Subscriptions", subs.length], ["Waiting", total("ready") + total("delayed") + total("retrying")], ["Completed", total("history.completed")], ["Failed (dead)", total("dead")]]
+        .map(([label, value]) => el("div", { class: "card" }, el("div", { class: `value ${label.startsWith("Failed") && value ? "dead" : ""}` }, value), el("div", { class: "label" }, label)))),
+    subs.length === 0 ? el("p", {}, "No subscription yet: nothing published reaches a queue.") :
+      el("table", { id: "subscriptions" },
+        el("thead", {}, el("tr", {}, el("th", {}, "Queue"), el("th", {}, "Delivery"), el("th", {}, "Filter"),
+          ...["Waiting", "Leased", "Completed", "Dead"].map((h) => el("th", { class: "num" }, h)))),
+        el("tbody", {}, rows)));
+}
+
 // --- a queue: its counts, chart, tabs of items, settings -------------------------------------------
 
 // Paging of the tab on screen: the cursor of the page shown and a stack of those before it.
@@ -731,6 +805,8 @@ function route() {
     return { page: "queue", name: parts[1], tab };
   }
   if (parts[0] === "items" && parts[1]) return { page: "item", id: parts[1] };
+  if (parts[0] === "topics" && parts[1]) return { page: "topic", name: parts[1] };
+  if (parts[0] === "topics") return { page: "topics" };
   return { page: "queues" };
 }
 
@@ -750,13 +826,19 @@ async function render() {
     else if (r.page === "item") {
       if (!UUID.test(r.id)) throw Object.assign(new Error(), { code: "ItemNotFound" });
       await itemPage(show, r.id.toLowerCase());
-    } else await queuesPage(show);
+    } else if (r.page === "topics") await topicsPage(show);
+    else if (r.page === "topic") await topicPage(show, r.name);
+    else await queuesPage(show);
     if (!latest()) return;
     shown = hash;
     say("");
   } catch (error) {
     if (!latest()) return; // another page was asked for meanwhile: it renders itself
-    if ((r.page === "queue" || r.page === "find") && error.code === "QueueNotFound") {
+    if (r.page === "topic" && error.code === "TopicNotFound") {
+      notFound(show, "Topic", "There is no topic by that name (it may have been deleted).");
+      shown = hash;
+      say("");
+    } else if ((r.page === "queue" || r.page === "find") && error.code === "QueueNotFound") {
       notFound(show, "Queue", "There is no queue by that name (it may have been deleted).");
       shown = hash;
       say("");
