@@ -55,6 +55,11 @@ class Caller:
             return outbox.push(self.conn, queue, payload, **options)
         return await outbox.push_async(self.conn, queue, payload, **options)
 
+    async def publish(self, topic: str, message: Any, **options: Any) -> Any:
+        if self.sync:
+            return outbox.publish(self.conn, topic, message, **options)
+        return await outbox.publish_async(self.conn, topic, message, **options)
+
     async def push_many(self, queue: str, items: Sequence[Mapping[str, Any]]) -> list[outbox.Pushed]:
         if self.sync:
             return outbox.push_many(self.conn, queue, items)

@@ -78,7 +78,9 @@ def test_the_functions_file_has_every_function_a_release_created_and_no_other() 
         return set(re.findall(r"^CREATE OR REPLACE FUNCTION (\w+)\(", sql, re.M))
 
     ever = set().union(*(names(m.sql) for m in released(RELEASED_VERSIONS[-1])))
-    assert names(load_routines("postgresql") or "") == ever
+    # Functions made since the functions left the migrations: each is this file's alone.
+    since = {"sq_publish"}
+    assert names(load_routines("postgresql") or "") == ever | since
 
 
 def test_a_database_a_newer_release_migrated_keeps_its_routines() -> None:

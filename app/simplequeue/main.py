@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 
 from fastapi import FastAPI
 
@@ -19,7 +20,7 @@ from simplequeue.service.local.attempts import ReceiveAttempts
 from simplequeue.service.local.moves import MoveTasks
 from simplequeue.service.local.purges import Purges
 from simplequeue.service.queues import Limits, QueueService, Upkeep
-from simplequeue.service.topics import TopicService
+from simplequeue.service.topics import Relay, TopicService
 from simplequeue.settings import Settings
 from simplequeue.shutdown import on_stop_signal
 from simplequeue.store.factory import create_store, dialect_of
@@ -98,8 +99,24 @@ def create_app(
             app.state.sqs_moves = moves
             app.state.sqs_attempts = ReceiveAttempts(clock or system_clock)
             app.state.sqs_purges = Purges(service)
-            with on_stop_signal(service.stop_waiting):
-                yield
+            relay = (
+                asyncio.create_task(
+                    Relay(
+                        topics, service, settings.public_url or f"http://{settings.host}:{settings.port}"
+                    ).run_forever(),
+                    name="simplequeue-relay",
+                )
+                if settings.relay
+                else None
+            )
+            try:
+                with on_stop_signal(service.stop_waiting):
+                    yield
+            finally:
+                if relay is not None:
+                    relay.cancel()
+                    with suppress(asyncio.CancelledError):
+                        await relay
         finally:
             await moves.close()
             await service.stop()

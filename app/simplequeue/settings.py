@@ -108,6 +108,11 @@ class Settings(BaseSettings):
         default=60.0, gt=0, description="How often the sweep deletes history past its retention."
     )
     sweep: bool = Field(default=True, description="Run the sweep in this process.")
+    relay: bool = Field(
+        default=True,
+        description="Publish, in this process, what applications published to topics inside their "
+        "own transactions (simplequeue.outbox.publish, sq_publish).",
+    )
     log_level: Literal["critical", "error", "warning", "info", "debug"] = "info"
     log_format: Literal["text", "json"] = Field(
         default="text", description="text for a terminal; json: one object per line, for a log pipeline."

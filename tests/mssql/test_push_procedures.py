@@ -36,7 +36,7 @@ from tests.test_e2e import simplequeue_command
 SETTINGS_BATCHES = split_statements(PUSH_PROCEDURES.sql)  # v6: dbo.sq_settings, and its defaults
 PROCEDURES = load_routines("mssql") or ""
 BATCHES = split_statements(PROCEDURES)
-PUBLIC = ("sq_push_batch", "sq_push")
+PUBLIC = ("sq_push_batch", "sq_push", "sq_publish")
 
 
 # --- reading the procedures -----------------------------------------------------------------------
@@ -147,6 +147,7 @@ def test_the_file_splits_into_its_batches_at_go() -> None:
         "CREATE OR ALTER PROCEDURE dbo.sq_push_items",
         "CREATE OR ALTER PROCEDURE dbo.sq_push_batch",
         "CREATE OR ALTER PROCEDURE dbo.sq_push",
+        "CREATE OR ALTER PROCEDURE dbo.sq_publish",
     ]
     # A procedure's body keeps its semicolons: the whole batch goes in one call.
     assert all(not re.search(r"^\s*GO\s*$", batch, re.MULTILINE | re.IGNORECASE) for batch in BATCHES)
@@ -519,7 +520,7 @@ async def test_an_answer_missing_is_an_error_not_a_short_list(
 
 def test_the_script_ends_every_batch_with_go() -> None:
     script = as_script(PROCEDURES, "mssql")
-    assert script.count("\nGO\n") == len(BATCHES) == 4
+    assert script.count("\nGO\n") == len(BATCHES) == 5
     for name in ("sq_push_items", *PUBLIC):
         assert re.search(rf"CREATE OR ALTER PROCEDURE dbo\.{name}\n(.|\n)*?\nEND;\nGO\n", script)
 

@@ -35,9 +35,10 @@ import sys
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
-from simplequeue.domain import InvalidPayload, ItemExists, PayloadTooLarge, SchemaNotReady
+from simplequeue.domain import InvalidPayload, ItemExists, PayloadTooLarge, SchemaNotReady, attribute_of
+from simplequeue.domain.publications import PUBLICATIONS, Publication, publication_payload, relay_group
 from simplequeue.outbox.items import QUEUE_NAME, InvalidInput, NotInTransaction, Pushed, check_items
 
 __all__ = [
@@ -49,6 +50,8 @@ __all__ = [
     "PayloadTooLarge",
     "Pushed",
     "SchemaNotReady",
+    "publish",
+    "publish_async",
     "push",
     "push_async",
     "push_many",
@@ -73,6 +76,66 @@ def push(
     item = _item(payload, id, priority, delay_seconds, not_before, created_at, group, dedup_key)
     [pushed] = push_many(conn, queue, [item])
     return pushed
+
+
+def publish(
+    conn: Any,
+    topic: str,
+    message: Any,
+    *,
+    subject: str | None = None,
+    attributes: Mapping[str, Mapping[str, str]] | None = None,
+    id: UUID | None = None,
+    group: str | None = None,
+    dedup_key: str | None = None,
+) -> UUID:
+    """Publish to a topic in the caller's transaction, on a sync connection: when it commits, the
+    service delivers the message to every subscribed queue whose filter it passes (its relay, within
+    moments); if it rolls back, nothing is delivered. Answers the message's id (`id`, or a new one):
+    a publish repeated with it delivers nothing twice. attributes: {name: {"type", "value"}}, as the
+    HTTP API takes them; group and dedup_key: a FIFO topic's MessageGroupId and
+    MessageDeduplicationId. docs/sns.md, In your own transaction."""
+    [pushed] = push_many(
+        conn, PUBLICATIONS, [_publication(topic, message, subject, attributes, id, group, dedup_key)]
+    )
+    return pushed.id
+
+
+async def publish_async(
+    conn: Any,
+    topic: str,
+    message: Any,
+    *,
+    subject: str | None = None,
+    attributes: Mapping[str, Mapping[str, str]] | None = None,
+    id: UUID | None = None,
+    group: str | None = None,
+    dedup_key: str | None = None,
+) -> UUID:
+    """publish, on an async connection."""
+    item = _publication(topic, message, subject, attributes, id, group, dedup_key)
+    [pushed] = await push_many_async(conn, PUBLICATIONS, [item])
+    return pushed.id
+
+
+def _publication(
+    topic: str,
+    message: Any,
+    subject: str | None,
+    attributes: Mapping[str, Mapping[str, str]] | None,
+    id: UUID | None,
+    group: str | None,
+    dedup_key: str | None,
+) -> dict[str, Any]:
+    """The PUBLICATIONS item (domain.publications), checked by the rules a publish checks that need
+    no database; a topic that does not exist is found by the relay (the item dies, with the reason)."""
+    try:
+        given = {n: attribute_of(n, a["type"], a["value"]) for n, a in (attributes or {}).items()}
+    except (KeyError, TypeError):
+        raise InvalidInput("attributes are {name: {'type': ..., 'value': ...}}") from None
+    publication = Publication(message, subject, given or None, None, group, dedup_key)
+    payload = publication_payload(topic, publication)
+    return {"payload": payload, "id": id or uuid4(), "group": relay_group(topic)}
 
 
 def push_many(conn: Any, queue: str, items: Sequence[Mapping[str, Any]]) -> list[Pushed]:

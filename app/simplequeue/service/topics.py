@@ -10,17 +10,35 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import secrets
+import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 from uuid import UUID, uuid4
 
-from simplequeue.domain import Attribute, Draft, Page, check_attributes
+from simplequeue.domain import (
+    Attribute,
+    Draft,
+    Failure,
+    InvalidAttributes,
+    InvalidPayload,
+    Page,
+    PayloadTooLarge,
+    QueueError,
+    QueueNotFound,
+    check_attributes,
+)
 from simplequeue.domain.filter_policies import SCOPES, FilterPolicy, FilterPolicyError, parse_filter_policy
 from simplequeue.domain.names import is_queue_name
 from simplequeue.domain.notifications import Arns, envelope_texts, signed_fields
+from simplequeue.domain.publications import (
+    MAX_SUBJECT_CHARS,
+    PUBLICATIONS,
+    Publication,
+    message_text,
+    read_publication,
+)
 from simplequeue.domain.sns_signing import SigningKey
 from simplequeue.domain.time import Clock
 from simplequeue.domain.topics import (
@@ -38,12 +56,15 @@ from simplequeue.domain.topics import (
     Topic,
     TopicChange,
     TopicExists,
+    TopicNotFound,
     delivery_id,
     is_fifo_name,
     is_topic_name,
 )
 from simplequeue.service.queues import QueueService
 from simplequeue.store.protocol import Store
+
+log = logging.getLogger("simplequeue.topics")
 
 TOPIC_ATTRIBUTES = frozenset(
     {
@@ -73,31 +94,8 @@ SUBSCRIPTION_ATTRIBUTES = frozenset(
         "ReplayPolicy",
     }
 )
-MAX_SUBJECT_CHARS = 100
 CERTIFICATE_PATH = "/sns/certificate.pem"
 """Where every replica serves the signing key's certificate (SigningCertURL), under its base URL."""
-
-
-@dataclass(frozen=True, slots=True)
-class Publication:
-    """A message as its publisher gives it. `message`: text for SNS; any JSON value through the
-    REST API (then the envelope's Message is its JSON text, and raw delivery hands the value on)."""
-
-    message: Any
-    subject: str | None = None
-    attributes: Mapping[str, Attribute] | None = None
-    id: UUID | None = None
-    """The publisher's message id: a publish retried with it delivers nothing twice."""
-    group: str | None = None
-    """MessageGroupId: required by a FIFO topic, refused by another."""
-    dedup_id: str | None = None
-    """MessageDeduplicationId, of a FIFO topic."""
-
-    @property
-    def text(self) -> str:
-        if isinstance(self.message, str):
-            return self.message
-        return json.dumps(self.message, ensure_ascii=False, separators=(",", ":"))
 
 
 @lru_cache(maxsize=1024)
@@ -329,7 +327,7 @@ class TopicService:
         if attributes:
             check_attributes(attributes)
         message_id = publication.id or uuid4()
-        text = publication.text
+        text = message_text(publication)
         matching = [s for s in subscriptions if self._delivers(s, text, attributes)]
         if not matching:
             return message_id, []
@@ -388,7 +386,7 @@ class TopicService:
                     "Invalid parameter: The topic should either have ContentBasedDeduplication enabled "
                     "or MessageDeduplicationId provided explicitly"
                 )
-            dedup = hashlib.sha256(publication.text.encode()).hexdigest()
+            dedup = hashlib.sha256(message_text(publication).encode()).hexdigest()
         return publication.group, dedup
 
     @staticmethod
@@ -410,3 +408,72 @@ class TopicService:
 def _new_key() -> tuple[str, str]:
     key = SigningKey.generate(f"simplequeue SNS {secrets.token_hex(4)}")
     return key.private_pem().decode(), key.certificate_pem().decode()
+
+
+# --- the relay of publications made in applications' transactions ----------------------------------
+
+RELAY_BATCH = 50
+RELAY_LEASE_SECONDS = 60
+RELAY_WAIT_SECONDS = 20.0
+RELAY_IDLE_SECONDS = 2.0
+"""How long the relay sleeps after an error, or while PUBLICATIONS does not exist (no publication yet)."""
+UNPUBLISHABLE = (
+    TopicNotFound,
+    InvalidTopic,
+    InvalidSubscription,
+    InvalidPayload,
+    InvalidAttributes,
+    PayloadTooLarge,
+)
+"""A publication that raises one of these will raise it again: it dies, with the reason."""
+
+
+class Relay:
+    """Publishes what applications published in their own transactions (domain.publications):
+    pops PUBLICATIONS with a long-poll, publishes each item to its topic with the item's id as the
+    message's id, completes it. Every replica runs one; leases keep two from taking one item, and
+    the message id keeps a lease that ran out (a replica killed mid-way) from delivering twice. A
+    FIFO topic's publications form one group there, so they are published in order."""
+
+    def __init__(self, topics: TopicService, queues: QueueService, base_url: str) -> None:
+        self._topics = topics
+        self._queues = queues
+        self._base_url = base_url
+
+    async def run_forever(self) -> None:
+        said: str | None = None
+        while True:
+            try:
+                began = time.monotonic()
+                taken = await self.run_once(RELAY_WAIT_SECONDS)
+                said = None
+                # A long-poll answered at once with nothing: the service is stopping (its waits are
+                # closed), so no tight loop of pops while it finishes.
+                if taken or time.monotonic() - began > RELAY_WAIT_SECONDS / 2:
+                    continue
+            except QueueNotFound:
+                pass  # nothing was ever published from a transaction
+            except QueueError as exc:
+                if exc.code != said:  # one line per cause, not one per try
+                    log.warning(
+                        "the topics' relay could not take publications (%s: %s)", exc.code, exc.detail
+                    )
+                    said = exc.code
+            await asyncio.sleep(RELAY_IDLE_SECONDS)
+
+    async def run_once(self, wait_seconds: float = 0.0) -> int:
+        """Publish what is waiting (after up to wait_seconds for something); how many were taken."""
+        items = await self._queues.pop(
+            PUBLICATIONS, max_items=RELAY_BATCH, wait_seconds=wait_seconds, lease_seconds=RELAY_LEASE_SECONDS
+        )
+        for item in items:
+            try:
+                topic, publication = read_publication(item.payload, item.id)
+                await self._topics.publish(topic, publication, self._base_url)
+            except UNPUBLISHABLE as exc:
+                reason = f"{exc.code}: {exc.detail}"
+                await self._queues.fail(item.id, Failure(reason, lease_token=item.lease_token, retry=False))
+                log.warning("a publication (item %s) cannot be published and is dead: %s", item.id, reason)
+                continue
+            await self._queues.complete(item.id, item.lease_token)
+        return len(items)

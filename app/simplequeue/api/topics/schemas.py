@@ -11,8 +11,8 @@ from pydantic import BaseModel, Field
 from simplequeue.api.fields import Body, Key
 from simplequeue.api.items.schemas import MessageAttributeRequest
 from simplequeue.domain import attribute_of
+from simplequeue.domain.publications import Publication
 from simplequeue.domain.topics import Published, Subscription, Topic
-from simplequeue.service.topics import Publication
 
 _ATTRIBUTES_TEXT = (
     "Amazon SNS's attributes by name, as text (DisplayName, Policy, DeliveryPolicy, SignatureVersion "

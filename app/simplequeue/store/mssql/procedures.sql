@@ -28,6 +28,7 @@
 -- Permissions. An application needs no right on any table:
 --     GRANT EXECUTE ON dbo.sq_push TO app_role;
 --     GRANT EXECUTE ON dbo.sq_push_batch TO app_role;
+--     GRANT EXECUTE ON dbo.sq_publish TO app_role;   -- publishing to topics
 -- Ownership chaining does the rest: the procedures, the function and the tables all belong to dbo
 -- (the schema's owner), so SQL Server checks EXECUTE on the procedure called and nothing it touches
 -- (dbo.sq_push_items, dbo.sq_settings, dbo.sq_items, ...). Call them in the queue's database: chaining
@@ -610,5 +611,59 @@ SET @item = (
 );
 SET @items = N'[' + STUFF(@item, LEN(@item), 1, N',"payload":' + @payload + N'}') + N']';
 EXEC dbo.sq_push_batch @items = @items;
+END
+GO
+
+-- Publish to a topic from an application, inside its transaction: an item of the queue
+-- simplequeue.publications (domain/publications.py), pushed by dbo.sq_push, which the service's relay
+-- publishes once the transaction commits, with this item's id as the message's id; one row (id,
+-- created). @message is JSON text (N'{"order": 42}', N'"text"'); @attributes JSON text of
+-- {name: {"type", "value"}}. A FIFO topic's publications form one group there, so that the relay
+-- publishes them in order. What needs the topic (that it exists, its subscriptions' filters) is the
+-- relay's to find: a publication it cannot publish dies there, with the reason.
+CREATE OR ALTER PROCEDURE dbo.sq_publish
+    @topic NVARCHAR(4000),
+    @message NVARCHAR(MAX),
+    @subject NVARCHAR(4000) = NULL,
+    @attributes NVARCHAR(MAX) = NULL,
+    @message_id UNIQUEIDENTIFIER = NULL,
+    @group_key NVARCHAR(4000) = NULL,
+    @dedup_key NVARCHAR(4000) = NULL
+AS
+BEGIN
+SET NOCOUNT ON;
+DECLARE @fifo BIT = CASE WHEN @topic LIKE N'%.fifo' THEN 1 ELSE 0 END;
+DECLARE @payload NVARCHAR(MAX);
+DECLARE @relay_group NVARCHAR(4000);
+IF @topic IS NULL OR LEN(@topic) NOT BETWEEN 1 AND 256
+   OR LEFT(@topic, LEN(@topic) - 5 * @fifo) COLLATE Latin1_General_100_BIN2 LIKE N'%[^A-Za-z0-9_-]%'
+BEGIN
+    SET XACT_ABORT OFF;
+    THROW 51400, N'simplequeue: @topic is not a topic''s name', 1;
+END;
+IF @message IS NULL OR ISJSON(N'[' + @message + N']') = 0
+   OR (SELECT COUNT(*) FROM OPENJSON(N'[' + @message + N']')) <> 1
+BEGIN
+    SET XACT_ABORT OFF;
+    THROW 51400, N'simplequeue: @message must be one JSON value (N''"text"'' for text)', 1;
+END;
+IF (@fifo = 1 AND @group_key IS NULL) OR (@fifo = 0 AND (@group_key IS NOT NULL OR @dedup_key IS NOT NULL))
+BEGIN
+    SET XACT_ABORT OFF;
+    THROW 51400, N'simplequeue: a FIFO topic needs @group_key; another takes neither @group_key nor @dedup_key', 1;
+END;
+SET @payload = (
+    SELECT @topic AS topic, @subject AS subject, JSON_QUERY(@attributes) AS attributes,
+           @group_key AS [group], @dedup_key AS dedup_key
+    FOR JSON PATH, WITHOUT_ARRAY_WRAPPER, INCLUDE_NULL_VALUES
+);
+-- The message goes in as the raw JSON it is (FOR JSON would quote a scalar's text), as sq_push's
+-- payload does.
+SET @payload = STUFF(@payload, LEN(@payload), 1, N',"message":' + @message + N'}');
+SET @relay_group = CASE WHEN @fifo = 0 THEN NULL
+                        WHEN LEN(@topic) <= 128 THEN @topic
+                        ELSE LOWER(CONVERT(NVARCHAR(64), HASHBYTES('SHA2_256', CAST(@topic AS VARCHAR(4000))), 2)) END;
+EXEC dbo.sq_push @queue = N'simplequeue.publications', @payload = @payload, @group_key = @relay_group,
+    @id = @message_id;
 END
 GO

@@ -490,6 +490,57 @@ BEGIN
 END
 $$;
 
+-- A publish to a topic inside the caller's transaction: an item of the queue
+-- simplequeue.publications (domain/publications.py), which the service's relay publishes once the
+-- transaction commits, with this item's id as the message's id. Answers that id. The message is
+-- JSON (a text message is to_json('text'::text)); attributes are {name: {"type", "value"}}; a FIFO
+-- topic's publications form one group there, so that the relay publishes them in order. What needs
+-- the topic (that it exists, its subscriptions' filters) is the relay's to find: a publication it
+-- cannot publish dies there, with the reason. SELECT sq_publish('orders', '{"order": 42}').
+CREATE OR REPLACE FUNCTION sq_publish(
+    topic text, message json, subject text DEFAULT NULL, attributes json DEFAULT NULL,
+    message_id uuid DEFAULT NULL, group_key text DEFAULT NULL, dedup_key text DEFAULT NULL
+) RETURNS uuid
+LANGUAGE plpgsql
+SECURITY DEFINER
+AS $$
+DECLARE
+    fifo boolean := sq_publish.topic ~ '\.fifo$';
+    pushed uuid;
+BEGIN
+    IF sq_publish.topic IS NULL OR char_length(sq_publish.topic) > 256
+       OR sq_publish.topic !~ '^[A-Za-z0-9_-]+(\.fifo)?$' THEN
+        RAISE EXCEPTION USING ERRCODE = 'SQ400', MESSAGE = 'simplequeue: topic is not a topic''s name';
+    END IF;
+    IF sq_publish.message IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'SQ400',
+            MESSAGE = 'simplequeue: message must not be NULL (the JSON null is ''null''::json)';
+    END IF;
+    IF fifo AND sq_publish.group_key IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'SQ400', MESSAGE = 'simplequeue: a FIFO topic''s messages need a group_key';
+    END IF;
+    IF NOT fifo AND (sq_publish.group_key IS NOT NULL OR sq_publish.dedup_key IS NOT NULL) THEN
+        RAISE EXCEPTION USING ERRCODE = 'SQ400',
+            MESSAGE = 'simplequeue: group_key and dedup_key are for FIFO topics (names ending in .fifo)';
+    END IF;
+    SELECT p.id INTO pushed
+    FROM sq_push(
+        'simplequeue.publications',
+        -- Absent options as JSON nulls, which the relay reads as absent (json_strip_nulls would
+        -- strip the message's own nulls too).
+        json_build_object(
+            'topic', sq_publish.topic, 'message', sq_publish.message, 'subject', sq_publish.subject,
+            'attributes', sq_publish.attributes, 'group', sq_publish.group_key, 'dedup_key', sq_publish.dedup_key
+        ),
+        group_key => CASE WHEN NOT fifo THEN NULL
+                          WHEN char_length(sq_publish.topic) <= 128 THEN sq_publish.topic
+                          ELSE encode(sha256(convert_to(sq_publish.topic, 'UTF8')), 'hex') END,
+        id => sq_publish.message_id
+    ) AS p;
+    RETURN pushed;
+END
+$$;
+
 -- What a pushing application checks before it pushes (simplequeue.outbox): the schema's version and
 -- the service's payload limits, readable by a role that may only EXECUTE the push functions.
 CREATE OR REPLACE FUNCTION sq_push_limits()
@@ -562,6 +613,8 @@ BEGIN
     EXECUTE format('ALTER FUNCTION sq_push(text, json, integer, double precision, text, text, uuid, timestamptz,'
                    ' timestamptz) SET search_path = %I, pg_temp', current_schema());
     EXECUTE format('ALTER FUNCTION sq_push_batch(json) SET search_path = %I, pg_temp', current_schema());
+    EXECUTE format('ALTER FUNCTION sq_publish(text, json, text, json, uuid, text, text) SET search_path = %I, pg_temp',
+                   current_schema());
     EXECUTE format('ALTER FUNCTION sq_push_limits() SET search_path = %I, pg_temp', current_schema());
     EXECUTE format('ALTER FUNCTION sq_ready_token(text) SET search_path = %I, pg_temp', current_schema());
     EXECUTE format('ALTER FUNCTION sq_items_notify_ready() SET search_path = %I, pg_temp', current_schema());
@@ -578,5 +631,6 @@ REVOKE ALL ON FUNCTION sq_push_batch(json) FROM PUBLIC;
 REVOKE ALL ON FUNCTION sq_push(text, json, integer, double precision, text, text, uuid, timestamptz, timestamptz)
     FROM PUBLIC;
 REVOKE ALL ON FUNCTION sq_push_limits() FROM PUBLIC;
+REVOKE ALL ON FUNCTION sq_publish(text, json, text, json, uuid, text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION sq_ready_token(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION sq_items_notify_ready() FROM PUBLIC;
