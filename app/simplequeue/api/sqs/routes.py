@@ -110,7 +110,7 @@ async def serve(request: Request) -> Response:
     request.scope["route"] = UNNAMED
     try:
         body = await request.body()
-        grant = _caller(request, body)
+        grant = caller(request, body)
         call = decode(headers, request.url.query, body)
         wire, action = call.wire, call.action
         request.scope["route"] = NAMED.get(action, UNNAMED)
@@ -160,9 +160,9 @@ async def _call(request: Request, headers: dict[str, str], call: Call, grant: Gr
     return await handler(context, call.params)
 
 
-def _caller(request: Request, body: bytes) -> Grant:
+def caller(request: Request, body: bytes) -> Grant:
     """Who calls: with no keys, anyone (the front door said so); with keys, the key whose SigV4
-    signature the request carries (or a Bearer key the front door knew)."""
+    signature the request carries (or a Bearer key the front door knew). The SNS door asks too."""
     grant: Grant | None = getattr(request.state, "grant", None)
     if grant is not None:
         return grant

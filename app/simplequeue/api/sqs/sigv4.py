@@ -41,9 +41,10 @@ RefusalCode = Literal[
 
 ALGORITHM = "AWS4-HMAC-SHA256"
 SERVICE = "sqs"
-SERVICES = frozenset({SERVICE, "sts"})
-"""The scopes a signature may name: SQS's, and STS's for GetCallerIdentity, which tools ask first
-(the account of the signing key) on the same endpoint."""
+SERVICES = frozenset({SERVICE, "sts", "sns"})
+"""The scopes a signature may name: SQS's, STS's for GetCallerIdentity, which tools ask first
+(the account of the signing key) on the same endpoint, and SNS's (simplequeue.api.sns, on the same
+port: a request is handed to the door its scope names, simplequeue.api.aws)."""
 TERMINATOR = "aws4_request"
 MAX_SKEW = timedelta(minutes=15)
 MAX_PRESIGNED_EXPIRES = 7 * 24 * 3600  # seconds, as AWS allows
@@ -65,6 +66,7 @@ _PRESIGN_PARAMS = (
 )
 
 _STATUS: dict[str, int] = {"IncompleteSignature": 400}
+_SCOPE_SERVICE = re.compile(r"Credential=[^/,\s]*/[^/,\s]*/[^/,\s]*/([^/,\s]*)/")
 
 _SIGNATURE_MISMATCH = (
     "The request signature we calculated does not match the signature you provided: "
@@ -171,6 +173,20 @@ def verify(
     if not hmac.compare_digest(expected, signed.signature):
         raise SigV4Refusal("SignatureDoesNotMatch", _SIGNATURE_MISMATCH)
     return signed.access_key_id
+
+
+def scope_service(headers: Mapping[str, str], query: str) -> str | None:
+    """The service a request's signature is scoped to (its Credential's fourth part), unchecked;
+    None for a request that carries no signature. `headers` lower-cased; `query` raw."""
+    authorization = headers.get("authorization")
+    if authorization is not None:
+        match = _SCOPE_SERVICE.search(authorization)
+        return match[1] if match else None
+    for name, value in _query_pairs(query):
+        if name == "X-Amz-Credential":
+            parts = value.split("/")
+            return parts[3] if len(parts) == 5 else None
+    return None
 
 
 def canonical_path(path: str) -> str:
