@@ -107,11 +107,21 @@ def topic_param(ctx: Context, p: dict[str, Any], param: str = "TopicArn") -> str
 
 
 def subscription_param(ctx: Context, p: dict[str, Any]) -> tuple[str, UUID]:
-    """(topic, subscription id) of SubscriptionArn; one of another account, NotFound."""
+    """(topic, subscription id) of SubscriptionArn; a well-formed one of another account or region,
+    NotFound; anything else InvalidParameter."""
     arn = required(p, "SubscriptionArn")
     found = ctx.arns.subscription_of(arn)
     if found is not None:
         return found
-    if _SNS_ARN.fullmatch(arn.rpartition(":")[0]):
+    head, _, tail = arn.rpartition(":")
+    if _SNS_ARN.fullmatch(head) and _is_uuid(tail):
         raise no_subscription()
     raise invalid("SubscriptionArn")
+
+
+def _is_uuid(text: str) -> bool:
+    try:
+        UUID(text)
+    except ValueError:
+        return False
+    return True

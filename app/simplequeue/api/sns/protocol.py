@@ -115,8 +115,13 @@ def _shape(node: Any) -> Any:
 # --- answers -----------------------------------------------------------------------------------
 
 
+NO_RESULT = frozenset({"DeleteTopic", "SetTopicAttributes", "Unsubscribe", "SetSubscriptionAttributes"})
+"""Actions whose answer has no `<ActionResult>` (SNS's model gives them no output); every other
+answer has one, empty or not (botocore looks for it)."""
+
+
 def to_xml(action: str, result: dict[str, Any], request_id: str) -> bytes:
-    inner = f"<{action}Result>{_fields(result)}</{action}Result>" if result else ""
+    inner = "" if action in NO_RESULT else f"<{action}Result>{_fields(result)}</{action}Result>"
     meta = f"<ResponseMetadata><RequestId>{escape(request_id)}</RequestId></ResponseMetadata>"
     text = f'<?xml version="1.0"?><{action}Response xmlns="{NAMESPACE}">{inner}{meta}</{action}Response>'
     return text.encode()
