@@ -40,14 +40,18 @@ class Context:
     def authorize(self, action: Action, name: str | None = None, arn: str | None = None) -> None:
         """AuthorizationError (403) unless the caller's key may do this, to this topic or queue
         (a key's queue patterns cover topic names too)."""
-        if not self.grant.may(action, name):
-            resource = arn or (self.arns.topic(name) if name else f"arn:aws:sns:*:{self.account_id}:*")
-            raise SnsError(
-                "AuthorizationError",
-                f"User: {self.grant.name} is not authorized to perform: SNS:{self.action} "
-                f"on resource: {resource} ({self.grant.role} keys may not {action}"
-                + (", or the key does not cover this name)" if name else ")"),
-            )
+        if self.grant.may(action, name):
+            return
+        if name is None or not self.grant.may(action):
+            why = f"a {self.grant.role} key may not {action}"
+        else:
+            why = f"this key does not cover {name}"
+        resource = arn or (self.arns.topic(name) if name else f"arn:aws:sns:*:{self.account_id}:*")
+        raise SnsError(
+            "AuthorizationError",
+            f"User: {self.grant.name} is not authorized to perform: SNS:{self.action} "
+            f"on resource: {resource} ({why})",
+        )
 
 
 def text(p: dict[str, Any], name: str, *, required: bool = True) -> str | None:
