@@ -282,8 +282,7 @@ def test_a_wrong_secret(at_now: None) -> None:
 
 
 def test_another_service(at_now: None) -> None:
-    # SNS's scope is taken since the SNS door shares the port (simplequeue.api.aws); others are not.
-    refusal = signed(json_send(), service="s3").refused("SignatureDoesNotMatch")
+    refusal = signed(json_send(), service="sns").refused("SignatureDoesNotMatch")
     assert "'sqs'" in refusal.message
 
 

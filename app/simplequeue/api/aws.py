@@ -1,15 +1,16 @@
 """The AWS doors on the service's port: Amazon SQS's (with STS's GetCallerIdentity,
 simplequeue.api.sqs) and Amazon SNS's (simplequeue.api.sns), both `POST /` (or a GET naming an
-Action), told apart as AWS's own endpoints are not (each service has its host there):
+Action), told apart as AWS's own endpoints need not (each service has its host there):
 
-1. a request signed with SigV4 goes to the door its credential scope names: `sns` to SNS's, any
+1. a request in the JSON protocol (`X-Amz-Target`) is SQS's: SNS speaks the query protocol only.
+2. a request signed with SigV4 goes to the door its credential scope names: `sns` to SNS's, any
    other (`sqs`, `sts`, or one the SQS door then refuses) to SQS's. The scope is read before the
-   signature is checked, and checked with it: a signature of another scope does not verify.
-2. an unsigned request (the service has no keys, or it is refused for want of a signature) in
-   the JSON protocol (`X-Amz-Target`) is SQS's; in the query protocol, its `Action` decides: one
-   of SNS's actions goes to SNS's door, anything else to SQS's. The two sets share no name, so
-   nothing is ambiguous; SNS's UnsubscribeURL (`GET /?Action=Unsubscribe&SubscriptionArn=...`)
-   reaches the SNS door so.
+   signature is checked, and each door checks it with its own scopes only: a signature made for
+   one service is never taken by the other door.
+3. an unsigned request (the service has no keys, or it is refused for want of a signature): its
+   `Action` decides. One of SNS's actions goes to SNS's door, anything else (SQS's, STS's, or one
+   neither knows) to SQS's, as before the SNS door was. The two sets share no name, so nothing is
+   ambiguous; SNS's UnsubscribeURL (`GET /?Action=Unsubscribe&SubscriptionArn=...`) arrives so.
 """
 
 from __future__ import annotations
@@ -31,12 +32,12 @@ async def dispatch(request: Request) -> Response:
 
 async def _is_sns(request: Request) -> bool:
     headers = request.headers
+    if "x-amz-target" in headers:
+        return False
     query = request.scope.get("query_string", b"").decode("latin-1")
     service = scope_service({k.lower(): v for k, v in headers.items()}, query)
     if service is not None:
         return service == "sns"
-    if "x-amz-target" in headers:
-        return False
     body = await request.body()  # kept by the request: the door reads it again
     try:
         action = form(query, body, headers.get("content-type")).get("Action", "")

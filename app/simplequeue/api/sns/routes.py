@@ -18,6 +18,7 @@ from simplequeue.api.sns.errors import SnsError, from_domain, from_sqs, response
 from simplequeue.api.sns.protocol import decode, to_xml
 from simplequeue.api.sqs.errors import SqsError
 from simplequeue.api.sqs.routes import Named, SqsConfig, caller
+from simplequeue.api.sqs.sigv4 import SNS_SERVICES
 from simplequeue.api.sqs.urls import base_url
 from simplequeue.domain import QueueError
 from simplequeue.service.topics import TopicService
@@ -56,7 +57,7 @@ async def serve(request: Request) -> Response:
     try:
         body = await request.body()
         try:
-            grant = caller(request, body)
+            grant = caller(request, body, SNS_SERVICES)
         except SqsError as exc:  # SigV4's refusals, in the words both doors answer
             raise from_sqs(exc) from None
         call = decode(request.url.query, body, request.headers.get("content-type"))
