@@ -71,6 +71,11 @@ def test_not_found_and_invalid_parameter(sns: Any, sqs: Any, name: str) -> None:
         400,
         "Invalid parameter: AttributeName: Nope",
     )
+    # What the XML answers could not carry is refused, not kept.
+    control = refused(
+        lambda: sns.set_topic_attributes(TopicArn=arn, AttributeName="DisplayName", AttributeValue="\x01")
+    )
+    assert control[0] == "InvalidParameter"
     code, _, message = refused(lambda: sns.publish(TopicArn=arn, Message="m", MessageGroupId="g"))
     assert code == "InvalidParameter"
     assert "valid only for FIFO topics" in message

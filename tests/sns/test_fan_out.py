@@ -109,7 +109,8 @@ def test_message_structure_json_delivers_the_sqs_message_else_the_default(
     sns.publish(
         TopicArn=arn, MessageStructure="json", Message=json.dumps({"default": "d", "sqs": "for queues"})
     )
-    assert sorted(m["Body"] for m in _receive(sqs, url)) == ["d", "for queues"]
+    sns.publish(TargetArn=arn, Message="by TargetArn")
+    assert sorted(m["Body"] for m in _receive(sqs, url)) == ["by TargetArn", "d", "for queues"]
 
 
 def test_a_fifo_topic_to_a_fifo_queue(sns: Any, sqs: Any, name: str) -> None:
