@@ -16,13 +16,13 @@ from starlette.types import ASGIApp
 
 from simplequeue.api.access_log import Observer
 from simplequeue.api.auth import Keyring
+from simplequeue.api.aws import aws_routes
 from simplequeue.api.errors import install_error_handlers
 from simplequeue.api.front import DoorRules, FrontDoor
 from simplequeue.api.hot import HotRoutes
 from simplequeue.api.page_headers import WithPageHeaders
 from simplequeue.api.routes import router
 from simplequeue.api.spec_pages import mount_spec_pages
-from simplequeue.api.sqs.routes import sqs_routes
 
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
 UI = Path(__file__).parent / "ui"
@@ -117,10 +117,10 @@ def build_api(
     # The dashboard: static files of the package, calling the API above from the browser (the
     # data needs an admin key when the service has keys; the files themselves hold none).
     app.mount("/ui", WithPageHeaders(StaticFiles(directory=UI, html=True)), name="ui")
-    # The Amazon SQS door (simplequeue.api.sqs): POST / and POST /{account_id}/{queue}, and a GET
-    # of either that names an Action, outside the spec. Before the redirect below, which takes
-    # every other GET /.
-    app.router.routes.extend(sqs_routes())
+    # The Amazon SQS and SNS doors (simplequeue.api.aws): POST / and POST /{account_id}/{queue},
+    # and a GET of either that names an Action, outside the spec. Before the redirect below, which
+    # takes every other GET /.
+    app.router.routes.extend(aws_routes())
     # A person who opens the service's address finds the dashboard (POST / is the SQS door's).
     app.add_route("/", to_the_dashboard, methods=["GET", "HEAD"], include_in_schema=False)
     declare_security(app)

@@ -14,7 +14,8 @@ queue by changing only their endpoint URL.
   (handles.py: receipt handles, and the deletes and visibility changes that take them), each a call of
   QueueService or of this process's own state for the door (simplequeue.service.local: message
   move tasks, receive attempts, purges), which the app's lifespan builds;
-- routes.py: the routes (outside the OpenAPI spec) and the dispatch.
+- routes.py: the routes (outside the OpenAPI spec) and the dispatch; simplequeue.api.aws hands it
+  every request of the port's `POST /` that is not the SNS door's (simplequeue.api.sns).
 
 Nothing here keeps state: this package translates SQS's wire to and from the service.
 """

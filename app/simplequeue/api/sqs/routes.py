@@ -33,7 +33,7 @@ from simplequeue.api.sqs.errors import (
     unsupported,
 )
 from simplequeue.api.sqs.protocol import Call, Wire, decode, to_json, to_xml
-from simplequeue.api.sqs.sigv4 import SigV4Refusal, verify
+from simplequeue.api.sqs.sigv4 import SERVICES, SigV4Refusal, verify
 from simplequeue.api.sqs.urls import Place, base_url, queue_of_path
 from simplequeue.domain import QueueError
 from simplequeue.service.queues import QueueService
@@ -110,7 +110,7 @@ async def serve(request: Request) -> Response:
     request.scope["route"] = UNNAMED
     try:
         body = await request.body()
-        grant = _caller(request, body)
+        grant = caller(request, body)
         call = decode(headers, request.url.query, body)
         wire, action = call.wire, call.action
         request.scope["route"] = NAMED.get(action, UNNAMED)
@@ -160,9 +160,10 @@ async def _call(request: Request, headers: dict[str, str], call: Call, grant: Gr
     return await handler(context, call.params)
 
 
-def _caller(request: Request, body: bytes) -> Grant:
+def caller(request: Request, body: bytes, services: frozenset[str] = SERVICES) -> Grant:
     """Who calls: with no keys, anyone (the front door said so); with keys, the key whose SigV4
-    signature the request carries (or a Bearer key the front door knew)."""
+    signature the request carries (or a Bearer key the front door knew). `services`: the scopes
+    the signature may name (the SNS door asks with its own)."""
     grant: Grant | None = getattr(request.state, "grant", None)
     if grant is not None:
         return grant
@@ -185,6 +186,7 @@ def _caller(request: Request, body: bytes) -> Grant:
             body,
             lambda akid: k.secret if (k := keyring.sigv4(akid)) is not None else None,
             datetime.now(UTC),
+            services,
         )
     except SigV4Refusal as refusal:
         raise SqsError(refusal.code, refusal.message, refusal.status) from None

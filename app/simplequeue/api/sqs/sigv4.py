@@ -42,8 +42,11 @@ RefusalCode = Literal[
 ALGORITHM = "AWS4-HMAC-SHA256"
 SERVICE = "sqs"
 SERVICES = frozenset({SERVICE, "sts"})
-"""The scopes a signature may name: SQS's, and STS's for GetCallerIdentity, which tools ask first
-(the account of the signing key) on the same endpoint."""
+"""The scopes a signature to the SQS door may name: SQS's, and STS's for GetCallerIdentity, which
+tools ask first (the account of the signing key) on the same endpoint."""
+SNS_SERVICES = frozenset({"sns"})
+"""The scope a signature to the SNS door (simplequeue.api.sns, on the same port) names: each door
+takes its own only, so a signature made for one service is never accepted by the other."""
 TERMINATOR = "aws4_request"
 MAX_SKEW = timedelta(minutes=15)
 MAX_PRESIGNED_EXPIRES = 7 * 24 * 3600  # seconds, as AWS allows
@@ -65,6 +68,7 @@ _PRESIGN_PARAMS = (
 )
 
 _STATUS: dict[str, int] = {"IncompleteSignature": 400}
+_SCOPE_SERVICE = re.compile(r"Credential=[^/,\s]*/[^/,\s]*/[^/,\s]*/([^/,\s]*)/")
 
 _SIGNATURE_MISMATCH = (
     "The request signature we calculated does not match the signature you provided: "
@@ -95,6 +99,7 @@ def verify(
     body: bytes,
     secrets: Callable[[str], str | None],
     now: datetime,
+    services: frozenset[str] = SERVICES,
 ) -> str:
     """The access key id that signed this request; else SigV4Refusal.
 
@@ -102,6 +107,7 @@ def verify(
     ASCII). `query`: the raw query string, without `?` (`scope["query_string"]`). `headers`: names
     lower-cased, values as received (repeated headers joined with `,`). `secrets`: the secret of an
     access key id, None for an unknown one. `now`: the current time (aware; naive means UTC).
+    `services`: the scopes taken (the SQS door's, or SNS_SERVICES).
     """
     if now.tzinfo is None:
         now = now.replace(tzinfo=UTC)
@@ -113,14 +119,14 @@ def verify(
             "IncompleteSignature", "send either an Authorization header or a presigned URL, not both"
         )
     if presigned:
-        signed = _from_presigned_query(pairs)
+        signed = _from_presigned_query(pairs, services)
     elif authorization is None or not authorization.strip():
         raise SigV4Refusal(
             "MissingAuthenticationToken",
             "the request must be signed with AWS Signature Version 4 (an Authorization header)",
         )
     else:
-        signed = _from_authorization(authorization, headers)
+        signed = _from_authorization(authorization, headers, services)
 
     if "host" not in signed.headers:
         raise SigV4Refusal("SignatureDoesNotMatch", "the host header must be among the signed headers")
@@ -173,6 +179,20 @@ def verify(
     return signed.access_key_id
 
 
+def scope_service(headers: Mapping[str, str], query: str) -> str | None:
+    """The service a request's signature is scoped to (its Credential's fourth part), unchecked;
+    None for a request that carries no signature. `headers` lower-cased; `query` raw."""
+    authorization = headers.get("authorization")
+    if authorization is not None:
+        match = _SCOPE_SERVICE.search(authorization)
+        return match[1] if match else None
+    for name, value in _query_pairs(query):
+        if name == "X-Amz-Credential":
+            parts = value.split("/")
+            return parts[3] if len(parts) == 5 else None
+    return None
+
+
 def canonical_path(path: str) -> str:
     """The wire path, normalised (no `.`/`..`/empty segments) and percent-encoded once more, as
     botocore signs it for every service but S3."""
@@ -221,9 +241,10 @@ class _Signed:
         signed_headers: str,
         signature: str,
         moment: datetime,
+        services: frozenset[str],
         expires: int | None = None,
     ) -> None:
-        self.access_key_id, self.scope_date, self.region, self.service = _credential(credential)
+        self.access_key_id, self.scope_date, self.region, self.service = _credential(credential, services)
         self.headers = _signed_headers(signed_headers)
         if not _HEX64.fullmatch(signature):
             raise SigV4Refusal("IncompleteSignature", "the Signature must be 64 lower-case hex digits")
@@ -233,7 +254,7 @@ class _Signed:
         self.expires = expires
 
 
-def _from_authorization(authorization: str, headers: Mapping[str, str]) -> _Signed:
+def _from_authorization(authorization: str, headers: Mapping[str, str], services: frozenset[str]) -> _Signed:
     scheme, _, rest = authorization.strip().partition(" ")
     if scheme != ALGORITHM:
         raise SigV4Refusal(
@@ -263,13 +284,13 @@ def _from_authorization(authorization: str, headers: Mapping[str, str]) -> _Sign
         used = "date"
     else:
         raise SigV4Refusal("IncompleteSignature", "a signed request needs an X-Amz-Date or a Date header")
-    signed = _Signed(fields["Credential"], fields["SignedHeaders"], fields["Signature"], moment)
+    signed = _Signed(fields["Credential"], fields["SignedHeaders"], fields["Signature"], moment, services)
     if used not in signed.headers:
         raise SigV4Refusal("SignatureDoesNotMatch", f"the {used} header must be among the signed headers")
     return signed
 
 
-def _from_presigned_query(pairs: list[tuple[str, str]]) -> _Signed:
+def _from_presigned_query(pairs: list[tuple[str, str]], services: frozenset[str]) -> _Signed:
     params: dict[str, str] = {}
     for name, value in pairs:
         if name.startswith("X-Amz-"):
@@ -293,6 +314,7 @@ def _from_presigned_query(pairs: list[tuple[str, str]]) -> _Signed:
         params["X-Amz-SignedHeaders"],
         params["X-Amz-Signature"],
         moment,
+        services,
         expires=int(expires),
     )
 
@@ -304,7 +326,7 @@ def _not_presignable(why: str) -> SigV4Refusal:
     )
 
 
-def _credential(credential: str) -> tuple[str, str, str, str]:
+def _credential(credential: str, services: frozenset[str]) -> tuple[str, str, str, str]:
     parts = credential.split("/")
     if len(parts) != 5 or not all(parts):
         raise SigV4Refusal(
@@ -316,9 +338,10 @@ def _credential(credential: str) -> tuple[str, str, str, str]:
         raise SigV4Refusal("IncompleteSignature", "the Credential's date must be like 20240101")
     if not _REGION.fullmatch(region):
         raise SigV4Refusal("IncompleteSignature", "the Credential's region is not a region name")
-    if service not in SERVICES:
+    if service not in services:
+        expected = SERVICE if SERVICE in services else min(services)
         raise SigV4Refusal(
-            "SignatureDoesNotMatch", f"the Credential must be scoped to the service {SERVICE!r}"
+            "SignatureDoesNotMatch", f"the Credential must be scoped to the service {expected!r}"
         )
     if terminator != TERMINATOR:
         raise SigV4Refusal("SignatureDoesNotMatch", f"the Credential must end with {TERMINATOR!r}")
