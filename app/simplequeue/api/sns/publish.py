@@ -16,8 +16,8 @@ from simplequeue.api.sns.errors import SnsError, from_domain, invalid, missing
 from simplequeue.api.sqs import message_attributes, params
 from simplequeue.api.sqs.errors import SqsError
 from simplequeue.domain import Attribute, InvalidAttributes, InvalidPayload, PayloadTooLarge
+from simplequeue.domain.publications import Publication
 from simplequeue.domain.topics import InvalidTopic, is_fifo_name
-from simplequeue.service.topics import Publication
 
 MAX_BYTES = 256 * 1024
 """A message and its attributes, as SNS counts them (and a batch's messages, all told)."""
