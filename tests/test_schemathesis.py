@@ -23,7 +23,11 @@ valid and an invalid one invalid:
   takes ("1", "AA=="): the schema says what any value may hold, not what a number or base64 is;
 - a queue's dead_letter_queue that is a valid queue name becomes null (none): the service takes only
   another queue that exists (else 422 naming the field, as documented), which no schema can say;
-  invalid names stay, so that their refusal is still checked.
+  invalid names stay, so that their refusal is still checked;
+- a topic's FIFO attributes agree with its name (FifoTopic says whether it ends in .fifo;
+  ContentBasedDeduplication only on a FIFO topic), and a subscription's FilterPolicy and
+  RedrivePolicy text become a valid policy: SNS's rules the service applies (422 InvalidTopic,
+  InvalidSubscription), which no schema can say; a publish's attributes fit their types as a push's.
 NUL characters are not generated: the service refuses them in stored text (the spec's patterns and
 the payload's description say so), and a payload's NUL cannot be written as a schema.
 """
@@ -44,7 +48,7 @@ from schemathesis.config import SchemathesisConfig
 from schemathesis.engine import Status, events, from_schema
 from schemathesis.hooks import HookContext
 from simplequeue.domain.names import is_queue_name
-from simplequeue.store.cursors import encode_cursor, encode_name_cursor
+from simplequeue.store.cursors import encode_cursor, encode_name_cursor, encode_topic_cursor
 
 from tests.engines import postgres_database
 from tests.test_e2e import serving
@@ -57,6 +61,7 @@ SEED = 20261123
 WAIT_CAP = 0.05
 A_CURSOR = encode_cursor(datetime(2026, 1, 1, tzinfo=UTC), 1)
 A_QUEUE_CURSOR = encode_name_cursor("default")  # GET /queues pages by name
+A_TOPIC_CURSOR = encode_topic_cursor("default")  # GET /topics too
 CHECKS = [
     "not_a_server_error",
     "status_code_conformance",
@@ -140,10 +145,48 @@ def adjust(context: HookContext, case: Any) -> Any:
         case.body = body = {**body, "dead_letter_queue": None}
     if isinstance(query, dict):
         cursor = query.get("cursor")
-        if isinstance(cursor, str) and 1 <= len(cursor) <= 200:
-            mine = A_QUEUE_CURSOR if case.operation.label == "GET /queues" else A_CURSOR
+        label = case.operation.label
+        longest = 400 if label == "GET /topics" else 200  # a topic's name is up to 256 characters
+        if (
+            isinstance(cursor, str)
+            and 1 <= len(cursor) <= longest
+            and label != "GET /topics/{name}/subscriptions"
+        ):
+            mine = {"GET /queues": A_QUEUE_CURSOR, "GET /topics": A_TOPIC_CURSOR}.get(label, A_CURSOR)
             case.query = {**query, "cursor": mine}
+    if isinstance(body, dict):
+        case.body = _fitting_topic_body(case.operation.label, case.path_parameters or {}, body)
     return case
+
+
+def _fitting_topic_body(label: str, path: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    """A topic's, subscription's or publish's body with what SNS's rules need (see the docstring)."""
+    fifo = str(path.get("name", "")).endswith(".fifo")
+    if label in ("PUT /topics/{name}", "PATCH /topics/{name}"):
+        field = "attributes" if label.startswith("PUT") else "set_attributes"
+        attributes = body.get(field)
+        if isinstance(attributes, dict):
+            fitted = dict(attributes)
+            if "FifoTopic" in fitted and fitted["FifoTopic"] in ("true", "false"):
+                fitted["FifoTopic"] = "true" if fifo else "false"
+            if not fifo and fitted.get("ContentBasedDeduplication") == "true":
+                fitted["ContentBasedDeduplication"] = "false"
+            body = {**body, field: fitted}
+    if label in ("POST /topics/{name}/subscriptions", "PATCH /topics/{name}/subscriptions/{subscription_id}"):
+        field = "attributes" if label.startswith("POST") else "set_attributes"
+        attributes = body.get(field)
+        if isinstance(attributes, dict):
+            fitted = dict(attributes)
+            if isinstance(fitted.get("FilterPolicy"), str):
+                fitted["FilterPolicy"] = '{"a": ["b"]}'
+            if isinstance(fitted.get("RedrivePolicy"), str):
+                fitted["RedrivePolicy"] = '{"deadLetterTargetArn": "arn:aws:sqs:us-east-1:000000000000:dlq"}'
+            body = {**body, field: fitted}
+    if label in ("POST /topics/{name}/publish",):
+        body = _fitting_keys(body)
+    if label == "POST /topics/{name}/publish/batch" and isinstance(body.get("messages"), list):
+        body = {**body, "messages": [_fitting_keys(m) for m in body["messages"]]}
+    return body
 
 
 @dataclass

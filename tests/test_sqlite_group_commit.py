@@ -96,3 +96,22 @@ async def test_a_call_whose_turn_does_not_come_in_time_never_runs(store: SqliteS
         with pytest.raises(DatabaseUnavailable):
             await store.push_batch([new_item("late", 1)], skip_existing=False)
     assert await store.pop("late", 10, 30) == []
+
+
+async def test_a_call_cancelled_once_taken_commits_and_is_still_cancelled(tmp_path: Path) -> None:
+    # A task cancelled while its statements run must end cancelled (after they commit): a relay or
+    # a request told to stop must not go on to its next wait as if nothing was asked.
+    store = SqliteStore(str(tmp_path / "cancel.db"))
+    await store.open()
+    await store.migrate()
+    try:
+        await store.push_batch([new_item("c", {"n": 1})], skip_existing=False)
+        for _ in range(20):
+            popping = asyncio.create_task(store.pop("c", 1, 30))
+            await asyncio.sleep(0)  # its call is queued; the group's runner takes it next
+            await asyncio.sleep(0)
+            popping.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await popping
+    finally:
+        await store.close()

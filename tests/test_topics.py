@@ -63,11 +63,13 @@ async def test_a_topic_is_made_once_and_found_as_it_is(client: Client, topic: st
 
 async def test_bad_topics_are_refused_and_make_nothing(client: Client, topic: str) -> None:
     assert_error(
-        await client.put(f"/topics/{topic}", json={"attributes": {"Nope": "1"}}), 422, "InvalidTopic"
+        await client.put(f"/topics/{topic}", json={"attributes": {"Nope": "1"}}), 422, "ValidationError"
     )
     assert_error(
         await client.put(f"/topics/{topic}", json={"attributes": {"FifoTopic": "true"}}), 422, "InvalidTopic"
     )
+    fifo_only = {"ContentBasedDeduplication": "true"}
+    assert_error(await client.put(f"/topics/{topic}", json={"attributes": fifo_only}), 422, "InvalidTopic")
     assert (await client.put("/topics/bad%20name", json={})).status_code == 422
     assert_error(await client.get(f"/topics/{topic}"), 404, "TopicNotFound")
 

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from simplequeue.domain.attributes import Attribute, attribute_of, check_attributes
-from simplequeue.domain.errors import InvalidPayload
 from simplequeue.domain.topics import is_fifo_name, is_topic_name
 
 PUBLICATIONS = "simplequeue.publications"
@@ -45,8 +44,10 @@ class Publication:
     """MessageDeduplicationId, of a FIFO topic."""
 
 
-class InvalidPublication(InvalidPayload):
-    """The publication is not one a topic can take."""
+class InvalidPublication(ValueError):
+    """The publication is not one a topic can take. (Not a QueueError: the HTTP API never answers
+    it; the outbox raises it before the database is touched, and the relay names it in the dead
+    publication's error.)"""
 
 
 def relay_group(topic: str) -> str | None:

@@ -38,13 +38,20 @@ from typing import Any
 from uuid import UUID, uuid4
 
 from simplequeue.domain import InvalidPayload, ItemExists, PayloadTooLarge, SchemaNotReady, attribute_of
-from simplequeue.domain.publications import PUBLICATIONS, Publication, publication_payload, relay_group
+from simplequeue.domain.publications import (
+    PUBLICATIONS,
+    InvalidPublication,
+    Publication,
+    publication_payload,
+    relay_group,
+)
 from simplequeue.outbox.items import QUEUE_NAME, InvalidInput, NotInTransaction, Pushed, check_items
 
 __all__ = [
     "QUEUE_NAME",
     "InvalidInput",
     "InvalidPayload",
+    "InvalidPublication",
     "ItemExists",
     "NotInTransaction",
     "PayloadTooLarge",

@@ -35,6 +35,7 @@ from simplequeue.domain.notifications import Arns, envelope_texts, signed_fields
 from simplequeue.domain.publications import (
     MAX_SUBJECT_CHARS,
     PUBLICATIONS,
+    InvalidPublication,
     Publication,
     message_text,
     read_publication,
@@ -470,8 +471,12 @@ class Relay:
             try:
                 topic, publication = read_publication(item.payload, item.id)
                 await self._topics.publish(topic, publication, self._base_url)
-            except UNPUBLISHABLE as exc:
-                reason = f"{exc.code}: {exc.detail}"
+            except (*UNPUBLISHABLE, InvalidPublication) as exc:
+                reason = (
+                    f"{exc.code}: {exc.detail}"
+                    if isinstance(exc, QueueError)
+                    else f"InvalidPublication: {exc}"
+                )
                 await self._queues.fail(item.id, Failure(reason, lease_token=item.lease_token, retry=False))
                 log.warning("a publication (item %s) cannot be published and is dead: %s", item.id, reason)
                 continue

@@ -79,7 +79,7 @@ async def put_topic(
 ) -> TopicResponse:
     """Make a topic, or find it as it is: 409 TopicExists when it has other attributes."""
     who.require(Action.ADMINISTER, name)
-    topic, made = await topics.create_topic(name, body.attributes, body.tags)
+    topic, made = await topics.create_topic(name, body.attributes.given(), body.tags)
     if made:
         response.status_code = status.HTTP_201_CREATED
     return _topic(topics, topic)
@@ -100,7 +100,10 @@ async def change_topic(
     """Set or remove attributes and tags, in one change."""
     who.require(Action.ADMINISTER, name)
     change = TopicChange(
-        body.set_attributes, frozenset(body.unset_attributes), body.set_tags, frozenset(body.unset_tags)
+        body.set_attributes.given(),
+        frozenset(body.unset_attributes),
+        body.set_tags,
+        frozenset(body.unset_tags),
     )
     return _topic(topics, await topics.change_topic(name, change))
 
@@ -130,10 +133,9 @@ async def subscribe(
 ) -> SubscriptionResponse:
     """Subscribe a queue; answers the topic's subscription to that queue if it has one (with the
     same attributes). The queue need not exist yet: a publish skips it until it does."""
-    queue = topics.arns.queue_of(body.endpoint) or body.endpoint
     who.require(Action.ADMINISTER, name)
-    who.require(Action.ADMINISTER, queue)
-    subscription, made = await topics.subscribe(name, body.protocol, body.endpoint, body.attributes)
+    who.require(Action.ADMINISTER, body.endpoint)
+    subscription, made = await topics.subscribe(name, body.protocol, body.endpoint, body.attributes.given())
     if made:
         response.status_code = status.HTTP_201_CREATED
     return SubscriptionResponse.of(subscription, topics.arns.subscription(name, subscription.id))
@@ -141,10 +143,15 @@ async def subscribe(
 
 @router.get("/topics/{name}/subscriptions", operation_id="listSubscriptions", responses=errors(404, 422, 503))
 async def list_subscriptions(
-    name: TopicPath, topics: TopicsDep, who: Caller, limit: PageLimit = 100, cursor: Cursor = None
+    name: TopicPath,
+    topics: TopicsDep,
+    who: Caller,
+    limit: PageLimit = 100,
+    cursor: Annotated[UUID | None, Query(description="The previous page's next_cursor.")] = None,
 ) -> SubscriptionList:
+    """The topic's subscriptions, a page at a time (in id order)."""
     who.require(Action.READ_STATS, name)
-    page = await topics.list_subscriptions(name, limit, cursor)
+    page = await topics.list_subscriptions(name, limit, str(cursor) if cursor else None)
     return SubscriptionList(
         subscriptions=[SubscriptionResponse.of(s, topics.arns.subscription(name, s.id)) for s in page.items],
         next_cursor=page.next_cursor,
@@ -187,7 +194,7 @@ async def change_subscription(
     who.require(Action.ADMINISTER, name)
     await _subscription_of(topics, name, subscription_id)
     changed = await topics.change_subscription(
-        subscription_id, body.set_attributes, frozenset(body.unset_attributes)
+        subscription_id, body.set_attributes.given(), frozenset(body.unset_attributes)
     )
     return SubscriptionResponse.of(changed, topics.arns.subscription(name, changed.id))
 

@@ -1,4 +1,10 @@
-"""The topics' request and response bodies. Generated clients depend on these shapes."""
+"""The topics' request and response bodies. Generated clients depend on these shapes.
+
+Attributes are Amazon SNS's, by their SNS names, typed here so that the spec says which names and
+values a topic or a subscription takes; what only the service can judge (a FIFO attribute on a
+topic whose name is not FIFO's, a filter policy's grammar) is its 422 InvalidTopic or
+InvalidSubscription, in SNS's words.
+"""
 
 from __future__ import annotations
 
@@ -6,25 +12,108 @@ from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from simplequeue.api.fields import Body, Key
 from simplequeue.api.items.schemas import MessageAttributeRequest
 from simplequeue.domain import attribute_of
+from simplequeue.domain.names import QUEUE_NAME_PATTERN
 from simplequeue.domain.publications import Publication
 from simplequeue.domain.topics import Published, Subscription, Topic
 
-_ATTRIBUTES_TEXT = (
-    "Amazon SNS's attributes by name, as text (DisplayName, Policy, DeliveryPolicy, SignatureVersion "
-    "1 or 2, ContentBasedDeduplication for a FIFO topic...). A topic whose name ends in .fifo is a "
-    "FIFO topic."
-)
+Flag = Literal["true", "false"]
+
+
+class _Attributes(Body):
+    """Only the attributes given are set (null: as if not given)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    def given(self) -> dict[str, str]:
+        return {k: v for k, v in self.model_dump(by_alias=True).items() if v is not None}
+
+
+class TopicAttributeChanges(_Attributes):
+    """A topic's Amazon SNS attributes that may change."""
+
+    DisplayName: str | None = Field(None, max_length=100, description="A display name.")
+    Policy: str | None = Field(None, max_length=30_000, description="An access policy, kept (not enforced).")
+    DeliveryPolicy: str | None = Field(None, max_length=30_000, description="Kept (not enforced).")
+    SignatureVersion: Literal["1", "2"] | None = Field(
+        None, description="How notifications are signed: 1 SHA1withRSA (the default), 2 SHA256withRSA."
+    )
+    TracingConfig: Literal["PassThrough", "Active"] | None = None
+    KmsMasterKeyId: str | None = Field(None, max_length=2048)
+    ContentBasedDeduplication: Flag | None = Field(
+        None, description="FIFO topics only: a message without a dedup_key is deduplicated by its SHA-256."
+    )
+    ArchivePolicy: str | None = Field(None, max_length=30_000)
+    DataProtectionPolicy: str | None = Field(None, max_length=30_000)
+    FifoThroughputScope: Literal["Topic", "MessageGroup"] | None = None
+
+
+class TopicAttributes(TopicAttributeChanges):
+    """A topic's Amazon SNS attributes, as it is made."""
+
+    FifoTopic: Flag | None = Field(
+        None,
+        description="Whether it is a FIFO topic: a name ending in .fifo makes one (true, if given).",
+    )
+
+
+TopicAttributeName = Literal[
+    "DisplayName",
+    "Policy",
+    "DeliveryPolicy",
+    "SignatureVersion",
+    "TracingConfig",
+    "KmsMasterKeyId",
+    "ContentBasedDeduplication",
+    "ArchivePolicy",
+    "DataProtectionPolicy",
+    "FifoThroughputScope",
+]
+
+
+class SubscriptionAttributes(_Attributes):
+    """A subscription's Amazon SNS attributes."""
+
+    RawMessageDelivery: Flag | None = Field(
+        None,
+        description="true: the queue gets the message itself, its attributes as the item's; false (the "
+        "default): SNS's JSON notification.",
+    )
+    FilterPolicy: str | None = Field(
+        None,
+        max_length=256 * 1024,
+        description="An SNS filter policy (JSON text); the empty text removes it.",
+    )
+    FilterPolicyScope: Literal["MessageAttributes", "MessageBody"] | None = Field(
+        None, description="What the filter policy reads: the message's attributes (the default) or its body."
+    )
+    RedrivePolicy: str | None = Field(
+        None, max_length=2048, description='{"deadLetterTargetArn": "..."}, kept.'
+    )
+    DeliveryPolicy: str | None = Field(None, max_length=30_000, description="Kept (not enforced).")
+    SubscriptionRoleArn: str | None = Field(None, max_length=2048)
+    ReplayPolicy: str | None = Field(None, max_length=30_000)
+
+
+SubscriptionAttributeName = Literal[
+    "RawMessageDelivery",
+    "FilterPolicy",
+    "FilterPolicyScope",
+    "RedrivePolicy",
+    "DeliveryPolicy",
+    "SubscriptionRoleArn",
+    "ReplayPolicy",
+]
 
 
 class TopicRequest(Body):
     """A topic to make, or to find as it is (the same attributes)."""
 
-    attributes: dict[str, str] = Field(default_factory=dict, description=_ATTRIBUTES_TEXT)
+    attributes: TopicAttributes = Field(default_factory=TopicAttributes)
     tags: dict[str, str] = Field(default_factory=dict, max_length=50, description="Tags, key to value.")
 
 
@@ -58,8 +147,8 @@ class TopicList(BaseModel):
 class TopicChangeRequest(Body):
     """Attributes and tags to set or remove, in one change."""
 
-    set_attributes: dict[str, str] = Field(default_factory=dict, description=_ATTRIBUTES_TEXT)
-    unset_attributes: list[str] = Field(default_factory=list, max_length=50)
+    set_attributes: TopicAttributeChanges = Field(default_factory=TopicAttributeChanges)
+    unset_attributes: list[TopicAttributeName] = Field(default_factory=list, max_length=20)
     set_tags: dict[str, str] = Field(default_factory=dict, max_length=50)
     unset_tags: list[str] = Field(default_factory=list, max_length=50)
 
@@ -67,16 +156,9 @@ class TopicChangeRequest(Body):
 class SubscriptionRequest(Body):
     """A queue to deliver the topic's messages to."""
 
-    protocol: Literal["sqs"] = Field(
-        "sqs", description="sqs: one of this service's queues (HTTP endpoints come later)."
-    )
-    endpoint: str = Field(..., min_length=1, max_length=2048, description="The queue's name, or its SQS ARN.")
-    attributes: dict[str, str] = Field(
-        default_factory=dict,
-        description="Amazon SNS's subscription attributes: RawMessageDelivery (true: the message itself, "
-        "its attributes as the item's; false, the default: SNS's JSON notification), FilterPolicy (a JSON "
-        "policy), FilterPolicyScope (MessageAttributes or MessageBody), RedrivePolicy, DeliveryPolicy.",
-    )
+    protocol: Literal["sqs"] = Field("sqs", description="sqs: one of this service's queues.")
+    endpoint: str = Field(..., pattern=QUEUE_NAME_PATTERN, description="The queue's name.")
+    attributes: SubscriptionAttributes = Field(default_factory=SubscriptionAttributes)
 
 
 class SubscriptionResponse(BaseModel):
@@ -109,8 +191,8 @@ class SubscriptionList(BaseModel):
 
 
 class SubscriptionChangeRequest(Body):
-    set_attributes: dict[str, str] = Field(default_factory=dict)
-    unset_attributes: list[str] = Field(default_factory=list, max_length=20)
+    set_attributes: SubscriptionAttributes = Field(default_factory=SubscriptionAttributes)
+    unset_attributes: list[SubscriptionAttributeName] = Field(default_factory=list, max_length=10)
 
 
 class PublishRequest(Body):

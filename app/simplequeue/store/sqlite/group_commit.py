@@ -98,13 +98,17 @@ class GroupCommit:
         try:
             async with asyncio.timeout(self._timeout):
                 result: T = await asyncio.shield(call.answer)
-        except (TimeoutError, asyncio.CancelledError):
+        except (TimeoutError, asyncio.CancelledError) as exc:
             if not call.taken:
                 self._waiting.remove(call)
                 raise
             # Taken: it runs and commits whatever its caller does now. One that only timed out is
-            # answered by that commit (statements are not cut off: see SqliteStore._writer_turn).
+            # answered by that commit (statements are not cut off: see SqliteStore._writer_turn);
+            # one that was cancelled is cancelled still, once it committed: a task told to stop
+            # must stop, not go on to its next await as if nothing was asked.
             result = await asyncio.shield(call.answer)
+            if isinstance(exc, asyncio.CancelledError):
+                raise
         return result
 
     async def _run_groups(self) -> None:
