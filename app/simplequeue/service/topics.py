@@ -19,6 +19,7 @@ from uuid import UUID, uuid4
 
 from simplequeue.domain import (
     Attribute,
+    DatabaseUnavailable,
     Draft,
     Failure,
     InvalidAttributes,
@@ -27,6 +28,7 @@ from simplequeue.domain import (
     PayloadTooLarge,
     QueueError,
     QueueNotFound,
+    SchemaNotReady,
     check_attributes,
 )
 from simplequeue.domain.filter_policies import SCOPES, FilterPolicy, FilterPolicyError, parse_filter_policy
@@ -444,6 +446,9 @@ class Relay:
     async def run_forever(self) -> None:
         said: str | None = None
         while True:
+            if not self._queues.ready:  # the service says (once) why its database is not ready yet
+                await asyncio.sleep(RELAY_IDLE_SECONDS)
+                continue
             try:
                 began = time.monotonic()
                 taken = await self.run_once(RELAY_WAIT_SECONDS)
@@ -454,6 +459,10 @@ class Relay:
                     continue
             except QueueNotFound:
                 pass  # nothing was ever published from a transaction
+            except (DatabaseUnavailable, SchemaNotReady) as exc:
+                # An outage: the requests that meet it answer 503, and the service logs its cause
+                # (whose detail names the database, for the operator's log only).
+                log.debug("the topics' relay waits for the database (%s)", exc.code)
             except QueueError as exc:
                 if exc.code != said:  # one line per cause, not one per try
                     log.warning(
