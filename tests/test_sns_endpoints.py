@@ -434,17 +434,48 @@ async def refusal(rules: EndpointRules, url: str) -> str:
     return caught.value.reason
 
 
-@pytest.mark.parametrize("allowed", [["127.0.0.1/32"], ["127.0.0.1"], ["127.0.0.0/8"]])
-async def test_loopback_needs_its_network_listed(allowed: list[str]) -> None:
-    await EndpointRules(allowed).check("http://127.0.0.1:8080/")
+@pytest.mark.parametrize(
+    ("url", "allowed"),
+    [
+        ("http://127.0.0.1:8080/", ["127.0.0.1/32"]),
+        ("http://127.0.0.1:8080/", ["127.0.0.1"]),
+        ("http://127.0.0.1:8080/", ["127.0.0.0/8"]),
+        ("http://[::1]:8080/", ["::1"]),
+        ("http://10.1.2.3/", ["10.0.0.0/8"]),
+        ("http://[fd12::1]/", ["fd12::/16"]),
+    ],
+)
+async def test_special_addresses_need_their_network_listed(url: str, allowed: list[str]) -> None:
+    await EndpointRules(allowed).check(url)
 
 
-@pytest.mark.parametrize("allowed", [["0.0.0.0/0"], ["0.0.0.0/0", "::/0", "*"], ["127.0.0.2/32"], []])
-async def test_loopback_is_refused_otherwise(allowed: list[str]) -> None:
-    reason = await refusal(EndpointRules(allowed), "http://127.0.0.1:8080/")
-    assert reason in (
-        "the endpoint's host is a loopback, private or reserved address that is not allowed",
-        "the endpoint's host is not allowed",
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8080/",
+        "http://[::1]:8080/",
+        "http://0.0.0.0/",
+        "http://[::]/",
+        "http://10.1.2.3/",
+        "http://192.168.1.1/",
+        "http://100.64.0.1/",
+        "http://224.0.0.1/",
+        "http://[ff02::1]/",
+        "http://[fc00::1]/",
+        "http://240.0.0.1/",
+        "http://[::ffff:127.0.0.1]/",
+    ],
+)
+async def test_a_catch_all_network_opens_no_special_address(url: str) -> None:
+    reason = await refusal(EndpointRules(["0.0.0.0/0", "::/0", "*"]), url)
+    assert reason == "the endpoint's host is a loopback, private or reserved address that is not allowed"
+
+
+@pytest.mark.parametrize("allowed", [["127.0.0.2/32"], ["*"], []])
+async def test_loopback_is_not_allowed_unless_listed(allowed: list[str]) -> None:
+    assert (
+        await refusal(EndpointRules(allowed), "http://127.0.0.1:8080/")
+        == "the endpoint's host is not allowed"
     )
 
 
@@ -542,3 +573,13 @@ async def test_the_destination_pins_the_first_checked_address() -> None:
 def test_malformed_rules_are_refused_when_made(entry: str) -> None:
     with pytest.raises(ValueError, match="not a"):
         EndpointRules([entry])
+
+
+async def test_rules_from_a_setting() -> None:
+    rules = EndpointRules.from_setting(" hooks.example.com, 10.0.0.0/8\n127.0.0.1 ", resolver=resolver({}))
+    await rules.check("http://10.1.1.1/")
+    await rules.check("http://127.0.0.1/")
+    assert (
+        await refusal(EndpointRules.from_setting(""), "http://127.0.0.1/")
+        == "the endpoint's host is not allowed"
+    )

@@ -187,6 +187,11 @@ class EndpointRules:
         self._any_name = any_name
         self._resolve: Resolver = resolver or system_resolver
 
+    @classmethod
+    def from_setting(cls, text: str, *, resolver: Resolver | None = None) -> EndpointRules:
+        """Rules from one setting's value: entries separated by commas or white space."""
+        return cls(re.split(r"[\s,]+", text.strip()) if text.strip() else [], resolver=resolver)
+
     def _name_listed(self, host: str) -> bool:
         return self._any_name or host in self._names or host.endswith(self._suffixes)
 
