@@ -548,6 +548,7 @@ async def test_names_listed_exactly_or_under_a_domain() -> None:
         ("http:///nohost", "the endpoint's URL has no host"),
         ("http://%31%32%37.0.0.1/", "the endpoint's host is not a valid host name"),
         ("not a url at all", "the endpoint's scheme must be http or https"),
+        ("http://example.com:0/", "the endpoint's port is not valid"),
     ],
 )
 async def test_urls_refused_before_any_lookup(url: str, reason: str) -> None:

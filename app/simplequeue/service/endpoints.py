@@ -242,7 +242,9 @@ class EndpointRules:
         host = parsed.raw_host.decode("ascii").lower().rstrip(".")
         if not host:
             raise EndpointRefused("the endpoint's URL has no host")
-        port = parsed.port or SCHEMES[parsed.scheme]
+        port = SCHEMES[parsed.scheme] if parsed.port is None else parsed.port
+        if not 0 < port < 65536:
+            raise EndpointRefused("the endpoint's port is not valid")
         return parsed, host, port
 
     async def destination(self, url: str) -> Destination:
