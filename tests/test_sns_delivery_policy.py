@@ -82,8 +82,11 @@ def test_the_default_matches_what_sns_answers_as_effective_delivery_policy() -> 
         # The CDK's example: min 5 s, max 10 s, 6 retries, exponential: all six are the backoff phase.
         (
             RetryPolicy(
-                num_retries=6, min_delay_target=5, max_delay_target=10, backoff_function="exponential"
-            ),  # type: ignore[arg-type]
+                num_retries=6,
+                min_delay_target=5,
+                max_delay_target=10,
+                backoff_function=BackoffFunction.EXPONENTIAL,
+            ),
             [0.0, 5.0, 5.161, 5.484, 6.129, 7.419, 10.0, None],
         ),
         # SetSubscriptionAttributes' example: {"healthyRetryPolicy": {"numRetries": 5}}.
