@@ -21,7 +21,7 @@ from simplequeue.service.local.moves import MoveTasks
 from simplequeue.service.local.purges import Purges
 from simplequeue.service.queues import Limits, QueueService, Upkeep
 from simplequeue.service.topics import Relay, TopicService
-from simplequeue.settings import Settings
+from simplequeue.settings import Settings, signing_key
 from simplequeue.shutdown import on_stop_signal
 from simplequeue.store.factory import create_store, dialect_of
 from simplequeue.store.protocol import Store
@@ -81,7 +81,11 @@ def create_app(
         )
         moves = MoveTasks(service, clock or system_clock)
         topics = TopicService(
-            the_store, service, clock or system_clock, Arns(settings.sqs_region, settings.sqs_account_id)
+            the_store,
+            service,
+            clock or system_clock,
+            Arns(settings.sqs_region, settings.sqs_account_id),
+            signing_key(settings.sns_signing_key_file) if settings.sns_signing_key_file else None,
         )
         try:
             await service.start(migrate=settings.migrate_on_start)

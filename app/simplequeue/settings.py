@@ -19,6 +19,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from simplequeue.domain.sns_signing import SigningKey, key_from_file_text
 from simplequeue.store.factory import UnsupportedDatabaseURL, dialect_of
 
 MIN_KEY_LENGTH = 16
@@ -134,6 +135,12 @@ class Settings(BaseSettings):
         description="The service's address as callers reach it (e.g. behind a proxy), for the queue URLs "
         "the Amazon SQS door answers with; default: the request's own scheme and host.",
     )
+    sns_signing_key_file: Path | None = Field(
+        default=None,
+        description="A PEM file with the RSA private key (and, optionally, its certificate) that signs "
+        "topics' notifications; default: a key made once and kept in the database, shared by every "
+        "replica.",
+    )
     sqs_account_id: str = Field(
         default="000000000000", pattern=r"^\d{12}$", description="The account id in SQS queue URLs and ARNs."
     )
@@ -161,6 +168,12 @@ class Settings(BaseSettings):
         return value.lower() if isinstance(value, str) else value
 
     @model_validator(mode="after")
+    def _signing_key_readable(self) -> Settings:
+        if self.sns_signing_key_file is not None:
+            signing_key(self.sns_signing_key_file)
+        return self
+
+    @model_validator(mode="after")
     def _keys_from_file(self) -> Settings:
         if self.api_keys_file is not None:
             try:
@@ -177,6 +190,18 @@ class Settings(BaseSettings):
         if len(set(seen)) != len(seen):
             raise ValueError("api_keys: the same key is given twice")
         return self
+
+
+def signing_key(path: Path) -> SigningKey:
+    """The key SIMPLEQUEUE_SNS_SIGNING_KEY_FILE holds; ValueError in one line, never its contents."""
+    try:
+        text = path.read_bytes()
+    except OSError as exc:
+        raise ValueError(f"sns_signing_key_file {path}: {exc.strerror}") from None
+    try:
+        return key_from_file_text(text)
+    except ValueError as exc:
+        raise ValueError(f"sns_signing_key_file {path}: {exc}") from None
 
 
 def describe(exc: ValidationError, prefix: str = "") -> str:

@@ -243,3 +243,20 @@ __all__ = [
     "string_to_sign",
     "verify",
 ]
+
+
+def key_from_file_text(text: bytes) -> SigningKey:
+    """A key file's contents: an unencrypted RSA private key in PEM, optionally followed (or
+    preceded) by its certificate in PEM. Raises ValueError with a line that names what is wrong,
+    never the key."""
+    marker = b"-----BEGIN CERTIFICATE-----"
+    certificate: bytes | None = None
+    if marker in text:
+        start = text.index(marker)
+        end = text.index(b"-----END CERTIFICATE-----", start) + len(b"-----END CERTIFICATE-----")
+        certificate, text = text[start:end], text[:start] + text[end:]
+    try:
+        return SigningKey.from_pem(text, certificate)
+    except (ValueError, TypeError) as exc:
+        known = "RSA" in str(exc) or "match" in str(exc)
+        raise ValueError(str(exc) if known else "not an unencrypted private key in PEM") from None

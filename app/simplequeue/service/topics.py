@@ -172,12 +172,21 @@ def check_subscription_attributes(
 
 
 class TopicService:
-    def __init__(self, store: Store, queues: QueueService, clock: Clock, arns: Arns) -> None:
+    def __init__(
+        self,
+        store: Store,
+        queues: QueueService,
+        clock: Clock,
+        arns: Arns,
+        signing_key: SigningKey | None = None,
+    ) -> None:
+        """signing_key: the operator's (a file), else the one kept in the database, made by the
+        first replica that needs one."""
         self._store = store
         self._queues = queues
         self._clock = clock
         self.arns = arns
-        self._key: SigningKey | None = None
+        self._key: SigningKey | None = signing_key
         self._key_lock = asyncio.Lock()
 
     # --- topics -----------------------------------------------------------------------------------
