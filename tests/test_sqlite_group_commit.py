@@ -115,3 +115,19 @@ async def test_a_call_cancelled_once_taken_commits_and_is_still_cancelled(tmp_pa
                 await popping
     finally:
         await store.close()
+
+
+async def test_a_call_cancelled_once_taken_stays_cancelled_when_its_statements_fail(tmp_path: Path) -> None:
+    # The body's own error (here: no schema) must not stand in for the cancellation.
+    store = SqliteStore(str(tmp_path / "unmigrated.db"))
+    await store.open()
+    try:
+        for _ in range(20):
+            popping = asyncio.create_task(store.pop("c", 1, 30))
+            await asyncio.sleep(0)
+            await asyncio.sleep(0)
+            popping.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await popping
+    finally:
+        await store.close()

@@ -16,6 +16,7 @@ once taken, the call runs and commits, as a request cut off just after its commi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 from collections import deque
 from collections.abc import Callable
@@ -106,9 +107,11 @@ class GroupCommit:
             # answered by that commit (statements are not cut off: see SqliteStore._writer_turn);
             # one that was cancelled is cancelled still, once it committed: a task told to stop
             # must stop, not go on to its next await as if nothing was asked.
-            result = await asyncio.shield(call.answer)
             if isinstance(exc, asyncio.CancelledError):
+                with contextlib.suppress(Exception):  # committed or refused: cancelled either way
+                    await asyncio.shield(call.answer)
                 raise
+            result = await asyncio.shield(call.answer)
         return result
 
     async def _run_groups(self) -> None:
