@@ -10,7 +10,6 @@ import json
 import random
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
 from uuid import uuid4
 
 import asyncpg
@@ -24,8 +23,8 @@ from simplequeue.service.queues import QueueService
 from simplequeue.service.topics import Relay, TopicService
 from simplequeue.settings import Settings
 
-from tests.outbox_callers import DRIVERS, ORDERS, Caller, caller_on
-from tests.test_outbox_drivers import plain
+from tests.outbox_callers import ORDERS, Caller, caller_on
+from tests.test_outbox_drivers import plain, target  # noqa: F401 (the drivers' fixture, shared)
 
 _orders = itertools.count(random.randrange(10**12))
 
@@ -39,17 +38,8 @@ class Case:
     engine: str
 
 
-@pytest.fixture(params=DRIVERS, ids=[f"{d}-{e}" for d, e in DRIVERS])
-def target(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str, str]:
-    """(driver, engine, where the caller connects: a SQLite file's path or PostgreSQL's URL)."""
-    driver, engine = request.param
-    if engine == "sqlite":
-        return driver, engine, str(tmp_path / "sq.db")
-    return driver, engine, request.getfixturevalue("postgres_url")
-
-
 @pytest.fixture
-async def case(target: tuple[str, str, str]) -> AsyncIterator[Case]:
+async def case(target: tuple[str, str, str]) -> AsyncIterator[Case]:  # noqa: F811
     driver, engine, where = target
     url = f"sqlite:///{where}" if engine == "sqlite" else where
     store = store_for(Settings(database_url=url, db_timeout_seconds=5, sweep=False))

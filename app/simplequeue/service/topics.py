@@ -478,11 +478,6 @@ class Relay:
                         "the topics' relay could not take publications (%s: %s)", exc.code, exc.detail
                     )
                     said = exc.code
-            task = asyncio.current_task()
-            if task is not None and task.cancelling():
-                # Told to stop while a store call ran: the call may have answered with its error
-                # rather than the cancellation (a driver's error translation), so stop here.
-                raise asyncio.CancelledError
             await asyncio.sleep(RELAY_IDLE_SECONDS)
 
     async def run_once(self, wait_seconds: float = 0.0) -> int:

@@ -32,6 +32,7 @@ from simplequeue.api.topics.schemas import (
 )
 from simplequeue.domain.topics import (
     TOPIC_NAME_PATTERN,
+    Subscription,
     SubscriptionNotFound,
     Topic,
     TopicChange,
@@ -158,10 +159,12 @@ async def list_subscriptions(
     )
 
 
-async def _subscription_of(topics: TopicService, name: str, subscription_id: UUID) -> None:
+async def _subscription_of(topics: TopicService, name: str, subscription_id: UUID) -> Subscription:
+    """The subscription, if it is the named topic's: another topic's is not found under this one."""
     subscription = await topics.get_subscription(subscription_id)
     if subscription.topic != name:
         raise SubscriptionNotFound()
+    return subscription
 
 
 @router.get(
@@ -173,9 +176,7 @@ async def get_subscription(
     name: TopicPath, subscription_id: SubscriptionPath, topics: TopicsDep, who: Caller
 ) -> SubscriptionResponse:
     who.require(Action.READ_STATS, name)
-    subscription = await topics.get_subscription(subscription_id)
-    if subscription.topic != name:
-        raise SubscriptionNotFound()
+    subscription = await _subscription_of(topics, name, subscription_id)
     return SubscriptionResponse.of(subscription, topics.arns.subscription(name, subscription.id))
 
 
