@@ -16,6 +16,8 @@ from simplequeue.api.metrics import Metrics
 from simplequeue.api.sqs.routes import SqsConfig
 from simplequeue.domain import Clock, FinishedHook, ignore_finished, system_clock
 from simplequeue.domain.notifications import Arns
+from simplequeue.service.deliveries import Deliverer
+from simplequeue.service.endpoints import EndpointRules
 from simplequeue.service.local.attempts import ReceiveAttempts
 from simplequeue.service.local.moves import MoveTasks
 from simplequeue.service.local.purges import Purges
@@ -80,12 +82,16 @@ def create_app(
             events=metrics,
         )
         moves = MoveTasks(service, clock or system_clock)
+        endpoints = (
+            EndpointRules.from_setting(settings.sns_endpoints) if settings.sns_endpoints.strip() else None
+        )
         topics = TopicService(
             the_store,
             service,
             clock or system_clock,
             Arns(settings.sqs_region, settings.sqs_account_id),
             signing_key(settings.sns_signing_key_file) if settings.sns_signing_key_file else None,
+            endpoints,
         )
         try:
             await service.start(migrate=settings.migrate_on_start)
@@ -103,24 +109,23 @@ def create_app(
             app.state.sqs_moves = moves
             app.state.sqs_attempts = ReceiveAttempts(clock or system_clock)
             app.state.sqs_purges = Purges(service)
-            relay = (
-                asyncio.create_task(
-                    Relay(
-                        topics, service, settings.public_url or f"http://{settings.host}:{settings.port}"
-                    ).run_forever(),
-                    name="simplequeue-relay",
-                )
-                if settings.relay
-                else None
-            )
+            base_url = settings.public_url or f"http://{settings.host}:{settings.port}"
+            workers: list[asyncio.Task[None]] = []
+            if settings.relay:
+                relay = Relay(topics, service, base_url)
+                workers.append(asyncio.create_task(relay.run_forever(), name="simplequeue-relay"))
+            if settings.deliver and endpoints is not None:
+                deliverer = Deliverer(topics, service, endpoints)
+                workers.append(asyncio.create_task(deliverer.run_forever(), name="simplequeue-deliverer"))
             try:
                 with on_stop_signal(service.stop_waiting):
                     yield
             finally:
-                if relay is not None:
-                    relay.cancel()
+                for worker in workers:
+                    worker.cancel()
+                for worker in workers:
                     with suppress(asyncio.CancelledError):
-                        await relay
+                        await worker
         finally:
             await moves.close()
             await service.stop()

@@ -19,6 +19,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from simplequeue.domain.endpoint_hosts import AllowList
 from simplequeue.domain.sns_signing import SigningKey, key_from_file_text
 from simplequeue.store.factory import UnsupportedDatabaseURL, dialect_of
 
@@ -114,6 +115,17 @@ class Settings(BaseSettings):
         description="Publish, in this process, what applications published to topics inside their "
         "own transactions (simplequeue.outbox.publish, sq_publish).",
     )
+    deliver: bool = Field(
+        default=True,
+        description="Send, in this process, what topics hold for their HTTP/S subscribers.",
+    )
+    sns_endpoints: str = Field(
+        default="*",
+        description="Where topics' HTTP/S subscriptions may point, separated by commas: host names, "
+        "*.domain, * (any name), IP addresses, CIDR networks. Cloud metadata and link-local addresses "
+        "are always refused; loopback and private ones only through a listed network inside their "
+        "block (127.0.0.1/32, 10.0.0.0/8). Empty: no HTTP/S subscriptions.",
+    )
     log_level: Literal["critical", "error", "warning", "info", "debug"] = "info"
     log_format: Literal["text", "json"] = Field(
         default="text", description="text for a terminal; json: one object per line, for a log pipeline."
@@ -161,6 +173,17 @@ class Settings(BaseSettings):
             # A custom error's message is shown as it is (a ValueError's gets "Value error, ").
             raise PydanticCustomError("database_url", "{problem}", {"problem": str(exc)}) from None
         return url
+
+    @field_validator("sns_endpoints")
+    @classmethod
+    def _usable_endpoints(cls, text: str) -> str:
+        try:
+            AllowList.from_setting(text)
+        except ValueError as exc:
+            raise PydanticCustomError(
+                "sns_endpoints", "sns_endpoints: {problem}", {"problem": str(exc)}
+            ) from None
+        return text
 
     @field_validator("log_level", "log_format", mode="before")
     @classmethod

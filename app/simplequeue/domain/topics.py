@@ -93,7 +93,7 @@ class Subscription:
     confirmed: bool = True
     """Queue subscriptions are confirmed when made; HTTP ones once their endpoint confirms."""
     token: str | None = None
-    """The confirmation token sent to an HTTP endpoint, until it confirms."""
+    """The confirmation token sent to an HTTP/S endpoint (domain.deliveries.new_token)."""
     queue_exists: bool = True
     """For `sqs`: whether the queue exists as this was read (a publish skips one that does not)."""
 

@@ -22,7 +22,6 @@ import contextlib
 import contextvars
 import ipaddress
 import json
-import re
 import socket
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
@@ -34,9 +33,9 @@ import httpcore
 import httpx
 
 from simplequeue.domain.delivery_policy import DEFAULT_CONTENT_TYPE
+from simplequeue.domain.endpoint_hosts import HOST_NAME, AllowList, IPNetwork
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
 """(host, port) -> the IP addresses it resolves to, as text."""
 
@@ -89,10 +88,6 @@ SPECIAL: tuple[IPNetwork, ...] = tuple(
 multicast, reserved, unspecified. An address in one is reachable only through a listed network
 inside that block: 127.0.0.1/32 or 10.0.0.0/8 open theirs, 0.0.0.0/0 opens none of them."""
 
-_HOST_NAME = re.compile(
-    r"^(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$"
-)
-
 
 class EndpointRefused(Exception):
     """An endpoint this service will not send to; ``reason`` is one line naming no secret."""
@@ -125,17 +120,6 @@ async def system_resolver(host: str, port: int) -> list[str]:
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
-def _host_name(text: str) -> str:
-    name = text.strip().lower().rstrip(".")
-    try:
-        name = name.encode("idna").decode("ascii")
-    except UnicodeError:
-        raise ValueError(f"not a host name: {text!r}") from None
-    if not _HOST_NAME.match(name):
-        raise ValueError(f"not a host name: {text!r}")
-    return name
-
-
 def _embedded_ipv4(address: IPAddress) -> list[ipaddress.IPv4Address]:
     """IPv4 addresses an IPv6 one carries to (mapped, 6to4, NAT64, Teredo): checked as well."""
     if not isinstance(address, ipaddress.IPv6Address):
@@ -159,38 +143,18 @@ class EndpointRules:
     (loopback, private, multicast, unspecified, reserved...) unless a listed network inside their
     block holds them."""
 
-    def __init__(self, allowed: Sequence[str], *, resolver: Resolver | None = None) -> None:
-        names: set[str] = set()
-        suffixes: set[str] = set()
-        networks: list[IPNetwork] = []
-        any_name = False
-        for raw in allowed:
-            entry = raw.strip()
-            if not entry:
-                continue
-            if entry == "*":
-                any_name = True
-                continue
-            try:
-                networks.append(ipaddress.ip_network(entry, strict=True))
-                continue
-            except ValueError:
-                if "/" in entry or entry.replace(".", "").isdigit() or ":" in entry:
-                    raise ValueError(f"not an IP address or network: {entry!r}") from None
-            if entry.startswith("*."):
-                suffixes.add("." + _host_name(entry[2:]))
-            else:
-                names.add(_host_name(entry))
-        self._names = frozenset(names)
-        self._suffixes = tuple(sorted(suffixes))
-        self._networks = tuple(networks)
-        self._any_name = any_name
+    def __init__(self, allowed: Sequence[str] | AllowList, *, resolver: Resolver | None = None) -> None:
+        listed = allowed if isinstance(allowed, AllowList) else AllowList.parse(allowed)
+        self._names = listed.names
+        self._suffixes = listed.suffixes
+        self._networks = listed.networks
+        self._any_name = listed.any_name
         self._resolve: Resolver = resolver or system_resolver
 
     @classmethod
     def from_setting(cls, text: str, *, resolver: Resolver | None = None) -> EndpointRules:
         """Rules from one setting's value: entries separated by commas or white space."""
-        return cls(re.split(r"[\s,]+", text.strip()) if text.strip() else [], resolver=resolver)
+        return cls(AllowList.from_setting(text), resolver=resolver)
 
     def _name_listed(self, host: str) -> bool:
         return self._any_name or host in self._names or host.endswith(self._suffixes)
@@ -255,7 +219,7 @@ class EndpointRules:
             literal: IPAddress | None = ipaddress.ip_address(host)
         except ValueError:
             literal = None
-            if not _HOST_NAME.match(host):
+            if not HOST_NAME.match(host):
                 raise EndpointRefused("the endpoint's host is not a valid host name") from None
         if literal is not None:
             addresses: list[IPAddress] = [literal]

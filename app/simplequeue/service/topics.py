@@ -1,5 +1,6 @@
-"""Topics: making them, subscribing queues to them, and publishing, which delivers one item per
-matching queue subscription in one transaction (QueueService.push_across).
+"""Topics: making them, subscribing queues and HTTP/S endpoints to them, and publishing, which
+writes one item per matching subscription in one transaction (QueueService.push_across): into the
+subscribed queue, or for an HTTP/S endpoint into DELIVERIES, which service.deliveries sends.
 
 Every door (the REST API, the SNS door) calls this; each translates its own input into these calls
 and the errors back into its own words. Attribute names and values are SNS's, kept as text.
@@ -17,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from uuid import UUID, uuid4
 
+import httpx
+
 from simplequeue.domain import (
     Attribute,
     DatabaseUnavailable,
@@ -31,6 +34,26 @@ from simplequeue.domain import (
     SchemaNotReady,
     check_attributes,
 )
+from simplequeue.domain.deliveries import (
+    CONFIRMATION,
+    DELIVERIES,
+    LEASE_SECONDS,
+    MAX_ATTEMPTS,
+    NOTIFICATION,
+    Delivery,
+    confirmation_fields,
+    delivery_payload,
+    new_token,
+    token_matches,
+    token_subscription,
+)
+from simplequeue.domain.delivery_policy import (
+    DeliveryPolicy,
+    DeliveryPolicyError,
+    effective_policy,
+    parse_subscription_policy,
+    parse_topic_policy,
+)
 from simplequeue.domain.filter_policies import SCOPES, FilterPolicy, FilterPolicyError, parse_filter_policy
 from simplequeue.domain.names import is_queue_name
 from simplequeue.domain.notifications import Arns, envelope_texts, signed_fields
@@ -42,6 +65,7 @@ from simplequeue.domain.publications import (
     message_text,
     read_publication,
 )
+from simplequeue.domain.queues import QueueSettings
 from simplequeue.domain.sns_signing import SigningKey
 from simplequeue.domain.time import Clock
 from simplequeue.domain.topics import (
@@ -56,6 +80,7 @@ from simplequeue.domain.topics import (
     InvalidTopic,
     Published,
     Subscription,
+    SubscriptionNotFound,
     Topic,
     TopicChange,
     TopicExists,
@@ -64,6 +89,7 @@ from simplequeue.domain.topics import (
     is_fifo_name,
     is_topic_name,
 )
+from simplequeue.service.endpoints import EndpointRefused, EndpointRules, EndpointUnresolved
 from simplequeue.service.queues import QueueService
 from simplequeue.store.protocol import Store
 
@@ -97,6 +123,8 @@ SUBSCRIPTION_ATTRIBUTES = frozenset(
         "ReplayPolicy",
     }
 )
+DELIVERY_POLICY = "DeliveryPolicy"
+REDRIVE_POLICY = "RedrivePolicy"
 CERTIFICATE_PATH = "/sns/certificate.pem"
 """Where every replica serves the signing key's certificate (SigningCertURL), under its base URL."""
 
@@ -123,6 +151,11 @@ def check_topic_attributes(name: str, attributes: Mapping[str, str], *, creating
             value = _flag(key, value, InvalidTopic)
         if key == SIGNATURE_VERSION and value not in ("1", "2"):
             raise InvalidTopic("Invalid parameter: SignatureVersion: must be 1 or 2")
+        if key == DELIVERY_POLICY and value:
+            try:
+                parse_topic_policy(value)
+            except DeliveryPolicyError as exc:
+                raise InvalidTopic(str(exc)) from None
         checked[key] = value
     # A name ending in .fifo makes a FIFO topic; FifoTopic, when given, must agree with it.
     fifo = checked.get(FIFO_TOPIC, "true" if is_fifo_name(name) else "false") == "true"
@@ -151,7 +184,12 @@ def check_subscription_attributes(
                 + value
                 + "]. Please use either MessageBody or MessageAttributes"
             )
-        if key == "RedrivePolicy" and value:
+        if key == DELIVERY_POLICY and value:
+            try:
+                parse_subscription_policy(value)
+            except DeliveryPolicyError as exc:
+                raise InvalidSubscription(str(exc)) from None
+        if key == REDRIVE_POLICY and value:
             try:
                 target = json.loads(value).get("deadLetterTargetArn")
             except (ValueError, AttributeError):
@@ -179,15 +217,19 @@ class TopicService:
         clock: Clock,
         arns: Arns,
         signing_key: SigningKey | None = None,
+        endpoints: EndpointRules | None = None,
     ) -> None:
         """signing_key: the operator's (a file), else the one kept in the database, made by the
-        first replica that needs one."""
+        first replica that needs one. endpoints: where HTTP/S subscriptions may point (None: no
+        HTTP/S subscription may be made)."""
         self._store = store
         self._queues = queues
         self._clock = clock
         self.arns = arns
+        self.endpoints = endpoints
         self._key: SigningKey | None = signing_key
         self._key_lock = asyncio.Lock()
+        self._deliveries_made = False
 
     # --- topics -----------------------------------------------------------------------------------
 
@@ -231,20 +273,24 @@ class TopicService:
     # --- subscriptions ----------------------------------------------------------------------------
 
     async def subscribe(
-        self, topic: str, protocol: str, endpoint: str, attributes: Mapping[str, str]
+        self,
+        topic: str,
+        protocol: str,
+        endpoint: str,
+        attributes: Mapping[str, str],
+        base_url: str = "",
     ) -> tuple[Subscription, bool]:
-        """Subscribe a queue (protocol `sqs`, endpoint its name or ARN) to the topic; answers the
-        subscription it already has to that queue, if any. The queue need not exist yet: a
-        publish skips a subscription whose queue does not exist."""
+        """Subscribe a queue (protocol `sqs`, endpoint its name or ARN) or an HTTP/S endpoint (its
+        URL) to the topic; answers the subscription it already has to that endpoint, if any. A
+        queue need not exist yet: a publish skips a subscription whose queue does not exist. An
+        HTTP/S subscription waits for its endpoint to confirm: a SubscriptionConfirmation is sent
+        (again, while it waits) whose SubscribeURL, under `base_url`, confirms it."""
         if protocol not in PROTOCOLS:
             raise InvalidSubscription(
                 f"Invalid parameter: Protocol: {protocol} is not one of sqs, http, https"
             )
         if protocol != "sqs":
-            raise InvalidSubscription(
-                "Invalid parameter: Protocol: HTTP and HTTPS endpoints are not delivered to yet; "
-                "subscribe a queue (sqs)"
-            )
+            return await self._subscribe_endpoint(topic, protocol, endpoint, attributes, base_url)
         queue = self.arns.queue_of(endpoint) or endpoint
         if not is_queue_name(queue):
             raise InvalidSubscription("Invalid parameter: SQS endpoint ARN")
@@ -254,7 +300,7 @@ class TopicService:
                 "Invalid parameter: Invalid parameter: Endpoint Reason: FIFO SNS Topics currently only "
                 "support FIFO SQS Queues as endpoints"
             )
-        checked = check_subscription_attributes(attributes)
+        checked = self._checked_attributes(attributes)
         made = Subscription(
             id=uuid4(),
             topic=topic,
@@ -265,11 +311,130 @@ class TopicService:
             confirmed=True,
         )
         subscription, created = await self._store.subscribe(made)
+        self._same_attributes(subscription, created, checked)
+        return subscription, created
+
+    async def _subscribe_endpoint(
+        self, topic: str, protocol: str, url: str, attributes: Mapping[str, str], base_url: str
+    ) -> tuple[Subscription, bool]:
+        if self.endpoints is None:
+            raise InvalidSubscription(
+                "Invalid parameter: Protocol: this service delivers to no HTTP/S endpoint "
+                "(SIMPLEQUEUE_SNS_ENDPOINTS is empty)"
+            )
+        try:
+            parsed, _, _ = self.endpoints.parse(url)
+            if parsed.scheme != protocol:
+                raise EndpointRefused(f"the endpoint's scheme must be {protocol} for protocol {protocol}")
+            # Checked now so that a refusal is the subscriber's answer, and again at each send
+            # (names may resolve elsewhere later). A name that does not resolve yet may later.
+            await self.endpoints.destination(url)
+        except EndpointUnresolved:
+            pass
+        except EndpointRefused as exc:
+            raise InvalidSubscription(f"Invalid parameter: Endpoint: {exc.reason}") from None
+        the_topic = await self._store.get_topic(topic)
+        if the_topic.fifo:
+            raise InvalidSubscription(
+                "Invalid parameter: Invalid parameter: Endpoint Reason: FIFO SNS Topics currently only "
+                "support FIFO SQS Queues as endpoints"
+            )
+        checked = self._checked_attributes(attributes)
+        subscription_id = uuid4()
+        made = Subscription(
+            id=subscription_id,
+            topic=topic,
+            protocol=protocol,  # type: ignore[arg-type]
+            endpoint=url,
+            created_at=self._clock(),
+            attributes=checked,
+            confirmed=False,
+            token=new_token(subscription_id),
+        )
+        subscription, created = await self._store.subscribe(made)
+        self._same_attributes(subscription, created, checked)
+        if not subscription.confirmed and subscription.token:
+            await self._ensure_deliveries()
+            delivery = await self._confirmation(the_topic, subscription, base_url)
+            await self._queues.push_across([(DELIVERIES, Draft(delivery_payload(delivery)))], "message")
+        return subscription, created
+
+    async def _confirmation(self, topic: Topic, s: Subscription, base_url: str) -> Delivery:
+        topic_arn = self.arns.topic(topic.name)
+        assert s.token is not None
+        subscribe_url = str(
+            httpx.URL(
+                base_url + "/",
+                params={"Action": "ConfirmSubscription", "TopicArn": topic_arn, "Token": s.token},
+            )
+        )
+        fields = confirmation_fields(uuid4(), topic_arn, s.token, subscribe_url, self._clock())
+        version = topic.attributes.get(SIGNATURE_VERSION, "1")
+        key = await self.signing_key()
+        message = {
+            **fields,
+            "SignatureVersion": version,
+            "Signature": key.sign(fields, "2" if version == "2" else "1"),
+            "SigningCertURL": base_url + CERTIFICATE_PATH,
+        }
+        return Delivery(s.id, CONFIRMATION, message)
+
+    async def confirm_subscription(self, topic: str, token: str) -> Subscription:
+        """Confirm the HTTP/S subscription the token was sent for (answers it as it is if it was
+        confirmed before). InvalidSubscription for a token this topic did not send."""
+        await self._store.get_topic(topic)  # TopicNotFound first, as SNS
+        subscription_id = token_subscription(token)
+        try:
+            subscription = await self._store.get_subscription(subscription_id) if subscription_id else None
+        except SubscriptionNotFound:
+            subscription = None
+        if (
+            subscription is None
+            or subscription.topic != topic
+            or not token_matches(token, subscription.token)
+        ):
+            raise InvalidSubscription("Invalid token")
+        if subscription.confirmed:
+            return subscription
+        return await self._store.change_subscription(subscription.id, {}, confirm=True)
+
+    async def _ensure_deliveries(self) -> None:
+        """DELIVERIES exists, with a lease and an attempt limit that leave the policy to decide."""
+        if self._deliveries_made:
+            return
+        if not await self._queues.queue_exists(DELIVERIES):
+            await self._queues.put_queue(
+                DELIVERIES, QueueSettings(max_attempts=MAX_ATTEMPTS, lease_seconds=LEASE_SECONDS)
+            )
+        self._deliveries_made = True
+
+    def _checked_attributes(
+        self, attributes: Mapping[str, str], scope_now: str | None = None
+    ) -> dict[str, str]:
+        checked = check_subscription_attributes(attributes, scope_now)
+        redrive = checked.get(REDRIVE_POLICY)
+        if redrive and self.arns.queue_of(json.loads(redrive)["deadLetterTargetArn"]) is None:
+            raise InvalidSubscription(
+                "Invalid parameter: RedrivePolicy: deadLetterTargetArn: an SQS queue's ARN of this "
+                f"service ({self.arns.queue('name')})"
+            )
+        return checked
+
+    @staticmethod
+    def _same_attributes(subscription: Subscription, created: bool, checked: Mapping[str, str]) -> None:
         if not created and dict(subscription.attributes) != checked:
             raise InvalidSubscription(
                 "Invalid parameter: Attributes Reason: Subscription already exists with different attributes"
             )
-        return subscription, created
+
+    def delivery_policy(self, topic: Topic, s: Subscription) -> DeliveryPolicy:
+        """What the subscription's HTTP/S deliveries follow (its EffectiveDeliveryPolicy)."""
+        topic_text = topic.attributes.get(DELIVERY_POLICY)
+        own_text = s.attributes.get(DELIVERY_POLICY)
+        return effective_policy(
+            parse_topic_policy(topic_text) if topic_text else None,
+            parse_subscription_policy(own_text) if own_text else None,
+        )
 
     async def get_subscription(self, subscription_id: UUID) -> Subscription:
         return await self._store.get_subscription(subscription_id)
@@ -285,7 +450,7 @@ class TopicService:
         self, subscription_id: UUID, set_attributes: Mapping[str, str], unset: frozenset[str] = frozenset()
     ) -> Subscription:
         now = await self._store.get_subscription(subscription_id)
-        checked = check_subscription_attributes(set_attributes, now.attributes.get(FILTER_POLICY_SCOPE))
+        checked = self._checked_attributes(set_attributes, now.attributes.get(FILTER_POLICY_SCOPE))
         # A scope changed under a policy: the policy must hold in its new scope too.
         policy = now.attributes.get(FILTER_POLICY)
         if FILTER_POLICY_SCOPE in checked and FILTER_POLICY not in checked and policy:
@@ -322,8 +487,11 @@ class TopicService:
         drafts: list[tuple[str, Draft]] = []
         for publication in publications:
             deliveries = await self._deliveries(the_topic, subscriptions, publication, base_url)
-            answers.append(Published(deliveries[0], tuple(queue for queue, _ in deliveries[1])))
+            queues = tuple(queue for queue, _ in deliveries[1] if queue != DELIVERIES)
+            answers.append(Published(deliveries[0], queues, len(deliveries[1]) - len(queues)))
             drafts += deliveries[1]
+        if any(queue == DELIVERIES for queue, _ in drafts):
+            await self._ensure_deliveries()
         if drafts:
             await self._queues.push_across(drafts, "message")
         return answers
@@ -367,6 +535,14 @@ class TopicService:
         drafts: list[tuple[str, Draft]] = []
         for s in matching:
             item_id = delivery_id(message_id, s.id)
+            if s.protocol != "sqs":  # an HTTP/S endpoint's: DELIVERIES holds it until it is sent
+                if s.raw:
+                    message: Mapping[str, object] = {**signed, "Message": text}
+                else:
+                    message = json.loads(bodies[s.id])
+                delivery = Delivery(s.id, NOTIFICATION, message, raw=s.raw)
+                drafts.append((DELIVERIES, Draft(delivery_payload(delivery), id=item_id)))
+                continue
             if s.raw:
                 draft = Draft(
                     publication.message,
@@ -403,7 +579,7 @@ class TopicService:
 
     @staticmethod
     def _delivers(s: Subscription, text: str, attributes: Mapping[str, Attribute]) -> bool:
-        if not (s.protocol == "sqs" and s.confirmed and s.queue_exists):
+        if not s.confirmed or (s.protocol == "sqs" and not s.queue_exists):
             return False
         policy = s.attributes.get(FILTER_POLICY)
         if not policy:

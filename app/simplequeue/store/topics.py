@@ -179,7 +179,7 @@ class TopicStore:
         *,
         confirm: bool = False,
     ) -> Subscription:
-        """Set or remove attributes (and confirm it, dropping its token) in one compare-and-set."""
+        """Set or remove attributes (and confirm it) in one compare-and-set."""
         for _ in range(CHANGE_TRIES):
             now = await self.get_subscription(subscription_id)
             attributes = {**now.attributes, **set_attributes}
@@ -191,7 +191,7 @@ class TopicStore:
                 attributes=_json(attributes),
                 old_attributes=_json(now.attributes),
                 confirmed=now.confirmed or confirm,
-                token=None if confirm else now.token,
+                token=now.token,  # kept: a confirmation repeated is answered, not refused
             )
             if written:
                 return subscription_of(written[0])

@@ -11,6 +11,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from simplequeue.api.auth import Grant, Role
 from simplequeue.api.request_ids import REQUEST_ID
 from simplequeue.api.sns import publish, subscriptions, tags, topics
 from simplequeue.api.sns.context import Context
@@ -46,8 +47,18 @@ ACTIONS: dict[str, Handler] = {
     "UntagResource": tags.untag_resource,
     "ListTagsForResource": tags.list_tags_for_resource,
 }
+TOKEN_HOLDER = Grant(name="an endpoint with a confirmation token", role=Role.PRODUCER, queues=())
+"""Who calls ConfirmSubscription unsigned: may do nothing but what the token allows."""
 NAMED = {action: Named(f"/ (SNS {action})") for action in ACTIONS}
 UNNAMED = Named("/ (SNS)")
+
+
+def _confirming(request: Request, body: bytes) -> bool:
+    try:
+        call = decode(request.url.query, body, request.headers.get("content-type"))
+    except SnsError:
+        return False
+    return call.action == "ConfirmSubscription"
 
 
 async def serve(request: Request) -> Response:
@@ -59,7 +70,11 @@ async def serve(request: Request) -> Response:
         try:
             grant = caller(request, body, SNS_SERVICES)
         except SqsError as exc:  # SigV4's refusals, in the words both doors answer
-            raise from_sqs(exc) from None
+            # An endpoint confirms by visiting its SubscribeURL, unsigned: the token it was sent
+            # is what it proves itself by (the action checks it), so it needs no key.
+            if not (exc.code == "MissingAuthenticationToken" and _confirming(request, body)):
+                raise from_sqs(exc) from None
+            grant = TOKEN_HOLDER
         call = decode(request.url.query, body, request.headers.get("content-type"))
         action = call.action
         request.scope["route"] = NAMED.get(action, UNNAMED)

@@ -1,7 +1,8 @@
 """Subscribe, ConfirmSubscription, Unsubscribe, ListSubscriptions, ListSubscriptionsByTopic,
-GetSubscriptionAttributes, SetSubscriptionAttributes. Every subscription is a queue's (protocol
-`sqs`), confirmed when made: SNS's confirmation dance is an HTTP endpoint's, which the service
-does not deliver to yet."""
+GetSubscriptionAttributes, SetSubscriptionAttributes. A queue's subscription (protocol `sqs`) is
+confirmed when made; an HTTP/S endpoint's waits until the endpoint confirms it, by visiting the
+SubscribeURL it was sent (an anonymous ConfirmSubscription: the token is the proof) or by a
+ConfirmSubscription signed with a key that may manage the topic."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from simplequeue.api.sns.context import (
 from simplequeue.api.sns.errors import invalid, no_subscription
 from simplequeue.api.sns.protocol import Entries
 from simplequeue.api.sns.topics import DEFAULT_EFFECTIVE_DELIVERY_POLICY
+from simplequeue.domain.delivery_policy import effective_policy_json
 from simplequeue.domain.topics import (
     FILTER_POLICY,
     FILTER_POLICY_SCOPE,
@@ -42,18 +44,21 @@ async def subscribe(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
             raise invalid("SQS endpoint ARN")
         # A producer cannot route messages into a queue its key does not cover.
         ctx.authorize(Action.ADMINISTER, queue, arn=endpoint)
-    subscription, _ = await ctx.topics.subscribe(name, protocol, endpoint, attributes)
+    subscription, _ = await ctx.topics.subscribe(name, protocol, endpoint, attributes, ctx.base_url)
+    if not subscription.confirmed and text(p, "ReturnSubscriptionArn", required=False) != "true":
+        return {"SubscriptionArn": PENDING}
     return {"SubscriptionArn": ctx.arns.subscription(name, subscription.id)}
 
 
 async def confirm_subscription(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
+    """Anyone holding the token may confirm (SNS's SubscribeURL is visited unsigned); the
+    token is checked in constant time against the one sent."""
     name = topic_param(ctx, p)
-    required(p, "Token")
-    ctx.authorize(Action.ADMINISTER, name)
-    await ctx.topics.get_topic(name)  # NotFound first, as SNS
-    # No subscription waits for a confirmation (queues are confirmed when subscribed), so no
-    # token is one this service sent.
-    raise invalid("Token")
+    token = required(p, "Token")
+    if not 0 < len(token) <= 256:
+        raise invalid("Token")
+    subscription = await ctx.topics.confirm_subscription(name, token)
+    return {"SubscriptionArn": ctx.arns.subscription(name, subscription.id)}
 
 
 async def unsubscribe(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
@@ -68,9 +73,13 @@ async def unsubscribe(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
+PENDING = "pending confirmation"
+"""What Subscribe answers for a subscription that waits for its endpoint (unless asked for its ARN)."""
+
+
 def _listed(ctx: Context, s: Subscription) -> dict[str, str]:
     return {
-        "SubscriptionArn": ctx.arns.subscription(s.topic, s.id),
+        "SubscriptionArn": ctx.arns.subscription(s.topic, s.id) if s.confirmed else "PendingConfirmation",
         "Owner": ctx.account_id,
         "Protocol": s.protocol,
         "Endpoint": _endpoint(ctx, s),
@@ -119,7 +128,7 @@ async def get_subscription_attributes(ctx: Context, p: dict[str, Any]) -> dict[s
         "PendingConfirmation": "false" if s.confirmed else "true",
         "ConfirmationWasAuthenticated": "true",
         RAW_MESSAGE_DELIVERY: kept.pop(RAW_MESSAGE_DELIVERY, "false"),
-        "EffectiveDeliveryPolicy": kept.get("DeliveryPolicy") or DEFAULT_EFFECTIVE_DELIVERY_POLICY,
+        "EffectiveDeliveryPolicy": await _effective_policy(ctx, s),
     }
     if kept.get(FILTER_POLICY):
         answer[FILTER_POLICY] = kept.pop(FILTER_POLICY)
@@ -127,6 +136,13 @@ async def get_subscription_attributes(ctx: Context, p: dict[str, Any]) -> dict[s
     else:
         kept.pop(FILTER_POLICY_SCOPE, None)
     return {"Attributes": Entries(answer | kept)}
+
+
+async def _effective_policy(ctx: Context, s: Subscription) -> str:
+    if s.protocol == "sqs":
+        return s.attributes.get("DeliveryPolicy") or DEFAULT_EFFECTIVE_DELIVERY_POLICY
+    topic = await ctx.topics.get_topic(s.topic)
+    return effective_policy_json(ctx.topics.delivery_policy(topic, s))
 
 
 async def set_subscription_attributes(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:

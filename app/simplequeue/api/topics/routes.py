@@ -130,13 +130,23 @@ async def delete_topic(name: TopicPath, topics: TopicsDep, who: Caller) -> Respo
     | errors(400, 404, 413, 415, 422, 503),
 )
 async def subscribe(
-    name: TopicPath, body: SubscriptionRequest, topics: TopicsDep, who: Caller, response: Response
+    name: TopicPath,
+    body: SubscriptionRequest,
+    topics: TopicsDep,
+    who: Caller,
+    request: Request,
+    response: Response,
 ) -> SubscriptionResponse:
-    """Subscribe a queue; answers the topic's subscription to that queue if it has one (with the
-    same attributes). The queue need not exist yet: a publish skips it until it does."""
+    """Subscribe a queue or an HTTP/S endpoint; answers the topic's subscription to it if it has
+    one (with the same attributes). A queue need not exist yet: a publish skips it until it does.
+    An endpoint is sent a SubscriptionConfirmation and gets nothing else until it confirms
+    (`confirmed` says whether it has)."""
     who.require(Action.ADMINISTER, name)
-    who.require(Action.ADMINISTER, body.endpoint)
-    subscription, made = await topics.subscribe(name, body.protocol, body.endpoint, body.attributes.given())
+    if body.protocol == "sqs":
+        who.require(Action.ADMINISTER, body.endpoint)
+    subscription, made = await topics.subscribe(
+        name, body.protocol, body.endpoint, body.attributes.given(), _base(request)
+    )
     if made:
         response.status_code = status.HTTP_201_CREATED
     return SubscriptionResponse.of(subscription, topics.arns.subscription(name, subscription.id))

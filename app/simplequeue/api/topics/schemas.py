@@ -38,7 +38,11 @@ class TopicAttributeChanges(_Attributes):
 
     DisplayName: str | None = Field(None, max_length=100, description="A display name.")
     Policy: str | None = Field(None, max_length=30_000, description="An access policy, kept (not enforced).")
-    DeliveryPolicy: str | None = Field(None, max_length=30_000, description="Kept (not enforced).")
+    DeliveryPolicy: str | None = Field(
+        None,
+        max_length=30_000,
+        description='SNS\'s {"http": {...}}: the defaults of the topic\'s HTTP/S subscriptions (JSON text).',
+    )
     SignatureVersion: Literal["1", "2"] | None = Field(
         None, description="How notifications are signed: 1 SHA1withRSA (the default), 2 SHA256withRSA."
     )
@@ -92,9 +96,17 @@ class SubscriptionAttributes(_Attributes):
         None, description="What the filter policy reads: the message's attributes (the default) or its body."
     )
     RedrivePolicy: str | None = Field(
-        None, max_length=2048, description='{"deadLetterTargetArn": "..."}, kept.'
+        None,
+        max_length=2048,
+        description='{"deadLetterTargetArn": "<a queue\'s SQS ARN>"}: where an HTTP/S delivery goes once '
+        "its policy gives up on it.",
     )
-    DeliveryPolicy: str | None = Field(None, max_length=30_000, description="Kept (not enforced).")
+    DeliveryPolicy: str | None = Field(
+        None,
+        max_length=30_000,
+        description="HTTP/S retries, throttle and Content-Type: SNS's healthyRetryPolicy, throttlePolicy "
+        "and requestPolicy (JSON text).",
+    )
     SubscriptionRoleArn: str | None = Field(None, max_length=2048)
     ReplayPolicy: str | None = Field(None, max_length=30_000)
 
@@ -154,10 +166,19 @@ class TopicChangeRequest(Body):
 
 
 class SubscriptionRequest(Body):
-    """A queue to deliver the topic's messages to."""
+    """A queue, or an HTTP/S endpoint, to deliver the topic's messages to."""
 
-    protocol: Literal["sqs"] = Field("sqs", description="sqs: one of this service's queues.")
-    endpoint: str = Field(..., pattern=QUEUE_NAME_PATTERN, description="The queue's name.")
+    protocol: Literal["sqs", "http", "https"] = Field(
+        "sqs",
+        description="sqs: one of this service's queues; http, https: a URL, sent SNS's messages by POST "
+        "once it confirms the subscription (it is sent a SubscriptionConfirmation).",
+    )
+    endpoint: str = Field(
+        ...,
+        min_length=1,
+        max_length=2048,
+        description=f"The queue's name ({QUEUE_NAME_PATTERN}) for sqs; the URL for http and https.",
+    )
     attributes: SubscriptionAttributes = Field(default_factory=SubscriptionAttributes)
 
 
