@@ -52,8 +52,9 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def settings(database_url: str) -> Settings:
-    # No background sweep: tests that need one run it themselves, at a time they choose.
-    return Settings(database_url=database_url, db_timeout_seconds=5, sweep=False)
+    # No background sweep, relay or deliverer: tests that need one run it themselves, at a time
+    # they choose (the served tests, tests.test_e2e.serving, run them all).
+    return Settings(database_url=database_url, db_timeout_seconds=5, sweep=False, relay=False, deliver=False)
 
 
 @pytest.fixture

@@ -86,18 +86,25 @@ def delete(url: str, key: str | None, name: str) -> None:
     "--body-scope", is_flag=True, help="The filter policy reads the message (JSON), not its attributes."
 )
 @click.argument("name")
-@click.argument("queue")
+@click.argument("endpoint")
 def subscribe(
-    url: str, key: str | None, raw: bool, filter_policy: str | None, body_scope: bool, name: str, queue: str
+    url: str,
+    key: str | None,
+    raw: bool,
+    filter_policy: str | None,
+    body_scope: bool,
+    name: str,
+    endpoint: str,
 ) -> None:
-    """Deliver topic NAME's messages to QUEUE."""
+    """Deliver topic NAME's messages to ENDPOINT: a queue's name, or an http(s):// URL (sent a
+    SubscriptionConfirmation to confirm first)."""
     if filter_policy is not None:
         parse_json(filter_policy, "--filter-policy")
-    doing = f"subscribe queue {queue!r} to topic {name!r}"
+    doing = f"subscribe {endpoint!r} to topic {name!r}"
     with talking_to(url, key=key, doing=doing), client_for(url, key) as sq:
         made = sq.subscribe(
             name,
-            queue,
+            endpoint,
             raw=raw,
             filter_policy=filter_policy,
             filter_scope="MessageBody" if body_scope else None,

@@ -538,17 +538,19 @@ class AsyncClient:
     async def subscribe(
         self,
         topic: str,
-        queue: str,
+        endpoint: str,
         *,
         raw: bool = False,
         filter_policy: Mapping[str, Any] | str | None = None,
         filter_scope: str | None = None,
         attributes: Mapping[str, str] | None = None,
     ) -> Subscription:
-        """Deliver the topic's messages to a queue: as SNS's JSON notification, or with raw=True
-        the message itself (its attributes as the item's). filter_policy: Amazon SNS's filter
-        policy (a mapping, or its JSON text), on the message attributes or, with
-        filter_scope="MessageBody", on the message. Subscribing again answers the same one."""
+        """Deliver the topic's messages to `endpoint`: a queue's name, or an HTTP/S URL (which is
+        sent a SubscriptionConfirmation and gets nothing else until it confirms). As SNS's JSON
+        notification, or with raw=True the message itself (a queue's item takes its attributes).
+        filter_policy: Amazon SNS's filter policy (a mapping, or its JSON text), on the message
+        attributes or, with filter_scope="MessageBody", on the message. Subscribing again answers
+        the same one."""
         given = dict(attributes or {})
         if raw:
             given["RawMessageDelivery"] = "true"
@@ -558,7 +560,8 @@ class AsyncClient:
             )
         if filter_scope is not None:
             given["FilterPolicyScope"] = filter_scope
-        body = {"protocol": "sqs", "endpoint": queue, "attributes": given}
+        scheme = endpoint.partition("://")[0].lower() if "://" in endpoint else "sqs"
+        body = {"protocol": scheme, "endpoint": endpoint, "attributes": given}
         return Subscription.of(
             await self._json("POST", f"/topics/{topic}/subscriptions", retry=Repeat.ANY, json=body)
         )

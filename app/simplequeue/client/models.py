@@ -268,7 +268,13 @@ class Published:
     message_id: str
     delivered_to: list[str]
     """The queues that hold it now."""
+    endpoints: int = 0
+    """The HTTP/S endpoints it is queued for."""
 
     @classmethod
     def of(cls, body: dict[str, Any]) -> Published:
-        return cls(message_id=body["message_id"], delivered_to=body["delivered_to"])
+        return cls(
+            message_id=body["message_id"],
+            delivered_to=body["delivered_to"],
+            endpoints=body.get("endpoints", 0),
+        )

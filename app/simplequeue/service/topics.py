@@ -125,6 +125,9 @@ SUBSCRIPTION_ATTRIBUTES = frozenset(
 )
 DELIVERY_POLICY = "DeliveryPolicy"
 REDRIVE_POLICY = "RedrivePolicy"
+RESOLVE_SECONDS = 3.0
+"""How long a subscribe waits for its endpoint's name to resolve before taking it unchecked (each
+send checks it again)."""
 CERTIFICATE_PATH = "/sns/certificate.pem"
 """Where every replica serves the signing key's certificate (SigningCertURL), under its base URL."""
 
@@ -328,8 +331,9 @@ class TopicService:
                 raise EndpointRefused(f"the endpoint's scheme must be {protocol} for protocol {protocol}")
             # Checked now so that a refusal is the subscriber's answer, and again at each send
             # (names may resolve elsewhere later). A name that does not resolve yet may later.
-            await self.endpoints.destination(url)
-        except EndpointUnresolved:
+            async with asyncio.timeout(RESOLVE_SECONDS):
+                await self.endpoints.destination(url)
+        except (EndpointUnresolved, TimeoutError):
             pass
         except EndpointRefused as exc:
             raise InvalidSubscription(f"Invalid parameter: Endpoint: {exc.reason}") from None

@@ -41,7 +41,7 @@ class TopicAttributeChanges(_Attributes):
     DeliveryPolicy: str | None = Field(
         None,
         max_length=30_000,
-        description='SNS\'s {"http": {...}}: the defaults of the topic\'s HTTP/S subscriptions (JSON text).',
+        description="SNS's {\"http\": {...}}: the defaults of the topic's HTTP/S subscriptions (JSON text).",
     )
     SignatureVersion: Literal["1", "2"] | None = Field(
         None, description="How notifications are signed: 1 SHA1withRSA (the default), 2 SHA256withRSA."
@@ -247,10 +247,18 @@ class PublishRequest(Body):
 class PublishResponse(BaseModel):
     message_id: UUID
     delivered_to: list[str] = Field(description="The queues that received it, in subscription order.")
+    endpoints: int = Field(
+        0,
+        description="HTTP/S endpoints it is queued for (simplequeue.deliveries), sent after this answer.",
+    )
 
     @classmethod
     def of(cls, published: Published) -> PublishResponse:
-        return cls(message_id=published.message_id, delivered_to=list(published.queues))
+        return cls(
+            message_id=published.message_id,
+            delivered_to=list(published.queues),
+            endpoints=published.endpoints,
+        )
 
 
 class PublishBatchRequest(Body):

@@ -343,7 +343,7 @@ async function topicsPage(show) {
     el("td", { class: "num" }, t.subscriptions)));
   show(
     el("h1", {}, "Topics"),
-    el("p", { class: "muted", id: "topic-count" }, `${topics.length} topic${topics.length === 1 ? "" : "s"}${paged ? " on this page" : ""}: a message published to one reaches every subscribed queue whose filter it passes.`),
+    el("p", { class: "muted", id: "topic-count" }, `${topics.length} topic${topics.length === 1 ? "" : "s"}${paged ? " on this page" : ""}: a message published to one reaches every subscribed queue and HTTP/S endpoint whose filter it passes.`),
     paged ? el("div", { class: "above-table" }, pager(page)) : "",
     topics.length === 0 && !paged ? el("p", {}, "No topic yet: PUT /topics/{name}, or `simplequeue topic create`.") :
       el("table", { id: "topics" },
@@ -351,18 +351,24 @@ async function topicsPage(show) {
         el("tbody", {}, rows)));
 }
 
-// A topic's page: its subscriptions, each with its queue's counts: what was delivered and is
-// waiting, being handled, done (completed), or failed for good (dead).
+// A topic's page: its queue subscriptions, each with its queue's counts: what was delivered and
+// is waiting, being handled, done (completed), or failed for good (dead); its HTTP/S endpoints,
+// confirmed or not, with what the deliverer holds for every topic's endpoints (DELIVERIES).
+const DELIVERIES = "simplequeue.deliveries";
+
 async function topicPage(show, name) {
   const [topic, listed] = await Promise.all([
     api("GET", `/topics/${enc(name)}`),
     api("GET", `/topics/${enc(name)}/subscriptions?limit=1000`),
   ]);
-  const subs = listed.subscriptions.sort((a, b) => (a.endpoint < b.endpoint ? -1 : a.endpoint > b.endpoint ? 1 : 0));
-  const queues = await Promise.all(subs.map((s) => api("GET", `/queues/${enc(s.endpoint)}`).catch((error) => {
-    if (error.code === "QueueNotFound") return null;
-    throw error;
-  })));
+  const byEndpoint = (a, b) => (a.endpoint < b.endpoint ? -1 : a.endpoint > b.endpoint ? 1 : 0);
+  const subs = listed.subscriptions.filter((s) => s.protocol === "sqs").sort(byEndpoint);
+  const hooks = listed.subscriptions.filter((s) => s.protocol !== "sqs").sort(byEndpoint);
+  const orNull = (error) => { if (error.code === "QueueNotFound") return null; throw error; };
+  const [queues, deliveries] = await Promise.all([
+    Promise.all(subs.map((s) => api("GET", `/queues/${enc(s.endpoint)}`).catch(orNull))),
+    hooks.length ? api("GET", `/queues/${DELIVERIES}`).catch(orNull) : null,
+  ]);
   const total = (key) => queues.reduce((sum, q) => sum + (q ? dig(q, key) : 0), 0);
   const rows = subs.map((s, n) => {
     const q = queues[n];
@@ -374,19 +380,37 @@ async function topicPage(show, name) {
       el("td", {}, filterOf(s)),
       ...counts.map((c, i) => el("td", { class: `num ${i === 3 && c ? "dead" : ""}` }, c)));
   });
+  const hookRows = hooks.map((s) => el("tr", { "data-subscription": s.id },
+    el("td", {}, el("code", {}, s.endpoint)),
+    el("td", {}, s.confirmed ? badge("confirmed", "live") : badge("pending confirmation", "paused")),
+    el("td", {}, delivery(s)),
+    el("td", {}, filterOf(s)),
+    el("td", {}, s.attributes.RedrivePolicy ? el("code", {}, JSON.parse(s.attributes.RedrivePolicy).deadLetterTargetArn.split(":").pop()) : el("span", { class: "muted" }, "none: dies in deliveries"))));
+  const d = deliveries;
+  const sending = d ? [["Waiting to send", d.ready + d.delayed], ["Retrying", d.retrying], ["Sending now", d.leased], ["Sent", d.history.completed], ["Failed (dead)", d.dead]] : [];
   if (show.latest()) here = null;
   show(
     el("p", {}, el("a", { href: "#/topics" }, "← Topics")),
     el("h1", {}, name, " ", badge(topic.attributes.FifoTopic === "true" ? "fifo" : "standard", "live")),
     el("p", { class: "muted" }, el("code", {}, topic.arn), topic.attributes.DisplayName ? ` · ${topic.attributes.DisplayName}` : ""),
     el("div", { class: "cards" },
-      ...[["Subscriptions", subs.length], ["Waiting", total("ready") + total("delayed") + total("retrying")], ["Completed", total("history.completed")], ["Failed (dead)", total("dead")]]
+      ...[["Subscriptions", subs.length + hooks.length], ["Waiting", total("ready") + total("delayed") + total("retrying")], ["Completed", total("history.completed")], ["Failed (dead)", total("dead")]]
         .map(([label, value]) => el("div", { class: "card" }, el("div", { class: `value ${label.startsWith("Failed") && value ? "dead" : ""}` }, value), el("div", { class: "label" }, label)))),
-    subs.length === 0 ? el("p", {}, "No subscription yet: nothing published reaches a queue.") :
+    subs.length === 0 && hooks.length === 0 ? el("p", {}, "No subscription yet: nothing published reaches a queue or an endpoint.") : "",
+    subs.length === 0 ? "" :
       el("table", { id: "subscriptions" },
         el("thead", {}, el("tr", {}, el("th", {}, "Queue"), el("th", {}, "Delivery"), el("th", {}, "Filter"),
           ...["Waiting", "Leased", "Completed", "Dead"].map((h) => el("th", { class: "num" }, h)))),
-        el("tbody", {}, rows)));
+        el("tbody", {}, rows)),
+    hooks.length === 0 ? "" : el("section", { id: "endpoints" },
+      el("h2", {}, "HTTP/S endpoints"),
+      el("table", { id: "endpoint-subscriptions" },
+        el("thead", {}, el("tr", {}, el("th", {}, "Endpoint"), el("th", {}, "Status"), el("th", {}, "Delivery"), el("th", {}, "Filter"), el("th", {}, "Dead letters to"))),
+        el("tbody", {}, hookRows)),
+      el("p", { class: "muted" }, "Every topic's HTTP/S messages wait in ",
+        el("a", { href: `#/queues/${DELIVERIES}` }, DELIVERIES), " until sent; a failed one waits there for its next retry, and one out of retries goes to the subscription's dead-letter queue or dies there with its reason."),
+      d ? el("div", { class: "cards", id: "deliveries" },
+        ...sending.map(([label, value]) => el("div", { class: "card" }, el("div", { class: `value ${label.startsWith("Failed") && value ? "dead" : ""}` }, value), el("div", { class: "label" }, label)))) : ""));
 }
 
 // --- a queue: its counts, chart, tabs of items, settings -------------------------------------------
