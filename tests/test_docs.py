@@ -41,6 +41,8 @@ PAGES = [
 # Pages whose blocks also use a database of their own, as an application does: DATABASE_URL names a
 # migrated PostgreSQL database, and SIMPLEQUEUE_DATABASE_URL the page's service's SQLite file.
 ON_DATABASES = {"docs/outbox.md"}
+# What a page's service is started with, as the page says.
+SERVED_WITH = {"docs/sns.md": {"SIMPLEQUEUE_SNS_ENDPOINTS": "127.0.0.1/32"}}
 BLOCK = re.compile(r"^<!-- run -->\n```(\w+)\n(.*?)^```$", re.M | re.S)
 ADDRESS = re.compile(r"(127\.0\.0\.1|localhost):8000")
 SHOWS_OUTPUTS = {"docs/api.md", "docs/clients.md"}
@@ -85,7 +87,7 @@ def test_the_blocks_of_a_page_run_in_order_against_a_live_service(
     databases = {}
     if page in ON_DATABASES:
         databases = {"SIMPLEQUEUE_DATABASE_URL": database_url, "DATABASE_URL": _migrated_postgres(request)}
-    with serving(database_url) as base:
+    with serving(database_url, env=SERVED_WITH.get(page)) as base:
         address = base.removeprefix("http://")
         env = {
             **os.environ,

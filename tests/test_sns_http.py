@@ -19,8 +19,8 @@ from simplequeue.domain.deliveries import DELIVERIES
 from simplequeue.domain.notifications import Arns
 from simplequeue.domain.publications import Publication
 from simplequeue.domain.sns_signing import verify
-from simplequeue.main import store_for
 from simplequeue.domain.topics import InvalidSubscription, Subscription
+from simplequeue.main import store_for
 from simplequeue.service.deliveries import Deliverer
 from simplequeue.service.endpoints import EndpointRules
 from simplequeue.service.queues import QueueService

@@ -47,10 +47,15 @@ def test_not_found_and_invalid_parameter(sns: Any, sqs: Any, name: str) -> None:
 
     arn = sns.create_topic(Name=name)["TopicArn"]
     code, _, message = refused(
-        lambda: sns.subscribe(TopicArn=arn, Protocol="https", Endpoint="https://example.com/")
+        lambda: sns.subscribe(TopicArn=arn, Protocol="email", Endpoint="a@example.com")
     )
     assert code == "InvalidParameter"
     assert message.startswith("Invalid parameter: Protocol")
+    code, _, message = refused(
+        lambda: sns.subscribe(TopicArn=arn, Protocol="http", Endpoint="http://169.254.169.254/latest/")
+    )
+    assert code == "InvalidParameter"
+    assert message.startswith("Invalid parameter: Endpoint")
     assert refused(lambda: sns.subscribe(TopicArn=arn, Protocol="sqs", Endpoint="queue-name"))[:2] == (
         "InvalidParameter",
         400,
