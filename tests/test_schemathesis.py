@@ -26,8 +26,11 @@ valid and an invalid one invalid:
   invalid names stay, so that their refusal is still checked;
 - a topic's FIFO attributes agree with its name (FifoTopic says whether it ends in .fifo;
   ContentBasedDeduplication only on a FIFO topic), and a subscription's FilterPolicy and
-  RedrivePolicy text become a valid policy: SNS's rules the service applies (422 InvalidTopic,
-  InvalidSubscription), which no schema can say; a publish's attributes fit their types as a push's.
+  RedrivePolicy text, and a topic's or subscription's DeliveryPolicy, become a valid policy: SNS's
+  rules the service applies (422 InvalidTopic, InvalidSubscription), which no schema can say; a
+  publish's attributes fit their types as a push's;
+- a subscription's endpoint that the schema allows fits its protocol: a URL (at a host that never
+  resolves, `hooks.invalid`) for http and https, a queue's name for sqs.
 NUL characters are not generated: the service refuses them in stored text (the spec's patterns and
 the payload's description say so), and a payload's NUL cannot be written as a schema.
 """
@@ -35,6 +38,7 @@ the payload's description say so), and a payload's NUL cannot be written as a sc
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -47,7 +51,8 @@ import schemathesis
 from schemathesis.config import SchemathesisConfig
 from schemathesis.engine import Status, events, from_schema
 from schemathesis.hooks import HookContext
-from simplequeue.domain.names import is_queue_name
+from simplequeue.api.topics.schemas import ENDPOINT_URL_PATTERN
+from simplequeue.domain.names import QUEUE_NAME_PATTERN, is_queue_name
 from simplequeue.store.cursors import encode_cursor, encode_name_cursor, encode_topic_cursor
 
 from tests.engines import postgres_database
@@ -167,6 +172,8 @@ def _fitting_topic_body(label: str, path: dict[str, Any], body: dict[str, Any]) 
         attributes = body.get(field)
         if isinstance(attributes, dict):
             fitted = dict(attributes)
+            if isinstance(fitted.get("DeliveryPolicy"), str) and fitted["DeliveryPolicy"]:
+                fitted["DeliveryPolicy"] = '{"http": {"defaultHealthyRetryPolicy": {"numRetries": 2}}}'
             if "FifoTopic" in fitted and fitted["FifoTopic"] in ("true", "false"):
                 fitted["FifoTopic"] = "true" if fifo else "false"
             if not fifo and fitted.get("ContentBasedDeduplication") == "true":
@@ -181,12 +188,24 @@ def _fitting_topic_body(label: str, path: dict[str, Any], body: dict[str, Any]) 
                 fitted["FilterPolicy"] = '{"a": ["b"]}'
             if isinstance(fitted.get("RedrivePolicy"), str):
                 fitted["RedrivePolicy"] = '{"deadLetterTargetArn": "arn:aws:sqs:us-east-1:000000000000:dlq"}'
+            if isinstance(fitted.get("DeliveryPolicy"), str) and fitted["DeliveryPolicy"]:
+                fitted["DeliveryPolicy"] = '{"healthyRetryPolicy": {"numRetries": 2}}'
             body = {**body, field: fitted}
+        body = _fitting_endpoint(body)
     if label in ("POST /topics/{name}/publish",):
         body = _fitting_keys(body)
     if label == "POST /topics/{name}/publish/batch" and isinstance(body.get("messages"), list):
         body = {**body, "messages": [_fitting_keys(m) for m in body["messages"]]}
     return body
+
+
+def _fitting_endpoint(body: dict[str, Any]) -> dict[str, Any]:
+    endpoint, protocol = body.get("endpoint"), body.get("protocol", "sqs")
+    if not isinstance(endpoint, str) or protocol not in ("sqs", "http", "https"):
+        return body
+    if re.fullmatch(QUEUE_NAME_PATTERN, endpoint) or re.fullmatch(ENDPOINT_URL_PATTERN, endpoint):
+        endpoint = "q" if protocol == "sqs" else f"{protocol}://hooks.invalid/sns"
+    return {**body, "endpoint": endpoint}
 
 
 @dataclass

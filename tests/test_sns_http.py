@@ -6,6 +6,7 @@ delayed item, and moving the clock is what makes it due."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 from uuid import uuid4
 
 import pytest
+from pydantic import ValidationError
 from simplequeue.domain import DeadFilter, QueueSettings
 from simplequeue.domain.deliveries import DELIVERIES
 from simplequeue.domain.notifications import Arns
@@ -53,6 +55,8 @@ class Endpoint:
     statuses: list[int] = field(default_factory=list)
     sent: list[Sent] = field(default_factory=list)
     port: int = 0
+    held: asyncio.Event = field(default_factory=asyncio.Event)
+    """Notifications to /held are answered once this is set."""
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -66,6 +70,8 @@ class Endpoint:
                 headers = {k.strip().lower(): v.strip() for k, v in (h.split(":", 1) for h in lines)}
                 body = await reader.readexactly(int(headers.get("content-length", "0")))
                 self.sent.append(Sent(path, headers, body))
+                if path == "/held" and json.loads(body)["Type"] == "Notification":
+                    await self.held.wait()
                 code = self.statuses.pop(0) if self.statuses else 200
                 writer.write(f"HTTP/1.1 {code} X\r\ncontent-length: 0\r\n\r\n".encode())
                 await writer.drain()
@@ -320,3 +326,39 @@ async def test_without_rules_no_http_endpoint_may_subscribe(
     await closed.create_topic(topic, {}, {})
     with pytest.raises(InvalidSubscription, match="SIMPLEQUEUE_SNS_ENDPOINTS"):
         await closed.subscribe(topic, "http", endpoint.url(), {}, BASE)
+
+
+async def until(check: Any, seconds: float = 10) -> None:
+    async with asyncio.timeout(seconds):
+        while not check():  # noqa: ASYNC110 (what it waits for is the endpoint's, set by no event)
+            await asyncio.sleep(0.02)
+
+
+async def test_a_slow_endpoint_holds_up_no_other(case: Case, topic: str, endpoint: Endpoint) -> None:
+    await confirmed(case, topic, endpoint)
+    await case.topics.subscribe(topic, "http", endpoint.url("/held"), {}, BASE)
+    assert await case.send() == 1
+    await case.topics.confirm_subscription(topic, endpoint.sent.pop().message["Token"])
+    running = asyncio.create_task(case.deliverer.run_forever())
+    try:
+        await case.topics.publish(topic, Publication("first"), BASE)
+        await until(lambda: {s.path for s in endpoint.sent} == {"/hook", "/held"})
+        await case.topics.publish(topic, Publication("second"), BASE)  # /held still holds "first"
+        await until(
+            lambda: [s.message["Message"] for s in endpoint.sent if s.path == "/hook"] == ["first", "second"]
+        )
+        endpoint.held.set()
+        await until(
+            lambda: [s.message["Message"] for s in endpoint.sent if s.path == "/held"] == ["first", "second"]
+        )
+    finally:
+        running.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await running
+    assert await case.send() == 0  # everything was settled
+
+
+def test_a_bad_endpoint_list_stops_the_settings_in_one_line() -> None:
+    with pytest.raises(ValidationError) as refused:
+        Settings(sns_endpoints="hooks.example.com, 10.0.0.0/33")
+    assert "sns_endpoints: not an IP address or network: '10.0.0.0/33'" in str(refused.value)

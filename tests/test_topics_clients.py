@@ -77,3 +77,19 @@ def test_the_cli_runs_a_topic_end_to_end(url: str) -> None:
     assert "TopicNotFound" in line or "no topic" in line.lower(), line
     bad = run(url, "topic", "publish", "cli-news", "x", "--attribute", "kind")
     assert bad.returncode == 2, bad.stderr
+
+
+def test_an_http_endpoint_subscribes_through_the_sdk_and_the_cli(url: str) -> None:
+    """The service's default rules: any public host (hooks.invalid never resolves, so it is taken
+    unchecked and left pending), never a metadata or loopback address."""
+    with Client(url) as sq:
+        sq.put_topic("sdk-hooks")
+        made = sq.subscribe("sdk-hooks", "https://hooks.invalid/sns")
+        assert (made.protocol, made.endpoint, made.confirmed) == ("https", "https://hooks.invalid/sns", False)
+        with pytest.raises(InvalidSubscription, match="metadata"):
+            sq.subscribe("sdk-hooks", "http://169.254.169.254/latest/meta-data/")
+        assert sq.publish("sdk-hooks", "m").endpoints == 0  # pending: nothing is queued for it
+    done = run(url, "topic", "subscribe", "sdk-hooks", "http://127.0.0.1:9/hook")
+    assert done.returncode == 1
+    [line] = done.stderr.strip().splitlines()
+    assert "loopback" in line, line

@@ -120,11 +120,12 @@ class Settings(BaseSettings):
         description="Send, in this process, what topics hold for their HTTP/S subscribers.",
     )
     sns_endpoints: str = Field(
-        default="*",
+        default="*, 0.0.0.0/0, ::/0",
         description="Where topics' HTTP/S subscriptions may point, separated by commas: host names, "
-        "*.domain, * (any name), IP addresses, CIDR networks. Cloud metadata and link-local addresses "
-        "are always refused; loopback and private ones only through a listed network inside their "
-        "block (127.0.0.1/32, 10.0.0.0/8). Empty: no HTTP/S subscriptions.",
+        "*.domain, * (any name), IP addresses, CIDR networks; by default any public name or address. "
+        "Cloud metadata and link-local addresses are always refused; loopback and private ones only "
+        "through a listed network inside their block (127.0.0.1/32, 10.0.0.0/8). Empty: no HTTP/S "
+        "subscriptions.",
     )
     log_level: Literal["critical", "error", "warning", "info", "debug"] = "info"
     log_format: Literal["text", "json"] = Field(

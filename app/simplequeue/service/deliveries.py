@@ -51,6 +51,7 @@ log = logging.getLogger("simplequeue.deliveries")
 BATCH = 32
 """Sent side by side per replica: a slow endpoint holds one of these for its time-out at most."""
 WAIT_SECONDS = 20.0
+BUSY_WAIT_SECONDS = 1.0
 IDLE_SECONDS = 2.0
 TIMEOUT_SECONDS = 15.0
 """One attempt's bound, SNS's: resolving, connecting, sending and reading the status."""
@@ -79,18 +80,35 @@ class Deliverer:
             self._client = None
 
     async def run_forever(self) -> None:
+        """Keep up to BATCH deliveries in flight: a slot a send frees is filled by the next pop, so
+        an endpoint that takes its whole time-out holds up one slot, not the others."""
         said: str | None = None
+        sending: set[asyncio.Task[None]] = set()
         try:
             while True:
                 if not self._queues.ready:
                     await asyncio.sleep(IDLE_SECONDS)
                     continue
+                free = BATCH - len(sending)
+                if free == 0:
+                    await asyncio.wait(sending, return_when=asyncio.FIRST_COMPLETED)
+                    continue
+                # While sends are in flight, a short wait, so that a freed slot is filled soon.
+                wait = WAIT_SECONDS if not sending else BUSY_WAIT_SECONDS
                 try:
                     began = time.monotonic()
-                    taken = await self.run_once(WAIT_SECONDS)
+                    items = await self._take(free, wait)
                     said = None
-                    # Nothing, at once: the service is stopping (its waits are closed).
-                    if taken or time.monotonic() - began > WAIT_SECONDS / 2:
+                    for item in items:
+                        task = asyncio.create_task(self._send(item), name=f"simplequeue-delivery-{item.id}")
+                        sending.add(task)
+                        task.add_done_callback(self._sent(sending))
+                    if items or time.monotonic() - began > wait / 2:
+                        continue
+                    # Nothing, at once: the service is stopping (its waits are closed); no tight
+                    # loop of pops while the sends in flight finish.
+                    if sending:
+                        await asyncio.wait(sending, timeout=BUSY_WAIT_SECONDS)
                         continue
                 except QueueNotFound:
                     pass  # no HTTP/S endpoint was ever subscribed
@@ -102,13 +120,31 @@ class Deliverer:
                         said = exc.code
                 await asyncio.sleep(IDLE_SECONDS)
         finally:
+            for task in sending:
+                task.cancel()
+            await asyncio.gather(*sending, return_exceptions=True)
             await self.aclose()
 
-    async def run_once(self, wait_seconds: float = 0.0) -> int:
-        """Send what is due (after up to wait_seconds for something); how many were taken."""
-        items = await self._queues.pop(
-            DELIVERIES, max_items=BATCH, wait_seconds=wait_seconds, lease_seconds=LEASE_SECONDS
+    @staticmethod
+    def _sent(sending: set[asyncio.Task[None]]) -> Callable[[asyncio.Task[None]], None]:
+        def done(task: asyncio.Task[None]) -> None:
+            sending.discard(task)
+            if not task.cancelled() and (error := task.exception()) is not None:
+                # Its lease runs out and it is sent again: nothing is lost, so one line is enough.
+                code = error.code if isinstance(error, QueueError) else type(error).__name__
+                log.warning("a delivery could not be settled (%s); it is retried when its lease ends", code)
+
+        return done
+
+    async def _take(self, most: int, wait_seconds: float) -> list[LeasedItem]:
+        return await self._queues.pop(
+            DELIVERIES, max_items=most, wait_seconds=wait_seconds, lease_seconds=LEASE_SECONDS
         )
+
+    async def run_once(self, wait_seconds: float = 0.0) -> int:
+        """Send what is due (after up to wait_seconds for something), all of it before answering;
+        how many were taken."""
+        items = await self._take(BATCH, wait_seconds)
         if items:
             await asyncio.gather(*(self._send(item) for item in items))
         return len(items)

@@ -165,6 +165,9 @@ class TopicChangeRequest(Body):
     unset_tags: list[str] = Field(default_factory=list, max_length=50)
 
 
+ENDPOINT_URL_PATTERN = r"^https?://[A-Za-z0-9._-]+(:[0-9]{1,5})?(/[!-~]*)?$"
+
+
 class SubscriptionRequest(Body):
     """A queue, or an HTTP/S endpoint, to deliver the topic's messages to."""
 
@@ -175,9 +178,10 @@ class SubscriptionRequest(Body):
     )
     endpoint: str = Field(
         ...,
-        min_length=1,
         max_length=2048,
-        description=f"The queue's name ({QUEUE_NAME_PATTERN}) for sqs; the URL for http and https.",
+        pattern=f"{QUEUE_NAME_PATTERN}|{ENDPOINT_URL_PATTERN}",
+        description="The queue's name for sqs; the URL for http and https (its host a name or an IPv4 "
+        "address; an IPv6 literal is not taken).",
     )
     attributes: SubscriptionAttributes = Field(default_factory=SubscriptionAttributes)
 
@@ -248,7 +252,6 @@ class PublishResponse(BaseModel):
     message_id: UUID
     delivered_to: list[str] = Field(description="The queues that received it, in subscription order.")
     endpoints: int = Field(
-        0,
         description="HTTP/S endpoints it is queued for (simplequeue.deliveries), sent after this answer.",
     )
 
