@@ -28,7 +28,8 @@ valid and an invalid one invalid:
   ContentBasedDeduplication only on a FIFO topic), and a subscription's FilterPolicy and
   RedrivePolicy text, and a topic's or subscription's DeliveryPolicy, become a valid policy: SNS's
   rules the service applies (422 InvalidTopic, InvalidSubscription), which no schema can say; a
-  publish's attributes fit their types as a push's;
+  publish's attributes fit their types as a push's, and its group and dedup key its topic (a FIFO
+  topic's publication has both, another's neither);
 - a subscription's endpoint that the schema allows fits its protocol: a URL (at a host that never
   resolves, `hooks.invalid`) for http and https, a queue's name for sqs.
 NUL characters are not generated: the service refuses them in stored text (the spec's patterns and
@@ -193,10 +194,20 @@ def _fitting_topic_body(label: str, path: dict[str, Any], body: dict[str, Any]) 
             body = {**body, field: fitted}
         body = _fitting_endpoint(body)
     if label in ("POST /topics/{name}/publish",):
-        body = _fitting_keys(body)
+        body = _fitting_publication(_fitting_keys(body), fifo)
     if label == "POST /topics/{name}/publish/batch" and isinstance(body.get("messages"), list):
-        body = {**body, "messages": [_fitting_keys(m) for m in body["messages"]]}
+        body = {**body, "messages": [_fitting_publication(_fitting_keys(m), fifo) for m in body["messages"]]}
     return body
+
+
+def _fitting_publication(message: Any, fifo: bool) -> Any:
+    """A FIFO topic's publication has a group and a dedup key; another's has neither."""
+    if not isinstance(message, dict):
+        return message
+    if fifo:
+        given = {k: v for k in ("group", "dedup_key") if (v := message.get(k)) is not None}
+        return {**message, "group": "g", "dedup_key": "d", **given}
+    return {k: v for k, v in message.items() if k not in ("group", "dedup_key")}
 
 
 def _fitting_endpoint(body: dict[str, Any]) -> dict[str, Any]:
