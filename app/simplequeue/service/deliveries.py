@@ -17,11 +17,15 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from contextlib import suppress
+from dataclasses import dataclass
 from typing import Any
+from uuid import UUID
 
 import httpx
 
 from simplequeue.domain import (
+    Completion,
     DatabaseUnavailable,
     Draft,
     Failure,
@@ -41,20 +45,36 @@ from simplequeue.domain.deliveries import (
 )
 from simplequeue.domain.delivery_policy import DeliveryPolicy, delay_before
 from simplequeue.domain.items import LeasedItem
-from simplequeue.domain.topics import SubscriptionNotFound, TopicNotFound
+from simplequeue.domain.topics import Subscription, SubscriptionNotFound, Topic, TopicNotFound
 from simplequeue.service.endpoints import EndpointRules, Outcome, Verdict, endpoint_client, post_message
 from simplequeue.service.queues import QueueService
 from simplequeue.service.topics import REDRIVE_POLICY, TopicService
 
 log = logging.getLogger("simplequeue.deliveries")
 
-BATCH = 32
-"""Sent side by side per replica: a slow endpoint holds one of these for its time-out at most."""
+CAPACITY = 32
+"""Sends in flight per replica: a slow endpoint holds one of these for its time-out at most."""
+REFILL = 8
+"""Free slots that make the next pop: fewer, larger pops (each one a lease of many rows)."""
 WAIT_SECONDS = 20.0
 BUSY_WAIT_SECONDS = 1.0
 IDLE_SECONDS = 2.0
 TIMEOUT_SECONDS = 15.0
 """One attempt's bound, SNS's: resolving, connecting, sending and reading the status."""
+TARGET_SECONDS = 1.0
+"""How long a subscription read for one send serves the next ones: an endpoint unsubscribed is
+sent nothing more after at most this (a subscription never read as gone or pending is reused)."""
+MAX_TARGETS = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What one send needs of its subscription, read at `read_at` (monotonic)."""
+
+    subscription: Subscription
+    topic: Topic
+    policy: DeliveryPolicy
+    read_at: float
 
 
 class Deliverer:
@@ -73,6 +93,7 @@ class Deliverer:
         self._make_client = client
         self._timeout = timeout_seconds
         self._client: httpx.AsyncClient | None = None
+        self._targets: dict[UUID, Target] = {}
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -80,29 +101,40 @@ class Deliverer:
             self._client = None
 
     async def run_forever(self) -> None:
-        """Keep up to BATCH deliveries in flight: a slot a send frees is filled by the next pop, so
-        an endpoint that takes its whole time-out holds up one slot, not the others."""
+        """Keep up to CAPACITY sends in flight: freed slots are filled by the next pop, so an
+        endpoint that takes its whole time-out holds up one slot, not the others. What was
+        delivered is completed by that pop, in its transaction (complete_and_pop)."""
         said: str | None = None
-        sending: set[asyncio.Task[None]] = set()
+        sending: set[asyncio.Task[Completion | None]] = set()
+        done: list[Completion] = []
         try:
             while True:
                 if not self._queues.ready:
                     await asyncio.sleep(IDLE_SECONDS)
                     continue
-                free = BATCH - len(sending)
-                if free == 0:
-                    await asyncio.wait(sending, return_when=asyncio.FIRST_COMPLETED)
+                free = CAPACITY - len(sending)
+                if sending and free < REFILL:
+                    await asyncio.wait(
+                        sending, timeout=BUSY_WAIT_SECONDS, return_when=asyncio.FIRST_COMPLETED
+                    )
                     continue
-                # While sends are in flight, a short wait, so that a freed slot is filled soon.
+                # While sends are in flight, a short wait, so that freed slots are filled soon.
                 wait = WAIT_SECONDS if not sending else BUSY_WAIT_SECONDS
+                completions, done[:] = list(done), []
                 try:
                     began = time.monotonic()
-                    items = await self._take(free, wait)
+                    _, items = await self._queues.complete_and_pop(
+                        completions,
+                        DELIVERIES,
+                        max_items=free,
+                        wait_seconds=wait,
+                        lease_seconds=LEASE_SECONDS,
+                    )
                     said = None
                     for item in items:
                         task = asyncio.create_task(self._send(item), name=f"simplequeue-delivery-{item.id}")
                         sending.add(task)
-                        task.add_done_callback(self._sent(sending))
+                        task.add_done_callback(self._sent(sending, done))
                     if items or time.monotonic() - began > wait / 2:
                         continue
                     # Nothing, at once: the service is stopping (its waits are closed); no tight
@@ -113,8 +145,12 @@ class Deliverer:
                 except QueueNotFound:
                     pass  # no HTTP/S endpoint was ever subscribed
                 except (DatabaseUnavailable, SchemaNotReady) as exc:
+                    done[:0] = (
+                        completions  # completed with the next pop (their leases outlast an outage's retries)
+                    )
                     log.debug("the deliverer waits for the database (%s)", exc.code)
                 except QueueError as exc:
+                    done[:0] = completions
                     if exc.code != said:
                         log.warning("the deliverer could not take deliveries (%s: %s)", exc.code, exc.detail)
                         said = exc.code
@@ -123,49 +159,74 @@ class Deliverer:
             for task in sending:
                 task.cancel()
             await asyncio.gather(*sending, return_exceptions=True)
+            if done:  # what was sent is not sent again, if the database takes it now
+                with suppress(QueueError):
+                    await asyncio.shield(self._queues.complete_many(done))
             await self.aclose()
 
     @staticmethod
-    def _sent(sending: set[asyncio.Task[None]]) -> Callable[[asyncio.Task[None]], None]:
-        def done(task: asyncio.Task[None]) -> None:
+    def _sent(
+        sending: set[asyncio.Task[Completion | None]], done: list[Completion]
+    ) -> Callable[[asyncio.Task[Completion | None]], None]:
+        def settled(task: asyncio.Task[Completion | None]) -> None:
             sending.discard(task)
-            if not task.cancelled() and (error := task.exception()) is not None:
-                # Its lease runs out and it is sent again: nothing is lost, so one line is enough.
-                code = error.code if isinstance(error, QueueError) else type(error).__name__
-                log.warning("a delivery could not be settled (%s); it is retried when its lease ends", code)
+            if task.cancelled():
+                return
+            error = task.exception()
+            if error is None:
+                completion = task.result()
+                if completion is not None:
+                    done.append(completion)
+                return
+            # Its lease runs out and it is sent again: nothing is lost, so one line is enough.
+            code = error.code if isinstance(error, QueueError) else type(error).__name__
+            log.warning("a delivery could not be settled (%s); it is sent again when its lease ends", code)
 
-        return done
-
-    async def _take(self, most: int, wait_seconds: float) -> list[LeasedItem]:
-        return await self._queues.pop(
-            DELIVERIES, max_items=most, wait_seconds=wait_seconds, lease_seconds=LEASE_SECONDS
-        )
+        return settled
 
     async def run_once(self, wait_seconds: float = 0.0) -> int:
-        """Send what is due (after up to wait_seconds for something), all of it before answering;
-        how many were taken."""
-        items = await self._take(BATCH, wait_seconds)
-        if items:
-            await asyncio.gather(*(self._send(item) for item in items))
+        """Send what is due (after up to wait_seconds for something), all of it settled before
+        answering; how many were taken."""
+        items = await self._queues.pop(
+            DELIVERIES, max_items=CAPACITY, wait_seconds=wait_seconds, lease_seconds=LEASE_SECONDS
+        )
+        completions = [c for c in await asyncio.gather(*(self._send(item) for item in items)) if c]
+        if completions:
+            await self._queues.complete_many(completions)
         return len(items)
 
-    async def _send(self, item: LeasedItem) -> None:
+    async def _target(self, subscription_id: UUID) -> Target | None:
+        """The subscription, its topic and policy; None once it is gone. A recent read serves
+        only while it was confirmed: a pending one is read again, since it may have confirmed."""
+        now = time.monotonic()
+        cached = self._targets.get(subscription_id)
+        if cached is not None and now - cached.read_at < TARGET_SECONDS and cached.subscription.confirmed:
+            return cached
+        try:
+            subscription = await self._topics.get_subscription(subscription_id)
+            topic = await self._topics.get_topic(subscription.topic)
+        except (SubscriptionNotFound, TopicNotFound):
+            self._targets.pop(subscription_id, None)
+            return None
+        if len(self._targets) >= MAX_TARGETS:
+            self._targets.clear()
+        target = Target(subscription, topic, self._topics.delivery_policy(topic, subscription), now)
+        self._targets[subscription_id] = target
+        return target
+
+    async def _send(self, item: LeasedItem) -> Completion | None:
+        """One attempt; the completion to make if it is done with (delivered, or its endpoint
+        left), else None (failed, retried or dead: settled here)."""
         try:
             delivery = read_delivery(item.payload)
         except InvalidDelivery as exc:
             await self._dead(item, f"InvalidDelivery: {exc}")
-            return
-        try:
-            subscription = await self._topics.get_subscription(delivery.subscription)
-            topic = await self._topics.get_topic(subscription.topic)
-        except (SubscriptionNotFound, TopicNotFound):
-            # Unsubscribed since: SNS sends nothing more to an endpoint that left.
-            await self._queues.complete(item.id, item.lease_token)
-            return
-        if delivery.type != CONFIRMATION and not subscription.confirmed:
-            await self._queues.complete(item.id, item.lease_token)
-            return
-        policy = self._topics.delivery_policy(topic, subscription)
+            return None
+        target = await self._target(delivery.subscription)
+        # Unsubscribed since, or not confirmed: SNS sends an endpoint nothing else.
+        if target is None or (delivery.type != CONFIRMATION and not target.subscription.confirmed):
+            return Completion(item.id, item.lease_token)
+        subscription, topic = target.subscription, target.topic
         if self._client is None:
             self._client = self._make_client()
         arns = self._topics.arns
@@ -179,9 +240,14 @@ class Deliverer:
             subscription_arn=arns.subscription(topic.name, subscription.id),
             raw=delivery.raw,
             timeout_seconds=self._timeout,
-            content_type=policy.header_content_type,
+            content_type=target.policy.header_content_type,
         )
-        await self._settle(item, delivery, subscription.attributes.get(REDRIVE_POLICY), policy, outcome)
+        if outcome.delivered:
+            return Completion(item.id, item.lease_token)
+        await self._settle(
+            item, delivery, subscription.attributes.get(REDRIVE_POLICY), target.policy, outcome
+        )
+        return None
 
     async def _settle(
         self,
@@ -191,9 +257,7 @@ class Deliverer:
         policy: DeliveryPolicy,
         outcome: Outcome,
     ) -> None:
-        if outcome.delivered:
-            await self._queues.complete(item.id, item.lease_token)
-            return
+        """A send that failed: retried after the policy's delay, or given up."""
         delay = delay_before(item.attempts + 1, policy) if outcome.verdict is Verdict.RETRY else None
         if delay is not None:
             failure = Failure(outcome.reason, lease_token=item.lease_token, retry_after_seconds=delay)

@@ -24,6 +24,7 @@ import ipaddress
 import json
 import socket
 import ssl
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -336,14 +337,45 @@ class PinnedTransport(httpx.AsyncBaseTransport):
     request extension), connecting to its checked address. HTTP/1.1, no proxy (an environment's
     proxy would reach the endpoint from elsewhere, unchecked)."""
 
-    def __init__(self, *, ssl_context: ssl.SSLContext | None = None, max_connections: int = 100) -> None:
-        self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=ssl_context or httpx.create_ssl_context(),
-            max_connections=max_connections,
-            max_keepalive_connections=max_connections,
+    def __init__(
+        self,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        max_connections: int = 8,
+        max_origins: int = 256,
+    ) -> None:
+        """max_connections: per origin (scheme, host, port). Each origin has a pool of its own:
+        httpcore's pool checks each of its connections for every request it places, so one pool
+        for every endpoint spent most of a busy deliverer's time on that."""
+        self._ssl_context = ssl_context or httpx.create_ssl_context()
+        self._max_connections = max_connections
+        self._max_origins = max_origins
+        self._pools: OrderedDict[tuple[bytes, bytes, int | None], httpcore.AsyncConnectionPool] = (
+            OrderedDict()
+        )
+        self._closing: set[asyncio.Future[None]] = set()
+
+    def _pool_for(self, origin: tuple[bytes, bytes, int | None]) -> httpcore.AsyncConnectionPool:
+        pool = self._pools.get(origin)
+        if pool is not None:
+            self._pools.move_to_end(origin)
+            return pool
+        if len(self._pools) >= self._max_origins:
+            # The origin used least recently: its idle connections close with it (a request still
+            # on one fails and is retried: there is room for this many origins in use at once).
+            _, oldest = self._pools.popitem(last=False)
+            closing = asyncio.ensure_future(oldest.aclose())
+            self._closing.add(closing)
+            closing.add_done_callback(self._closing.discard)
+        pool = httpcore.AsyncConnectionPool(
+            ssl_context=self._ssl_context,
+            max_connections=self._max_connections,
+            max_keepalive_connections=self._max_connections,
             keepalive_expiry=30.0,
             network_backend=_PinnedBackend(),
         )
+        self._pools[origin] = pool
+        return pool
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         pin = request.extensions.get(PIN_EXTENSION)
@@ -367,7 +399,8 @@ class PinnedTransport(httpx.AsyncBaseTransport):
         token = _PIN.set(pin)
         try:
             with _httpx_errors():
-                response = await self._pool.handle_async_request(core)
+                pool = self._pool_for((request.url.raw_scheme, request.url.raw_host, request.url.port))
+                response = await pool.handle_async_request(core)
         finally:
             _PIN.reset(token)
         return httpx.Response(
@@ -378,11 +411,12 @@ class PinnedTransport(httpx.AsyncBaseTransport):
         )
 
     async def aclose(self) -> None:
-        await self._pool.aclose()
+        pools, self._pools = list(self._pools.values()), OrderedDict()
+        await asyncio.gather(*(pool.aclose() for pool in pools), *self._closing, return_exceptions=True)
 
 
 def endpoint_client(
-    *, ssl_context: ssl.SSLContext | None = None, max_connections: int = 100
+    *, ssl_context: ssl.SSLContext | None = None, max_connections: int = 8
 ) -> httpx.AsyncClient:
     """The client post_message sends with: pinned connections, no proxies from the environment,
     no redirects, no cookies kept between endpoints' answers."""
