@@ -10,7 +10,7 @@ import contextlib
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs, urlsplit
 from uuid import uuid4
 
@@ -21,7 +21,7 @@ from simplequeue.domain.deliveries import DELIVERIES
 from simplequeue.domain.notifications import Arns
 from simplequeue.domain.publications import Publication
 from simplequeue.domain.sns_signing import verify
-from simplequeue.domain.topics import InvalidSubscription, Subscription
+from simplequeue.domain.topics import InvalidSubscription, Subscription, Topic
 from simplequeue.main import store_for
 from simplequeue.service.deliveries import Deliverer
 from simplequeue.service.endpoints import EndpointRules
@@ -362,3 +362,14 @@ def test_a_bad_endpoint_list_stops_the_settings_in_one_line() -> None:
     with pytest.raises(ValidationError) as refused:
         Settings(sns_endpoints="hooks.example.com, 10.0.0.0/33")
     assert "sns_endpoints: not an IP address or network: '10.0.0.0/33'" in str(refused.value)
+
+
+def test_a_policy_kept_unchecked_by_an_older_version_counts_as_none() -> None:
+    topics = TopicService(cast(Any, None), cast(Any, None), FakeClock(), Arns("us-east-1", "000000000000"))
+    now = FakeClock()()
+    topic = Topic("t", now, attributes={"DeliveryPolicy": "not json"})
+    own = '{"healthyRetryPolicy": {"numRetries": 1}}'
+    s = Subscription(uuid4(), "t", "http", "http://h/", now, attributes={"DeliveryPolicy": own})
+    assert topics.delivery_policy(topic, s).retry.num_retries == 1
+    broken = Subscription(uuid4(), "t", "http", "http://h/", now, attributes={"DeliveryPolicy": "{"})
+    assert topics.delivery_policy(topic, broken).retry.num_retries == 3  # SNS's default

@@ -286,7 +286,11 @@ class Deliverer:
             await self._queues.push_across(
                 [(queue, Draft(dead_letter_body(delivery), attributes=attributes))], "message"
             )
-        except QueueNotFound:
+        except (DatabaseUnavailable, SchemaNotReady):
+            raise  # an outage: the delivery is settled when its lease ends and it is tried again
+        except QueueError as exc:
+            # The queue refuses it (gone, a FIFO queue, too large): it dies here instead.
+            log.warning("a dead letter could not go to %s (%s)", queue, exc.code)
             return False
         return True
 

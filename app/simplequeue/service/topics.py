@@ -435,10 +435,17 @@ class TopicService:
         """What the subscription's HTTP/S deliveries follow (its EffectiveDeliveryPolicy)."""
         topic_text = topic.attributes.get(DELIVERY_POLICY)
         own_text = s.attributes.get(DELIVERY_POLICY)
-        return effective_policy(
-            parse_topic_policy(topic_text) if topic_text else None,
-            parse_subscription_policy(own_text) if own_text else None,
-        )
+        # Policies are checked when set; one kept before they were (by an older version, which
+        # kept them unchecked) counts as none rather than stopping the subscription's deliveries.
+        try:
+            topic_policy = parse_topic_policy(topic_text) if topic_text else None
+        except DeliveryPolicyError:
+            topic_policy = None
+        try:
+            own = parse_subscription_policy(own_text) if own_text else None
+        except DeliveryPolicyError:
+            own = None
+        return effective_policy(topic_policy, own)
 
     async def get_subscription(self, subscription_id: UUID) -> Subscription:
         return await self._store.get_subscription(subscription_id)
