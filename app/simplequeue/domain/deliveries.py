@@ -32,7 +32,7 @@ from simplequeue.domain.notifications import timestamp
 DELIVERIES = "simplequeue.deliveries"
 MAX_ATTEMPTS = MAX_RETRIES + 1
 """The queue's own limit never ends a delivery before its policy does: the policy decides."""
-LEASE_SECONDS = 60
+LEASE_SECONDS = 30
 """Longer than one attempt can take (its time-out is bounded well below this)."""
 
 MessageType = Literal["Notification", "SubscriptionConfirmation"]
