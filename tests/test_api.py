@@ -10,6 +10,7 @@ from typing import Any
 from uuid import uuid4
 
 import pytest
+from simplequeue import __version__
 from simplequeue.main import create_app
 from simplequeue.settings import Settings
 
@@ -183,8 +184,8 @@ async def test_long_poll_ends_empty_after_its_wait(client: Client, queue: str) -
 
 
 async def test_health_and_readiness(client: Client) -> None:
-    assert (await client.get("/healthz")).json() == {"status": "ok"}
-    assert (await client.get("/readyz")).json() == {"status": "ready"}
+    assert (await client.get("/healthz")).json() == {"status": "ok", "version": __version__}
+    assert (await client.get("/readyz")).json() == {"status": "ready", "version": __version__}
 
 
 async def test_batch_push_then_batch_complete(client: Client, queue: str) -> None:

@@ -4,6 +4,7 @@ hold together (the replicas' pools fit PostgreSQL's connections; HAProxy accepts
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
+from simplequeue import __version__
 
 from tests.test_e2e import free_port, serving, simplequeue_command
 
@@ -43,7 +45,8 @@ def test_probe_says_ready_or_not(tmp_path: Path) -> None:
     with serving(database) as base:
         port = int(base.rsplit(":", 1)[1])
         ready = probe(port, "--ready")
-        assert (ready.returncode, ready.stdout.strip()) == (0, '{"status":"ready"}'), ready.stderr
+        assert ready.returncode == 0, ready.stderr
+        assert json.loads(ready.stdout) == {"status": "ready", "version": __version__}
         assert probe(port).returncode == 0
     nobody = free_port()
     down = probe(nobody, "--ready")

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from openapi_spec_validator import validate
+from simplequeue import __version__
 from simplequeue.api.errors import HTTP_CODES, ErrorCode, codes_of, domain_errors
 from simplequeue.main import create_app
 from simplequeue.settings import Settings
@@ -203,3 +207,17 @@ def test_generated_names_read_well() -> None:
     assert SCHEMAS["Item"]["properties"]["status"]["$ref"] == "#/components/schemas/ItemStatus"
     assert {"Queue", "QueueList", "Item", "QueueSettings", "DeadItemPage", "HealthStatus"} <= set(SCHEMAS)
     assert {"QueueResponse", "QueuesResponse", "ItemResponse", "StatusResponse"}.isdisjoint(SCHEMAS)
+
+
+def test_one_version_is_answered_everywhere() -> None:
+    """pyproject.toml's, through the package's metadata: `--version`, the spec, /healthz's schema."""
+    version = tomllib.loads((COMMITTED.parent.parent / "pyproject.toml").read_text(encoding="utf-8"))[
+        "project"
+    ]["version"]
+    assert __version__ == version
+    assert SPEC["info"]["version"] == version
+    shown = subprocess.run(
+        [sys.executable, "-m", "simplequeue", "--version"], capture_output=True, text=True, check=True
+    )
+    assert shown.stdout.strip() == f"simplequeue, version {version}"
+    assert "version" in SPEC["components"]["schemas"]["HealthStatus"]["required"]
