@@ -96,7 +96,11 @@ def test_not_found_and_invalid_parameter(sns: Any, sqs: Any, name: str) -> None:
         "ParameterValueInvalid",
         400,
     )
-    # No subscription waits for a confirmation, so no token is known.
+    not_an_array = {"tags": {"DataType": "String.Array", "StringValue": '"red"'}}
+    code, _, message = refused(lambda: sns.publish(TopicArn=arn, Message="m", MessageAttributes=not_an_array))
+    assert code == "ParameterValueInvalid"
+    assert "must be a JSON array" in message
+    # A token this topic never sent.
     assert refused(lambda: sns.confirm_subscription(TopicArn=arn, Token="abc"))[:2] == (
         "InvalidParameter",
         400,

@@ -108,9 +108,24 @@ def _structured(message: str) -> str:
 
 def _attributes(p: dict[str, Any]) -> dict[str, Attribute] | None:
     try:
-        return message_attributes.sent({"MessageAttributes": p.get("MessageAttributes") or None})
+        attributes = message_attributes.sent({"MessageAttributes": p.get("MessageAttributes") or None})
     except SqsError as exc:
         raise SnsError("ParameterValueInvalid", exc.message) from None
+    for name, attribute in (attributes or {}).items():
+        # SNS's own type (filter policies match its elements); to SQS it is a String's label.
+        if attribute.type == "String.Array" and not _json_array(attribute.value):
+            raise SnsError(
+                "ParameterValueInvalid",
+                f"The message attribute '{name}' with type 'String.Array' must be a JSON array.",
+            )
+    return attributes
+
+
+def _json_array(value: str | bytes) -> bool:
+    try:
+        return isinstance(json.loads(value), list)
+    except (ValueError, RecursionError):
+        return False
 
 
 def _answer(message_id: str, fifo: bool) -> dict[str, str]:
