@@ -153,3 +153,23 @@ def test_an_action_sns_has_and_the_door_does_not(sns: Any) -> None:
     code, status, message = refused(lambda: sns.list_platform_applications())
     assert (code, status) == ("InvalidAction", 400)
     assert message == "The action ListPlatformApplications is not valid for this web service."
+
+
+def test_a_body_too_large_is_refused_in_sns_s_shape(sqs_base: str) -> None:
+    """The front door refuses it before any door reads it; a request signed for `sns` is answered as
+    the SNS door answers (its XML namespace), one signed for `sqs` as the SQS door does."""
+    body = b"Action=Publish&Message=" + b"x" * (11 * 1024 * 1024)
+    for service, namespace in (
+        ("sns", "http://sns.amazonaws.com/doc/2010-03-31/"),
+        ("sqs", "http://queue.amazonaws.com/doc/2012-11-05/"),
+    ):
+        signed = {
+            "content-type": "application/x-www-form-urlencoded",
+            "authorization": "AWS4-HMAC-SHA256 Credential=AKIDANYTHING/20261128/us-east-1/"
+            f"{service}/aws4_request, SignedHeaders=host, Signature=00",
+        }
+        answer = httpx.post(sqs_base + "/", content=body, headers=signed, timeout=30)
+        assert answer.status_code == 413
+        root = ElementTree.fromstring(answer.content)
+        assert root.tag == f"{{{namespace}}}ErrorResponse", answer.text
+        assert root.findtext(f"{{{namespace}}}Error/{{{namespace}}}Code") == "RequestEntityTooLarge"

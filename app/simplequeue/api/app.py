@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse
 from starlette.types import ASGIApp
 
+from simplequeue.api import aws
 from simplequeue.api.access_log import Observer
 from simplequeue.api.auth import Keyring
 from simplequeue.api.aws import aws_routes
@@ -125,7 +126,9 @@ def build_api(
     app.add_route("/", to_the_dashboard, methods=["GET", "HEAD"], include_in_schema=False)
     declare_security(app)
     install_error_handlers(app, router.routes)
-    app.door = DoorRules(keyring or Keyring(), max_body_bytes, body_timeout_seconds, access_log, observers)
+    app.door = DoorRules(
+        keyring or Keyring(), max_body_bytes, body_timeout_seconds, access_log, observers, aws.refusal
+    )
     return app
 
 

@@ -18,9 +18,13 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import Scope
 
+from simplequeue.api.front import sqs_refusal
+from simplequeue.api.request_ids import REQUEST_ID
 from simplequeue.api.sns import routes as sns
 from simplequeue.api.sns.errors import SnsError
+from simplequeue.api.sns.errors import response as sns_response
 from simplequeue.api.sns.protocol import form
 from simplequeue.api.sqs import routes as sqs
 from simplequeue.api.sqs.sigv4 import scope_service
@@ -44,6 +48,15 @@ async def _is_sns(request: Request) -> bool:
     except SnsError:
         return False  # malformed: the SQS door says so as it always has
     return action in sns.ACTIONS
+
+
+def refusal(scope: Scope, status: int, code: str, message: str) -> Response:
+    """The front door's refusal (a body too large or too slow) in the shape of the door the
+    request's signature names: SNS's XML for `sns`, else SQS's, in its protocol."""
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+    if scope_service(headers, scope.get("query_string", b"").decode("latin-1")) == "sns":
+        return sns_response(SnsError(code, message, status), REQUEST_ID.get())
+    return sqs_refusal(scope, status, code, message)
 
 
 def aws_routes() -> list[Route]:

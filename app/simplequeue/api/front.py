@@ -48,6 +48,16 @@ HttpHandler = Callable[[Request, Exception], Awaitable[Response]]
 _CLOSE = {"Connection": "close"}
 
 
+AwsRefusal = Callable[[Scope, int, str, str], Response]
+"""(scope, status, AWS's error code, message) -> the refusal in the AWS door's own shape and protocol
+(the SQS door's or the SNS door's: api.aws tells them apart, which the front door need not know)."""
+
+
+def sqs_refusal(scope: Scope, status: int, code: str, message: str) -> Response:
+    json_wire = any(name == b"x-amz-target" for name, _ in scope["headers"])
+    return sqs_response(SqsError(code, message), json_wire=json_wire, request_id=REQUEST_ID.get())
+
+
 @dataclass(frozen=True)
 class DoorRules:
     """What the front door holds every request to, and who hears of it."""
@@ -57,6 +67,7 @@ class DoorRules:
     body_timeout_seconds: float
     access_log: bool = True
     observers: Sequence[Observer] = ()
+    aws_refusal: AwsRefusal = sqs_refusal
 
 
 class FrontDoor:
@@ -78,6 +89,7 @@ class FrontDoor:
         self.body_timeout = rules.body_timeout_seconds
         self.access_log = rules.access_log
         self.observers = list(rules.observers)
+        self.aws_refusal = rules.aws_refusal
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -134,7 +146,7 @@ class FrontDoor:
                     read = await self._read_body(receive)
             except TimeoutError:
                 detail = f"the request body did not arrive within {self.body_timeout:g} seconds"
-                await _refuse(scope, receive, send, 408, ("RequestTimeout", "RequestTimeout"), detail)
+                await self._refuse(scope, receive, send, 408, ("RequestTimeout", "RequestTimeout"), detail)
                 return
             if read is None:
                 return  # the client went away: there is nobody to answer
@@ -189,23 +201,22 @@ class FrontDoor:
 
     async def _refuse_size(self, scope: Scope, receive: Receive, send: Send) -> None:
         detail = f"request body is over {self.max_body_bytes} bytes"
-        await _refuse(scope, receive, send, 413, ("PayloadTooLarge", "RequestEntityTooLarge"), detail)
+        await self._refuse(scope, receive, send, 413, ("PayloadTooLarge", "RequestEntityTooLarge"), detail)
 
-
-async def _refuse(
-    scope: Scope, receive: Receive, send: Send, status: int, codes: tuple[str, str], detail: str
-) -> None:
-    """Refuse a request the front door will not read on, closing the connection (else the server
-    would go on reading the rest of a body it refused), in the caller's shape: SQS's clients read
-    SQS's error shapes only, in their protocol. codes: the HTTP API's code, then SQS's."""
-    code, sqs_code = codes
-    if signs_itself(scope):
-        json_wire = any(name == b"x-amz-target" for name, _ in scope["headers"])
-        error = SqsError(sqs_code, f"The {detail}.")
-        refusal = sqs_response(error, json_wire=json_wire, request_id=REQUEST_ID.get(), headers=_CLOSE)
-        await refusal(scope, receive, send)
-        return
-    await envelope(status, code, detail, headers=_CLOSE)(scope, receive, send)
+    async def _refuse(
+        self, scope: Scope, receive: Receive, send: Send, status: int, codes: tuple[str, str], detail: str
+    ) -> None:
+        """Refuse a request the front door will not read on, closing the connection (else the
+        server would go on reading the rest of a body it refused), in the caller's shape: AWS's
+        clients read their service's error shapes only, in their protocol. codes: the HTTP API's
+        code, then AWS's."""
+        code, aws_code = codes
+        if signs_itself(scope):
+            refusal = self.aws_refusal(scope, status, aws_code, f"The {detail}.")
+            refusal.headers.update(_CLOSE)
+            await refusal(scope, receive, send)
+            return
+        await envelope(status, code, detail, headers=_CLOSE)(scope, receive, send)
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
