@@ -88,6 +88,13 @@ def test_compose_runs_each_setup_in_a_profile_of_its_own() -> None:
     for name in ("sqlserver", "replicas"):
         used = set(re.findall(r"\$\{(\w+)", yaml.safe_dump(profile(name))))
         assert required <= used, f"profile {name} does not use {required - used}"
+    # A password with `@`, `:` or `/` would break a URL it is interpolated into: each goes apart,
+    # in SIMPLEQUEUE_DATABASE_PASSWORD, which the service percent-encodes into the URL itself.
+    for name, service in compose()["services"].items():
+        env = service.get("environment", {})
+        if "SIMPLEQUEUE_DATABASE_URL" in env:
+            assert "${" not in env["SIMPLEQUEUE_DATABASE_URL"], name
+            assert env["SIMPLEQUEUE_DATABASE_PASSWORD"].startswith("${"), name
 
 
 def test_compose_replicas_share_one_postgres_behind_a_load_balancer() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Literal
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from pydantic import (
     BaseModel,
@@ -55,11 +56,19 @@ _KEYS = TypeAdapter(list[ApiKeySetting])
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="SIMPLEQUEUE_", env_file=".env", extra="ignore")
+    # Errors never echo what was given: a URL, a key or a password may be in it.
+    model_config = SettingsConfigDict(
+        env_prefix="SIMPLEQUEUE_", env_file=".env", extra="ignore", hide_input_in_errors=True
+    )
 
     database_url: str = Field(
         default="sqlite:///./simplequeue.db",
         description="sqlite:///path | postgresql://user@host:port/db | mssql+odbc://user:pw@host:port/db?driver=...",
+    )
+    database_password: SecretStr | None = Field(
+        default=None,
+        description="The database password, as it is (any characters, nothing to percent-encode), for "
+        "a SIMPLEQUEUE_DATABASE_URL that names a user and no password. Never logged.",
     )
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=0, le=65535)
@@ -192,6 +201,18 @@ class Settings(BaseSettings):
         return value.lower() if isinstance(value, str) else value
 
     @model_validator(mode="after")
+    def _password_into_url(self) -> Settings:
+        """SIMPLEQUEUE_DATABASE_PASSWORD, percent-encoded into the URL's user part: a password with
+        `@`, `:` or `/` in it needs no encoding by whoever sets it (a compose file, a Secret)."""
+        if self.database_password is None:
+            return self
+        try:
+            self.database_url = with_password(self.database_url, self.database_password.get_secret_value())
+        except ValueError as exc:
+            raise PydanticCustomError("database_password", "{problem}", {"problem": str(exc)}) from None
+        return self
+
+    @model_validator(mode="after")
     def _signing_key_readable(self) -> Settings:
         if self.sns_signing_key_file is not None:
             signing_key(self.sns_signing_key_file)
@@ -214,6 +235,22 @@ class Settings(BaseSettings):
         if len(set(seen)) != len(seen):
             raise ValueError("api_keys: the same key is given twice")
         return self
+
+
+def with_password(url: str, password: str) -> str:
+    """The URL with the password put in its user part, percent-encoded; ValueError (naming no
+    secret) for a URL that has no user or has a password already, or an engine without one."""
+    parts = urlsplit(url)
+    if parts.scheme.startswith("sqlite"):
+        raise ValueError("database_password: SQLite takes no password")
+    user, at, host = parts.netloc.rpartition("@")
+    if not at or not user:
+        raise ValueError("database_password: SIMPLEQUEUE_DATABASE_URL names no user to give it to")
+    if ":" in user:
+        raise ValueError(
+            "database_password: SIMPLEQUEUE_DATABASE_URL has a password already; give it in one place"
+        )
+    return urlunsplit(parts._replace(netloc=f"{user}:{quote(password, safe='')}@{host}"))
 
 
 def signing_key(path: Path) -> SigningKey:
