@@ -25,7 +25,7 @@ COPY migrations ./migrations
 # (OpenShift), can write the SQLite database there. (DL3013: this installs the checkout itself;
 # its dependencies' lower bounds are in pyproject.toml.)
 # hadolint ignore=DL3013
-RUN pip install --no-cache-dir '.[mssql]' \
+RUN pip install --no-cache-dir '.[postgres,mssql]' \
  && mkdir -p /data && chown 10001:0 /data && chmod 0770 /data
 
 USER 10001:0

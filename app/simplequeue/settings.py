@@ -22,7 +22,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from simplequeue.domain.endpoint_hosts import AllowList
 from simplequeue.domain.sns_signing import SigningKey, key_from_file_text
-from simplequeue.store.factory import UnsupportedDatabaseURL, dialect_of
+from simplequeue.store.factory import UnsupportedDatabaseURL, dialect_of, missing_driver
 
 MIN_KEY_LENGTH = 16
 
@@ -178,10 +178,12 @@ class Settings(BaseSettings):
         """The store's own rules (no driver is imported), at load: a URL no store can use is one
         line naming SIMPLEQUEUE_DATABASE_URL, not a traceback when the store is built."""
         try:
-            dialect_of(url)
+            dialect = dialect_of(url)
         except UnsupportedDatabaseURL as exc:
             # A custom error's message is shown as it is (a ValueError's gets "Value error, ").
             raise PydanticCustomError("database_url", "{problem}", {"problem": str(exc)}) from None
+        if (missing := missing_driver(dialect)) is not None:
+            raise PydanticCustomError("database_url", "{problem}", {"problem": missing})
         return url
 
     @field_validator("sns_endpoints")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from urllib.parse import SplitResult, urlsplit
 
@@ -114,6 +115,19 @@ def create_store(
     from simplequeue.store.mssql.store import MssqlStore
 
     return MssqlStore(url, pool_size=pool_size, timeout_seconds=timeout, clock=clock, on_finished=on_finished)
+
+
+DRIVERS = {"postgresql": ("asyncpg", "postgres"), "mssql": ("aioodbc", "mssql")}
+"""dialect -> (the module its store needs, the extra that installs it)."""
+
+
+def missing_driver(dialect: str) -> str | None:
+    """Why the dialect's store cannot be built here (its driver is not installed), in one line
+    saying what to install; None when it can."""
+    module, extra = DRIVERS.get(dialect, (None, None))
+    if module is None or importlib.util.find_spec(module) is not None:
+        return None
+    return f"{dialect} needs {module}, which is not installed: pip install 'simplequeue[{extra}]'"
 
 
 def sqlite_path(url: str) -> str:
