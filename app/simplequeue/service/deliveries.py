@@ -145,9 +145,8 @@ class Deliverer:
                 except QueueNotFound:
                     pass  # no HTTP/S endpoint was ever subscribed
                 except (DatabaseUnavailable, SchemaNotReady) as exc:
-                    done[:0] = (
-                        completions  # completed with the next pop (their leases outlast an outage's retries)
-                    )
+                    # Completed with the next pop: their leases outlast an outage's retries.
+                    done[:0] = completions
                     log.debug("the deliverer waits for the database (%s)", exc.code)
                 except QueueError as exc:
                     done[:0] = completions
