@@ -56,7 +56,7 @@ from simplequeue.domain.delivery_policy import (
 )
 from simplequeue.domain.filter_policies import SCOPES, FilterPolicy, FilterPolicyError, parse_filter_policy
 from simplequeue.domain.names import is_queue_name
-from simplequeue.domain.notifications import Arns, envelope_texts, signed_fields
+from simplequeue.domain.notifications import Arns, envelope, envelope_texts, signed_fields
 from simplequeue.domain.publications import (
     MAX_SUBJECT_CHARS,
     PUBLICATIONS,
@@ -125,6 +125,11 @@ SUBSCRIPTION_ATTRIBUTES = frozenset(
 )
 DELIVERY_POLICY = "DeliveryPolicy"
 REDRIVE_POLICY = "RedrivePolicy"
+FIFO_ENDPOINTS_ONLY = (
+    "Invalid parameter: Invalid parameter: Endpoint Reason: FIFO SNS Topics currently only "
+    "support FIFO SQS Queues as endpoints"
+)
+"""SNS's words, for a FIFO topic's subscription to anything but a FIFO queue."""
 RESOLVE_SECONDS = 3.0
 """How long a subscribe waits for its endpoint's name to resolve before taking it unchecked (each
 send checks it again)."""
@@ -299,10 +304,7 @@ class TopicService:
             raise InvalidSubscription("Invalid parameter: SQS endpoint ARN")
         the_topic = await self._store.get_topic(topic)
         if the_topic.fifo and not is_fifo_name(queue):
-            raise InvalidSubscription(
-                "Invalid parameter: Invalid parameter: Endpoint Reason: FIFO SNS Topics currently only "
-                "support FIFO SQS Queues as endpoints"
-            )
+            raise InvalidSubscription(FIFO_ENDPOINTS_ONLY)
         checked = self._checked_attributes(attributes)
         made = Subscription(
             id=uuid4(),
@@ -339,10 +341,7 @@ class TopicService:
             raise InvalidSubscription(f"Invalid parameter: Endpoint: {exc.reason}") from None
         the_topic = await self._store.get_topic(topic)
         if the_topic.fifo:
-            raise InvalidSubscription(
-                "Invalid parameter: Invalid parameter: Endpoint Reason: FIFO SNS Topics currently only "
-                "support FIFO SQS Queues as endpoints"
-            )
+            raise InvalidSubscription(FIFO_ENDPOINTS_ONLY)
         checked = self._checked_attributes(attributes)
         subscription_id = uuid4()
         made = Subscription(
@@ -530,16 +529,22 @@ class TopicService:
         if not all(s.raw for s in matching):  # signed once: the same for every envelope
             key = await self.signing_key()
             signature = key.sign(signed, "2" if version == "2" else "1")
-        cooked = [s for s in matching if not s.raw]
+        cert_url = base_url + CERTIFICATE_PATH
+
+        def unsubscribe_url(s: Subscription) -> str:
+            return (
+                f"{base_url}/?Action=Unsubscribe&SubscriptionArn={self.arns.subscription(topic.name, s.id)}"
+            )
+
+        # A queue's notification is an item's text, serialised for every queue at once; an
+        # endpoint's is an object inside its delivery's payload, which the push serialises.
+        cooked = [s for s in matching if not s.raw and s.protocol == "sqs"]
         texts = envelope_texts(
             signed,
-            [
-                f"{base_url}/?Action=Unsubscribe&SubscriptionArn={self.arns.subscription(topic.name, s.id)}"
-                for s in cooked
-            ],
+            [unsubscribe_url(s) for s in cooked],
             signature_version=version,
             signature=signature,
-            signing_cert_url=base_url + CERTIFICATE_PATH,
+            signing_cert_url=cert_url,
             attributes=attributes,
         )
         bodies = {s.id: text for s, text in zip(cooked, texts, strict=True)}
@@ -550,7 +555,14 @@ class TopicService:
                 if s.raw:
                     message: Mapping[str, object] = {**signed, "Message": text}
                 else:
-                    message = json.loads(bodies[s.id])
+                    message = envelope(
+                        signed,
+                        signature_version=version,
+                        signature=signature,
+                        signing_cert_url=cert_url,
+                        unsubscribe_url=unsubscribe_url(s),
+                        attributes=attributes,
+                    )
                 delivery = Delivery(s.id, NOTIFICATION, message, raw=s.raw)
                 drafts.append((DELIVERIES, Draft(delivery_payload(delivery), id=item_id)))
                 continue
