@@ -1,8 +1,12 @@
-"""The HTTP API under test: in-process clients of the app, and the error envelope's check."""
+"""The HTTP API under test: in-process clients of the app, and the error envelope's check; and
+small HTTP servers on loopback for what the service calls out to."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import http.server
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -30,3 +34,18 @@ def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, 
     assert isinstance(body["detail"], str)
     assert body["detail"]
     return body
+
+
+@contextmanager
+def on_loopback(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
+    """`handler` served by a threaded http.server on a free loopback port, until the block ends;
+    its base URL."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()

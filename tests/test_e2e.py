@@ -41,16 +41,29 @@ def simplequeue_command() -> list[str]:
 
 
 @contextmanager
-def serving(database_url: str, *, migrate: bool = True, env: dict[str, str] | None = None) -> Iterator[str]:
+def serving(
+    database_url: str,
+    *,
+    migrate: bool = True,
+    env: dict[str, str] | None = None,
+    command: list[str] | None = None,
+    base_env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+) -> Iterator[str]:
+    """A `serve` on a free loopback port until it is ready; its base URL. command: the
+    `simplequeue` to run (default: this environment's); base_env: the environment it starts from
+    (default: this process's)."""
     port = free_port()
     env = {
-        **os.environ,
+        **(os.environ if base_env is None else base_env),
         "SIMPLEQUEUE_DATABASE_URL": database_url,
         "SIMPLEQUEUE_MIGRATE_ON_START": str(migrate).lower(),
         "SIMPLEQUEUE_LOG_LEVEL": "warning",
         **(env or {}),
     }
-    process = subprocess.Popen([*simplequeue_command(), "serve", "--port", str(port)], env=env)
+    process = subprocess.Popen(
+        [*(command or simplequeue_command()), "serve", "--port", str(port)], env=env, cwd=cwd
+    )
     base = f"http://127.0.0.1:{port}"
     _processes[base] = process
     try:

@@ -51,6 +51,20 @@ class Received:
     body: bytes
 
 
+async def read_request(reader: asyncio.StreamReader) -> Received | None:
+    """One HTTP/1.1 request off the connection (its body by Content-Length); None once the client
+    has closed it."""
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except (asyncio.IncompleteReadError, ConnectionError):
+        return None
+    first, *lines = head.decode("latin-1").rstrip("\r\n").split("\r\n")
+    method, target, _ = first.split(" ", 2)
+    headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines)}
+    body = await reader.readexactly(int(headers.get("content-length", "0")))
+    return Received(method, target, headers, body)
+
+
 @dataclass
 class Endpoint:
     """A small HTTP/1.1 server: /status/<code> answers that code, /redirect a 302, /hang never
@@ -64,15 +78,11 @@ class Endpoint:
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:
-                try:
-                    head = await reader.readuntil(b"\r\n\r\n")
-                except (asyncio.IncompleteReadError, ConnectionError):
+                request = await read_request(reader)
+                if request is None:
                     return
-                first, *lines = head.decode("latin-1").rstrip("\r\n").split("\r\n")
-                method, target, _ = first.split(" ", 2)
-                headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines)}
-                body = await reader.readexactly(int(headers.get("content-length", "0")))
-                self.received.append(Received(method, target, headers, body))
+                self.received.append(request)
+                target = request.target
                 if target == "/hang":
                     await reader.read()  # until the client gives up and closes
                     return

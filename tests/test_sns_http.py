@@ -31,6 +31,7 @@ from simplequeue.settings import Settings
 from simplequeue.store.protocol import Store
 
 from tests.engines import FakeClock
+from tests.test_sns_endpoints import read_request
 
 BASE = "http://sq.example"
 
@@ -61,16 +62,11 @@ class Endpoint:
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:
-                try:
-                    head = await reader.readuntil(b"\r\n\r\n")
-                except (asyncio.IncompleteReadError, ConnectionError):
+                request = await read_request(reader)
+                if request is None:
                     return
-                first, *lines = head.decode("latin-1").rstrip("\r\n").split("\r\n")
-                _, path, _ = first.split(" ", 2)
-                headers = {k.strip().lower(): v.strip() for k, v in (h.split(":", 1) for h in lines)}
-                body = await reader.readexactly(int(headers.get("content-length", "0")))
-                self.sent.append(Sent(path, headers, body))
-                if path == "/held" and json.loads(body)["Type"] == "Notification":
+                self.sent.append(Sent(request.target, request.headers, request.body))
+                if request.target == "/held" and json.loads(request.body)["Type"] == "Notification":
                     await self.held.wait()
                 code = self.statuses.pop(0) if self.statuses else 200
                 writer.write(f"HTTP/1.1 {code} X\r\ncontent-length: 0\r\n\r\n".encode())

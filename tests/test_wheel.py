@@ -9,14 +9,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import boto3
 import httpx
 import pytest
 
-from tests.test_e2e import free_port
+from tests.test_e2e import serving
 
 ROOT = Path(__file__).resolve().parent.parent
 CLEAN_ENV = {
@@ -74,22 +73,10 @@ def test_the_wheel_alone_migrates_and_serves_every_door(installed: tuple[Path, P
     assert "applied migrations" in run(
         bin_ / "simplequeue", "migrate", cwd=tmp_path, SIMPLEQUEUE_DATABASE_URL=database
     )
-    port = free_port()
-    env = {**CLEAN_ENV, "SIMPLEQUEUE_DATABASE_URL": database, "SIMPLEQUEUE_LOG_LEVEL": "warning"}
-    server = subprocess.Popen([bin_ / "simplequeue", "serve", "--port", str(port)], cwd=tmp_path, env=env)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert server.poll() is None, "the installed service exited"
-            try:
-                ready = httpx.get(f"{base}/readyz", timeout=1)
-                if ready.status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "the installed service did not become ready"
-            time.sleep(0.1)
+    with serving(
+        database, migrate=False, command=[str(bin_ / "simplequeue")], base_env=CLEAN_ENV, cwd=tmp_path
+    ) as base:
+        ready = httpx.get(f"{base}/readyz", timeout=5)
         assert version.endswith(ready.json()["version"])
         with httpx.Client(base_url=base, timeout=10) as http:
             assert http.post("/push", json={"queue": "jobs", "payload": {"n": 1}}).status_code == 201
@@ -120,13 +107,6 @@ def test_the_wheel_alone_migrates_and_serves_every_door(installed: tuple[Path, P
         [message] = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=1)["Messages"]
         assert message["Body"] == "welcome"
         assert httpx.get(f"{base}/sns/certificate.pem").text.startswith("-----BEGIN CERTIFICATE-----")
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
 
 
 def test_without_its_extra_a_postgresql_url_is_refused_in_one_line(

@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from tests.faults.helpers import VARIANTS, Engine, Reporter, ServiceFactory, sizes
+from tests.http import on_loopback
 
 ENDPOINTS = 3
 MESSAGES = 200
@@ -55,15 +56,8 @@ def endpoint() -> Iterator[tuple[Received, str]]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield received, f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with on_loopback(Handler) as base:
+        yield received, base
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

@@ -21,6 +21,7 @@ import httpx
 import pytest
 from botocore.exceptions import ClientError
 
+from tests.http import on_loopback
 from tests.sns.conftest import error_of, sns_client
 from tests.sqs.conftest import SQS_ENGINES
 from tests.sqs.test_keys import ADMIN, KEYS
@@ -54,7 +55,7 @@ class Subscriber:
     confirmed: threading.Event = field(default_factory=threading.Event)
 
 
-def subscriber_server(subscriber: Subscriber) -> http.server.ThreadingHTTPServer:
+def subscriber_handler(subscriber: Subscriber) -> type[http.server.BaseHTTPRequestHandler]:
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers["Content-Length"]))
@@ -78,22 +79,15 @@ def subscriber_server(subscriber: Subscriber) -> http.server.ThreadingHTTPServer
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    return http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    return Handler
 
 
 @pytest.fixture
 def subscriber(served: str) -> Iterator[tuple[Subscriber, str]]:
     validator = validator_module.SNSMessageValidator(cert_url_regex="^" + re.escape(served) + "/sns/")
     found = Subscriber(validator)
-    server = subscriber_server(found)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield found, f"http://127.0.0.1:{server.server_address[1]}/sns"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with on_loopback(subscriber_handler(found)) as base:
+        yield found, f"{base}/sns"
 
 
 def until(check: Any, seconds: float = 20) -> None:
