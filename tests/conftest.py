@@ -52,9 +52,16 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def settings(database_url: str) -> Settings:
-    # No background sweep, relay or deliverer: tests that need one run it themselves, at a time
+    # No background sweep, relay, deliverer or scheduler: tests that need one run it themselves, at a time
     # they choose (the served tests, tests.test_e2e.serving, run them all).
-    return Settings(database_url=database_url, db_timeout_seconds=5, sweep=False, relay=False, deliver=False)
+    return Settings(
+        database_url=database_url,
+        db_timeout_seconds=5,
+        sweep=False,
+        relay=False,
+        deliver=False,
+        schedule=False,
+    )
 
 
 @pytest.fixture
@@ -87,6 +94,7 @@ async def lite(tmp_path: Path, clock: FakeClock) -> AsyncIterator[Client]:
         max_payload_bytes=1024,
         max_request_bytes=20_000,
         sweep=False,
+        schedule=False,
     )
     async for c in app_client(settings, clock):
         yield c

@@ -328,7 +328,8 @@ def test_the_functions_commit_with_the_migrations_or_neither_does(monkeypatch: p
         finally:
             await conn.close()
         monkeypatch.undo()
-        assert await migrate(url) == list(range(9, latest_version("postgresql") + 1))
+        later = [m.version for m in load_migrations("postgresql") if m.version >= 9]
+        assert await migrate(url) == later
 
     with postgres_database() as url:
         asyncio.run(run(url))

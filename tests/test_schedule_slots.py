@@ -94,9 +94,9 @@ def test_good_timings_pass(timing: Timing) -> None:
 def test_a_spec_checks_its_own_fields() -> None:
     timing = Timing(every_seconds=60)
     for spec, field in [
-        (ScheduleSpec("q", {}, timing, jitter_seconds=-1), "jitter_seconds"),
-        (ScheduleSpec("q", {}, timing, overlap="never"), "overlap"),  # type: ignore[arg-type]
-        (ScheduleSpec("q", {}, timing, catch_up="some"), "catch_up"),  # type: ignore[arg-type]
+        (ScheduleSpec("q", "{}", timing, jitter_seconds=-1), "jitter_seconds"),
+        (ScheduleSpec("q", "{}", timing, overlap="never"), "overlap"),  # type: ignore[arg-type]
+        (ScheduleSpec("q", "{}", timing, catch_up="some"), "catch_up"),  # type: ignore[arg-type]
     ]:
         with pytest.raises(InvalidSchedule) as caught:
             spec.check(NOW)
@@ -233,7 +233,7 @@ def test_next_slot_matches_a_minute_by_minute_walk(
 
 
 def schedule(timing: Timing, next_run_at: datetime, catch_up: str = "latest") -> Schedule:
-    spec = ScheduleSpec("q", {"k": 1}, timing, catch_up=catch_up)  # type: ignore[arg-type]
+    spec = ScheduleSpec("q", '{"k":1}', timing, catch_up=catch_up)  # type: ignore[arg-type]
     return Schedule("s", spec, created_at=NOW - timedelta(days=30), next_run_at=next_run_at)
 
 

@@ -22,6 +22,7 @@ from simplequeue.service.local.attempts import ReceiveAttempts
 from simplequeue.service.local.moves import MoveTasks
 from simplequeue.service.local.purges import Purges
 from simplequeue.service.queues import Limits, QueueService, Upkeep
+from simplequeue.service.schedules import Scheduler, ScheduleService
 from simplequeue.service.topics import Relay, TopicService
 from simplequeue.settings import Settings, signing_key
 from simplequeue.shutdown import on_stop_signal
@@ -93,6 +94,7 @@ def create_app(
             signing_key(settings.sns_signing_key_file) if settings.sns_signing_key_file else None,
             endpoints,
         )
+        schedules = ScheduleService(the_store, service, clock or system_clock)
         try:
             await service.start(migrate=settings.migrate_on_start)
             log.info(
@@ -103,6 +105,7 @@ def create_app(
             )
             app.state.service = service
             app.state.topics = topics
+            app.state.schedules = schedules
             app.state.metrics = metrics
             # The SQS door's state, this process's own (simplequeue.service.local): its message move
             # tasks (stopped below), its FIFO receive attempts, its purges.
@@ -117,6 +120,9 @@ def create_app(
             if settings.deliver and endpoints is not None:
                 deliverer = Deliverer(topics, service, endpoints)
                 workers.append(asyncio.create_task(deliverer.run_forever(), name="simplequeue-deliverer"))
+            if settings.schedule:
+                scheduler = Scheduler(schedules, the_store, service, clock or system_clock)
+                workers.append(asyncio.create_task(scheduler.run_forever(), name="simplequeue-scheduler"))
             try:
                 with on_stop_signal(service.stop_waiting):
                     yield

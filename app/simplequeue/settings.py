@@ -128,6 +128,10 @@ class Settings(BaseSettings):
         default=True,
         description="Send, in this process, what topics hold for their HTTP/S subscribers.",
     )
+    schedule: bool = Field(
+        default=True,
+        description="Fire, in this process, the schedules' due slots (each once across every replica).",
+    )
     sns_endpoints: str = Field(
         default="*, 0.0.0.0/0, ::/0",
         description="Where topics' HTTP/S subscriptions may point, separated by commas: host names, "

@@ -19,6 +19,7 @@ from simplequeue.domain import (
 )
 from simplequeue.domain.activity import ActivityWindow
 from simplequeue.domain.metadata import MetadataChange
+from simplequeue.domain.schedules import ScheduleSpec, Timing
 from simplequeue.domain.topics import Subscription, TopicChange
 from simplequeue.service import batches
 from simplequeue.store.migrations import load_migrations
@@ -134,6 +135,31 @@ PARAMETERS = {
     "topic_fanout": ("topic",),
     "signing_key_insert": ("now", "name", "private_pem", "certificate_pem"),
     "signing_key_get": ("name",),
+    "schedule_put": (
+        "now",
+        "name",
+        "queue",
+        "payload",
+        "every_seconds",
+        "cron",
+        "timezone",
+        "at",
+        "priority",
+        "group_key",
+        "paused",
+        "jitter_seconds",
+        "overlap",
+        "catch_up",
+        "next_run_at",
+    ),
+    "schedule_get": ("name",),
+    "schedule_page": ("after", "limit"),
+    "schedule_delete": ("name",),
+    "schedule_pause": ("now", "name"),
+    "schedule_resume": ("now", "name", "next_run_at"),
+    "schedules_due": ("now", "limit"),
+    "schedule_claim": ("name", "claimed", "following", "last_run_at", "last_item_id"),
+    "schedule_triggered": ("now", "name", "last_item_id"),
 }
 # The same file with :name kept, for tests that read which parameter a statement takes.
 NAMED = load_queries("simplequeue.store.mssql", "named")
@@ -285,6 +311,7 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     await store.dedup_item("orders", "k")
     assert await store.delete_queue("orders", force=False) == DeletedQueue(items=2, history=3)
     await _topics(store, conn)
+    await _schedules(store, conn)
 
     named = [e for e in conn.executed if e.name in Q]
     assert {e.name for e in named} == set(Q), "a query no store method sends"
@@ -372,3 +399,53 @@ async def test_without_a_clock_the_server_clock_is_asked_for(monkeypatch: pytest
         assert server_clock in conn.inlined(name)
     # created_at is the item's own time, never the clock's.
     assert pushed(conn)[0]["created_at"] == NOW_TEXT
+
+
+async def _schedules(store: MssqlStore, conn: FakeConnection) -> None:
+    """Every schedule statement (store/schedules.py), as SQL Server's rows would answer them."""
+    naive = NOW.replace(tzinfo=None)
+    row = result(
+        name="nightly",
+        queue="orders",
+        payload="{}",
+        every_seconds=None,
+        cron="0 3 * * *",
+        timezone="Europe/Berlin",
+        at=None,
+        priority=0,
+        group_key=None,
+        paused=False,
+        jitter_seconds=0,
+        overlap="allow",
+        catch_up="latest",
+        created_at=naive,
+        modified_at=None,
+        next_run_at=naive,
+        last_run_at=None,
+        last_item_id=None,
+        previous_live=0,
+    )
+    none = Result(row.columns, [])
+    conn.reply("schedule_get", none, *[row] * 6)
+    conn.reply("schedule_put", Result([], []))
+    conn.reply("schedule_page", row)
+    conn.reply("schedule_pause", result(name="nightly"))
+    conn.reply("schedule_resume", result(name="nightly"))
+    conn.reply("schedules_due", row)
+    conn.reply("schedule_claim", result(name="nightly"))
+    conn.reply("schedule_triggered", result(name="nightly"))
+    conn.reply("schedule_delete", result(name="nightly"))
+
+    spec = ScheduleSpec("orders", "{}", Timing(cron="0 3 * * *", timezone="Europe/Berlin"))
+    assert (await store.put_schedule("nightly", spec, NOW, NOW))[1]
+    assert (await store.get_schedule("nightly")).spec.timing.timezone == "Europe/Berlin"
+    await store.list_schedules(10, None)
+    await store.pause_schedule("nightly", NOW)
+    await store.resume_schedule("nightly", NOW, NOW)
+    assert [s.name for s in (await store.schedules_due(NOW, 10))[0]] == ["nightly"]
+    item = NewItem(uuid4(), "orders", "{}", NOW, dedup_key="schedule:nightly:x")
+    conn.reply("push_batch", answers((0, item.id, NOW, True)))
+    assert await store.fire_schedule("nightly", NOW, None, [item], NOW)
+    conn.reply("push_batch", answers((0, item.id, NOW, True)))
+    await store.trigger_schedule("nightly", NewItem(item.id, "orders", "{}", NOW), NOW)
+    assert await store.delete_schedule("nightly")

@@ -79,6 +79,12 @@ def test_the_batches_that_write_are_the_ones_expected() -> None:
         "subscription_update",
         "subscription_delete",
         "signing_key_insert",
+        "schedule_put",
+        "schedule_delete",
+        "schedule_pause",
+        "schedule_resume",
+        "schedule_claim",
+        "schedule_triggered",
     }
 
 

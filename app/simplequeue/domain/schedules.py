@@ -21,7 +21,7 @@ import re
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Literal
 from uuid import UUID
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -110,7 +110,7 @@ class ScheduleSpec:
     """A schedule as its caller puts it."""
 
     queue: str
-    payload: Any
+    payload_json: str  # the item's payload, as JSON text (checked as a push checks it)
     timing: Timing
     priority: int = 0
     group: str | None = None
@@ -154,8 +154,12 @@ class Firing:
     following: datetime | None
 
 
+def is_schedule_name(name: str) -> bool:
+    return _SCHEDULE_NAME.fullmatch(name) is not None
+
+
 def check_name(name: str) -> None:
-    if _SCHEDULE_NAME.fullmatch(name) is None:
+    if not is_schedule_name(name):
         raise InvalidSchedule("name", "1 to 80 letters, digits, '.', '_' or '-'")
 
 

@@ -32,6 +32,7 @@ from simplequeue.domain import (
 )
 from simplequeue.domain.activity import ActivityBucket, ActivityWindow
 from simplequeue.domain.metadata import MetadataChange, QueueMetadata
+from simplequeue.domain.schedules import Schedule, ScheduleSpec
 from simplequeue.domain.topics import Subscription, Topic, TopicChange
 
 ReadyCallback = Callable[[str | None, int], None]
@@ -288,5 +289,38 @@ class Topics(Protocol):
     async def signing_key(self, make: Callable[[], tuple[str, str]], now: datetime) -> tuple[str, str]: ...
 
 
-class Store(Lifecycle, Delivery, Inspection, Administration, Sweeping, Topics, Protocol):
+class Schedules(Protocol):
+    """Schedules and their firing (store/schedules.py, written once over each dialect's
+    statements). Firing a slot is one transaction: the compare-and-set on the schedule's
+    next_run_at, then the push of its items; times are the caller's clock."""
+
+    async def put_schedule(
+        self, name: str, spec: ScheduleSpec, next_run_at: datetime | None, now: datetime
+    ) -> tuple[Schedule, bool]: ...
+
+    async def get_schedule(self, name: str) -> Schedule: ...
+
+    async def list_schedules(self, limit: int, cursor: str | None) -> Page[Schedule]: ...
+
+    async def delete_schedule(self, name: str) -> bool: ...
+
+    async def pause_schedule(self, name: str, now: datetime) -> Schedule: ...
+
+    async def resume_schedule(self, name: str, next_run_at: datetime | None, now: datetime) -> Schedule: ...
+
+    async def schedules_due(self, now: datetime, limit: int) -> tuple[list[Schedule], datetime | None]: ...
+
+    async def fire_schedule(
+        self,
+        name: str,
+        claimed: datetime,
+        following: datetime | None,
+        items: Sequence[NewItem],
+        last_slot: datetime | None,
+    ) -> bool: ...
+
+    async def trigger_schedule(self, name: str, item: NewItem, now: datetime) -> None: ...
+
+
+class Store(Lifecycle, Delivery, Inspection, Administration, Sweeping, Topics, Schedules, Protocol):
     """Everything a dialect implements."""

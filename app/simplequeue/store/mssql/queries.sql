@@ -1269,3 +1269,119 @@ WHERE NOT EXISTS (SELECT 1 FROM dbo.sq_signing_keys WITH (UPDLOCK, HOLDLOCK) WHE
 SET NOCOUNT ON;
 DECLARE @name NVARCHAR(64) = :name;
 SELECT private_pem, certificate_pem FROM dbo.sq_signing_keys WHERE name = @name;
+
+-- fragment: schedule_columns
+-- Schedules (store/schedules.py holds the flow, written once for every dialect). previous_live:
+-- whether the item the last firing pushed is still live, for overlap 'skip'.
+s.name, s.queue, s.payload, s.every_seconds, s.cron, s.timezone, s.at, s.priority, s.group_key,
+s.paused, s.jitter_seconds, s.overlap, s.catch_up, s.created_at, s.modified_at, s.next_run_at,
+s.last_run_at, s.last_item_id,
+CASE WHEN EXISTS (SELECT 1 FROM dbo.sq_items AS i WHERE i.id = s.last_item_id AND i.status <> 'dead')
+     THEN 1 ELSE 0 END AS previous_live
+
+-- name: schedule_put
+-- Optional values come as '' (params.bound); the key's range lock (UPDLOCK, HOLDLOCK) makes two
+-- racing puts of one name take turns.
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @name NVARCHAR(80) = :name, @queue NVARCHAR(128) = :queue, @payload NVARCHAR(MAX) = :payload;
+DECLARE @every_seconds INT = CAST(NULLIF(CAST(:every_seconds AS NVARCHAR(20)), N'') AS INT);
+DECLARE @cron NVARCHAR(256) = NULLIF(:cron, N''), @timezone NVARCHAR(64) = :timezone;
+DECLARE @at DATETIME2(7) = CAST(NULLIF(:at, N'') AS DATETIME2(7));
+DECLARE @priority INT = :priority, @group_key NVARCHAR(128) = NULLIF(:group_key, N''), @paused INT = :paused;
+DECLARE @jitter_seconds INT = :jitter_seconds, @overlap VARCHAR(8) = :overlap, @catch_up VARCHAR(8) = :catch_up;
+DECLARE @next_run_at DATETIME2(7) = CAST(NULLIF(:next_run_at, N'') AS DATETIME2(7));
+UPDATE s SET queue = @queue, payload = @payload, every_seconds = @every_seconds, cron = @cron, timezone = @timezone,
+             at = @at, priority = @priority, group_key = @group_key, paused = @paused, jitter_seconds = @jitter_seconds,
+             overlap = @overlap, catch_up = @catch_up, modified_at = @now, next_run_at = @next_run_at
+FROM dbo.sq_schedules AS s WITH (UPDLOCK, HOLDLOCK) WHERE s.name = @name;
+IF @@ROWCOUNT = 0
+    INSERT INTO dbo.sq_schedules (name, queue, payload, every_seconds, cron, timezone, at, priority, group_key,
+                                  paused, jitter_seconds, overlap, catch_up, created_at, next_run_at)
+    VALUES (@name, @queue, @payload, @every_seconds, @cron, @timezone, @at, @priority, @group_key,
+            @paused, @jitter_seconds, @overlap, @catch_up, @now, @next_run_at);
+
+-- name: schedule_get
+SET NOCOUNT ON;
+DECLARE @name NVARCHAR(80) = :name;
+SELECT
+    -- include: schedule_columns
+FROM dbo.sq_schedules AS s WHERE s.name = @name;
+
+-- name: schedule_page
+SET NOCOUNT ON;
+DECLARE @after NVARCHAR(80) = :after;
+SELECT TOP (:limit)
+    -- include: schedule_columns
+FROM dbo.sq_schedules AS s WHERE @after = '' OR s.name > @after
+ORDER BY s.name;
+
+-- name: schedule_delete
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @name NVARCHAR(80) = :name;
+DELETE s OUTPUT deleted.name FROM dbo.sq_schedules AS s WHERE s.name = @name;
+
+-- name: schedule_pause
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @name NVARCHAR(80) = :name;
+UPDATE s SET paused = 1, modified_at = @now OUTPUT inserted.name
+FROM dbo.sq_schedules AS s WHERE s.name = @name;
+
+-- name: schedule_resume
+-- The next slot from now: the slots of a pause are not caught up.
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @name NVARCHAR(80) = :name;
+DECLARE @next_run_at DATETIME2(7) = CAST(NULLIF(:next_run_at, N'') AS DATETIME2(7));
+UPDATE s SET paused = 0, modified_at = @now,
+             next_run_at = CASE WHEN s.paused = 1 THEN @next_run_at ELSE s.next_run_at END
+OUTPUT inserted.name
+FROM dbo.sq_schedules AS s WHERE s.name = @name;
+
+-- name: schedules_due
+-- A scheduler's one statement per wake: the due schedules, oldest slot first, and the first
+-- schedule due after them (when to wake next). Both are ranges of sq_schedules_due.
+SET NOCOUNT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+SELECT d.* FROM (
+    SELECT TOP (:limit)
+        -- include: schedule_columns
+    FROM dbo.sq_schedules AS s WHERE s.paused = 0 AND s.next_run_at <= @now
+    ORDER BY s.next_run_at
+) AS d
+UNION ALL
+SELECT n.* FROM (
+    SELECT TOP (1)
+        -- include: schedule_columns
+    FROM dbo.sq_schedules AS s WHERE s.paused = 0 AND s.next_run_at > @now
+    ORDER BY s.next_run_at
+) AS n;
+
+-- name: schedule_claim
+-- Firing: the compare-and-set on the slot read. Of replicas racing, one changes the row (the
+-- others wait for its lock, then find another next_run_at) and pushes in the same transaction.
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @name NVARCHAR(80) = :name, @claimed DATETIME2(7) = CAST(:claimed AS DATETIME2(7));
+DECLARE @following DATETIME2(7) = CAST(NULLIF(:following, N'') AS DATETIME2(7));
+DECLARE @last_run_at DATETIME2(7) = CAST(NULLIF(:last_run_at, N'') AS DATETIME2(7));
+DECLARE @last_item_id NVARCHAR(36) = NULLIF(:last_item_id, N'');
+UPDATE s SET next_run_at = @following, last_run_at = COALESCE(@last_run_at, s.last_run_at),
+             last_item_id = COALESCE(CAST(@last_item_id AS UNIQUEIDENTIFIER), s.last_item_id)
+OUTPUT inserted.name
+FROM dbo.sq_schedules AS s WHERE s.name = @name AND s.next_run_at = @claimed AND s.paused = 0;
+
+-- name: schedule_triggered
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @name NVARCHAR(80) = :name;
+DECLARE @last_item_id NVARCHAR(36) = :last_item_id;
+UPDATE s SET last_run_at = @now, last_item_id = CAST(@last_item_id AS UNIQUEIDENTIFIER)
+OUTPUT inserted.name
+FROM dbo.sq_schedules AS s WHERE s.name = @name;

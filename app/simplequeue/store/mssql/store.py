@@ -69,10 +69,11 @@ from simplequeue.store.mssql.odbc import (
 )
 from simplequeue.store.mssql.statements import fetch, fetch_sets
 from simplequeue.store.reads import QueueReads
+from simplequeue.store.schedules import ScheduleStore
 from simplequeue.store.topics import Step, TopicStore
 
 
-class MssqlStore(QueueReads, TopicStore):
+class MssqlStore(QueueReads, TopicStore, ScheduleStore):
     dialect = "mssql"
     reaps_at_pop = False  # the service reaps after a pop with room (service.waiting)
     notifications = None  # no notifications: the long-poll probe finds other processes' pushes
@@ -346,6 +347,18 @@ class MssqlStore(QueueReads, TopicStore):
                 await fetch(conn, name, **{k: params.bound(v) for k, v in values.items()})
                 for name, values in steps
             ]
+
+    @retry_deadlocks
+    async def _claim_and_push(self, claim: Step, items: Sequence[NewItem]) -> bool:
+        statement, values = claim
+        async with self._transaction() as conn:  # an ItemExists raised here rolls the claim back
+            if not await fetch(conn, statement, **{k: params.bound(v) for k, v in values.items()}):
+                return False
+            if items:
+                found = await fetch(conn, "push_batch", now=self._now(), items=params.push_json(items))
+                if None in [_pushed(row) for row in found]:
+                    raise ItemExists()
+        return True
 
     @retry_deadlocks
     async def _stats(self, queue: str) -> list[QueueStats]:

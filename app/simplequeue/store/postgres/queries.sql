@@ -931,3 +931,71 @@ ON CONFLICT (name) DO NOTHING
 
 -- name: signing_key_get
 SELECT private_pem, certificate_pem FROM sq_signing_keys WHERE name = :name
+
+-- fragment: schedule_columns
+-- Schedules (store/schedules.py holds the flow, written once for every dialect). previous_live:
+-- whether the item the last firing pushed is still live, for overlap 'skip'.
+s.name, s.queue, s.payload, s.every_seconds, s.cron, s.timezone, s.at, s.priority, s.group_key,
+s.paused, s.jitter_seconds, s.overlap, s.catch_up, s.created_at, s.modified_at, s.next_run_at,
+s.last_run_at, s.last_item_id,
+EXISTS (SELECT 1 FROM sq_items AS i WHERE i.id = s.last_item_id AND i.status <> 'dead') AS previous_live
+
+-- name: schedule_put
+INSERT INTO sq_schedules (name, queue, payload, every_seconds, cron, timezone, at, priority, group_key,
+                          paused, jitter_seconds, overlap, catch_up, created_at, next_run_at)
+VALUES (:name, :queue, :payload, :every_seconds, :cron, :timezone, :at, :priority, :group_key,
+        :paused, :jitter_seconds, :overlap, :catch_up, :now, :next_run_at)
+ON CONFLICT (name) DO UPDATE SET
+    queue = excluded.queue, payload = excluded.payload, every_seconds = excluded.every_seconds,
+    cron = excluded.cron, timezone = excluded.timezone, at = excluded.at, priority = excluded.priority,
+    group_key = excluded.group_key, paused = excluded.paused, jitter_seconds = excluded.jitter_seconds,
+    overlap = excluded.overlap, catch_up = excluded.catch_up, modified_at = excluded.created_at,
+    next_run_at = excluded.next_run_at
+
+-- name: schedule_get
+SELECT
+    -- include: schedule_columns
+FROM sq_schedules AS s WHERE s.name = :name
+
+-- name: schedule_page
+SELECT
+    -- include: schedule_columns
+FROM sq_schedules AS s WHERE :after::text IS NULL OR s.name > :after
+ORDER BY s.name LIMIT :limit
+
+-- name: schedule_delete
+DELETE FROM sq_schedules WHERE name = :name RETURNING name
+
+-- name: schedule_pause
+UPDATE sq_schedules SET paused = true, modified_at = :now WHERE name = :name RETURNING name
+
+-- name: schedule_resume
+-- The next slot from now: the slots of a pause are not caught up.
+UPDATE sq_schedules SET paused = false, modified_at = :now,
+                        next_run_at = CASE WHEN paused THEN :next_run_at::timestamptz ELSE next_run_at END
+WHERE name = :name RETURNING name
+
+-- name: schedules_due
+-- A scheduler's one statement per wake: the due schedules, oldest slot first, and the first
+-- schedule due after them (when to wake next). Both are ranges of sq_schedules_due.
+(SELECT
+    -- include: schedule_columns
+ FROM sq_schedules AS s WHERE NOT s.paused AND s.next_run_at <= :now
+ ORDER BY s.next_run_at LIMIT :limit)
+UNION ALL
+(SELECT
+    -- include: schedule_columns
+ FROM sq_schedules AS s WHERE NOT s.paused AND s.next_run_at > :now
+ ORDER BY s.next_run_at LIMIT 1)
+
+-- name: schedule_claim
+-- Firing: the compare-and-set on the slot read. Of replicas racing, one changes the row (the
+-- others wait for its lock, then find another next_run_at) and pushes in the same transaction.
+UPDATE sq_schedules
+SET next_run_at = :following, last_run_at = coalesce(:last_run_at::timestamptz, last_run_at),
+    last_item_id = coalesce(:last_item_id::uuid, last_item_id)
+WHERE name = :name AND next_run_at = :claimed AND NOT paused
+RETURNING name
+
+-- name: schedule_triggered
+UPDATE sq_schedules SET last_run_at = :now, last_item_id = :last_item_id WHERE name = :name RETURNING name

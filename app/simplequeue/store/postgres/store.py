@@ -53,6 +53,7 @@ from simplequeue.store.postgres.pool import Pool
 from simplequeue.store.postgres.statements import execute, fetch, fetch_one, fetch_value
 from simplequeue.store.postgres.waited import LISTED_SECONDS
 from simplequeue.store.reads import QueueReads
+from simplequeue.store.schedules import ScheduleStore
 from simplequeue.store.topics import Step, TopicStore
 
 log = logging.getLogger("simplequeue.postgres")
@@ -131,7 +132,7 @@ class _Call:
             raise error from exc
 
 
-class PostgresStore(QueueReads, TopicStore):
+class PostgresStore(QueueReads, TopicStore, ScheduleStore):
     dialect = "postgresql"
     reaps_at_pop = False  # the service reaps after a pop with room (service.waiting)
 
@@ -219,24 +220,25 @@ class PostgresStore(QueueReads, TopicStore):
         if not items:
             return []
         async with self._conn() as conn:
-            found = await fetch(
-                conn,
-                "push",
-                ids=[i.id for i in items],
-                queues=[i.queue for i in items],
-                payloads=[i.payload_json for i in items],
-                created_ats=[i.created_at for i in items],
-                priorities=[i.priority for i in items],
-                groups=[i.group for i in items],
-                dedup_keys=[i.dedup_key for i in items],
-                delays=[i.delay_seconds for i in items],
-                not_befores=[i.not_before for i in items],
-                remember=[i.remembers_id for i in items],
-                skip_existing=skip_existing,
-                now=self._now(),
-                attributes=[i.attributes_json for i in items],
-            )
+            found = await fetch(conn, "push", **self._push_values(items, skip_existing))
         return [None if r["id"] is None else Pushed(r["id"], r["created_at"], r["created"]) for r in found]
+
+    def _push_values(self, items: Sequence[NewItem], skip_existing: bool) -> dict[str, Any]:
+        return {
+            "ids": [i.id for i in items],
+            "queues": [i.queue for i in items],
+            "payloads": [i.payload_json for i in items],
+            "created_ats": [i.created_at for i in items],
+            "priorities": [i.priority for i in items],
+            "groups": [i.group for i in items],
+            "dedup_keys": [i.dedup_key for i in items],
+            "delays": [i.delay_seconds for i in items],
+            "not_befores": [i.not_before for i in items],
+            "remember": [i.remembers_id for i in items],
+            "skip_existing": skip_existing,
+            "now": self._now(),
+            "attributes": [i.attributes_json for i in items],
+        }
 
     async def pop(
         self, queue: str, max_items: int, lease_seconds: int | None, *, group_runs: bool = False
@@ -401,6 +403,15 @@ class PostgresStore(QueueReads, TopicStore):
                 return [await fetch(conn, name, **values)]
             async with conn.transaction():
                 return [await fetch(conn, name, **values) for name, values in steps]
+
+    async def _claim_and_push(self, claim: Step, items: Sequence[NewItem]) -> bool:
+        statement, values = claim
+        async with self._conn() as conn, conn.transaction():
+            if not await fetch(conn, statement, **values):
+                return False
+            if items:  # all or nothing: a refused item (SQ409) raises and rolls the claim back
+                await fetch(conn, "push", **self._push_values(items, False))
+        return True
 
     async def put_queue(self, name: str, settings: QueueSettings) -> bool:
         async with self._conn() as conn:

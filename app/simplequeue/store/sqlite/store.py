@@ -48,6 +48,7 @@ from simplequeue.store import rows
 from simplequeue.store.metadata import metadata_of
 from simplequeue.store.migrations import latest_version, load_migrations, split_statements
 from simplequeue.store.reads import QueueReads
+from simplequeue.store.schedules import ScheduleStore
 from simplequeue.store.sqlite import transactions
 from simplequeue.store.sqlite.errors import translated_errors
 from simplequeue.store.sqlite.group_commit import GroupCommit
@@ -79,7 +80,7 @@ async def _move_dead(conn: aiosqlite.Connection, seqs: str, now: str) -> None:
     await execute(conn, "dead_letter_moves", seqs=seqs, now=now)
 
 
-class SqliteStore(QueueReads, TopicStore):
+class SqliteStore(QueueReads, TopicStore, ScheduleStore):
     dialect = "sqlite"
     notifications = None  # no notifications: the long-poll probe finds other processes' pushes
     reaps_at_pop = True  # a pop reaps its queue in its own transaction (transactions.reap_queue)
@@ -328,6 +329,20 @@ class SqliteStore(QueueReads, TopicStore):
 
         def body(conn: sqlite3.Connection) -> list[list[sqlite3.Row]]:
             return [rows_of(conn, name, **values) for name, values in bound]
+
+        return await self._transaction(body)
+
+    async def _claim_and_push(self, claim: Step, items: Sequence[NewItem]) -> bool:
+        statement, values = claim
+        bound = {k: _bound(v) for k, v in values.items()}
+        now = self._clock()
+
+        def body(conn: sqlite3.Connection) -> bool:
+            if not rows_of(conn, statement, **bound):
+                return False
+            if items:
+                transactions.push_batch(conn, items, False, now)
+            return True
 
         return await self._transaction(body)
 

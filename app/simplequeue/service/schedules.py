@@ -1,0 +1,205 @@
+"""Schedules: the calls the API makes (put, read, pause, resume, trigger, delete) and the
+Scheduler every replica runs.
+
+There is no leader. Each replica's Scheduler reads the due schedules with one statement, fires
+each due slot in a transaction of its own that claims the slot by compare-and-set
+(store/schedules.py), and sleeps until the next slot any replica knows of, at most
+MAX_SLEEP_SECONDS: a schedule another replica changed is seen within that, one changed here at
+once. Idle, a replica therefore costs at most one statement a second, whatever the number of
+schedules.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from contextlib import suppress
+from datetime import datetime, timedelta
+from uuid import uuid4
+
+from simplequeue.domain import (
+    Clock,
+    DatabaseUnavailable,
+    NewItem,
+    Page,
+    QueueError,
+    SchemaNotReady,
+)
+from simplequeue.domain.names import is_queue_name, key_problem, text_problem
+from simplequeue.domain.schedules import (
+    Firing,
+    InvalidSchedule,
+    Schedule,
+    ScheduleNotFound,
+    ScheduleSpec,
+    check_name,
+    dedup_key,
+    first_slot,
+    jitter,
+    plan_firing,
+)
+from simplequeue.service.queues import QueueService
+from simplequeue.store.protocol import Store
+
+log = logging.getLogger("simplequeue.schedules")
+
+MAX_SLEEP_SECONDS = 1.0
+"""The longest a scheduler sleeps: how soon it sees a change made through another replica."""
+DUE_BATCH = 100
+"""Due schedules read (and fired, one transaction each) per statement."""
+IDLE_SECONDS = 2.0
+"""How long the scheduler waits after an error, or while the database is not ready."""
+
+
+class ScheduleService:
+    def __init__(self, store: Store, queues: QueueService, clock: Clock) -> None:
+        self._store = store
+        self._queues = queues
+        self._clock = clock
+        self.changed = asyncio.Event()
+        """Set when a schedule changes through this replica: its scheduler looks again at once."""
+
+    async def put(self, name: str, spec: ScheduleSpec) -> tuple[Schedule, bool]:
+        """Make or replace the schedule; its next slot is the first after now. Raises InvalidSchedule."""
+        now = self._clock()
+        check_name(name)
+        spec.check(now)
+        if not is_queue_name(spec.queue):
+            raise InvalidSchedule("queue", "1 to 128 letters, digits, '.', '_' or '-'")
+        if spec.group is not None and (problem := text_problem(spec.group) or key_problem(spec.group)):
+            raise InvalidSchedule("group", problem)
+        self._queues.require_ready()
+        made = await self._store.put_schedule(name, spec, first_slot(spec.timing, now), now)
+        self.changed.set()
+        return made
+
+    async def get(self, name: str) -> Schedule:
+        self._queues.require_ready()
+        return await self._store.get_schedule(name)
+
+    async def list(self, limit: int, cursor: str | None) -> Page[Schedule]:
+        self._queues.require_ready()
+        return await self._store.list_schedules(limit, cursor)
+
+    async def delete(self, name: str) -> None:
+        """Raises ScheduleNotFound. Items it pushed stay in their queue."""
+        self._queues.require_ready()
+        if not await self._store.delete_schedule(name):
+            raise ScheduleNotFound(f"There is no schedule named {name!r}.")
+        self.changed.set()
+
+    async def pause(self, name: str) -> Schedule:
+        self._queues.require_ready()
+        paused = await self._store.pause_schedule(name, self._clock())
+        self.changed.set()
+        return paused
+
+    async def resume(self, name: str) -> Schedule:
+        """Unpause it: its next slot is the first after now (a pause's slots are not caught up)."""
+        self._queues.require_ready()
+        now = self._clock()
+        schedule = await self._store.get_schedule(name)
+        resumed = await self._store.resume_schedule(name, first_slot(schedule.spec.timing, now), now)
+        self.changed.set()
+        return resumed
+
+    async def trigger(self, name: str) -> Schedule:
+        """Push one item now, paused or not; its slots are untouched."""
+        self._queues.require_ready()
+        now = self._clock()
+        schedule = await self._store.get_schedule(name)
+        item = item_for(schedule, now, keyed=False)
+        await self._store.trigger_schedule(name, item, now)
+        self._queues.made_visible(schedule.spec.queue)
+        return await self._store.get_schedule(name)
+
+
+def item_for(schedule: Schedule, slot: datetime, *, keyed: bool = True) -> NewItem:
+    """The item that fires the slot: keyed by (schedule, slot), poppable from the slot plus its
+    jitter (at once, for a slot caught up late)."""
+    spec = schedule.spec
+    return NewItem(
+        id=uuid4(),
+        queue=spec.queue,
+        payload_json=spec.payload_json,
+        created_at=slot,
+        priority=spec.priority,
+        group=spec.group,
+        dedup_key=dedup_key(schedule.name, slot) if keyed else None,
+        not_before=slot + timedelta(seconds=jitter(schedule.name, slot, spec.jitter_seconds)),
+    )
+
+
+class Scheduler:
+    """Fires due slots, once each across every replica; see the module's docstring."""
+
+    def __init__(self, schedules: ScheduleService, store: Store, queues: QueueService, clock: Clock) -> None:
+        self._schedules = schedules
+        self._store = store
+        self._queues = queues
+        self._clock = clock
+
+    async def run_forever(self) -> None:
+        said: str | None = None
+        while True:
+            if not self._queues.ready:
+                await asyncio.sleep(IDLE_SECONDS)
+                continue
+            try:
+                wake_at = await self.run_once()
+                said = None
+            except (DatabaseUnavailable, SchemaNotReady) as exc:
+                log.debug("the scheduler waits for the database (%s)", exc.code)
+                await asyncio.sleep(IDLE_SECONDS)
+                continue
+            except QueueError as exc:
+                if exc.code != said:  # one line per cause, not one per try
+                    log.warning("the scheduler could not fire (%s: %s)", exc.code, exc.detail)
+                    said = exc.code
+                await asyncio.sleep(IDLE_SECONDS)
+                continue
+            await self._sleep_until(wake_at)
+
+    async def _sleep_until(self, wake_at: datetime | None) -> None:
+        seconds = MAX_SLEEP_SECONDS
+        if wake_at is not None:
+            seconds = min(seconds, max(0.0, (wake_at - self._clock()).total_seconds()))
+        changed = self._schedules.changed
+        with suppress(TimeoutError):
+            await asyncio.wait_for(changed.wait(), timeout=seconds)
+        changed.clear()
+
+    async def run_once(self) -> datetime | None:
+        """Fire every due slot (a batch per statement while batches come full); the next slot
+        after them, or None (no schedule has one)."""
+        while True:
+            now = self._clock()
+            due, following = await self._store.schedules_due(now, DUE_BATCH)
+            failed = False
+            for schedule in due:
+                firing = plan_firing(schedule, now)
+                if firing is None:
+                    continue
+                try:
+                    await self._fire(schedule, firing)
+                except (DatabaseUnavailable, SchemaNotReady):
+                    raise
+                except QueueError as exc:  # this schedule's; the others still fire
+                    log.warning("schedule %s could not fire (%s: %s)", schedule.name, exc.code, exc.detail)
+                    failed = True
+            if len(due) < DUE_BATCH or failed:
+                return following
+
+    async def _fire(self, schedule: Schedule, firing: Firing) -> bool:
+        """Claim the slot and push its items, in one transaction; False when another replica (or a
+        change of the schedule) came first."""
+        slots = firing.slots
+        if slots and schedule.spec.overlap == "skip" and schedule.previous_live:
+            slots = ()  # the previous slot's item is still live: this one is skipped, not queued
+        items = [item_for(schedule, slot) for slot in slots]
+        fired = await self._store.fire_schedule(
+            schedule.name, firing.claimed, firing.following, items, slots[-1] if slots else None
+        )
+        if fired and items:
+            self._queues.made_visible(schedule.spec.queue)
+        return fired

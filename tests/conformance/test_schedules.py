@@ -1,0 +1,234 @@
+"""Schedules on every engine, on an injected clock: each slot fired once however many replicas
+race for it, catch-up after a gap by policy, overlap skip, pause, resume and trigger, and the
+zone's clock changes."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import suppress
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from uuid import uuid4
+
+import pytest
+from simplequeue.domain import QueueNotFound
+from simplequeue.domain.schedules import MAX_CATCH_UP, Schedule, ScheduleNotFound, ScheduleSpec, Timing
+from simplequeue.main import store_for
+from simplequeue.service.queues import QueueService
+from simplequeue.service.schedules import Scheduler, ScheduleService
+from simplequeue.settings import Settings
+
+from tests.engines import FakeClock
+
+
+@dataclass
+class Replica:
+    queues: QueueService
+    schedules: ScheduleService
+    scheduler: Scheduler
+    made: list[str]
+
+    async def stop(self) -> None:
+        """Deletes the schedules it made (the engine's database outlives the test), then stops."""
+        for name in self.made:
+            with suppress(ScheduleNotFound):
+                await self.schedules.delete(name)
+        await self.queues.stop()
+
+
+async def replica(settings: Settings, clock: FakeClock) -> Replica:
+    store = store_for(settings, clock)  # opened and closed by the service
+    queues = QueueService(store, clock)
+    await queues.start(migrate=True)
+    schedules = ScheduleService(store, queues, clock)
+    return Replica(queues, schedules, Scheduler(schedules, store, queues, clock), [])
+
+
+@pytest.fixture
+async def one(settings: Settings, clock: FakeClock) -> AsyncIterator[Replica]:
+    made = await replica(settings, clock)
+    yield made
+    await made.stop()
+
+
+@pytest.fixture
+def name() -> str:
+    return f"s-{uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def at_minute(clock: FakeClock) -> datetime:
+    """Puts the clock on a whole minute, a little after noon UTC of a day without clock changes."""
+    clock.now = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+    return clock.now
+
+
+async def put(r: Replica, name: str, queue: str, **fields: object) -> Schedule:
+    timing = fields.pop("timing", Timing(every_seconds=60))
+    spec = ScheduleSpec(queue, '{"n":1}', timing, **fields)  # type: ignore[arg-type]
+    made, _ = await r.schedules.put(name, spec)
+    r.made.append(name)
+    return made
+
+
+async def count(r: Replica, queue: str) -> int:
+    try:
+        stats = await r.queues.get_queue(queue)
+    except QueueNotFound:
+        return 0
+    return stats.ready + stats.delayed + stats.leased
+
+
+async def test_put_read_list_pause_resume_delete(
+    one: Replica, name: str, queue: str, at_minute: datetime
+) -> None:
+    made = await put(one, name, queue, priority=3, group="g", jitter_seconds=5, overlap="skip")
+    assert made.next_run_at == at_minute + timedelta(minutes=1)
+    assert (made.spec.priority, made.spec.group, made.spec.overlap) == (3, "g", "skip")
+    again, created = await one.schedules.put(name, made.spec)
+    assert not created
+    assert again.modified_at is not None
+    assert name in [s.name for s in (await one.schedules.list(1000, None)).items]
+    paused = await one.schedules.pause(name)
+    assert paused.spec.paused
+    resumed = await one.schedules.resume(name)
+    assert not resumed.spec.paused
+    await one.schedules.delete(name)
+    with pytest.raises(ScheduleNotFound):
+        await one.schedules.get(name)
+    with pytest.raises(ScheduleNotFound):
+        await one.schedules.delete(name)
+
+
+async def test_a_page_of_schedules_leads_to_the_next(one: Replica, queue: str) -> None:
+    names = sorted(f"p-{uuid4().hex[:8]}" for _ in range(3))
+    for n in names:
+        await put(one, n, queue)
+    seen: list[str] = []
+    page = await one.schedules.list(2, None)
+    while True:
+        seen += [s.name for s in page.items]
+        if page.next_cursor is None:
+            break
+        page = await one.schedules.list(2, page.next_cursor)
+    assert set(names) <= set(seen)
+    assert seen == sorted(seen)
+
+
+async def test_a_slot_fires_once_and_the_next_is_kept(
+    one: Replica, name: str, queue: str, clock: FakeClock, at_minute: datetime
+) -> None:
+    await put(one, name, queue)
+    assert await one.scheduler.run_once() is not None
+    assert await count(one, queue) == 0, "not due yet"
+    clock.advance(60.2)
+    await one.scheduler.run_once()
+    await one.scheduler.run_once()
+    assert await count(one, queue) == 1
+    schedule = await one.schedules.get(name)
+    assert schedule.last_run_at == at_minute + timedelta(minutes=1)
+    assert schedule.next_run_at == at_minute + timedelta(minutes=2)
+    item = await one.queues.dedup_item(queue, f"schedule:{name}:2026-06-01T12:01:00Z")
+    assert item.id == schedule.last_item_id
+
+
+async def test_replicas_racing_fire_each_slot_once(
+    settings: Settings, clock: FakeClock, name: str, queue: str, at_minute: datetime
+) -> None:
+    replicas = [await replica(settings, clock) for _ in range(3)]
+    try:
+        await put(replicas[0], name, queue, timing=Timing(every_seconds=10), catch_up="all")
+        for _ in range(6):
+            clock.advance(10)
+            await asyncio.gather(*(r.scheduler.run_once() for r in replicas for _ in range(2)))
+        assert await count(replicas[0], queue) == 6
+    finally:
+        for r in replicas:
+            await r.stop()
+
+
+@pytest.mark.parametrize(("policy", "fired"), [("none", 0), ("latest", 1), ("all", 5)])
+async def test_after_a_gap_the_catch_up_policy_decides(
+    one: Replica, name: str, queue: str, clock: FakeClock, at_minute: datetime, policy: str, fired: int
+) -> None:
+    await put(one, name, queue, timing=Timing(cron="*/10 * * * *"), catch_up=policy)
+    clock.advance(50 * 60 + 90)  # down for slots :10, :20, :30, :40, :50, back 90 s after the last
+    await one.scheduler.run_once()
+    assert await count(one, queue) == fired
+    schedule = await one.schedules.get(name)
+    assert schedule.next_run_at == at_minute + timedelta(hours=1)
+
+
+async def test_catch_up_all_is_bounded(
+    one: Replica, name: str, queue: str, clock: FakeClock, at_minute: datetime
+) -> None:
+    await put(one, name, queue, timing=Timing(every_seconds=1), catch_up="all")
+    clock.advance(3 * 3600)
+    await one.scheduler.run_once()
+    assert await count(one, queue) == MAX_CATCH_UP
+
+
+async def test_overlap_skip_waits_while_the_previous_item_lives(
+    one: Replica, name: str, queue: str, clock: FakeClock, at_minute: datetime
+) -> None:
+    await put(one, name, queue, overlap="skip")
+    clock.advance(60)
+    await one.scheduler.run_once()
+    assert await count(one, queue) == 1
+    clock.advance(60)
+    await one.scheduler.run_once()
+    assert await count(one, queue) == 1, "skipped: the first is still there"
+    assert (await one.schedules.get(name)).next_run_at == at_minute + timedelta(minutes=3)
+    [item] = await one.queues.pop(queue, max_items=1, wait_seconds=0, lease_seconds=30)
+    clock.advance(60)
+    await one.scheduler.run_once()
+    assert await count(one, queue) == 1, "skipped: leased is live"
+    await one.queues.complete(item.id, item.lease_token)
+    clock.advance(60)
+    await one.scheduler.run_once()
+    assert await count(one, queue) == 1, "fired: the first is done"
+
+
+async def test_paused_fires_nothing_trigger_fires_anyway_and_resume_skips_the_pause(
+    one: Replica, name: str, queue: str, clock: FakeClock, at_minute: datetime
+) -> None:
+    await put(one, name, queue)
+    await one.schedules.pause(name)
+    clock.advance(600)
+    await one.scheduler.run_once()
+    assert await count(one, queue) == 0
+    triggered = await one.schedules.trigger(name)
+    assert await count(one, queue) == 1
+    assert triggered.last_run_at == clock.now
+    resumed = await one.schedules.resume(name)
+    assert resumed.next_run_at == at_minute + timedelta(minutes=11)
+    await one.scheduler.run_once()
+    assert await count(one, queue) == 1, "the paused slots are not caught up"
+    with pytest.raises(ScheduleNotFound):
+        await one.schedules.trigger(f"{name}-none")
+
+
+async def test_an_at_schedule_fires_once(
+    one: Replica, name: str, queue: str, clock: FakeClock, at_minute: datetime
+) -> None:
+    await put(one, name, queue, timing=Timing(at=at_minute + timedelta(seconds=30)))
+    clock.advance(31)
+    await one.scheduler.run_once()
+    clock.advance(3600)
+    await one.scheduler.run_once()
+    assert await count(one, queue) == 1
+    assert (await one.schedules.get(name)).next_run_at is None
+
+
+async def test_a_slot_the_zone_skips_fires_once_at_the_gaps_end(
+    one: Replica, name: str, queue: str, clock: FakeClock
+) -> None:
+    clock.now = datetime(2026, 3, 8, 6, 0, tzinfo=UTC)  # 01:00 EST, the night New York skips 02:xx
+    made = await put(one, name, queue, timing=Timing(cron="*/20 2-3 * * *", timezone="America/New_York"))
+    assert made.next_run_at == datetime(2026, 3, 8, 7, 0, tzinfo=UTC)  # 03:00 EDT stands for 02:00-03:00
+    for _ in range(24):  # to 08:00 UTC, 04:00 EDT
+        clock.advance(5 * 60)
+        await one.scheduler.run_once()
+    assert await count(one, queue) == 3  # 03:00, 03:20, 03:40 EDT
+    assert (await one.schedules.get(name)).next_run_at == datetime(2026, 3, 9, 6, 0, tzinfo=UTC)
