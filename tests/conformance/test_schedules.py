@@ -89,7 +89,7 @@ async def test_put_read_list_pause_resume_delete(
     again, created = await one.schedules.put(name, made.spec)
     assert not created
     assert again.modified_at is not None
-    assert name in [s.name for s in (await one.schedules.list(1000, None)).items]
+    assert name in [s.name for s in (await one.schedules.page(1000, None)).items]
     paused = await one.schedules.pause(name)
     assert paused.spec.paused
     resumed = await one.schedules.resume(name)
@@ -106,12 +106,12 @@ async def test_a_page_of_schedules_leads_to_the_next(one: Replica, queue: str) -
     for n in names:
         await put(one, n, queue)
     seen: list[str] = []
-    page = await one.schedules.list(2, None)
+    page = await one.schedules.page(2, None)
     while True:
         seen += [s.name for s in page.items]
         if page.next_cursor is None:
             break
-        page = await one.schedules.list(2, page.next_cursor)
+        page = await one.schedules.page(2, page.next_cursor)
     assert set(names) <= set(seen)
     assert seen == sorted(seen)
 

@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from simplequeue.service.queues import QueueService
+from simplequeue.service.schedules import ScheduleService
 from simplequeue.service.topics import TopicService
 
 
@@ -29,3 +30,12 @@ async def get_topics(request: Request) -> TopicService:
 
 
 TopicsDep = Annotated[TopicService, Depends(get_topics)]
+
+
+async def get_schedules(request: Request) -> ScheduleService:
+    request.app.state.service.require_ready()
+    schedules: ScheduleService = request.app.state.schedules
+    return schedules
+
+
+SchedulesDep = Annotated[ScheduleService, Depends(get_schedules)]

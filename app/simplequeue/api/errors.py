@@ -37,6 +37,7 @@ from simplequeue.domain import (
     StoreError,
 )
 from simplequeue.domain.errors import DatabaseMisconfigured
+from simplequeue.domain.schedules import InvalidSchedule
 from simplequeue.domain.topics import InvalidSubscription, InvalidTopic
 
 log = logging.getLogger("simplequeue")
@@ -76,6 +77,7 @@ class ErrorCode(StrEnum):
     TOO_MANY_QUEUES = "TooManyQueues"
     TOPIC_NOT_FOUND = "TopicNotFound"
     SUBSCRIPTION_NOT_FOUND = "SubscriptionNotFound"
+    SCHEDULE_NOT_FOUND = "ScheduleNotFound"
     TOPIC_EXISTS = "TopicExists"
     INVALID_TOPIC = "InvalidTopic"
     INVALID_SUBSCRIPTION = "InvalidSubscription"
@@ -140,7 +142,7 @@ ANSWERED_AS: dict[type[QueueError], type[QueueError]] = {DatabaseMisconfigured: 
 callers get the code and plain sentence of the class each is a case of, and the log the detail.
 Their codes are not the API's (not in ErrorCode)."""
 
-AS_VALIDATION: frozenset[type[QueueError]] = frozenset({InvalidSettings})
+AS_VALIDATION: frozenset[type[QueueError]] = frozenset({InvalidSettings, InvalidSchedule})
 """Errors about one field of the body that only the service can judge (a queue named must exist):
 answered as the body's schema answers its own checks, 422 ValidationError naming the field."""
 

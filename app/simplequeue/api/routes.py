@@ -11,6 +11,7 @@ from simplequeue.api import metrics
 from simplequeue.api.health import routes as health
 from simplequeue.api.items import routes as items
 from simplequeue.api.queues import routes as queues
+from simplequeue.api.schedules import routes as schedules
 from simplequeue.api.topics import routes as topics
 
 router = APIRouter(
@@ -18,6 +19,7 @@ router = APIRouter(
         *items.router.routes,
         *queues.router.routes,
         *topics.router.routes,
+        *schedules.router.routes,
         *metrics.router.routes,
         *health.router.routes,
     ]

@@ -26,7 +26,7 @@ from uuid import UUID
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from simplequeue.domain.cron import Cron, CronError, next_instant, parse_cron, previous_instant
-from simplequeue.domain.errors import NotFound, QueueError
+from simplequeue.domain.errors import InvalidSettings, NotFound
 
 Overlap = Literal["allow", "skip"]
 CatchUp = Literal["none", "latest", "all"]
@@ -48,12 +48,9 @@ class ScheduleNotFound(NotFound):
     """There is no schedule with this name."""
 
 
-class InvalidSchedule(QueueError):
-    """The schedule is not valid."""
-
-    def __init__(self, field: str, detail: str) -> None:
-        self.field = field  # as the API's body names it
-        super().__init__(f"{field}: {detail}")
+class InvalidSchedule(InvalidSettings):
+    """A schedule's field holds what cannot be (a minute of 61, an unknown time zone, no timing):
+    `field` names it as the API's body does, and the API answers it as its schema's own checks."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -73,11 +73,16 @@ class ScheduleService:
         self.changed.set()
         return made
 
+    @property
+    def max_payload_bytes(self) -> int:
+        """The largest payload a schedule's items may carry, as a push's."""
+        return self._queues.max_payload_bytes
+
     async def get(self, name: str) -> Schedule:
         self._queues.require_ready()
         return await self._store.get_schedule(name)
 
-    async def list(self, limit: int, cursor: str | None) -> Page[Schedule]:
+    async def page(self, limit: int, cursor: str | None) -> Page[Schedule]:
         self._queues.require_ready()
         return await self._store.list_schedules(limit, cursor)
 
