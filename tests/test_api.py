@@ -532,6 +532,13 @@ def test_operation_ids_are_stable() -> None:
         "unsubscribe",
         "publish",
         "publishBatch",
+        "listSchedules",
+        "putSchedule",
+        "getSchedule",
+        "deleteSchedule",
+        "pauseSchedule",
+        "resumeSchedule",
+        "triggerSchedule",
     }
     assert ids == expected
 

@@ -31,7 +31,9 @@ valid and an invalid one invalid:
   publish's attributes fit their types as a push's, and its group and dedup key its topic (a FIFO
   topic's publication has both, another's neither);
 - a subscription's endpoint that the schema allows fits its protocol: a URL (at a host that never
-  resolves, `hooks.invalid`) for http and https, a queue's name for sqs.
+  resolves, `hooks.invalid`) for http and https, a queue's name for sqs;
+- a schedule's timing that the schema allows becomes one the domain takes: one of every_seconds, cron
+  (a valid expression) and at (one to come), in a zone that exists.
 NUL characters are not generated: the service refuses them in stored text (the spec's patterns and
 the payload's description say so), and a payload's NUL cannot be written as a schema.
 """
@@ -162,7 +164,37 @@ def adjust(context: HookContext, case: Any) -> Any:
             case.query = {**query, "cursor": mine}
     if isinstance(body, dict):
         case.body = _fitting_topic_body(case.operation.label, case.path_parameters or {}, body)
+    if case.operation.label == "PUT /schedules/{name}" and isinstance(body, dict):
+        case.body = _fitting_schedule(body)
     return case
+
+
+_ISO_TEXT = re.compile(r"\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d.*")
+
+
+def _fitting_schedule(body: dict[str, Any]) -> dict[str, Any]:
+    """A schedule's body whose timing the schema allows, made one the domain takes: one of
+    every_seconds, cron and at, a cron expression, an IANA zone, an `at` to come."""
+    every, cron, at, zone = (body.get(k) for k in ("every_seconds", "cron", "timezone", "at"))
+    if not all(
+        [
+            every is None or (isinstance(every, int) and not isinstance(every, bool)),
+            cron is None or (isinstance(cron, str) and 1 <= len(cron) <= 256),
+            at is None or (isinstance(at, str) and _ISO_TEXT.fullmatch(at) is not None),
+            zone is None or (isinstance(zone, str) and 1 <= len(zone) <= 64),
+        ]
+    ):
+        return body  # invalid as it is: refused by the schema's own checks
+    fitted = {k: v for k, v in body.items() if k not in ("every_seconds", "cron", "at")}
+    if zone is not None:
+        fitted["timezone"] = "Europe/Berlin"
+    if cron is not None:
+        fitted["cron"] = "*/5 * * * *"
+    elif at is not None:
+        fitted["at"] = "2999-01-01T00:00:00Z"
+    else:
+        fitted["every_seconds"] = every if every is not None else 60
+    return {**fitted, "group": _fitting(body["group"])} if "group" in body else fitted
 
 
 def _fitting_topic_body(label: str, path: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:

@@ -41,6 +41,8 @@ MAX_CATCH_UP = 100
 LATE_SECONDS = 60.0
 """A slot due longer ago than this was missed (the service was down), not merely reached late."""
 MAX_JITTER_SECONDS = 3600
+MAX_EVERY_SECONDS = 366 * 24 * 3600
+"""A year and a day: the longest interval (a longer period is a cron expression or an `at`)."""
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -70,8 +72,10 @@ class Timing:
         if len(given) > 1:
             both = " and ".join(given)
             raise InvalidSchedule(given[1], f"give one of every_seconds, cron or at, not {both}")
-        if self.every_seconds is not None and self.every_seconds < 1:
-            raise InvalidSchedule("every_seconds", f"must be at least 1, not {self.every_seconds}")
+        if self.every_seconds is not None and not 1 <= self.every_seconds <= MAX_EVERY_SECONDS:
+            raise InvalidSchedule(
+                "every_seconds", f"must be 1 to {MAX_EVERY_SECONDS}, not {self.every_seconds}"
+            )
         zone_of(self.timezone)
         if self.cron is not None:
             cron_of(self.cron)

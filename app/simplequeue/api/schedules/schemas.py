@@ -9,14 +9,22 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 from uuid import UUID
 
 from pydantic import BaseModel, Field
 
-from simplequeue.api.fields import TIME_TEXT, Body, Int32, Key, QueueName, UtcDatetime
+from simplequeue.api.fields import TIME_TEXT, Body, Int32, Key, Number, QueueName, UtcDatetime
 from simplequeue.domain import MAX_PAYLOAD_DEPTH
-from simplequeue.domain.schedules import MAX_CATCH_UP, MAX_JITTER_SECONDS, CatchUp, Overlap, Schedule, Timing
+from simplequeue.domain.schedules import (
+    MAX_CATCH_UP,
+    MAX_EVERY_SECONDS,
+    MAX_JITTER_SECONDS,
+    CatchUp,
+    Overlap,
+    Schedule,
+    Timing,
+)
 
 
 class ScheduleRequest(Body):
@@ -28,9 +36,9 @@ class ScheduleRequest(Body):
         description="The item's payload: any JSON value, as a push takes it (nesting at most "
         f"{MAX_PAYLOAD_DEPTH} levels; 422 InvalidPayload).",
     )
-    every_seconds: int | None = Field(
+    every_seconds: Annotated[int, Field(ge=1, le=MAX_EVERY_SECONDS), Number] | None = Field(
         None,
-        description="Fire every so many seconds (at least 1), on whole multiples of it since the Unix epoch.",
+        description="Fire every so many seconds, on whole multiples of it since the Unix epoch.",
     )
     cron: str | None = Field(
         None,
@@ -48,7 +56,7 @@ class ScheduleRequest(Body):
     priority: Int32 = Field(0, description="The items' priority.")
     group: Key | None = Field(None, description="The ordered group the items join.")
     paused: bool = Field(False, description="Made paused: nothing fires until it is resumed.")
-    jitter_seconds: int = Field(
+    jitter_seconds: Annotated[int, Number] = Field(
         0,
         ge=0,
         le=MAX_JITTER_SECONDS,
