@@ -4,12 +4,19 @@ is the conformance suite's (tests/conformance/test_schedules.py)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
+import httpx
 import pytest
+import simplequeue.client as sdk
+from asgi_lifespan import LifespanManager
+from simplequeue.client import AsyncClient
+from simplequeue.main import create_app
 from simplequeue.settings import Settings
 
 from tests.engines import FakeClock
@@ -148,3 +155,41 @@ async def test_only_an_admin_key_manages_schedules(keyed: Client, name: str) -> 
     assert (await keyed.get(f"/schedules/{name}", headers=scoped)).status_code == 200
     elsewhere = {**body, "queue": "mail"}
     assert_error(await keyed.put(f"/schedules/{name}", json=elsewhere, headers=scoped), 403, "Forbidden")
+
+
+@pytest.fixture
+async def sq(tmp_path: Path, clock: FakeClock) -> AsyncIterator[AsyncClient]:
+    """The SDK over the real app on SQLite with its scheduler running, on a clock the test moves."""
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'sdk.db'}", sweep=False, relay=False)
+    app = create_app(settings, clock=clock)
+    async with (
+        LifespanManager(app) as manager,
+        AsyncClient("http://sq", transport=httpx.ASGITransport(app=manager.app)) as client,
+    ):
+        yield client
+
+
+async def test_the_sdk_manages_schedules_and_the_served_scheduler_fires_them(
+    sq: AsyncClient, name: str, queue: str, clock: FakeClock
+) -> None:
+    made = await sq.put_schedule(name, queue=queue, payload={"hello": 1}, every_seconds=60, catch_up="none")
+    assert made.next_run_at is not None
+    assert [s.name for s in await sq.schedules() if s.name == name] == [name]
+    clock.now = made.next_run_at
+    items: list[Any] = []
+    for _ in range(50):  # the scheduler sleeps at most a second (it reads the clock when it wakes)
+        items = await sq.pop(queue, max_items=10, wait_seconds=0)
+        if items:
+            break
+        await asyncio.sleep(0.1)
+    assert [i.payload for i in items] == [{"hello": 1}]
+    fired = await sq.get_schedule(name)
+    assert (fired.last_run_at, fired.last_item_id) == (made.next_run_at, str(items[0].id))
+    assert (await sq.pause_schedule(name)).paused
+    assert (await sq.trigger_schedule(name)).last_item_id != fired.last_item_id
+    assert not (await sq.resume_schedule(name)).paused
+    await sq.delete_schedule(name)
+    with pytest.raises(sdk.ScheduleNotFound):
+        await sq.get_schedule(name)
+    with pytest.raises(sdk.ValidationError):
+        await sq.put_schedule(name, queue=queue, payload=1, cron="61 * * * *")

@@ -57,6 +57,7 @@ from schemathesis.hooks import HookContext
 from simplequeue.api.topics.schemas import ENDPOINT_URL_PATTERN
 from simplequeue.domain.names import QUEUE_NAME_PATTERN, is_queue_name
 from simplequeue.store.cursors import encode_cursor, encode_name_cursor, encode_topic_cursor
+from simplequeue.store.schedules import encode_schedule_cursor
 
 from tests.engines import postgres_database
 from tests.test_e2e import serving
@@ -70,6 +71,7 @@ WAIT_CAP = 0.05
 A_CURSOR = encode_cursor(datetime(2026, 1, 1, tzinfo=UTC), 1)
 A_QUEUE_CURSOR = encode_name_cursor("default")  # GET /queues pages by name
 A_TOPIC_CURSOR = encode_topic_cursor("default")  # GET /topics too
+A_SCHEDULE_CURSOR = encode_schedule_cursor("default")  # and GET /schedules
 CHECKS = [
     "not_a_server_error",
     "status_code_conformance",
@@ -160,7 +162,11 @@ def adjust(context: HookContext, case: Any) -> Any:
             and 1 <= len(cursor) <= longest
             and label != "GET /topics/{name}/subscriptions"
         ):
-            mine = {"GET /queues": A_QUEUE_CURSOR, "GET /topics": A_TOPIC_CURSOR}.get(label, A_CURSOR)
+            mine = {
+                "GET /queues": A_QUEUE_CURSOR,
+                "GET /topics": A_TOPIC_CURSOR,
+                "GET /schedules": A_SCHEDULE_CURSOR,
+            }.get(label, A_CURSOR)
             case.query = {**query, "cursor": mine}
     if isinstance(body, dict):
         case.body = _fitting_topic_body(case.operation.label, case.path_parameters or {}, body)
@@ -175,10 +181,11 @@ _ISO_TEXT = re.compile(r"\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d.*")
 def _fitting_schedule(body: dict[str, Any]) -> dict[str, Any]:
     """A schedule's body whose timing the schema allows, made one the domain takes: one of
     every_seconds, cron and at, a cron expression, an IANA zone, an `at` to come."""
-    every, cron, at, zone = (body.get(k) for k in ("every_seconds", "cron", "timezone", "at"))
+    every, cron, at, zone = (body.get(k) for k in ("every_seconds", "cron", "at", "timezone"))
     if not all(
         [
-            every is None or (isinstance(every, int) and not isinstance(every, bool)),
+            every is None
+            or (isinstance(every, int | float) and not isinstance(every, bool) and every % 1 == 0),
             cron is None or (isinstance(cron, str) and 1 <= len(cron) <= 256),
             at is None or (isinstance(at, str) and _ISO_TEXT.fullmatch(at) is not None),
             zone is None or (isinstance(zone, str) and 1 <= len(zone) <= 64),
@@ -224,7 +231,7 @@ def _fitting_topic_body(label: str, path: dict[str, Any], body: dict[str, Any]) 
             if isinstance(fitted.get("DeliveryPolicy"), str) and fitted["DeliveryPolicy"]:
                 fitted["DeliveryPolicy"] = '{"healthyRetryPolicy": {"numRetries": 2}}'
             body = {**body, field: fitted}
-        body = _fitting_endpoint(body)
+        body = _fitting_endpoint(body, fifo)
     if label in ("POST /topics/{name}/publish",):
         body = _fitting_publication(_fitting_keys(body), fifo)
     if label == "POST /topics/{name}/publish/batch" and isinstance(body.get("messages"), list):
@@ -242,12 +249,13 @@ def _fitting_publication(message: Any, fifo: bool) -> Any:
     return {k: v for k, v in message.items() if k not in ("group", "dedup_key")}
 
 
-def _fitting_endpoint(body: dict[str, Any]) -> dict[str, Any]:
+def _fitting_endpoint(body: dict[str, Any], fifo: bool) -> dict[str, Any]:
     endpoint, protocol = body.get("endpoint"), body.get("protocol", "sqs")
     if not isinstance(endpoint, str) or protocol not in ("sqs", "http", "https"):
         return body
     if re.fullmatch(QUEUE_NAME_PATTERN, endpoint) or re.fullmatch(ENDPOINT_URL_PATTERN, endpoint):
-        endpoint = "q" if protocol == "sqs" else f"{protocol}://hooks.invalid/sns"
+        queue = "q.fifo" if fifo else "q"  # a FIFO topic delivers to FIFO queues only
+        endpoint = queue if protocol == "sqs" else f"{protocol}://hooks.invalid/sns"
     return {**body, "endpoint": endpoint}
 
 

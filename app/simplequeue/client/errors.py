@@ -116,6 +116,10 @@ class SubscriptionNotFound(NotFound):
     pass
 
 
+class ScheduleNotFound(NotFound):
+    pass
+
+
 class TopicExists(Conflict):
     """409: a topic of this name exists with other attributes."""
 
@@ -182,6 +186,7 @@ ERRORS: dict[str, type[SimplequeueError]] = {
         TooManyQueues,
         TopicNotFound,
         SubscriptionNotFound,
+        ScheduleNotFound,
         TopicExists,
         InvalidTopic,
         InvalidSubscription,

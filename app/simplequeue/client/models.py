@@ -278,3 +278,49 @@ class Published:
             delivered_to=body["delivered_to"],
             endpoints=body.get("endpoints", 0),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """A schedule as the service keeps it: when it fires (one of every_seconds, cron in timezone,
+    at), what it pushes, and where its firing stands."""
+
+    name: str
+    queue: str
+    payload: Any
+    every_seconds: int | None
+    cron: str | None
+    timezone: str
+    at: datetime | None
+    priority: int
+    group: str | None
+    paused: bool
+    jitter_seconds: int
+    overlap: str
+    catch_up: str
+    created_at: datetime
+    next_run_at: datetime | None
+    last_run_at: datetime | None
+    last_item_id: str | None
+
+    @classmethod
+    def of(cls, body: dict[str, Any]) -> Schedule:
+        return cls(
+            name=body["name"],
+            queue=body["queue"],
+            payload=body["payload"],
+            every_seconds=body["every_seconds"],
+            cron=body["cron"],
+            timezone=body["timezone"],
+            at=_time(body["at"]),
+            priority=body["priority"],
+            group=body["group"],
+            paused=body["paused"],
+            jitter_seconds=body["jitter_seconds"],
+            overlap=body["overlap"],
+            catch_up=body["catch_up"],
+            created_at=_req_time(body["created_at"]),
+            next_run_at=_time(body["next_run_at"]),
+            last_run_at=_time(body["last_run_at"]),
+            last_item_id=body["last_item_id"],
+        )

@@ -30,6 +30,10 @@ from simplequeue.store.topics import Step
 _CURSOR_MARK = "s:"  # a schedule cursor is its page's last name, marked apart from queues' and topics'
 
 
+def encode_schedule_cursor(name: str) -> str:
+    return encode_name_cursor(name, _CURSOR_MARK)
+
+
 def schedule_of(row: Row) -> Schedule:
     every = row["every_seconds"]
     spec = ScheduleSpec(
@@ -110,7 +114,7 @@ class ScheduleStore:
         after = decode_name_cursor(cursor, _CURSOR_MARK, is_schedule_name)
         [found] = await self._topic_run([("schedule_page", {"after": after, "limit": limit})])
         page = [schedule_of(r) for r in found]
-        last = encode_name_cursor(page[-1].name, _CURSOR_MARK) if len(page) == limit else None
+        last = encode_schedule_cursor(page[-1].name) if len(page) == limit else None
         return Page(page, last)
 
     async def delete_schedule(self, name: str) -> bool:

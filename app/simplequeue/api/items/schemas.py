@@ -49,7 +49,7 @@ ATTRIBUTES_TEXT = (
     "AWS. or Amazon. in any case, no leading, trailing or doubled period). Their names', types' and "
     "values' bytes count toward the payload's limit. Breaking a rule is 422 InvalidAttributes."
 )
-_ATTRIBUTES_SCHEMA: JsonDict = {
+ATTRIBUTES_SCHEMA: JsonDict = {
     "maxProperties": MAX_ATTRIBUTES,
     "propertyNames": {"pattern": NAME_PATTERN, "minLength": 1, "maxLength": MAX_NAME_CHARS},
 }
@@ -133,7 +133,7 @@ class ItemFields(Body):
     )
 
     attributes: dict[str, MessageAttributeRequest] | None = Field(
-        None, description=ATTRIBUTES_TEXT, json_schema_extra=_ATTRIBUTES_SCHEMA
+        None, description=ATTRIBUTES_TEXT, json_schema_extra=ATTRIBUTES_SCHEMA
     )
 
     def draft(self) -> Draft:

@@ -17,7 +17,7 @@ from simplequeue.domain.schedules import SCHEDULE_NAME_PATTERN, ScheduleSpec
 
 SchedulePath = Annotated[str, Path(pattern=SCHEDULE_NAME_PATTERN, description="The schedule's name.")]
 Cursor = Annotated[
-    str | None, Query(min_length=1, max_length=400, description="The previous page's next_cursor.")
+    str | None, Query(min_length=1, max_length=200, description="The previous page's next_cursor.")
 ]
 PageLimit = Annotated[int, Query(ge=1, le=1000, description="Per page.")]
 

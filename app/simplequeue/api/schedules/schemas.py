@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Annotated, Any
 from uuid import UUID
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictBool
 
 from simplequeue.api.fields import TIME_TEXT, Body, Int32, Key, Number, QueueName, UtcDatetime
 from simplequeue.domain import MAX_PAYLOAD_DEPTH
@@ -49,13 +49,19 @@ class ScheduleRequest(Body):
         "`timezone`. A time the zone skips fires once, at the end of the gap; one it repeats, once.",
         examples=["*/15 9-17 * * mon-fri"],
     )
-    timezone: str = Field("UTC", min_length=1, max_length=64, description="The IANA zone cron is read in.")
+    timezone: str = Field(
+        "UTC",
+        min_length=1,
+        max_length=64,
+        description="The IANA zone cron is read in.",
+        examples=["Europe/Berlin"],
+    )
     at: UtcDatetime | None = Field(
         None, description=f"Fire once, at this time ({TIME_TEXT}); not in the past."
     )
     priority: Int32 = Field(0, description="The items' priority.")
     group: Key | None = Field(None, description="The ordered group the items join.")
-    paused: bool = Field(False, description="Made paused: nothing fires until it is resumed.")
+    paused: StrictBool = Field(False, description="Made paused: nothing fires until it is resumed.")
     jitter_seconds: Annotated[int, Number] = Field(
         0,
         ge=0,

@@ -15,7 +15,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field
 
 from simplequeue.api.fields import Body, Key
-from simplequeue.api.items.schemas import MessageAttributeRequest
+from simplequeue.api.items.schemas import ATTRIBUTES_SCHEMA, MessageAttributeRequest
 from simplequeue.domain import attribute_of
 from simplequeue.domain.names import QUEUE_NAME_PATTERN
 from simplequeue.domain.publications import Publication
@@ -230,7 +230,10 @@ class PublishRequest(Body):
     )
     subject: str | None = Field(None, min_length=1, max_length=100)
     attributes: dict[str, MessageAttributeRequest] | None = Field(
-        None, max_length=10, description="Message attributes, matched by filter policies."
+        None,
+        max_length=10,
+        description="Message attributes, matched by filter policies (named as a push's are).",
+        json_schema_extra=ATTRIBUTES_SCHEMA,
     )
     id: UUID | None = Field(
         None, description="The message's id: a publish retried with it delivers nothing twice."
