@@ -65,6 +65,11 @@ COMMANDS: dict[str, Lazy] = {
     "push": Lazy("simplequeue.cli.client", "push", "Push PAYLOAD (JSON), or JSON lines from stdin."),
     "pop": Lazy("simplequeue.cli.client", "pop", "Lease items and print each as one JSON line."),
     "stats": Lazy("simplequeue.cli.client", "stats", "Print queue counts and settings as JSON."),
+    "schedule": Lazy(
+        "simplequeue.cli.schedules",
+        "schedule",
+        "Schedules: pushes kept in the database, each slot fired once by whichever replica claims it.",
+    ),
     "topic": Lazy(
         "simplequeue.cli.topics",
         "topic",
