@@ -98,7 +98,7 @@ def _field(text: str, name: str, low: int, high: int, names: list[str]) -> set[i
             a, _, b = span.partition("-")
             first, last = _number(a, name, names, low, high), _number(b, name, names, low, high)
             if first > last:
-                raise CronError(f"cron {name}: range {span} runs backwards")
+                raise CronError(f"{name}: range {span} runs backwards")
         else:
             first = _number(span, name, names, low, high)
             last = high if step_text else first
@@ -110,14 +110,14 @@ def _number(text: str, name: str, names: list[str], low: int, high: int, *, is_s
     if not is_step and text in names:
         return names.index(text) + (low if name == "month" else 0)
     if not text.isdigit():
-        raise CronError(f"cron {name}: {text or 'an empty part'!r} is not a number")
+        raise CronError(f"{name}: {text or 'an empty part'!r} is not a number")
     value = int(text)
     if is_step:
         if value < 1:
-            raise CronError(f"cron {name}: step {value} must be at least 1")
+            raise CronError(f"{name}: step {value} must be at least 1")
         return value
     if not low <= value <= high:
-        raise CronError(f"cron {name}: {value} is out of range {low}-{high}")
+        raise CronError(f"{name}: {value} is out of range {low}-{high}")
     return value
 
 
