@@ -12,12 +12,13 @@ from datetime import UTC, datetime, timedelta
 from uuid import uuid4
 
 import pytest
-from simplequeue.domain import QueueNotFound
+from simplequeue.domain import ItemExists, NewItem, QueueNotFound
 from simplequeue.domain.schedules import MAX_CATCH_UP, Schedule, ScheduleNotFound, ScheduleSpec, Timing
 from simplequeue.main import store_for
 from simplequeue.service.queues import QueueService
-from simplequeue.service.schedules import Scheduler, ScheduleService
+from simplequeue.service.schedules import Scheduler, ScheduleService, item_for
 from simplequeue.settings import Settings
+from simplequeue.store.protocol import Store
 
 from tests.engines import FakeClock
 
@@ -28,6 +29,7 @@ class Replica:
     schedules: ScheduleService
     scheduler: Scheduler
     made: list[str]
+    store: Store
 
     async def stop(self) -> None:
         """Deletes the schedules it made (the engine's database outlives the test), then stops."""
@@ -42,7 +44,7 @@ async def replica(settings: Settings, clock: FakeClock) -> Replica:
     queues = QueueService(store, clock)
     await queues.start(migrate=True)
     schedules = ScheduleService(store, queues, clock)
-    return Replica(queues, schedules, Scheduler(schedules, store, queues, clock), [])
+    return Replica(queues, schedules, Scheduler(schedules, store, queues, clock), [], store)
 
 
 @pytest.fixture
@@ -232,3 +234,39 @@ async def test_a_slot_the_zone_skips_fires_once_at_the_gaps_end(
         await one.scheduler.run_once()
     assert await count(one, queue) == 3  # 03:00, 03:20, 03:40 EDT
     assert (await one.schedules.get(name)).next_run_at == datetime(2026, 3, 9, 6, 0, tzinfo=UTC)
+
+
+async def test_a_slot_the_zone_repeats_fires_once(
+    one: Replica, name: str, queue: str, clock: FakeClock
+) -> None:
+    clock.now = datetime(2026, 10, 24, 23, 0, tzinfo=UTC)  # 01:00 CEST; at 03:00 CEST Berlin falls back
+    made = await put(one, name, queue, timing=Timing(cron="30 2 * * *", timezone="Europe/Berlin"))
+    assert made.next_run_at == datetime(2026, 10, 25, 0, 30, tzinfo=UTC)  # the first 02:30, CEST
+    for _ in range(12):  # to 05:00 UTC: both 02:30s have passed
+        clock.advance(30 * 60)
+        await one.scheduler.run_once()
+    assert await count(one, queue) == 1
+    assert (await one.schedules.get(name)).next_run_at == datetime(2026, 10, 26, 1, 30, tzinfo=UTC)
+
+
+async def test_a_firing_that_fails_claims_nothing(
+    one: Replica, name: str, queue: str, clock: FakeClock, at_minute: datetime
+) -> None:
+    # A push refused inside the firing's transaction rolls its claim back, as a replica killed
+    # before its commit would: the slot is still due, and the next look fires it.
+    schedule = await put(one, name, queue)
+    clock.advance(60)
+    slot = at_minute + timedelta(minutes=1)
+    taken = uuid4()
+    await one.store.push_batch(
+        [NewItem(taken, f"{queue}-other", "1", clock.now, id_given=True)], skip_existing=False
+    )
+    clash = NewItem(taken, queue, "1", slot, dedup_key=f"schedule:{name}:x")
+    with pytest.raises(ItemExists):
+        await one.store.fire_schedule(name, slot, slot + timedelta(minutes=1), [clash], slot)
+    assert (await one.schedules.get(name)).next_run_at == slot
+    assert await count(one, queue) == 0
+    await one.scheduler.run_once()
+    assert await count(one, queue) == 1
+    assert not await one.store.fire_schedule(name, slot, slot, [item_for(schedule, slot)], slot), "taken"
+    assert await count(one, queue) == 1
