@@ -41,7 +41,7 @@ _FIELDS: tuple[tuple[str, int, int, list[str]], ...] = (
     ("month", 1, 12, _MONTHS),
     ("day of week", 0, 7, _DAYS),
 )
-_SEARCH_DAYS = 366 * 8 + 2  # Feb 29 on a given weekday recurs within 28 years; 8 covers Feb 29 alone
+_SEARCH_DAYS = 366 * 8 + 2  # the longest wait cron can name: Feb 29, 8 years apart across 2100
 _MARGIN = timedelta(hours=3)  # wider than any zone's clock change: where naive search begins
 
 

@@ -445,6 +445,12 @@ class QueueService:
         await self._known(queue)
         return await self._store.dedup_item(queue, dedup_key)
 
+    def pushed_elsewhere(self, queue: str, count: int) -> None:
+        """Items were pushed to the queue by a store call of another service (a schedule's firing):
+        counted, and long-polls waiting on the queue here hear of them now."""
+        self._waiting.notify(queue, count)
+        self._events.pushed(queue, count)
+
     def made_visible(self, queue: str) -> None:
         """A lease was cut to nothing (SQS's ChangeMessageVisibility 0): long-polls waiting on the
         queue here hear of it now, not at the watcher's next probe."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 from contextlib import suppress
 from datetime import datetime, timedelta
 from uuid import uuid4
@@ -47,6 +48,9 @@ MAX_SLEEP_SECONDS = 1.0
 """The longest a scheduler sleeps: how soon it sees a change made through another replica."""
 DUE_BATCH = 100
 """Due schedules read (and fired, one transaction each) per statement."""
+FIRING_AT_ONCE = 8
+"""Firings in flight at once: a batch is not one round trip after another (on SQLite, firings that
+wait together share a commit)."""
 IDLE_SECONDS = 2.0
 """How long the scheduler waits after an error, or while the database is not ready."""
 
@@ -115,7 +119,7 @@ class ScheduleService:
         schedule = await self._store.get_schedule(name)
         item = item_for(schedule, now, keyed=False)
         await self._store.trigger_schedule(name, item, now)
-        self._queues.made_visible(schedule.spec.queue)
+        self._queues.pushed_elsewhere(schedule.spec.queue, 1)
         return await self._store.get_schedule(name)
 
 
@@ -138,11 +142,19 @@ def item_for(schedule: Schedule, slot: datetime, *, keyed: bool = True) -> NewIt
 class Scheduler:
     """Fires due slots, once each across every replica; see the module's docstring."""
 
-    def __init__(self, schedules: ScheduleService, store: Store, queues: QueueService, clock: Clock) -> None:
+    def __init__(
+        self,
+        schedules: ScheduleService,
+        store: Store,
+        queues: QueueService,
+        clock: Clock,
+        shuffle: random.Random | None = None,
+    ) -> None:
         self._schedules = schedules
         self._store = store
         self._queues = queues
         self._clock = clock
+        self._random = shuffle or random.Random()
 
     async def run_forever(self) -> None:
         said: str | None = None
@@ -180,20 +192,29 @@ class Scheduler:
         while True:
             now = self._clock()
             due, following = await self._store.schedules_due(now, DUE_BATCH)
-            failed = False
-            for schedule in due:
-                firing = plan_firing(schedule, now)
-                if firing is None:
-                    continue
-                try:
-                    await self._fire(schedule, firing)
-                except (DatabaseUnavailable, SchemaNotReady):
-                    raise
-                except QueueError as exc:  # this schedule's; the others still fire
-                    log.warning("schedule %s could not fire (%s: %s)", schedule.name, exc.code, exc.detail)
-                    failed = True
-            if len(due) < DUE_BATCH or failed:
+            # Replicas read the same due schedules: each fires them in an order of its own, so that
+            # they mostly claim different ones rather than queue on the same rows' locks.
+            self._random.shuffle(due)
+            gate = asyncio.Semaphore(FIRING_AT_ONCE)
+            outcomes = await asyncio.gather(*(self._fire_due(s, now, gate) for s in due))
+            if len(due) < DUE_BATCH or not all(outcomes):
                 return following
+
+    async def _fire_due(self, schedule: Schedule, now: datetime, gate: asyncio.Semaphore) -> bool:
+        """Fire the schedule's due slots; False when it could not (logged: the others still fire).
+        The database's being out of reach is raised, for the loop to wait."""
+        firing = plan_firing(schedule, now)
+        if firing is None:
+            return True
+        async with gate:
+            try:
+                await self._fire(schedule, firing)
+            except (DatabaseUnavailable, SchemaNotReady):
+                raise
+            except QueueError as exc:
+                log.warning("schedule %s could not fire (%s: %s)", schedule.name, exc.code, exc.detail)
+                return False
+        return True
 
     async def _fire(self, schedule: Schedule, firing: Firing) -> bool:
         """Claim the slot and push its items, in one transaction; False when another replica (or a
@@ -206,5 +227,5 @@ class Scheduler:
             schedule.name, firing.claimed, firing.following, items, slots[-1] if slots else None
         )
         if fired and items:
-            self._queues.made_visible(schedule.spec.queue)
+            self._queues.pushed_elsewhere(schedule.spec.queue, len(items))
         return fired
