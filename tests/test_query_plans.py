@@ -658,3 +658,47 @@ async def test_a_page_of_queues_walks_the_name_key_from_its_cursor(schema: tuple
         assert (walk["Node Type"], walk["Index Name"]) == ("Index Scan", "sq_queues_pkey"), plan
         assert walk["Index Cond"].startswith("(name > "), plan
         assert "Sort" not in [n["Node Type"] for n in nodes], plan
+
+
+async def fill_schedules(schema: tuple[str, str], count: int, at: datetime) -> None:
+    """`count` schedules, every one due at `at` (a minute's slot that 10,000 schedules share)."""
+    url, name = schema
+    conn = await asyncpg.connect(url, server_settings={"search_path": name})
+    try:
+        await conn.execute(
+            "INSERT INTO sq_schedules (name, queue, payload, every_seconds, overlap, created_at, "
+            "next_run_at, last_item_id) SELECT 's' || n, 'q', '1', 60, 'skip', $1, $1, gen_random_uuid() "
+            "FROM generate_series(1, $2) AS n",
+            at,
+            count,
+        )
+    finally:
+        await conn.close()
+
+
+@pytest.mark.parametrize("statistics", ["stale", "analysed"])
+async def test_a_schedulers_wake_and_a_firings_claim_seek_their_index(
+    schema: tuple[str, str], statistics: str
+) -> None:
+    at = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+    await fill(schema, "q", "ready", 20_000)
+    await fill_schedules(schema, 10_000, at)
+    if statistics == "analysed":
+        await analyze(schema)
+    due = await plan_of(schema, PLANNER_SETTINGS, "schedules_due", now=at, limit=100)
+    assert '"Index Name": "sq_schedules_due"' in due, due
+    assert '"Node Type": "Seq Scan"' not in due, due  # the previous items: by id, never a scan
+    claim = await plan_of(
+        schema,
+        PLANNER_SETTINGS,
+        "schedule_claim",
+        name="s7",
+        claimed=at,
+        following=at + timedelta(minutes=1),
+        last_run_at=at,
+        last_item_id=uuid.uuid4(),
+    )
+    assert '"Node Type": "Seq Scan"' not in claim, claim
+    nodes = plan_nodes(json.loads(claim)[0]["Plan"])
+    [scan] = [n for n in nodes if n.get("Relation Name") == "sq_schedules" and "Scan" in n["Node Type"]]
+    assert "name" in scan.get("Index Cond", ""), claim  # one row, not the 10,000 that share the slot

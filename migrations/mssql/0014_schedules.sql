@@ -36,6 +36,8 @@ CREATE TABLE dbo.sq_schedules (
     )
 );
 
--- The scheduler's one statement per wake: the due schedules, and the first one after them.
+-- The scheduler's one statement per wake: the due schedules, and the first one after them. With
+-- the name, a firing's compare-and-set (next_run_at and name) is one seek however many schedules
+-- share its slot.
 IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'dbo.sq_schedules') AND name = N'sq_schedules_due')
-CREATE INDEX sq_schedules_due ON dbo.sq_schedules (next_run_at) WHERE paused = 0;
+CREATE INDEX sq_schedules_due ON dbo.sq_schedules (next_run_at, name) WHERE paused = 0;

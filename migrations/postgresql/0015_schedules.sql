@@ -29,5 +29,7 @@ CREATE TABLE IF NOT EXISTS sq_schedules (
         CHECK ((every_seconds IS NOT NULL)::int + (cron IS NOT NULL)::int + (at IS NOT NULL)::int = 1)
 );
 
--- The scheduler's one statement per wake: the due schedules, and the first one after them.
-CREATE INDEX IF NOT EXISTS sq_schedules_due ON sq_schedules (next_run_at) WHERE NOT paused;
+-- The scheduler's one statement per wake: the due schedules, and the first one after them. With
+-- the name, a firing's compare-and-set (next_run_at and name) is one seek however many schedules
+-- share its slot.
+CREATE INDEX IF NOT EXISTS sq_schedules_due ON sq_schedules (next_run_at, name) WHERE NOT paused;

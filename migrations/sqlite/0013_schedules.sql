@@ -27,5 +27,7 @@ CREATE TABLE IF NOT EXISTS sq_schedules (
     CHECK ((every_seconds IS NOT NULL) + (cron IS NOT NULL) + (at IS NOT NULL) = 1)
 ) WITHOUT ROWID;
 
--- The scheduler's one statement per wake: the due schedules, and the first one after them.
-CREATE INDEX IF NOT EXISTS sq_schedules_due ON sq_schedules (next_run_at) WHERE paused = 0;
+-- The scheduler's one statement per wake: the due schedules, and the first one after them. With
+-- the name, a firing's compare-and-set (next_run_at and name) is one seek however many schedules
+-- share its slot.
+CREATE INDEX IF NOT EXISTS sq_schedules_due ON sq_schedules (next_run_at, name) WHERE paused = 0;

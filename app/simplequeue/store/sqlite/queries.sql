@@ -702,11 +702,13 @@ SELECT private_pem, certificate_pem FROM sq_signing_keys WHERE name = :name
 
 -- fragment: schedule_columns
 -- Schedules (store/schedules.py holds the flow, written once for every dialect). previous_live:
--- whether the item the last firing pushed is still live, for overlap 'skip'.
+-- whether the item the last firing pushed is still live, read for overlap 'skip' only.
 s.name, s.queue, s.payload, s.every_seconds, s.cron, s.timezone, s.at, s.priority, s.group_key,
 s.paused, s.jitter_seconds, s.overlap, s.catch_up, s.created_at, s.modified_at, s.next_run_at,
 s.last_run_at, s.last_item_id,
-EXISTS (SELECT 1 FROM sq_items AS i WHERE i.id = s.last_item_id AND i.status <> 'dead') AS previous_live
+CASE WHEN s.overlap = 'skip' AND s.last_item_id IS NOT NULL
+     THEN EXISTS (SELECT 1 FROM sq_items AS i WHERE i.id = s.last_item_id AND i.status <> 'dead')
+     ELSE 0 END AS previous_live
 
 -- name: schedule_put
 INSERT INTO sq_schedules (name, queue, payload, every_seconds, cron, timezone, at, priority, group_key,
