@@ -275,6 +275,15 @@ def test_latest_after_a_gap_ending_on_time_fires_the_on_time_slot_only() -> None
     assert firing.slots == (NOW + timedelta(hours=4),)
 
 
+@pytest.mark.parametrize(("policy", "fired"), [("none", 1), ("latest", 1), ("all", 6)])
+def test_a_few_seconds_late_the_policy_decides_too(policy: str, fired: int) -> None:
+    # An every-second schedule whose scheduler was held up for 5 s: only "all" fires them all.
+    firing = plan_firing(schedule(Timing(every_seconds=1), NOW, policy), NOW + timedelta(seconds=5.5))
+    assert firing is not None
+    assert len(firing.slots) == fired
+    assert firing.slots[-1] == NOW + timedelta(seconds=5)
+
+
 def test_all_is_bounded() -> None:
     firing = plan_firing(schedule(Timing(every_seconds=1), NOW, "all"), NOW + timedelta(days=3))
     assert firing is not None

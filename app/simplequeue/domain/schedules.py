@@ -10,8 +10,9 @@ Slots of `every_seconds` are whole multiples of the interval since the Unix epoc
 replacing a schedule with the same interval keeps its slots. Cron slots follow domain.cron's rules
 for the clock changes of the zone.
 
-After an outage (slots due more than LATE_SECONDS ago), `catch_up` decides: "none" fires no
-missed slot, "latest" the last one only, "all" every one, oldest first, at most MAX_CATCH_UP.
+When more than one slot is due (after an outage), `catch_up` decides: "none" fires the last one if
+it is on time (due no more than LATE_SECONDS ago) and no other, "latest" the last one only, "all"
+every one, oldest first, at most MAX_CATCH_UP: never a burst but the one asked for.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ _SCHEDULE_NAME = re.compile(r"\A[A-Za-z0-9._-]{1,80}\Z")
 MAX_CATCH_UP = 100
 """The most missed slots catch_up "all" fires after an outage: never a storm."""
 LATE_SECONDS = 60.0
-"""A slot due longer ago than this was missed (the service was down), not merely reached late."""
+"""A slot due longer ago than this was missed (the service was down), not merely reached late:
+catch_up "none" does not fire it."""
 MAX_JITTER_SECONDS = 3600
 MAX_EVERY_SECONDS = 366 * 24 * 3600
 """A year and a day: the longest interval (a longer period is a cron expression or an `at`)."""
@@ -186,8 +188,9 @@ def first_slot(timing: Timing, now: datetime) -> datetime | None:
 def plan_firing(schedule: Schedule, now: datetime) -> Firing | None:
     """What a scheduler does with the schedule at `now`: None when its next slot is not due.
 
-    Slots due within LATE_SECONDS are on time and fire whatever the policy; older ones were missed.
-    "latest" fires the last missed slot only when no slot is on time."""
+    When several slots are due (the service was down, or slow), "all" fires each of them, oldest
+    first (the last MAX_CATCH_UP); "latest" the last one only; "none" the last one only if it is
+    no more than LATE_SECONDS late, else nothing."""
     due = schedule.next_run_at
     if due is None or due > now:
         return None
@@ -195,10 +198,11 @@ def plan_firing(schedule: Schedule, now: datetime) -> Firing | None:
     following = timing.next_slot(now)
     if policy == "all":
         return Firing(due, _slots_between(timing, due, now), following)
-    on_time = _slots_between(timing, max(due, now - timedelta(seconds=LATE_SECONDS)), now)
-    if on_time or policy == "none":
-        return Firing(due, on_time, following)
-    return Firing(due, _slots_between(timing, due, now)[-1:], following)
+    latest = timing.previous_slot(now)
+    assert latest is not None, "a due slot is at or before now"
+    if policy == "none" and now - latest > timedelta(seconds=LATE_SECONDS):
+        return Firing(due, (), following)
+    return Firing(due, (latest,), following)
 
 
 def _slots_between(timing: Timing, first: datetime, until: datetime) -> tuple[datetime, ...]:

@@ -74,8 +74,8 @@ class ScheduleRequest(Body):
     )
     catch_up: CatchUp = Field(
         "latest",
-        description="After an outage (slots missed by more than a minute): none fires none of them, "
-        f"latest the last one, all every one (the last {MAX_CATCH_UP} at most).",
+        description="When several slots are due (after an outage): none fires the last one if it is "
+        f"less than a minute late, latest the last one, all each of them (the last {MAX_CATCH_UP} at most).",
     )
 
     def timing(self) -> Timing:
