@@ -203,16 +203,18 @@ class Scheduler:
     async def _fire_due(self, schedule: Schedule, now: datetime, gate: asyncio.Semaphore) -> bool:
         """Fire the schedule's due slots; False when it could not (logged: the others still fire).
         The database's being out of reach is raised, for the loop to wait."""
-        firing = plan_firing(schedule, now)
-        if firing is None:
-            return True
         async with gate:
             try:
-                await self._fire(schedule, firing)
+                firing = plan_firing(schedule, now)
+                if firing is not None:
+                    await self._fire(schedule, firing)
             except (DatabaseUnavailable, SchemaNotReady):
                 raise
             except QueueError as exc:
                 log.warning("schedule %s could not fire (%s: %s)", schedule.name, exc.code, exc.detail)
+                return False
+            except OverflowError:  # a slot past the year 9999
+                log.warning("schedule %s has no slot the calendar holds after %s", schedule.name, now)
                 return False
         return True
 
