@@ -306,6 +306,7 @@ class QueueService:
 
     async def complete(self, item_id: UUID, lease_token: UUID | None) -> None:
         await self._store.complete(item_id, lease_token)
+        self._waiting.room_freed(1)
 
     async def complete_many(self, requested: Sequence[Completion]) -> list[CompleteOutcome]:
         """One outcome per entry, in order; an id given twice is taken as that many requests in
@@ -315,10 +316,12 @@ class QueueService:
             done = await self._store.complete_batch([requested[n] for n in places])
             for n, outcome in zip(places, done, strict=True):
                 outcomes[n] = outcome
+        self._waiting.room_freed(sum(1 for outcome in outcomes if outcome == CompleteOutcome.COMPLETED))
         return outcomes
 
     async def fail(self, item_id: UUID, failure: Failure) -> ItemView:
         view = await self._store.fail(item_id, failure)
+        self._waiting.room_freed(1)
         if view.status == ItemStatus.READY:
             self._waiting.notify(view.queue, 1)
         self._events.failed(view.queue, 1)

@@ -82,6 +82,13 @@ class Waiting:
         elif (one := self._watches.get(queue)) is not None:
             one.wake(count)
 
+    def room_freed(self, count: int) -> None:
+        """`count` leases ended through this process (completed, failed): waiters on queues held at
+        their max_leased may find room now, whichever queue the leases were of."""
+        if count > 0:
+            for queue in self._store.flow.room_freed():
+                self.notify(queue, count)
+
     def close(self) -> None:
         """Answer every waiting pop now, with what it has (nothing): the service is stopping."""
         self.closed = True
@@ -149,6 +156,7 @@ class Waiting:
             outcomes, items = await self._store.complete_and_pop(completions, queue, max_items, lease_seconds)
             if len(items) < max_items and not self._store.reaps_at_pop:
                 await self._reap(queue)
+        self.room_freed(sum(1 for outcome in outcomes if outcome == CompleteOutcome.COMPLETED))
         if not items and wait_seconds > 0:
             items = await self.pop(
                 queue, max_items=max_items, wait_seconds=wait_seconds, lease_seconds=lease_seconds, gone=gone
@@ -222,7 +230,9 @@ class Waiting:
             return self._recheck
         delay = self._recheck
         for queue, moment in next_at.items():
-            wait = (moment - now).total_seconds()
+            # A queue at its flow limits has items there that it may not hand out yet: its waiters
+            # are woken when the limit's hold ends (store/limits.py), or by room_freed.
+            wait = max((moment - now).total_seconds(), self._store.flow.hold_seconds(queue))
             if wait <= 0:
                 self.notify(queue, len(self._watches[queue].waiters))
             else:
