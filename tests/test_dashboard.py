@@ -564,10 +564,13 @@ def test_settings_are_edited_and_the_queue_deleted(chromium: str, service: str, 
         api.put("/queues/mail-dlq", json={}).raise_for_status()
         page.fill("#set-dead_letter_queue", "mail-dlq")
         page.fill("#set-message_retention_seconds", "86400")
+        page.fill("#set-max_leased", "4")
+        page.fill("#set-rate_per_second", "2.5")
         page.click("#save-settings")
         expect(page.locator("#settings-message")).to_contain_text("Saved")
         settings = api.get("/queues/mail").json()["settings"]
         assert (settings["max_attempts"], settings["retention_seconds"]) == (7, 3600)
+        assert (settings["max_leased"], settings["rate_per_second"], settings["rate_burst"]) == (4, 2.5, None)
         assert settings["dedup_window_from"] == "send", "a save keeps every setting the form shows"
         assert (settings["dead_letter_queue"], settings["message_retention_seconds"]) == ("mail-dlq", 86400)
         page.reload()
@@ -579,6 +582,9 @@ def test_settings_are_edited_and_the_queue_deleted(chromium: str, service: str, 
         expect(page.locator('.field-error[data-field="dead_letter_queue"]')).to_contain_text("no queue named")
         page.fill("#set-dead_letter_queue", "")
         page.fill("#set-message_retention_seconds", "")
+        expect(page.locator("#set-max_leased")).to_have_value("4")  # a save keeps the limits it shows
+        page.fill("#set-max_leased", "")
+        page.fill("#set-rate_per_second", "")
         page.click("#save-settings")
         expect(page.locator("#settings-message")).to_contain_text("Saved")
         settings = api.get("/queues/mail").json()["settings"]

@@ -37,6 +37,7 @@ PAGES = [
     "docs/outbox.md",
     "docs/sqs.md",
     "docs/sns.md",
+    "docs/flow-control.md",
 ]
 # Pages whose blocks also use a database of their own, as an application does: DATABASE_URL names a
 # migrated PostgreSQL database, and SIMPLEQUEUE_DATABASE_URL the page's service's SQLite file.

@@ -618,6 +618,9 @@ const WINDOW_FROM = [["finish", "when its item finishes"], ["send", "at the push
 const OPTIONAL_SETTINGS = [
   ["dead_letter_queue", "Dead-letter queue", "Items that die here move to this queue (it must exist). Empty: they stay dead here.", "text"],
   ["message_retention_seconds", "Message retention (s)", "Live items older than this are never handed out, then deleted (60 to 1209600). Empty: kept until they finish.", "decimal"],
+  ["max_leased", "Max leased", "At most this many items are leased at once, across every replica. Empty: no limit.", "decimal"],
+  ["rate_per_second", "Rate (items/s)", "Pops hand out at most this many items a second, on average, across every replica. Empty: no limit.", "decimal"],
+  ["rate_burst", "Rate burst", "How many may go at once after a quiet spell (needs a rate). Empty: one second's worth.", "decimal"],
 ];
 
 function dig(object, path) { return path.split(".").reduce((o, k) => (o == null ? undefined : o[k]), object); }
