@@ -980,3 +980,27 @@ def test_screenshots_of_a_busy_hour(chromium: str, tmp_path: Path) -> None:
             expect(page.locator("#errors li")).to_have_count(2)
             shoot(page, "images/dashboard-item.png")
             browser.close()
+
+
+def test_a_queue_with_flow_limits_says_so_and_when_it_is_at_them(
+    chromium: str, service: str, api: httpx.Client
+) -> None:
+    from playwright.sync_api import expect
+
+    api.put("/queues/throttled", json={"max_leased": 2, "rate_per_second": 14}).raise_for_status()
+    api.post("/push/batch", json={"queue": "throttled", "items": [{"payload": n} for n in range(5)]})
+    with browsing(chromium, service) as tab:
+        page = tab.page
+        page.goto(f"{service}/ui/#/queues/throttled/ready")
+        expect(page.locator("#limits")).to_contain_text("at most 2 leased at once (0 now)")
+        expect(page.locator("#limits")).to_contain_text("14 items/s, bursts of 14")
+        expect(page.locator("#limits .at-limit")).to_have_count(0)
+        api.post("/pop", json={"queue": "throttled", "max_items": 5, "lease_seconds": 600})
+        page.reload()
+        expect(page.locator("#limits")).to_contain_text("(2 now)")
+        expect(page.locator("#limits .at-limit")).to_have_text("at its limit")
+        shoot(page, "flow-limits.png")
+        page.goto(f"{service}/ui/#/queues/orders/ready")
+        expect(page.locator("h1")).to_contain_text("orders")
+        expect(page.locator("#limits")).to_have_count(0)  # no limits: no line
+        tab.clean()

@@ -268,7 +268,12 @@ class QueueService:
         )
         if items:
             self._events.popped(queue, len(items))
+        self._count_throttled(queue, len(items), max_items)
         return items
+
+    def _count_throttled(self, queue: str, got: int, asked: int) -> None:
+        if got < asked and (limit := self._store.flow.held_by(queue)) is not None:
+            self._events.throttled(queue, limit)
 
     async def complete_and_pop(
         self,
@@ -299,6 +304,7 @@ class QueueService:
             )
         if items:
             self._events.popped(queue, len(items))
+        self._count_throttled(queue, len(items), max_items)
         return outcomes, items
 
     async def extend(self, item_id: UUID, lease_token: UUID, lease_seconds: int) -> ItemView:

@@ -43,6 +43,10 @@ class Hold:
     until: float  # monotonic
     by_leases: bool
 
+    @property
+    def limit(self) -> str:
+        return "max_leased" if self.by_leases else "rate"
+
 
 class FlowState:
     """The queues this process saw with and without limits, and the holds its pops left."""
@@ -90,6 +94,11 @@ class FlowState:
             del self._holds[queue]
             return 0.0
         return left
+
+    def held_by(self, queue: str) -> str | None:
+        """The limit that cut the queue's last careful pop short ('max_leased', 'rate'), while
+        its hold lasts; None when none did."""
+        return self._holds[queue].limit if self.hold_seconds(queue) > 0 else None
 
     def room_freed(self) -> list[str]:
         """A completion or failure through this process: the queues held by their leases, whose

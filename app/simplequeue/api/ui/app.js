@@ -524,7 +524,18 @@ function pager(page) {
 
 function queueHead(q) {
   return [el("p", {}, el("a", { href: "#/" }, "← Queues")),
-    el("h1", {}, q.name, " ", badge(q.paused ? "paused" : "live"))];
+    el("h1", {}, q.name, " ", badge(q.paused ? "paused" : "live")), limitsLine(q)];
+}
+
+// The queue's flow limits, if it has any, and whether its leases are at max_leased now.
+function limitsLine(q) {
+  const s = q.settings;
+  const parts = [];
+  if (s.max_leased != null) parts.push(`at most ${s.max_leased} leased at once (${q.leased} now)`);
+  if (s.rate_per_second != null) parts.push(`${s.rate_per_second} items/s, bursts of ${s.rate_burst ?? Math.max(1, Math.ceil(s.rate_per_second))}`);
+  if (!parts.length) return "";
+  const full = s.max_leased != null && q.leased >= s.max_leased;
+  return el("p", { id: "limits", class: "muted" }, "Flow limits: ", parts.join("; "), full ? [" ", el("span", { class: "badge at-limit" }, "at its limit")] : "");
 }
 
 function cards(q) {
