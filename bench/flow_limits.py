@@ -3,9 +3,12 @@
 1. Rate: two service replicas over one database; a queue limited to RATE items a second (burst 1);
    workers on both replicas pop (long-polls of up to 5 items) and complete, for SECONDS. Prints the
    rate they were handed items at, per second and overall, against the limit.
+   Once with a bucket of 1 (every token is taken as it comes: what a pop's round trip loses
+   shows), once with the default bucket (one second's worth).
 2. Cost: batch pop/complete throughput (workers popping up to 50 and completing them with their
-   next pop) on a queue with max_leased set above what the workers hold, against the same queue
-   without limits, in the same run: the careful pop's row lock and lease count, as a ratio.
+   next pop, until they took ITEMS) on a queue with max_leased set above what the workers hold,
+   against the same queue without limits, in the same run: the careful pop's row lock and lease
+   count, as a ratio.
 
     python -m bench.flow_limits [--engine postgresql|sqlite] [--seconds 10] [--rate 20]
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import statistics
 import time
@@ -26,6 +30,7 @@ import httpx
 from bench.infra import database, run_for, server
 
 RESULTS = Path(__file__).parent / "results"
+ITEMS = 20_000  # per round and queue of the cost measure
 
 
 async def push(http: httpx.AsyncClient, queue: str, count: int) -> None:
@@ -44,13 +49,13 @@ async def rate_worker(http: httpx.AsyncClient, queue: str, handed: list[float]) 
         done = [{"id": i["id"], "lease_token": i["lease_token"]} for i in answer["items"]]
 
 
-async def held_rate(engine: str, seconds: float, rate: float) -> dict[str, Any]:
+async def held_rate(engine: str, seconds: float, rate: float, burst: int | None) -> dict[str, Any]:
     async with database(engine) as url:
         with server(url, access_log="false") as one, server(url, access_log="false") as two:
             clients = [httpx.AsyncClient(base_url=b, timeout=30) for b in (one, two)]
             try:
                 queue = "rated"
-                limits = {"rate_per_second": rate, "rate_burst": 1}
+                limits = {"rate_per_second": rate, "rate_burst": burst}
                 (await clients[0].put(f"/queues/{queue}", json=limits)).raise_for_status()
                 await push(clients[0], queue, int(rate * seconds * 3) + 100)
                 handed: list[float] = []
@@ -67,6 +72,7 @@ async def held_rate(engine: str, seconds: float, rate: float) -> dict[str, Any]:
     steady = sum(per_second[1:]) / (len(per_second) - 1)
     return {
         "limit, items/s": rate,
+        "burst": burst or "default (one second's worth)",
         "handed out, items/s (seconds 2 to the end)": round(steady, 2),
         "handed out / limit": round(steady / rate, 3),
         "per second": per_second,
@@ -75,24 +81,33 @@ async def held_rate(engine: str, seconds: float, rate: float) -> dict[str, Any]:
     }
 
 
-async def batch_worker(http: httpx.AsyncClient, queue: str, counted: list[int]) -> None:
+async def batch_worker(
+    http: httpx.AsyncClient, queue: str, counted: list[int], items: int, taken: asyncio.Event
+) -> None:
     done: list[dict[str, str]] = []
     while True:
         body = {"queue": queue, "max_items": 50, "wait_seconds": 1, "complete": done}
-        items = (await http.post("/pop", json=body)).json()["items"]
-        counted[0] += len(items)
-        done = [{"id": i["id"], "lease_token": i["lease_token"]} for i in items]
+        popped = (await http.post("/pop", json=body)).json()["items"]
+        counted[0] += len(popped)
+        if counted[0] >= items:
+            taken.set()
+        done = [{"id": i["id"], "lease_token": i["lease_token"]} for i in popped]
 
 
-async def throughput(http: httpx.AsyncClient, queue: str, seconds: float, workers: int) -> float:
+async def throughput(http: httpx.AsyncClient, queue: str, items: int, workers: int) -> float:
+    """Items a second, from the first pop until the workers have taken all `items` (bounded: 120 s)."""
     counted = [0]
-    tasks = [asyncio.create_task(batch_worker(http, queue, counted)) for _ in range(workers)]
+    taken = asyncio.Event()
+    tasks = [asyncio.create_task(batch_worker(http, queue, counted, items, taken)) for _ in range(workers)]
     start = time.monotonic()
-    await run_for(seconds, *tasks)
-    return counted[0] / (time.monotonic() - start)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(taken.wait(), 120)
+    took = time.monotonic() - start
+    await run_for(0, *tasks)
+    return counted[0] / took
 
 
-async def limits_cost(engine: str, seconds: float, rounds: int) -> dict[str, Any]:
+async def limits_cost(engine: str, rounds: int) -> dict[str, Any]:
     workers = 4
     async with database(engine) as url:
         with server(url, access_log="false") as base:
@@ -106,8 +121,8 @@ async def limits_cost(engine: str, seconds: float, rounds: int) -> dict[str, Any
                     ):
                         queue = f"{kind}-{r}"  # a fresh queue each round: none holds another's leftovers
                         (await http.put(f"/queues/{queue}", json=settings)).raise_for_status()
-                        await push(http, queue, int(4000 * seconds))
-                        figures.append(await throughput(http, queue, seconds, workers))
+                        await push(http, queue, ITEMS)
+                        figures.append(await throughput(http, queue, ITEMS, workers))
                     print(
                         f"[{engine}] round {r + 1}: plain {plain[-1]:.0f}/s, max_leased {limited[-1]:.0f}/s",
                         flush=True,
@@ -133,8 +148,11 @@ def main() -> None:
     args = parser.parse_args()
     figures = {
         "engine": args.engine,
-        "rate across 2 replicas": asyncio.run(held_rate(args.engine, args.seconds, args.rate)),
-        "cost of max_leased": asyncio.run(limits_cost(args.engine, min(args.seconds, 5), args.rounds)),
+        "rate across 2 replicas, burst 1": asyncio.run(held_rate(args.engine, args.seconds, args.rate, 1)),
+        "rate across 2 replicas, default burst": asyncio.run(
+            held_rate(args.engine, args.seconds, args.rate, None)
+        ),
+        "cost of max_leased": asyncio.run(limits_cost(args.engine, args.rounds)),
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     text = json.dumps(figures, indent=2)
