@@ -115,6 +115,24 @@ async def test_idle_long_polls_cost_no_statements_beyond_the_probe(real_store: S
     waiting.close()
 
 
+async def test_items_that_cannot_be_handed_out_wake_a_waiter_once_until_the_recheck(
+    real_store: Store, queue: str
+) -> None:
+    # A paused queue's ready items are due, and no pop takes them: the probe wakes the waiter for
+    # them once, and not again for the same items until its recheck (far off here), instead of
+    # waking it after every pop that found nothing.
+    store = Counted(real_store)
+    await real_store.push_batch([new_item(queue, "x")], skip_existing=False)
+    await real_store.set_paused(queue, True)
+    waiting = Waiting(store, recheck_seconds=1000)
+    assert await waiting.pop(queue, max_items=1, wait_seconds=1, lease_seconds=30) == []
+    assert store.calls["pop"] == 2  # the first, then the one the probe's wake brought
+    await real_store.set_paused(queue, False)
+    waiting.notify(queue, 1)  # a signal (here: as a resume through this process would send)
+    assert len(await waiting.pop(queue, max_items=1, wait_seconds=1, lease_seconds=30)) == 1
+    waiting.close()
+
+
 async def test_an_expiring_lease_wakes_a_waiter_without_a_push(real_store: Store, queue: str) -> None:
     waiting = Waiting(real_store, recheck_seconds=1000)  # no recheck: only the expiry timer can wake it
     await real_store.push_batch([new_item(queue)], skip_existing=False)

@@ -22,6 +22,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from simplequeue.domain import CompleteOutcome, Completion, LeasedItem, QueueError
 from simplequeue.store.protocol import Store
@@ -48,6 +49,12 @@ class QueueWatch:
     # it started in, so a signal that lands while its statement runs is never lost.
     generation: int = 0
     empty_as_of: int = -1
+    # The probe's last wake for items already due: the earliest visible_at it woke for, and when
+    # (monotonic). A pop woken for them that found nothing (a paused queue, one at its flow limits,
+    # items behind a group's head in flight) is not woken for the same items again before the
+    # recheck: only a signal, or items falling due later, wake it sooner.
+    woken_for: datetime | None = None
+    woken_at: float = 0.0
 
     def known_empty(self) -> bool:
         return self.empty_as_of == self.generation
@@ -233,10 +240,16 @@ class Waiting:
             # A queue at its flow limits has items there that it may not hand out yet: its waiters
             # are woken when the limit's hold ends (store/limits.py), or by room_freed.
             wait = max((moment - now).total_seconds(), self._store.flow.hold_seconds(queue))
-            if wait <= 0:
-                self.notify(queue, len(self._watches[queue].waiters))
-            else:
+            watch = self._watches[queue]
+            if wait > 0:
                 delay = min(delay, wait)
+                continue
+            since = time.monotonic() - watch.woken_at
+            if watch.known_empty() and watch.woken_for == moment and since < self._recheck:
+                delay = min(delay, self._recheck - since)  # woken for these already: in vain
+                continue
+            watch.woken_for, watch.woken_at = moment, time.monotonic()
+            self.notify(queue, len(watch.waiters))
         return max(delay, 0.001)
 
     def _forget_unused_queues(self) -> None:
