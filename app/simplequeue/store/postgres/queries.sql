@@ -936,24 +936,11 @@ ON CONFLICT (name) DO NOTHING
 SELECT private_pem, certificate_pem FROM sq_signing_keys WHERE name = :name
 
 -- Flow limits (domain/limits.py, store.py: _pop_within_limits). A pop of a queue whose row says
--- `limited` locks that row first, so that such pops of the queue take turns on every replica; then,
--- in a statement of its own (a snapshot taken after the lock, which sees every lease the pops
--- before it committed), counts the leases; then claims what the limits allow and takes the tokens.
+-- `limited` locks that row and counts its leases (sq_flow_room, functions.sql: one round trip),
+-- then claims what the limits allow and takes the tokens, before the lock goes at commit.
 
--- name: lock_limits
--- clock_timestamp(): the bucket's time is when the lock was had, not when the transaction began.
-SELECT limited, max_leased, rate_per_second, rate_burst, rate_tokens, rate_at,
-       COALESCE(:now::timestamptz, clock_timestamp()) AS now
-FROM sq_queues WHERE name = :queue
-FOR NO KEY UPDATE
-
--- name: count_leased
--- Unexpired leases, counted no further than the limit: a range of sq_items_lapsed from now on.
-SELECT count(*) FROM (
-    SELECT 1 FROM sq_items
-    WHERE queue = :queue AND status = 'leased' AND visible_at > COALESCE(:now::timestamptz, now())
-    LIMIT :cap
-) AS leases
+-- name: flow_room
+SELECT * FROM sq_flow_room(:queue, :now::timestamptz)
 
 -- name: take_tokens
 -- The bucket after a pop: its tokens as counted at :at, less the items the pop took.

@@ -269,19 +269,16 @@ class PostgresStore(QueueReads, TopicStore):
         group_runs: bool,
     ) -> list[LeasedItem]:
         """The careful pop (see store/limits.py), in the caller's transaction: the queue's row
-        locked, its leases counted in a snapshot taken after the lock, then what the limits allow
-        claimed and the bucket's tokens taken, all before the lock is let go at commit."""
+        locked and its leases counted in a snapshot taken after the lock (sq_flow_room), then what
+        the limits allow claimed and the bucket's tokens taken, all before the lock goes at commit."""
         now = self._now()
-        settings = await fetch_one(conn, "lock_limits", queue=queue, now=now)
+        settings = await fetch_one(conn, "flow_room", queue=queue, now=now)
         allowed: Room | None = None
         limits = NO_LIMITS
         if settings is not None and settings["limited"]:
             limits = FlowLimits(settings["max_leased"], settings["rate_per_second"], settings["rate_burst"])
-            leased = 0
-            if limits.max_leased is not None:
-                leased = await fetch_value(conn, "count_leased", queue=queue, now=now, cap=limits.max_leased)
             bucket = Bucket(settings["rate_tokens"], settings["rate_at"])
-            allowed = room(limits, max_items, leased, bucket, settings["now"])
+            allowed = room(limits, max_items, settings["leased"], bucket, settings["now"])
         take = max_items if allowed is None else allowed.items
         found = []
         if take > 0:
