@@ -13,6 +13,7 @@ from uuid import uuid4
 import asyncpg
 import pytest
 from simplequeue.domain import DatabaseUnavailable, Failure, ItemExists, Pushed, QueueSettings
+from simplequeue.domain.limits import FlowLimits
 from simplequeue.main import store_for
 from simplequeue.service.pushing import PushCoalescer
 from simplequeue.service.waiting import Waiting
@@ -21,6 +22,7 @@ from simplequeue.store.postgres.listen import QueueTokens, parsed, token_of
 from simplequeue.store.postgres.waited import LISTED_SECONDS, Waited
 from simplequeue.store.protocol import Store
 
+from tests.engines import FakeClock
 from tests.factories import new_item
 
 
@@ -130,6 +132,23 @@ async def test_items_that_cannot_be_handed_out_wake_a_waiter_once_until_the_rech
     await real_store.set_paused(queue, False)
     waiting.notify(queue, 1)  # a signal (here: as a resume through this process would send)
     assert len(await waiting.pop(queue, max_items=1, wait_seconds=1, lease_seconds=30)) == 1
+    waiting.close()
+
+
+async def test_a_waiter_on_an_empty_bucket_is_woken_when_it_refills(
+    store: Store, queue: str, clock: FakeClock
+) -> None:
+    # No push and no recheck (far off) wakes it: only the end of the rate's hold does. Its items were
+    # due all along, so this is also the one wake for items already due that comes before the recheck.
+    await store.put_queue(queue, QueueSettings(limits=FlowLimits(rate_per_second=20, rate_burst=1)))
+    await store.push_batch([new_item(queue, n) for n in range(3)], skip_existing=False)
+    waiting = Waiting(store, recheck_seconds=1000)
+    assert len(await waiting.pop(queue, max_items=3, wait_seconds=0, lease_seconds=30)) == 1
+    waiter = asyncio.create_task(waiting.pop(queue, max_items=3, wait_seconds=10, lease_seconds=30))
+    await asyncio.sleep(0.2)  # it found the bucket empty, and waits
+    assert not waiter.done()
+    clock.advance(0.05)  # one token at 20 a second, by the database's (injected) clock
+    assert len(await waiter) == 1
     waiting.close()
 
 

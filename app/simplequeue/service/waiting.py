@@ -55,6 +55,7 @@ class QueueWatch:
     # recheck: only a signal, or items falling due later, wake it sooner.
     woken_for: datetime | None = None
     woken_at: float = 0.0
+    held: bool = False  # the probe found a flow limit's hold on the queue since it last woke it
 
     def known_empty(self) -> bool:
         return self.empty_as_of == self.generation
@@ -237,17 +238,24 @@ class Waiting:
             return self._recheck
         delay = self._recheck
         for queue, moment in next_at.items():
+            watch = self._watches[queue]
             # A queue at its flow limits has items there that it may not hand out yet: its waiters
             # are woken when the limit's hold ends (store/limits.py), or by room_freed.
-            wait = max((moment - now).total_seconds(), self._store.flow.hold_seconds(queue))
-            watch = self._watches[queue]
+            hold = self._store.flow.hold_seconds(queue)
+            if hold > 0:
+                watch.held = True
+                delay = min(delay, hold)
+                continue
+            wait = (moment - now).total_seconds()
             if wait > 0:
                 delay = min(delay, wait)
                 continue
             since = time.monotonic() - watch.woken_at
-            if watch.known_empty() and watch.woken_for == moment and since < self._recheck:
-                delay = min(delay, self._recheck - since)  # woken for these already: in vain
+            in_vain = watch.known_empty() and watch.woken_for == moment and since < self._recheck
+            if in_vain and not watch.held:
+                delay = min(delay, self._recheck - since)  # woken for these already, and nothing changed
                 continue
+            watch.held = False  # a hold that ended: room again, for the same items
             watch.woken_for, watch.woken_at = moment, time.monotonic()
             self.notify(queue, len(watch.waiters))
         return max(delay, 0.001)
