@@ -104,6 +104,9 @@ async def test_push_pop_fail_complete_and_inspect(client: Client, queue: str, cl
             "history_payload": False,
             "dead_letter_queue": None,
             "message_retention_seconds": None,
+            "max_leased": None,
+            "rate_per_second": None,
+            "rate_burst": None,
         },
         "paused": False,
     }

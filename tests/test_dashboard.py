@@ -564,10 +564,13 @@ def test_settings_are_edited_and_the_queue_deleted(chromium: str, service: str, 
         api.put("/queues/mail-dlq", json={}).raise_for_status()
         page.fill("#set-dead_letter_queue", "mail-dlq")
         page.fill("#set-message_retention_seconds", "86400")
+        page.fill("#set-max_leased", "4")
+        page.fill("#set-rate_per_second", "2.5")
         page.click("#save-settings")
         expect(page.locator("#settings-message")).to_contain_text("Saved")
         settings = api.get("/queues/mail").json()["settings"]
         assert (settings["max_attempts"], settings["retention_seconds"]) == (7, 3600)
+        assert (settings["max_leased"], settings["rate_per_second"], settings["rate_burst"]) == (4, 2.5, None)
         assert settings["dedup_window_from"] == "send", "a save keeps every setting the form shows"
         assert (settings["dead_letter_queue"], settings["message_retention_seconds"]) == ("mail-dlq", 86400)
         page.reload()
@@ -579,6 +582,9 @@ def test_settings_are_edited_and_the_queue_deleted(chromium: str, service: str, 
         expect(page.locator('.field-error[data-field="dead_letter_queue"]')).to_contain_text("no queue named")
         page.fill("#set-dead_letter_queue", "")
         page.fill("#set-message_retention_seconds", "")
+        expect(page.locator("#set-max_leased")).to_have_value("4")  # a save keeps the limits it shows
+        page.fill("#set-max_leased", "")
+        page.fill("#set-rate_per_second", "")
         page.click("#save-settings")
         expect(page.locator("#settings-message")).to_contain_text("Saved")
         settings = api.get("/queues/mail").json()["settings"]
@@ -974,3 +980,27 @@ def test_screenshots_of_a_busy_hour(chromium: str, tmp_path: Path) -> None:
             expect(page.locator("#errors li")).to_have_count(2)
             shoot(page, "images/dashboard-item.png")
             browser.close()
+
+
+def test_a_queue_with_flow_limits_says_so_and_when_it_is_at_them(
+    chromium: str, service: str, api: httpx.Client
+) -> None:
+    from playwright.sync_api import expect
+
+    api.put("/queues/throttled", json={"max_leased": 2, "rate_per_second": 14}).raise_for_status()
+    api.post("/push/batch", json={"queue": "throttled", "items": [{"payload": n} for n in range(5)]})
+    with browsing(chromium, service) as tab:
+        page = tab.page
+        page.goto(f"{service}/ui/#/queues/throttled/ready")
+        expect(page.locator("#limits")).to_contain_text("at most 2 leased at once (0 now)")
+        expect(page.locator("#limits")).to_contain_text("14 items/s, bursts of 14")
+        expect(page.locator("#limits .at-limit")).to_have_count(0)
+        api.post("/pop", json={"queue": "throttled", "max_items": 5, "lease_seconds": 600})
+        page.reload()
+        expect(page.locator("#limits")).to_contain_text("(2 now)")
+        expect(page.locator("#limits .at-limit")).to_have_text("at its limit")
+        shoot(page, "flow-limits.png")
+        page.goto(f"{service}/ui/#/queues/orders/ready")
+        expect(page.locator("h1")).to_contain_text("orders")
+        expect(page.locator("#limits")).to_have_count(0)  # no limits: no line
+        tab.clean()

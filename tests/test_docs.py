@@ -37,6 +37,7 @@ PAGES = [
     "docs/outbox.md",
     "docs/sqs.md",
     "docs/sns.md",
+    "docs/flow-control.md",
     "docs/schedules.md",
 ]
 # Pages whose blocks also use a database of their own, as an application does: DATABASE_URL names a

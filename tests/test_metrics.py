@@ -71,6 +71,16 @@ async def test_items_queues_and_requests_are_counted(client: Client, queue: str)
     assert first["id"] not in scraped.text  # ids never become labels
 
 
+async def test_pops_cut_short_by_a_flow_limit_are_counted_by_limit(client: Client, queue: str) -> None:
+    await client.put(f"/queues/{queue}", json={"max_leased": 1})
+    await client.post("/push/batch", json={"queue": queue, "items": [{"payload": n} for n in range(3)]})
+    assert len((await client.post("/pop", json={"queue": queue, "max_items": 2})).json()["items"]) == 1
+    assert (await client.post("/pop", json={"queue": queue})).json()["items"] == []
+    found = samples((await client.get("/metrics")).text)
+    assert value(found, "simplequeue_pops_throttled_total", queue=queue, limit="max_leased") == 2
+    assert value(found, "simplequeue_pops_throttled_total", queue=queue, limit="rate") == 0
+
+
 def test_several_workers_count_together(tmp_path: Path) -> None:
     port = free_port()
     env = {

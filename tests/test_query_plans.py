@@ -72,7 +72,15 @@ async def fill(
 
 async def pop_plan(schema: tuple[str, str], settings: dict[str, str]) -> str:
     return await plan_of(
-        schema, settings, "pop", queue="q", now=None, max_items=1, lease_token=uuid.uuid4(), lease_seconds=30
+        schema,
+        settings,
+        "pop",
+        queue="q",
+        now=None,
+        max_items=1,
+        lease_token=uuid.uuid4(),
+        lease_seconds=30,
+        limits_checked=False,
     )
 
 
@@ -251,7 +259,14 @@ async def analyze(schema: tuple[str, str]) -> None:
 
 
 HOT_STATEMENTS: dict[str, dict[str, object]] = {
-    "pop": {"queue": "q1", "now": None, "max_items": 1, "lease_token": uuid.uuid4(), "lease_seconds": None},
+    "pop": {
+        "queue": "q1",
+        "now": None,
+        "max_items": 1,
+        "lease_token": uuid.uuid4(),
+        "lease_seconds": None,
+        "limits_checked": False,
+    },
     "complete_batch": {"ids": [uuid.uuid4()], "lease_tokens": [uuid.uuid4()], "now": None},
     "complete_and_pop": {
         "ids": [uuid.uuid4()],
@@ -261,6 +276,7 @@ HOT_STATEMENTS: dict[str, dict[str, object]] = {
         "max_items": 1,
         "lease_token": uuid.uuid4(),
         "lease_seconds": None,
+        "limits_checked": False,
     },
     "fail": {
         "id": uuid.uuid4(),
@@ -448,7 +464,13 @@ async def test_a_completion_reads_its_queue_once_and_sq_dedup_or_sq_client_ids_o
         )
     finally:
         await conn.close()
-    extra = {"queue": "q1", "max_items": 1, "lease_token": uuid.uuid4(), "lease_seconds": None}
+    extra = {
+        "queue": "q1",
+        "max_items": 1,
+        "lease_token": uuid.uuid4(),
+        "lease_seconds": None,
+        "limits_checked": False,
+    }
     for item, has_key, remembered in ((plain, False, False), (keyed, True, False), (given, False, True)):
         values = {
             "ids": [item],

@@ -126,3 +126,11 @@ async def test_an_item_over_its_attempts_moves_at_the_pop_that_finds_it(
     assert (await client.post("/pop", json={"queue": queue})).json()["items"] == []
     [moved] = (await client.post("/pop", json={"queue": target})).json()["items"]
     assert (moved["id"], moved["payload"]) == (item["id"], "poison")
+
+
+async def test_the_sdk_sets_and_reads_flow_limits(sq: AsyncClient, queue: str) -> None:
+    stats = await sq.put_queue(queue, max_leased=3, rate_per_second=2.5)
+    assert (stats.settings["max_leased"], stats.settings["rate_per_second"]) == (3, 2.5)
+    assert stats.settings["rate_burst"] is None
+    with pytest.raises(ValidationError):
+        await sq.put_queue(queue, rate_burst=4)

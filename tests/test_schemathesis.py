@@ -24,6 +24,8 @@ valid and an invalid one invalid:
 - a queue's dead_letter_queue that is a valid queue name becomes null (none): the service takes only
   another queue that exists (else 422 naming the field, as documented), which no schema can say;
   invalid names stay, so that their refusal is still checked;
+- a queue's rate_burst without a rate_per_second becomes null: a burst is the size of a rate's
+  bucket (else 422 naming rate_burst, as documented), which the schema does not say;
 - a topic's FIFO attributes agree with its name (FifoTopic says whether it ends in .fifo;
   ContentBasedDeduplication only on a FIFO topic), and a subscription's FilterPolicy and
   RedrivePolicy text, and a topic's or subscription's DeliveryPolicy, become a valid policy: SNS's
@@ -153,6 +155,11 @@ def adjust(context: HookContext, case: Any) -> Any:
     named = isinstance(body, dict) and is_queue_name(body.get("dead_letter_queue"))
     if case.operation.label == "PUT /queues/{name}" and named:
         case.body = body = {**body, "dead_letter_queue": None}
+    unrated = (
+        isinstance(body, dict) and body.get("rate_burst") is not None and body.get("rate_per_second") is None
+    )
+    if case.operation.label == "PUT /queues/{name}" and unrated:
+        case.body = body = {**body, "rate_burst": None}
     if isinstance(query, dict):
         cursor = query.get("cursor")
         label = case.operation.label

@@ -13,6 +13,7 @@ from uuid import uuid4
 import asyncpg
 import pytest
 from simplequeue.domain import DatabaseUnavailable, Failure, ItemExists, Pushed, QueueSettings
+from simplequeue.domain.limits import FlowLimits
 from simplequeue.main import store_for
 from simplequeue.service.pushing import PushCoalescer
 from simplequeue.service.waiting import Waiting
@@ -21,6 +22,7 @@ from simplequeue.store.postgres.listen import QueueTokens, parsed, token_of
 from simplequeue.store.postgres.waited import LISTED_SECONDS, Waited
 from simplequeue.store.protocol import Store
 
+from tests.engines import FakeClock
 from tests.factories import new_item
 
 
@@ -57,11 +59,16 @@ async def test_a_push_wakes_one_waiter_per_item(real_store: Store, queue: str) -
     store = Counted(real_store)
     waiting = Waiting(store, recheck_seconds=1000)  # only signals can wake anyone here
     waiters = []
-    for _ in range(5):
+    for n in range(5):
         waiters.append(
             asyncio.create_task(waiting.pop(queue, max_items=1, wait_seconds=20, lease_seconds=30))
         )
-        await asyncio.sleep(0.05)
+        # The first pop's statements (on a fresh connection, perhaps several: a queue not yet seen
+        # is looked at for flow limits) end before the others come.
+        for _ in range(200 if n == 0 else 5):
+            await asyncio.sleep(0.01)
+            if waiting._watches[queue].known_empty():
+                break
     assert store.calls["pop"] == 1  # the first found the queue empty; the later ones trusted that
 
     await real_store.push_batch([new_item(queue, "x")], skip_existing=False)
@@ -107,6 +114,41 @@ async def test_idle_long_polls_cost_no_statements_beyond_the_probe(real_store: S
         polls = [waiting.pop(queue, max_items=1, wait_seconds=0.2, lease_seconds=30) for _ in range(30)]
         assert await asyncio.gather(*polls) == [[]] * 30
     assert store.calls["pop"] == 1
+    waiting.close()
+
+
+async def test_items_that_cannot_be_handed_out_wake_a_waiter_once_until_the_recheck(
+    real_store: Store, queue: str
+) -> None:
+    # A paused queue's ready items are due, and no pop takes them: the probe wakes the waiter for
+    # them once, and not again for the same items until its recheck (far off here), instead of
+    # waking it after every pop that found nothing.
+    store = Counted(real_store)
+    await real_store.push_batch([new_item(queue, "x")], skip_existing=False)
+    await real_store.set_paused(queue, True)
+    waiting = Waiting(store, recheck_seconds=1000)
+    assert await waiting.pop(queue, max_items=1, wait_seconds=1, lease_seconds=30) == []
+    assert store.calls["pop"] == 2  # the first, then the one the probe's wake brought
+    await real_store.set_paused(queue, False)
+    waiting.notify(queue, 1)  # a signal (here: as a resume through this process would send)
+    assert len(await waiting.pop(queue, max_items=1, wait_seconds=1, lease_seconds=30)) == 1
+    waiting.close()
+
+
+async def test_a_waiter_on_an_empty_bucket_is_woken_when_it_refills(
+    store: Store, queue: str, clock: FakeClock
+) -> None:
+    # No push and no recheck (far off) wakes it: only the end of the rate's hold does. Its items were
+    # due all along, so this is also the one wake for items already due that comes before the recheck.
+    await store.put_queue(queue, QueueSettings(limits=FlowLimits(rate_per_second=20, rate_burst=1)))
+    await store.push_batch([new_item(queue, n) for n in range(3)], skip_existing=False)
+    waiting = Waiting(store, recheck_seconds=1000)
+    assert len(await waiting.pop(queue, max_items=3, wait_seconds=0, lease_seconds=30)) == 1
+    waiter = asyncio.create_task(waiting.pop(queue, max_items=3, wait_seconds=10, lease_seconds=30))
+    await asyncio.sleep(0.2)  # it found the bucket empty, and waits
+    assert not waiter.done()
+    clock.advance(0.05)  # one token at 20 a second, by the database's (injected) clock
+    assert len(await waiter) == 1
     waiting.close()
 
 

@@ -41,6 +41,9 @@ SQLITE_TYPED_SETTINGS = load_migrations("sqlite")[9]  # v10: the same columns
 OPTIONAL_SETTINGS = frozenset({"dead_letter_queue", "message_retention_seconds"})
 """Queue settings that may be NULL (none), which no release before v11 had."""
 
+FLOW_LIMITS = frozenset({"max_leased", "rate_per_second", "rate_burst", "limited"})
+"""Queue settings of v13 (flow limits): tests/mssql/test_limits.py holds their columns."""
+
 
 # --- parsing --------------------------------------------------------------------------------------
 
@@ -358,6 +361,9 @@ def fake_store(monkeypatch: pytest.MonkeyPatch, *, clock: bool = True) -> tuple[
         yield conn
 
     monkeypatch.setattr(store, "_acquire", acquire)
+    # Queues seen without flow limits pop the one-batch way; tests of the careful pop (with its
+    # lock_limits and count_leased batches) undo this (test_limits.py).
+    monkeypatch.setattr(store.flow, "careful", lambda queue: False)
     return store, conn
 
 
@@ -429,8 +435,45 @@ STATS_COLUMNS = [
 
 
 def stats_row(name: str, oldest: datetime | None) -> tuple[Any, ...]:
-    settings = (5, 30, 1.0, 2.0, 3600.0, 0.1, 604800, 3600, "finish", False, None, None)
+    settings = (
+        5,
+        30,
+        1.0,
+        2.0,
+        3600.0,
+        0.1,
+        604800,
+        3600,
+        "finish",
+        False,
+        None,
+        None,
+        None,
+        None,
+        None,
+        False,
+    )
     return (name, *settings, False, 2, 1, 3, None, 4, oldest, 7, 8, NOW.replace(tzinfo=None))
+
+
+def limits_row(
+    *,
+    max_leased: int | None = None,
+    rate_per_second: float | None = None,
+    rate_burst: int | None = None,
+    rate_tokens: float | None = None,
+    rate_at: datetime | None = None,
+) -> Result:
+    """lock_limits' row, as pyodbc gives it (naive UTC times; BIT as bool)."""
+    return result(
+        limited=max_leased is not None or rate_per_second is not None,
+        max_leased=max_leased,
+        rate_per_second=rate_per_second,
+        rate_burst=rate_burst,
+        rate_tokens=rate_tokens,
+        rate_at=rate_at,
+        now=NOW.replace(tzinfo=None),
+    )
 
 
 def dead_rows(*found: tuple[int, UUID, datetime]) -> Result:

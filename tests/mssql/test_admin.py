@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 from simplequeue.domain import Backoff, InvalidCursor, QueueError, QueueInUse, QueueNotFound, QueueSettings
+from simplequeue.domain.limits import FlowLimits
 from simplequeue.store import rows
 from simplequeue.store.mssql.statements import Q
 from simplequeue.store.mssql.store import MssqlStore
@@ -31,7 +32,7 @@ from tests.mssql.helpers import (
 
 def test_put_queue_updates_under_a_key_lock_or_inserts_and_says_which() -> None:
     update, created, insert = statements("put_queue")
-    assert placeholders(Q["put_queue"].sql) == 14
+    assert placeholders(Q["put_queue"].sql) == 18
     # The optional settings come as text, '' for none (params.optional), as NULL.
     assert "DECLARE @dead_letter_queue NVARCHAR(128) = NULLIF(?, N'');" in Q["put_queue"].sql
     assert "DECLARE @message_retention_seconds INT = CAST(NULLIF(?, N'') AS INT);" in Q["put_queue"].sql
@@ -195,15 +196,37 @@ async def test_put_queue_binds_every_setting_and_says_whether_it_created_the_que
         retention_seconds=0,
         dedup_window_seconds=10,
         history_payload=True,
+        limits=FlowLimits(max_leased=4, rate_per_second=2.5),
     )
 
     assert await store.put_queue("orders", settings) is created
 
-    bound = (NOW_TEXT, "orders", 3, 90, "0.5", "3.0", "60.0", "0.0", 0, 10, "finish", 1, "", "")
+    bound = (
+        NOW_TEXT,
+        "orders",
+        3,
+        90,
+        "0.5",
+        "3.0",
+        "60.0",
+        "0.0",
+        0,
+        10,
+        "finish",
+        1,
+        "",
+        "",
+        "4",
+        "2.5",
+        "",
+        1,
+    )
     assert conn.params("put_queue") == bound
     batch = conn.inlined("put_queue")
     assert "DECLARE @backoff_factor FLOAT = CAST(N'3.0' AS FLOAT);" in batch
     assert "DECLARE @history_payload BIT = 1;" in batch
+    assert "DECLARE @rate_per_second FLOAT = CAST(NULLIF(N'2.5', N'') AS FLOAT);" in batch
+    assert "DECLARE @limited BIT = 1;" in batch
     assert conn.commits == 1
 
 

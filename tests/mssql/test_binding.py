@@ -41,6 +41,7 @@ from tests.mssql.helpers import (
     fake_store,
     history_rows,
     item_row,
+    limits_row,
     parse,
     picked,
     placeholders,
@@ -59,7 +60,7 @@ TAGS = '[{"n":"a","v":"b"}]'  # FOR JSON PATH's text
 # that Query.bind lines up by name. The binding tests below check which value lands on which marker.
 PARAMETERS = {
     "push_batch": ("now", "items"),
-    "pop": ("now", "queue", "lease_seconds", "max_items", "lease_token"),
+    "pop": ("now", "queue", "lease_seconds", "limits_checked", "max_items", "lease_token"),
     "lease_runs": ("now", "queue", "room", "heads", "lease_seconds", "lease_token"),
     "extend": ("now", "id", "lease_token", "lease_seconds"),
     "complete_batch": ("now", "items"),
@@ -89,6 +90,10 @@ PARAMETERS = {
         "history_payload",
         "dead_letter_queue",
         "message_retention_seconds",
+        "max_leased",
+        "rate_per_second",
+        "rate_burst",
+        "limited",
     ),
     "next_visible_at": ("now", "queues"),
     "sequence_numbers": ("ids",),
@@ -135,6 +140,9 @@ PARAMETERS = {
     "topic_fanout": ("topic",),
     "signing_key_insert": ("now", "name", "private_pem", "certificate_pem"),
     "signing_key_get": ("name",),
+    "lock_limits": ("queue", "now"),
+    "count_leased": ("now", "queue", "cap"),
+    "take_tokens": ("queue", "tokens", "at"),
     "schedule_put": (
         "now",
         "name",
@@ -311,6 +319,13 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     await store.dedup_item("orders", "k")
     assert await store.delete_queue("orders", force=False) == DeletedQueue(items=2, history=3)
     await _topics(store, conn)
+    # A queue with flow limits pops the careful way (test_limits.py).
+    monkeypatch.setattr(store.flow, "careful", lambda queue: True)
+    conn.reply("lock_limits", limits_row(max_leased=5, rate_per_second=2.0))
+    conn.reply("count_leased", result(leased=1))
+    conn.reply("pop", Result(["seq"], []))
+    conn.reply("take_tokens", result(changed=1))
+    await store.pop("orders", 3, None)
     await _schedules(store, conn)
 
     named = [e for e in conn.executed if e.name in Q]

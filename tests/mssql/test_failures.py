@@ -236,6 +236,7 @@ def flaky_store(monkeypatch: pytest.MonkeyPatch, conn: Flaky) -> MssqlStore:
         yield conn
 
     monkeypatch.setattr(store, "_acquire", acquire)
+    monkeypatch.setattr(store.flow, "careful", lambda queue: False)  # see helpers.fake_store
     return store
 
 

@@ -39,7 +39,7 @@ READY_POP = next(m for m in load_migrations("mssql") if m.name == "ready_pop_ind
 
 def pop_update() -> exp.Update:
     trees = parse(Q["pop"].sql)
-    assert [type(tree) for tree in trees] == [exp.Set, exp.Set, *[exp.Declare] * 7, exp.Update]
+    assert [type(tree) for tree in trees] == [exp.Set, exp.Set, *[exp.Declare] * 8, exp.Update]
     update = trees[-1]
     assert isinstance(update, exp.Update)
     return update
@@ -219,7 +219,11 @@ def test_pop_leases_for_the_given_seconds_or_the_queues_and_outputs_the_leased_r
 
 
 def test_a_paused_queue_hands_out_nothing() -> None:
-    assert pop_declares()["paused"] == "COALESCE((SELECT paused FROM dbo.sq_queues WHERE name = @queue), 0)"
+    # (or one with flow limits, unless the pop counted them first: test_limits.py)
+    assert pop_declares()["paused"] == (
+        "COALESCE((SELECT CASE WHEN paused = 1 OR (limited = 1 AND @limits_checked = 0) THEN 1 ELSE 0 END "
+        "FROM dbo.sq_queues WHERE name = @queue), 0)"
+    )
     for walk in walks().values():
         assert "@paused = 0" in walk.args["where"].sql("tsql")
 
@@ -319,8 +323,8 @@ async def test_pop_binds_a_fresh_lease_and_returns_items_in_pop_order(
 
     items = await store.pop("orders", 5, 45)
 
-    now_text, queue, lease_seconds, max_items, lease_token = conn.params("pop")
-    assert (now_text, queue, lease_seconds, max_items) == (NOW_TEXT, "orders", "45", 5)
+    now_text, queue, lease_seconds, limits_checked, max_items, lease_token = conn.params("pop")
+    assert (now_text, queue, lease_seconds, limits_checked, max_items) == (NOW_TEXT, "orders", "45", 0, 5)
     assert UUID(lease_token).version == 4
     batch = conn.inlined("pop")
     assert CLOCK in batch

@@ -68,6 +68,7 @@ def test_the_batches_that_write_are_the_ones_expected() -> None:
         "purge_history",
         "put_queue",
         "set_paused",
+        "take_tokens",
         "delete_queue",
         "change_queue_metadata",
         "expire_retained",

@@ -16,6 +16,7 @@ from tests.mssql.helpers import (
     ADMIN,
     CLIENT_IDS,
     DELIVERY,
+    FLOW_LIMITS,
     MIGRATION,
     OPTIONAL_SETTINGS,
     QUEUE_WINDOWS,
@@ -198,7 +199,11 @@ def test_every_delivery_statement_is_guarded_or_touches_only_rows_not_yet_done()
 def test_queue_settings_have_sqlites_defaults_and_ranges() -> None:
     columns = added_columns("sq_queues", QUEUE_SETTINGS)
     reference = sqlite_settings()
-    assert set(columns) == set(reference) == set(rows.settings_params(QueueSettings())) - OPTIONAL_SETTINGS
+    assert (
+        set(columns)
+        == set(reference)
+        == set(rows.settings_params(QueueSettings())) - OPTIONAL_SETTINGS - FLOW_LIMITS
+    )
     replaced = replaced_checks()
     assert set(replaced) == {"lease_seconds"}
     for name, (default, check) in reference.items():
@@ -230,7 +235,7 @@ def test_a_queue_made_by_a_push_gets_the_domains_default_settings() -> None:
     row = {
         name: value if name == "dedup_window_from" else float(value) if "." in value else int(value)
         for name, value in defaults.items()
-    } | dict.fromkeys(OPTIONAL_SETTINGS)
+    } | dict.fromkeys(OPTIONAL_SETTINGS | FLOW_LIMITS)
     assert rows.queue_settings(row) == QueueSettings()
 
 

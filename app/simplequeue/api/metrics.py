@@ -8,6 +8,8 @@ count, and the route that serves them (not in the spec).
 - Gauges of each queue's items by state and its oldest ready item's age, read from the database at
   scrape time (every worker reads the same tables, so they are not per process), cached briefly
   so that several scrapers cost one read.
+- Pops cut short by a queue's flow limit (max_leased, rate) while more items were ready, by queue
+  and limit: how often the limits bind.
 - HTTP requests and their durations by route template (never a raw path: ids would make endless
   series), method and status.
 
@@ -64,6 +66,13 @@ class Metrics:
             )
             for event in ("pushed", "popped", "completed", "failed", "dead")
         }
+        self._throttled = Counter(
+            "simplequeue_pops_throttled_total",
+            "Pops that handed out fewer items than they asked for while more were ready, cut short "
+            "by the queue's flow limit (max_leased, rate), by queue and limit.",
+            ["queue", "limit"],
+            registry=registry,
+        )
         self._requests = Counter(
             "simplequeue_http_requests_total",
             "HTTP requests answered, by route template, method and status.",
@@ -97,6 +106,9 @@ class Metrics:
 
     def dead(self, queue: str, count: int) -> None:
         self._count("dead", queue, count)
+
+    def throttled(self, queue: str, limit: str) -> None:
+        self._throttled.labels(self._labels.of(queue), limit).inc()
 
     def finished(self, queue: str, outcome: Outcome, count: int) -> None:
         """The store's hook: completions, and leases that died in the sweep (a failure that kills

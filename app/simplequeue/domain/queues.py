@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from simplequeue.domain.limits import NO_LIMITS, FlowLimits
+
 DedupWindowFrom = Literal["finish", "send"]
 """Where a dedup key's window starts: when its item finishes (the key matches while the item lives,
 then for the window), or at the push that claimed it (SQS FIFO's deduplication interval)."""
@@ -36,6 +38,8 @@ class QueueSettings:
     # Live items older than this (from their push) are never handed out, and the sweep deletes them
     # (SQS's MessageRetentionPeriod). None: kept until they finish.
     message_retention_seconds: int | None = None
+    # How many items may be leased at once and how fast pops hand them out (domain/limits.py).
+    limits: FlowLimits = NO_LIMITS
 
 
 MESSAGE_RETENTION_RANGE = (60, 1_209_600)

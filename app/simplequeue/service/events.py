@@ -17,6 +17,10 @@ class Events(Protocol):
 
     def dead(self, queue: str, count: int) -> None: ...
 
+    def throttled(self, queue: str, limit: str) -> None:
+        """A pop of the queue handed out fewer items than it asked for, cut short by `limit`
+        (max_leased, rate) while more were ready."""
+
 
 class NoEvents:
     """Nobody counts."""
@@ -31,4 +35,7 @@ class NoEvents:
         pass
 
     def dead(self, queue: str, count: int) -> None:
+        pass
+
+    def throttled(self, queue: str, limit: str) -> None:
         pass

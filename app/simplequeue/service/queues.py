@@ -268,7 +268,12 @@ class QueueService:
         )
         if items:
             self._events.popped(queue, len(items))
+        self._count_throttled(queue, len(items), max_items)
         return items
+
+    def _count_throttled(self, queue: str, got: int, asked: int) -> None:
+        if got < asked and (limit := self._store.flow.held_by(queue)) is not None:
+            self._events.throttled(queue, limit)
 
     async def complete_and_pop(
         self,
@@ -299,6 +304,7 @@ class QueueService:
             )
         if items:
             self._events.popped(queue, len(items))
+        self._count_throttled(queue, len(items), max_items)
         return outcomes, items
 
     async def extend(self, item_id: UUID, lease_token: UUID, lease_seconds: int) -> ItemView:
@@ -306,6 +312,7 @@ class QueueService:
 
     async def complete(self, item_id: UUID, lease_token: UUID | None) -> None:
         await self._store.complete(item_id, lease_token)
+        self._waiting.room_freed(1)
 
     async def complete_many(self, requested: Sequence[Completion]) -> list[CompleteOutcome]:
         """One outcome per entry, in order; an id given twice is taken as that many requests in
@@ -315,10 +322,12 @@ class QueueService:
             done = await self._store.complete_batch([requested[n] for n in places])
             for n, outcome in zip(places, done, strict=True):
                 outcomes[n] = outcome
+        self._waiting.room_freed(sum(1 for outcome in outcomes if outcome == CompleteOutcome.COMPLETED))
         return outcomes
 
     async def fail(self, item_id: UUID, failure: Failure) -> ItemView:
         view = await self._store.fail(item_id, failure)
+        self._waiting.room_freed(1)
         if view.status == ItemStatus.READY:
             self._waiting.notify(view.queue, 1)
         self._events.failed(view.queue, 1)

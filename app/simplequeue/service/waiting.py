@@ -22,6 +22,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from simplequeue.domain import CompleteOutcome, Completion, LeasedItem, QueueError
 from simplequeue.store.protocol import Store
@@ -48,6 +49,13 @@ class QueueWatch:
     # it started in, so a signal that lands while its statement runs is never lost.
     generation: int = 0
     empty_as_of: int = -1
+    # The probe's last wake for items already due: the earliest visible_at it woke for, and when
+    # (monotonic). A pop woken for them that found nothing (a paused queue, one at its flow limits,
+    # items behind a group's head in flight) is not woken for the same items again before the
+    # recheck: only a signal, or items falling due later, wake it sooner.
+    woken_for: datetime | None = None
+    woken_at: float = 0.0
+    held: bool = False  # the probe found a flow limit's hold on the queue since it last woke it
 
     def known_empty(self) -> bool:
         return self.empty_as_of == self.generation
@@ -81,6 +89,13 @@ class Waiting:
                 watch.wake(None)
         elif (one := self._watches.get(queue)) is not None:
             one.wake(count)
+
+    def room_freed(self, count: int) -> None:
+        """`count` leases ended through this process (completed, failed): waiters on queues held at
+        their max_leased may find room now, whichever queue the leases were of."""
+        if count > 0:
+            for queue in self._store.flow.room_freed():
+                self.notify(queue, count)
 
     def close(self) -> None:
         """Answer every waiting pop now, with what it has (nothing): the service is stopping."""
@@ -149,6 +164,7 @@ class Waiting:
             outcomes, items = await self._store.complete_and_pop(completions, queue, max_items, lease_seconds)
             if len(items) < max_items and not self._store.reaps_at_pop:
                 await self._reap(queue)
+        self.room_freed(sum(1 for outcome in outcomes if outcome == CompleteOutcome.COMPLETED))
         if not items and wait_seconds > 0:
             items = await self.pop(
                 queue, max_items=max_items, wait_seconds=wait_seconds, lease_seconds=lease_seconds, gone=gone
@@ -222,11 +238,26 @@ class Waiting:
             return self._recheck
         delay = self._recheck
         for queue, moment in next_at.items():
+            watch = self._watches[queue]
+            # A queue at its flow limits has items there that it may not hand out yet: its waiters
+            # are woken when the limit's hold ends (store/limits.py), or by room_freed.
+            hold = self._store.flow.hold_seconds(queue)
+            if hold > 0:
+                watch.held = True
+                delay = min(delay, hold)
+                continue
             wait = (moment - now).total_seconds()
-            if wait <= 0:
-                self.notify(queue, len(self._watches[queue].waiters))
-            else:
+            if wait > 0:
                 delay = min(delay, wait)
+                continue
+            since = time.monotonic() - watch.woken_at
+            in_vain = watch.known_empty() and watch.woken_for == moment and since < self._recheck
+            if in_vain and not watch.held:
+                delay = min(delay, self._recheck - since)  # woken for these already, and nothing changed
+                continue
+            watch.held = False  # a hold that ended: room again, for the same items
+            watch.woken_for, watch.woken_at = moment, time.monotonic()
+            self.notify(queue, len(watch.waiters))
         return max(delay, 0.001)
 
     def _forget_unused_queues(self) -> None:

@@ -34,6 +34,7 @@ from simplequeue.domain.activity import ActivityBucket, ActivityWindow
 from simplequeue.domain.metadata import MetadataChange, QueueMetadata
 from simplequeue.domain.schedules import Schedule, ScheduleSpec
 from simplequeue.domain.topics import Subscription, Topic, TopicChange
+from simplequeue.store.limits import FlowState
 
 ReadyCallback = Callable[[str | None, int], None]
 """Called with (queue, count) when items became ready through another process; with
@@ -50,6 +51,8 @@ class Notifications(Protocol):
 
 class Lifecycle(Protocol):
     dialect: str
+    flow: FlowState
+    """What this process knows of its queues' flow limits, and the holds its pops left (store/limits.py)."""
     reaps_at_pop: bool
     """True where a pop with room for more reaps its own queue's leases that ran out on their last
     attempt in its own transaction (SQLite); elsewhere the service asks reap_expired(limit, queue)

@@ -19,6 +19,7 @@ from simplequeue.domain import (
     QueueStats,
     effective_status,
 )
+from simplequeue.domain.limits import FlowLimits
 from simplequeue.domain.rules import Found
 
 
@@ -122,6 +123,11 @@ def queue_settings(row: Row) -> QueueSettings:
         history_payload=bool(row["history_payload"]),
         dead_letter_queue=row["dead_letter_queue"],
         message_retention_seconds=row["message_retention_seconds"],
+        limits=FlowLimits(
+            max_leased=row["max_leased"],
+            rate_per_second=None if row["rate_per_second"] is None else float(row["rate_per_second"]),
+            rate_burst=row["rate_burst"],
+        ),
     )
 
 
@@ -140,6 +146,10 @@ def settings_params(settings: QueueSettings) -> dict[str, Any]:
         "history_payload": settings.history_payload,
         "dead_letter_queue": settings.dead_letter_queue,
         "message_retention_seconds": settings.message_retention_seconds,
+        "max_leased": settings.limits.max_leased,
+        "rate_per_second": settings.limits.rate_per_second,
+        "rate_burst": settings.limits.rate_burst,
+        "limited": settings.limits.limited,
     }
 
 

@@ -8,7 +8,7 @@ from enum import StrEnum
 from typing import Annotated, Any
 from uuid import UUID
 
-from pydantic import BaseModel, Field, StrictBool
+from pydantic import BaseModel, Field, StrictBool, ValidationInfo, field_validator
 
 from simplequeue import domain
 from simplequeue.api.fields import Body, Number, QueueName
@@ -16,6 +16,7 @@ from simplequeue.api.items.schemas import Item
 from simplequeue.api.responses import with_payload
 from simplequeue.domain import HistoryRecord, Outcome, QueueStats
 from simplequeue.domain.activity import ActivityBucket
+from simplequeue.domain.limits import FlowLimits
 from simplequeue.domain.queues import MESSAGE_RETENTION_RANGE, DedupWindowFrom
 
 DEFAULTS = domain.QueueSettings()
@@ -80,6 +81,30 @@ class QueueSettingsRequest(Body):
         description="A live item older than this (from its push) is never handed out, and the sweep "
         "deletes it, without history (SQS's MessageRetentionPeriod). null: items stay until they finish.",
     )
+    max_leased: Annotated[int, Field(ge=1, le=1_000_000), Number] | None = Field(
+        DEFAULTS.limits.max_leased,
+        description="At most this many of the queue's items are leased at once, across every replica "
+        "and worker: a pop hands out only what is left (perhaps nothing); the rest stay ready. "
+        "null: no limit.",
+    )
+    rate_per_second: Annotated[float, Field(gt=0, le=1_000_000), Number] | None = Field(
+        DEFAULTS.limits.rate_per_second,
+        description="Pops hand out at most this many of the queue's items per second on average, across "
+        "every replica (a token bucket kept in the database). null: no limit.",
+    )
+    rate_burst: Annotated[int, Field(ge=1, le=1_000_000), Number] | None = Field(
+        DEFAULTS.limits.rate_burst,
+        description="How many items may be handed out at once after a quiet spell (the bucket's size). "
+        "null: one second's worth of rate_per_second, at least 1. Only with rate_per_second.",
+    )
+
+    @field_validator("rate_burst")
+    @classmethod
+    def _burst_needs_rate(cls, burst: int | None, info: ValidationInfo) -> int | None:
+        # (a field's own check, so that the 422 names rate_burst)
+        if burst is not None and info.data.get("rate_per_second") is None:
+            raise ValueError("rate_burst needs rate_per_second")
+        return burst
 
     def to_domain(self) -> domain.QueueSettings:
         b = self.backoff
@@ -93,6 +118,7 @@ class QueueSettingsRequest(Body):
             history_payload=self.history_payload,
             dead_letter_queue=self.dead_letter_queue,
             message_retention_seconds=self.message_retention_seconds,
+            limits=FlowLimits(self.max_leased, self.rate_per_second, self.rate_burst),
         )
 
 
@@ -118,6 +144,9 @@ class QueueSettings(BaseModel):
     history_payload: bool
     dead_letter_queue: str | None
     message_retention_seconds: int | None
+    max_leased: int | None
+    rate_per_second: float | None
+    rate_burst: int | None
 
     @classmethod
     def of(cls, settings: domain.QueueSettings) -> QueueSettings:
@@ -134,6 +163,9 @@ class QueueSettings(BaseModel):
             history_payload=settings.history_payload,
             dead_letter_queue=settings.dead_letter_queue,
             message_retention_seconds=settings.message_retention_seconds,
+            max_leased=settings.limits.max_leased,
+            rate_per_second=settings.limits.rate_per_second,
+            rate_burst=settings.limits.rate_burst,
         )
 
 

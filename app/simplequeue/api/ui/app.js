@@ -524,7 +524,18 @@ function pager(page) {
 
 function queueHead(q) {
   return [el("p", {}, el("a", { href: "#/" }, "← Queues")),
-    el("h1", {}, q.name, " ", badge(q.paused ? "paused" : "live"))];
+    el("h1", {}, q.name, " ", badge(q.paused ? "paused" : "live")), limitsLine(q)];
+}
+
+// The queue's flow limits, if it has any, and whether its leases are at max_leased now.
+function limitsLine(q) {
+  const s = q.settings;
+  const parts = [];
+  if (s.max_leased != null) parts.push(`at most ${s.max_leased} leased at once (${q.leased} now)`);
+  if (s.rate_per_second != null) parts.push(`${s.rate_per_second} items/s, bursts of ${s.rate_burst ?? Math.max(1, Math.ceil(s.rate_per_second))}`);
+  if (!parts.length) return "";
+  const full = s.max_leased != null && q.leased >= s.max_leased;
+  return el("p", { id: "limits", class: "muted" }, "Flow limits: ", parts.join("; "), full ? [" ", el("span", { class: "badge at-limit" }, "at its limit")] : "");
 }
 
 function cards(q) {
@@ -618,6 +629,9 @@ const WINDOW_FROM = [["finish", "when its item finishes"], ["send", "at the push
 const OPTIONAL_SETTINGS = [
   ["dead_letter_queue", "Dead-letter queue", "Items that die here move to this queue (it must exist). Empty: they stay dead here.", "text"],
   ["message_retention_seconds", "Message retention (s)", "Live items older than this are never handed out, then deleted (60 to 1209600). Empty: kept until they finish.", "decimal"],
+  ["max_leased", "Max leased", "At most this many items are leased at once, across every replica. Empty: no limit.", "decimal"],
+  ["rate_per_second", "Rate (items/s)", "Pops hand out at most this many items a second, on average, across every replica. Empty: no limit.", "decimal"],
+  ["rate_burst", "Rate burst", "How many may go at once after a quiet spell (needs a rate). Empty: one second's worth.", "decimal"],
 ];
 
 function dig(object, path) { return path.split(".").reduce((o, k) => (o == null ? undefined : o[k]), object); }

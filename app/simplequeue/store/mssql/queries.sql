@@ -102,7 +102,12 @@ DECLARE @max_attempts INT = (SELECT max_attempts FROM dbo.sq_queues WHERE name =
 DECLARE @lease_seconds INT = COALESCE(
     CAST(NULLIF(:lease_seconds, N'') AS INT), (SELECT lease_seconds FROM dbo.sq_queues WHERE name = @queue)
 );
-DECLARE @paused BIT = COALESCE((SELECT paused FROM dbo.sq_queues WHERE name = @queue), 0);
+-- A queue with flow limits (`limited`) is popped the careful way (store.py: _pop_within_limits, its
+-- row locked and its leases counted first), which says so (:limits_checked); this batch alone
+-- claims nothing of it, as of a paused queue.
+DECLARE @limits_checked BIT = CAST(:limits_checked AS BIT);
+DECLARE @paused BIT = COALESCE((SELECT CASE WHEN paused = 1 OR (limited = 1 AND @limits_checked = 0) THEN 1 ELSE 0 END
+                                FROM dbo.sq_queues WHERE name = @queue), 0);
 DECLARE @max_items INT = CAST(:max_items AS INT);
 WITH claimable AS (
     SELECT TOP (@max_items) x.seq, x.id, x.queue, x.payload, x.created_at, x.status, x.attempts,
@@ -699,6 +704,10 @@ DECLARE @dedup_window_from VARCHAR(6) = :dedup_window_from;
 DECLARE @history_payload BIT = :history_payload;
 DECLARE @dead_letter_queue NVARCHAR(128) = NULLIF(:dead_letter_queue, N'');
 DECLARE @message_retention_seconds INT = CAST(NULLIF(:message_retention_seconds, N'') AS INT);
+DECLARE @max_leased INT = CAST(NULLIF(:max_leased, N'') AS INT);
+DECLARE @rate_per_second FLOAT = CAST(NULLIF(:rate_per_second, N'') AS FLOAT);
+DECLARE @rate_burst INT = CAST(NULLIF(:rate_burst, N'') AS INT);
+DECLARE @limited BIT = :limited;
 DECLARE @updated TABLE (name NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL);
 UPDATE dbo.sq_queues WITH (UPDLOCK, HOLDLOCK)
 SET max_attempts = @max_attempts, lease_seconds = @lease_seconds, backoff_base_seconds = @backoff_base_seconds,
@@ -706,6 +715,7 @@ SET max_attempts = @max_attempts, lease_seconds = @lease_seconds, backoff_base_s
     retention_seconds = @retention_seconds, dedup_window_seconds = @dedup_window_seconds,
     dedup_window_from = @dedup_window_from, history_payload = @history_payload,
     dead_letter_queue = @dead_letter_queue, message_retention_seconds = @message_retention_seconds,
+    max_leased = @max_leased, rate_per_second = @rate_per_second, rate_burst = @rate_burst, limited = @limited,
     modified_at = @now
 OUTPUT inserted.name INTO @updated
 WHERE name = @queue;
@@ -713,10 +723,12 @@ SELECT CASE WHEN EXISTS (SELECT 1 FROM @updated) THEN 0 ELSE 1 END AS created;
 IF NOT EXISTS (SELECT 1 FROM @updated)
     INSERT INTO dbo.sq_queues (name, created_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_factor,
                                backoff_cap_seconds, backoff_jitter, retention_seconds, dedup_window_seconds,
-                               dedup_window_from, history_payload, dead_letter_queue, message_retention_seconds)
+                               dedup_window_from, history_payload, dead_letter_queue, message_retention_seconds,
+                               max_leased, rate_per_second, rate_burst, limited)
     VALUES (@queue, @now, @max_attempts, @lease_seconds, @backoff_base_seconds, @backoff_factor,
             @backoff_cap_seconds, @backoff_jitter, @retention_seconds, @dedup_window_seconds, @dedup_window_from,
-            @history_payload, @dead_letter_queue, @message_retention_seconds);
+            @history_payload, @dead_letter_queue, @message_retention_seconds,
+            @max_leased, @rate_per_second, @rate_burst, @limited);
 
 -- name: next_visible_at
 -- The long-poll watcher's probe for every queue it waits on: the clock, then one row per queue with
@@ -919,7 +931,7 @@ SELECT @found AS found, @leased AS leased, @deleted AS deleted, @items AS items,
 -- sum is added to. The SELECT's head is each statement's own (TOP for a page).
 q.name AS name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backoff_factor,
 q.backoff_cap_seconds, q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds, q.dedup_window_from,
-q.history_payload, q.dead_letter_queue, q.message_retention_seconds, q.paused,
+q.history_payload, q.dead_letter_queue, q.message_retention_seconds, q.max_leased, q.rate_per_second, q.rate_burst, q.limited, q.paused,
 live.ready, live.leased, live.delayed, live.retrying, dead.dead + COALESCE(live.expired_dead, 0) AS dead,
 live.oldest_ready, hist.completed_in_history, hist.dead_in_history, @now AS now
 FROM dbo.sq_queues AS q
@@ -1269,6 +1281,43 @@ WHERE NOT EXISTS (SELECT 1 FROM dbo.sq_signing_keys WITH (UPDLOCK, HOLDLOCK) WHE
 SET NOCOUNT ON;
 DECLARE @name NVARCHAR(64) = :name;
 SELECT private_pem, certificate_pem FROM dbo.sq_signing_keys WHERE name = @name;
+
+-- Flow limits (domain/limits.py, store.py: _pop). A pop of a queue whose row says `limited`
+-- locks that row first (UPDLOCK, HOLDLOCK: held to the end of the pop's transaction), so that such
+-- pops of the queue take turns on every replica; then, in a statement of its own, counts the
+-- leases (READCOMMITTEDLOCK: committed rows, not row versions, under READ_COMMITTED_SNAPSHOT); then
+-- claims what the limits allow and takes the tokens.
+
+-- name: lock_limits
+-- SYSUTCDATETIME() is read after the lock is had: the bucket's time is then, not when the pop began.
+SET NOCOUNT ON;
+DECLARE @queue NVARCHAR(4000) = :queue;
+SELECT limited, max_leased, rate_per_second, rate_burst, rate_tokens, rate_at,
+       COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME()) AS now
+FROM dbo.sq_queues WITH (UPDLOCK, HOLDLOCK, ROWLOCK)
+WHERE name = @queue;
+
+-- name: count_leased
+-- Unexpired leases, counted no further than the limit: a range of sq_items_lapsed from now on.
+SET NOCOUNT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @queue NVARCHAR(4000) = :queue;
+DECLARE @cap INT = CAST(:cap AS INT);
+SELECT COUNT(*) AS leased FROM (
+    SELECT TOP (@cap) i.seq
+    FROM dbo.sq_items AS i WITH (INDEX(sq_items_lapsed), READCOMMITTEDLOCK)
+    WHERE i.queue = @queue AND i.status = 'leased' AND i.visible_at > @now
+) AS leases;
+
+-- name: take_tokens
+-- The bucket after a pop: its tokens as counted at :at, less the items the pop took.
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @queue NVARCHAR(4000) = :queue;
+DECLARE @tokens FLOAT = CAST(:tokens AS FLOAT);
+DECLARE @at DATETIME2(7) = CAST(:at AS DATETIME2(7));
+UPDATE dbo.sq_queues SET rate_tokens = @tokens, rate_at = @at WHERE name = @queue;
+SELECT @@ROWCOUNT AS changed;
 
 -- fragment: schedule_columns
 -- Schedules (store/schedules.py holds the flow, written once for every dialect). previous_live:

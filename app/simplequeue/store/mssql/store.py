@@ -45,6 +45,7 @@ from simplequeue.domain import (
     ignore_finished,
     tell,
 )
+from simplequeue.domain.limits import NO_LIMITS, Bucket, FlowLimits, Room, room
 from simplequeue.domain.metadata import MetadataChange, QueueMetadata
 from simplequeue.domain.rules import (
     complete_outcomes,
@@ -53,6 +54,7 @@ from simplequeue.domain.rules import (
     why_refused,
 )
 from simplequeue.store import rows
+from simplequeue.store.limits import FlowState, Limited
 from simplequeue.store.metadata import change_params, metadata_of
 from simplequeue.store.migrations import latest_version
 from simplequeue.store.mssql import params
@@ -97,6 +99,7 @@ class MssqlStore(QueueReads, TopicStore, ScheduleStore):
         self._random = random  # backoff jitter
         self._pool: Any = None
         self._executor: ThreadPoolExecutor | None = None
+        self.flow = FlowState()
 
     def _now(self) -> str:
         """'' lets the server's clock decide; a clock is injected only by tests."""
@@ -195,6 +198,10 @@ class MssqlStore(QueueReads, TopicStore, ScheduleStore):
         *,
         group_runs: bool = False,
     ) -> list[LeasedItem]:
+        asked, careful = max_items, self.flow.careful(queue)
+        limits, allowed = await self._within_limits(conn, queue, max_items) if careful else (NO_LIMITS, None)
+        if allowed is not None:
+            max_items = allowed.items
         values: dict[str, Param] = {
             "now": self._now(),
             "queue": queue,
@@ -202,7 +209,7 @@ class MssqlStore(QueueReads, TopicStore, ScheduleStore):
             "max_items": max_items,
             "lease_token": str(uuid4()),
         }
-        found = await fetch(conn, "pop", **values)
+        found = await fetch(conn, "pop", **values, limits_checked=int(careful)) if max_items > 0 else []
         heads = [row["seq"] for row in found if row["group_key"] is not None]
         if group_runs and heads and len(found) < max_items:
             # The runs behind the heads, in the same transaction (see lease_runs).
@@ -210,7 +217,34 @@ class MssqlStore(QueueReads, TopicStore, ScheduleStore):
             found += await fetch(
                 conn, "lease_runs", **values, heads=json.dumps(heads), room=max_items - len(found)
             )
+        if allowed is not None and allowed.tokens is not None and allowed.at is not None:
+            await fetch(
+                conn,
+                "take_tokens",
+                queue=queue,
+                tokens=params.float_text(allowed.tokens - len(found)),
+                at=params.timestamp(allowed.at),
+            )
+        if careful:
+            self.flow.popped(queue, Limited(limits, allowed, len(found), asked))
         return in_pop_order([(row["seq"], rows.leased_item(row)) for row in found])
+
+    async def _within_limits(
+        self, conn: Connection, queue: str, asked: int
+    ) -> tuple[FlowLimits, Room | None]:
+        """The queue's flow limits, its row locked to the end of the pop's transaction, and the
+        room they leave (None: it has none); see store/limits.py."""
+        found = await fetch(conn, "lock_limits", queue=queue, now=self._now())
+        if not found or not found[0]["limited"]:
+            return NO_LIMITS, None
+        row = found[0]
+        limits = FlowLimits(row["max_leased"], row["rate_per_second"], row["rate_burst"])
+        leased = 0
+        if limits.max_leased is not None:
+            [counted] = await fetch(conn, "count_leased", queue=queue, now=self._now(), cap=limits.max_leased)
+            leased = int(counted["leased"])
+        bucket = Bucket(row["rate_tokens"], rows.as_utc_or_none(row["rate_at"]))
+        return limits, room(limits, asked, leased, bucket, rows.as_utc(row["now"]))
 
     @retry_deadlocks
     async def extend(self, item_id: UUID, lease_token: UUID, lease_seconds: int) -> ItemView:
@@ -384,9 +418,14 @@ class MssqlStore(QueueReads, TopicStore, ScheduleStore):
             "history_payload": int(given["history_payload"]),
             "dead_letter_queue": params.optional(given["dead_letter_queue"]),
             "message_retention_seconds": params.optional(given["message_retention_seconds"]),
+            "max_leased": params.optional(given["max_leased"]),
+            "rate_per_second": params.optional_float(given["rate_per_second"]),
+            "rate_burst": params.optional(given["rate_burst"]),
+            "limited": int(given["limited"]),
         }
         async with self._transaction() as conn:
             [row] = await fetch(conn, "put_queue", **values)
+        self.flow.forget(name)
         return bool(row["created"])
 
     @retry_deadlocks

@@ -602,6 +602,38 @@ BEGIN
 END
 $$;
 
+-- A flow-limited queue's pop (store.py: _pop_within_limits), its first step: the queue's row locked
+-- (FOR NO KEY UPDATE: pops of one limited queue take turns, pushes into it do not wait), then its
+-- unexpired leases counted no further than max_leased. Two statements of one function, one round
+-- trip: in a VOLATILE function under READ COMMITTED each statement takes a snapshot of its own, so
+-- the count, made after the lock, sees every lease the pops before this one committed. The time is
+-- read after the lock too: the bucket's tokens are counted from then. No row: no such queue.
+CREATE OR REPLACE FUNCTION sq_flow_room(p_queue text, p_now timestamptz)
+RETURNS TABLE (limited boolean, max_leased integer, rate_per_second double precision, rate_burst integer,
+               rate_tokens double precision, rate_at timestamptz, now timestamptz, leased bigint)
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_queue sq_queues%ROWTYPE;
+    v_leased bigint := 0;
+BEGIN
+    SELECT * INTO v_queue FROM sq_queues AS q WHERE q.name = p_queue FOR NO KEY UPDATE;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    IF v_queue.limited AND v_queue.max_leased IS NOT NULL THEN
+        SELECT count(*) INTO v_leased FROM (
+            SELECT 1 FROM sq_items AS i
+            WHERE i.queue = p_queue AND i.status = 'leased' AND i.visible_at > COALESCE(p_now, pg_catalog.now())
+            LIMIT v_queue.max_leased
+        ) AS l;
+    END IF;
+    RETURN QUERY SELECT v_queue.limited, v_queue.max_leased, v_queue.rate_per_second, v_queue.rate_burst,
+                        v_queue.rate_tokens, v_queue.rate_at, COALESCE(p_now, pg_catalog.clock_timestamp()),
+                        v_leased;
+END
+$$;
+
 -- The SECURITY DEFINER functions resolve names in the schema this file runs in, and nowhere else
 -- (pg_temp last, so a caller's temporary table never stands in for ours): a function whose
 -- search_path the caller could change would run the caller's tables, triggers and operators with
@@ -618,6 +650,7 @@ BEGIN
     EXECUTE format('ALTER FUNCTION sq_push_limits() SET search_path = %I, pg_temp', current_schema());
     EXECUTE format('ALTER FUNCTION sq_ready_token(text) SET search_path = %I, pg_temp', current_schema());
     EXECUTE format('ALTER FUNCTION sq_items_notify_ready() SET search_path = %I, pg_temp', current_schema());
+    EXECUTE format('ALTER FUNCTION sq_flow_room(text, timestamptz) SET search_path = %I, pg_temp', current_schema());
 END
 $$;
 REVOKE ALL ON FUNCTION sq_push_rows(uuid[], text[], text[], timestamptz[], integer[], text[], text[],
@@ -634,3 +667,4 @@ REVOKE ALL ON FUNCTION sq_push_limits() FROM PUBLIC;
 REVOKE ALL ON FUNCTION sq_publish(text, json, text, json, uuid, text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION sq_ready_token(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION sq_items_notify_ready() FROM PUBLIC;
+REVOKE ALL ON FUNCTION sq_flow_room(text, timestamptz) FROM PUBLIC;

@@ -50,7 +50,8 @@ COALESCE((SELECT COALESCE(:now::timestamptz, now()) - r.message_retention_second
 
 -- fragment: claim
 -- The items a pop takes (see pop): their seqs, in pop order, at most :max_items, none past the
--- queue's retention (see retained). It reads two relations its statement defines: `requested`, the
+-- queue's retention (see retained). Nothing of a paused queue, nor of one with flow limits
+-- (`limited`) unless the pop counted them first (:limits_checked: store.py, _pop_within_limits). It reads two relations its statement defines: `requested`, the
 -- ids of the items the statement completes (never handed out again by it), and `done`, those it
 -- completed (gone, for the group probe): see complete_and_pop. A pop alone completes nothing
 -- (nothing_completed).
@@ -62,7 +63,7 @@ SELECT c.seq FROM (
           AND x.created_at >= (
               -- include: retained
           )
-          AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
+          AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND (paused OR (limited AND NOT :limits_checked::boolean)))
           -- include: group_head
         ORDER BY x.priority DESC, x.created_at, x.seq
         LIMIT :max_items
@@ -76,7 +77,7 @@ SELECT c.seq FROM (
           AND x.created_at >= (
               -- include: retained
           )
-          AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
+          AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND (paused OR (limited AND NOT :limits_checked::boolean)))
           AND x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)
           -- include: group_head
         ORDER BY x.priority DESC, x.created_at, x.seq
@@ -590,9 +591,10 @@ SELECT (SELECT count(*) FROM old) AS history, (SELECT count(*) FROM keys) AS key
 -- name: put_queue
 INSERT INTO sq_queues (name, created_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_factor,
                        backoff_cap_seconds, backoff_jitter, retention_seconds, dedup_window_seconds, dedup_window_from,
-                       history_payload, dead_letter_queue, message_retention_seconds)
+                       history_payload, dead_letter_queue, message_retention_seconds, max_leased,
+                       rate_per_second, rate_burst, limited)
 VALUES (:queue, COALESCE(:now::timestamptz, now()), :max_attempts, :lease_seconds, :backoff_base_seconds, :backoff_factor, :backoff_cap_seconds, :backoff_jitter, :retention_seconds, :dedup_window_seconds, :dedup_window_from, :history_payload,
-        :dead_letter_queue, :message_retention_seconds)
+        :dead_letter_queue, :message_retention_seconds, :max_leased, :rate_per_second, :rate_burst, :limited)
 ON CONFLICT (name) DO UPDATE
 SET max_attempts = excluded.max_attempts, lease_seconds = excluded.lease_seconds,
     backoff_base_seconds = excluded.backoff_base_seconds, backoff_factor = excluded.backoff_factor,
@@ -600,7 +602,8 @@ SET max_attempts = excluded.max_attempts, lease_seconds = excluded.lease_seconds
     retention_seconds = excluded.retention_seconds, dedup_window_seconds = excluded.dedup_window_seconds,
     dedup_window_from = excluded.dedup_window_from, history_payload = excluded.history_payload,
     dead_letter_queue = excluded.dead_letter_queue, message_retention_seconds = excluded.message_retention_seconds,
-    modified_at = excluded.created_at
+    max_leased = excluded.max_leased, rate_per_second = excluded.rate_per_second, rate_burst = excluded.rate_burst,
+    limited = excluded.limited, modified_at = excluded.created_at
 RETURNING xmax = 0 AS created
 
 -- name: queue_exists
@@ -736,7 +739,7 @@ SELECT (SELECT count(*) FROM q) AS found, (SELECT leased FROM busy) AS leased,
 -- slow the live figures down. An expired lease on its last attempt counts as dead already.
 SELECT q.name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backoff_factor, q.backoff_cap_seconds,
        q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds, q.dedup_window_from, q.history_payload,
-       q.dead_letter_queue, q.message_retention_seconds, q.paused, live.ready, live.leased, live.delayed, live.retrying, dead.dead + live.expired_dead AS dead,
+       q.dead_letter_queue, q.message_retention_seconds, q.max_leased, q.rate_per_second, q.rate_burst, q.limited, q.paused, live.ready, live.leased, live.delayed, live.retrying, dead.dead + live.expired_dead AS dead,
        live.oldest_ready, hist.completed_in_history, hist.dead_in_history, c.now
 FROM (SELECT COALESCE(:now::timestamptz, now()) AS now) AS c
 CROSS JOIN sq_queues AS q
@@ -931,6 +934,17 @@ ON CONFLICT (name) DO NOTHING
 
 -- name: signing_key_get
 SELECT private_pem, certificate_pem FROM sq_signing_keys WHERE name = :name
+
+-- Flow limits (domain/limits.py, store.py: _pop_within_limits). A pop of a queue whose row says
+-- `limited` locks that row and counts its leases (sq_flow_room, functions.sql: one round trip),
+-- then claims what the limits allow and takes the tokens, before the lock goes at commit.
+
+-- name: flow_room
+SELECT * FROM sq_flow_room(:queue, :now::timestamptz)
+
+-- name: take_tokens
+-- The bucket after a pop: its tokens as counted at :at, less the items the pop took.
+UPDATE sq_queues SET rate_tokens = :tokens, rate_at = :at WHERE name = :queue
 
 -- fragment: schedule_columns
 -- Schedules (store/schedules.py holds the flow, written once for every dialect). previous_live:

@@ -35,6 +35,7 @@ from simplequeue.domain import (
     ignore_finished,
     tell,
 )
+from simplequeue.domain.limits import NO_LIMITS, Bucket, FlowLimits, Room, room
 from simplequeue.domain.metadata import MetadataChange, QueueMetadata
 from simplequeue.domain.rules import (
     complete_outcomes,
@@ -44,6 +45,7 @@ from simplequeue.domain.rules import (
     why_refused,
 )
 from simplequeue.store import rows
+from simplequeue.store.limits import FlowState, Limited
 from simplequeue.store.metadata import change_params, metadata_of
 from simplequeue.store.migrations import latest_version
 from simplequeue.store.postgres.errors import UNAVAILABLE, domain_error, server_of
@@ -156,6 +158,7 @@ class PostgresStore(QueueReads, TopicStore, ScheduleStore):
         self._pool: Pool | None = None
         self._own_pids: set[int] = set()  # our pool's backends: their NOTIFYs were already signalled
         self.notifications = Listener(url, timeout_seconds, ignore_pids=self._own_pids)
+        self.flow = FlowState()
 
     def _now(self) -> datetime | None:
         """None lets the database's clock decide; a clock is injected only by tests."""
@@ -243,6 +246,9 @@ class PostgresStore(QueueReads, TopicStore, ScheduleStore):
     async def pop(
         self, queue: str, max_items: int, lease_seconds: int | None, *, group_runs: bool = False
     ) -> list[LeasedItem]:
+        if self.flow.careful(queue):
+            async with self._conn() as conn, conn.transaction():
+                return await self._pop_within_limits(conn, queue, max_items, lease_seconds, group_runs)
         async with self._conn() as conn:
             found = await fetch(
                 conn,
@@ -252,7 +258,45 @@ class PostgresStore(QueueReads, TopicStore, ScheduleStore):
                 max_items=max_items,
                 lease_token=uuid4(),
                 lease_seconds=lease_seconds,
+                limits_checked=False,
             )
+        return in_pop_order([(r["seq"], rows.leased_item(r)) for r in found])
+
+    async def _pop_within_limits(
+        self,
+        conn: asyncpg.Connection,
+        queue: str,
+        max_items: int,
+        lease_seconds: int | None,
+        group_runs: bool,
+    ) -> list[LeasedItem]:
+        """The careful pop (see store/limits.py), in the caller's transaction: the queue's row
+        locked and its leases counted in a snapshot taken after the lock (sq_flow_room), then what
+        the limits allow claimed and the bucket's tokens taken, all before the lock goes at commit."""
+        now = self._now()
+        settings = await fetch_one(conn, "flow_room", queue=queue, now=now)
+        allowed: Room | None = None
+        limits = NO_LIMITS
+        if settings is not None and settings["limited"]:
+            limits = FlowLimits(settings["max_leased"], settings["rate_per_second"], settings["rate_burst"])
+            bucket = Bucket(settings["rate_tokens"], settings["rate_at"])
+            allowed = room(limits, max_items, settings["leased"], bucket, settings["now"])
+        take = max_items if allowed is None else allowed.items
+        found = []
+        if take > 0:
+            found = await fetch(
+                conn,
+                "pop_runs" if group_runs else "pop",
+                queue=queue,
+                now=now,
+                max_items=take,
+                lease_token=uuid4(),
+                lease_seconds=lease_seconds,
+                limits_checked=True,
+            )
+        if allowed is not None and allowed.tokens is not None:
+            await execute(conn, "take_tokens", queue=queue, tokens=allowed.tokens - len(found), at=allowed.at)
+        self.flow.popped(queue, Limited(limits, allowed, len(found), max_items))
         return in_pop_order([(r["seq"], rows.leased_item(r)) for r in found])
 
     async def extend(self, item_id: UUID, lease_token: UUID, lease_seconds: int) -> ItemView:
@@ -289,6 +333,10 @@ class PostgresStore(QueueReads, TopicStore, ScheduleStore):
                 lease_tokens=[i.lease_token for i in items],
                 now=self._now(),
             )
+        return self._completed(items, found)
+
+    def _completed(self, items: Sequence[Completion], found: list[Any]) -> list[CompleteOutcome]:
+        """complete_batch's rows as outcomes, told to the finished hook."""
         completed = {r["id"] for r in found if r["completed"]}
         tell(self._on_finished, Outcome.COMPLETED, [r["queue"] for r in found if r["completed"]])
         still_there = {r["id"] for r in found if not r["completed"]}
@@ -298,6 +346,19 @@ class PostgresStore(QueueReads, TopicStore, ScheduleStore):
     async def complete_and_pop(
         self, completions: Sequence[Completion], queue: str, max_items: int, lease_seconds: int | None
     ) -> tuple[list[CompleteOutcome], list[LeasedItem]]:
+        if self.flow.careful(queue):
+            # The completions first, then the careful pop, in one transaction: the leases the
+            # completions end are not counted against the pop.
+            async with self._conn() as conn, conn.transaction():
+                done = await fetch(
+                    conn,
+                    "complete_batch",
+                    ids=[i.id for i in completions],
+                    lease_tokens=[i.lease_token for i in completions],
+                    now=self._now(),
+                )
+                items = await self._pop_within_limits(conn, queue, max_items, lease_seconds, False)
+            return self._completed(completions, done), items
         async with self._conn() as conn:
             found = await fetch(
                 conn,
@@ -309,6 +370,7 @@ class PostgresStore(QueueReads, TopicStore, ScheduleStore):
                 max_items=max_items,
                 lease_token=uuid4(),
                 lease_seconds=lease_seconds,
+                limits_checked=False,
             )
         # One pass over the rows: this runs for every item a worker finishes.
         popped: list[tuple[int, LeasedItem]] = []
@@ -418,6 +480,7 @@ class PostgresStore(QueueReads, TopicStore, ScheduleStore):
             created: bool = await fetch_value(
                 conn, "put_queue", queue=name, now=self._now(), **rows.settings_params(settings)
             )
+        self.flow.forget(name)
         return created
 
     async def queue_exists(self, name: str) -> bool:

@@ -390,10 +390,11 @@ UPDATE sq_queues SET modified_at = :now WHERE name = :queue
 -- name: put_queue
 INSERT INTO sq_queues (name, created_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_factor,
                        backoff_cap_seconds, backoff_jitter, retention_seconds, dedup_window_seconds, dedup_window_from,
-                       history_payload, dead_letter_queue, message_retention_seconds)
+                       history_payload, dead_letter_queue, message_retention_seconds, max_leased,
+                       rate_per_second, rate_burst, limited)
 VALUES (:queue, :now, :max_attempts, :lease_seconds, :backoff_base_seconds, :backoff_factor,
         :backoff_cap_seconds, :backoff_jitter, :retention_seconds, :dedup_window_seconds, :dedup_window_from,
-        :history_payload, :dead_letter_queue, :message_retention_seconds)
+        :history_payload, :dead_letter_queue, :message_retention_seconds, :max_leased, :rate_per_second, :rate_burst, :limited)
 ON CONFLICT (name) DO UPDATE
 SET max_attempts = excluded.max_attempts, lease_seconds = excluded.lease_seconds,
     backoff_base_seconds = excluded.backoff_base_seconds, backoff_factor = excluded.backoff_factor,
@@ -401,7 +402,8 @@ SET max_attempts = excluded.max_attempts, lease_seconds = excluded.lease_seconds
     retention_seconds = excluded.retention_seconds, dedup_window_seconds = excluded.dedup_window_seconds,
     dedup_window_from = excluded.dedup_window_from, history_payload = excluded.history_payload,
     dead_letter_queue = excluded.dead_letter_queue, message_retention_seconds = excluded.message_retention_seconds,
-    modified_at = excluded.created_at
+    max_leased = excluded.max_leased, rate_per_second = excluded.rate_per_second, rate_burst = excluded.rate_burst,
+    limited = excluded.limited, modified_at = excluded.created_at
 
 -- name: set_paused
 UPDATE sq_queues SET paused = :paused WHERE name = :queue
@@ -472,7 +474,7 @@ DELETE FROM sq_queues WHERE name = :queue
 -- slow the live figures down. An expired lease on its last attempt counts as dead already.
 SELECT q.name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backoff_factor,
        q.backoff_cap_seconds, q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds,
-       q.dedup_window_from, q.history_payload, q.dead_letter_queue, q.message_retention_seconds, q.paused,
+       q.dedup_window_from, q.history_payload, q.dead_letter_queue, q.message_retention_seconds, q.max_leased, q.rate_per_second, q.rate_burst, q.limited, q.paused,
        (SELECT COUNT(*) FROM sq_items AS i INDEXED BY sq_items_visible
         WHERE i.queue = q.name AND i.status IN ('ready', 'leased') AND i.visible_at <= :now
           AND (i.status = 'ready' OR i.attempts < q.max_attempts)) AS ready,
@@ -699,6 +701,25 @@ ON CONFLICT (name) DO NOTHING
 
 -- name: signing_key_get
 SELECT private_pem, certificate_pem FROM sq_signing_keys WHERE name = :name
+
+-- Flow limits (domain/limits.py): a pop of a queue whose row says `limited` counts its leases and
+-- takes its bucket's tokens in its own transaction (transactions.pop), which no other writer
+-- interleaves with.
+
+-- name: queue_limits
+SELECT limited, max_leased, rate_per_second, rate_burst, rate_tokens, rate_at FROM sq_queues WHERE name = :queue
+
+-- name: count_leased
+-- Unexpired leases, counted no further than the limit: a range of sq_items_lapsed from now on.
+SELECT count(*) AS leased FROM (
+    SELECT 1 FROM sq_items INDEXED BY sq_items_lapsed
+    WHERE queue = :queue AND status = 'leased' AND visible_at > :now
+    LIMIT :cap
+)
+
+-- name: take_tokens
+-- The bucket after a pop: its tokens as counted at :at, less the items the pop took.
+UPDATE sq_queues SET rate_tokens = :tokens, rate_at = :at WHERE name = :queue
 
 -- fragment: schedule_columns
 -- Schedules (store/schedules.py holds the flow, written once for every dialect). previous_live:

@@ -45,6 +45,7 @@ from simplequeue.domain.rules import (
     why_refused,
 )
 from simplequeue.store import rows
+from simplequeue.store.limits import FlowState, Limited
 from simplequeue.store.metadata import metadata_of
 from simplequeue.store.migrations import latest_version, load_migrations, split_statements
 from simplequeue.store.reads import QueueReads
@@ -108,6 +109,7 @@ class SqliteStore(QueueReads, TopicStore, ScheduleStore):
         self._readers: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
         self._all: list[aiosqlite.Connection] = []
         self._commits = GroupCommit(self._writer_turn, timeout_seconds)
+        self.flow = FlowState()
 
     async def _connect(self) -> aiosqlite.Connection:
         conn = await aiosqlite.connect(self._path, isolation_level=None, timeout=self._timeout)
@@ -221,10 +223,13 @@ class SqliteStore(QueueReads, TopicStore, ScheduleStore):
     ) -> list[LeasedItem]:
         now = to_text(self._clock())
         reaped: list[str] = []
+        flow: list[Limited] = []
         popped = await self._transaction(
-            transactions.pop, queue, max_items, lease_seconds, now, group_runs, reaped
+            transactions.pop, queue, max_items, lease_seconds, now, group_runs, reaped, flow
         )
         tell(self._on_finished, Outcome.DEAD, reaped)
+        for found in flow:
+            self.flow.popped(queue, found)
         return popped
 
     async def extend(self, item_id: UUID, lease_token: UUID, lease_seconds: int) -> ItemView:
@@ -257,11 +262,14 @@ class SqliteStore(QueueReads, TopicStore, ScheduleStore):
         # One transaction: the pop sees the completions (a completed group head lets its next go).
         # An item completed here is gone, so the pop cannot hand it out again.
         now = to_text(self._clock())
+        flow: list[Limited] = []
         outcomes, queues, popped, reaped = await self._transaction(
-            transactions.complete_and_pop, completions, queue, max_items, lease_seconds, now
+            transactions.complete_and_pop, completions, queue, max_items, lease_seconds, now, flow
         )
         tell(self._on_finished, Outcome.COMPLETED, queues)
         tell(self._on_finished, Outcome.DEAD, reaped)
+        for found in flow:
+            self.flow.popped(queue, found)
         return outcomes, popped
 
     async def fail(self, item_id: UUID, failure: Failure) -> ItemView:
@@ -351,6 +359,7 @@ class SqliteStore(QueueReads, TopicStore, ScheduleStore):
         async with self._write() as conn:
             existed = await fetch_one(conn, "queue_exists", queue=name)
             await execute(conn, "put_queue", **params)
+        self.flow.forget(name)
         return existed is None
 
     async def queue_exists(self, name: str) -> bool:

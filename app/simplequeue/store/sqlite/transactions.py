@@ -23,8 +23,10 @@ from simplequeue.domain import (
     Outcome,
     Pushed,
 )
+from simplequeue.domain.limits import NO_LIMITS, Bucket, FlowLimits, Room, room
 from simplequeue.domain.rules import complete_outcomes, in_pop_order, why_refused
 from simplequeue.store import rows
+from simplequeue.store.limits import Limited
 from simplequeue.store.pushes import PushPlan
 from simplequeue.store.sqlite import statements
 from simplequeue.store.sqlite.errors import translated_sync_errors
@@ -126,14 +128,27 @@ def pop(
     now: str,
     group_runs: bool = False,
     reaped: list[str] | None = None,
+    flow: list[Limited] | None = None,
 ) -> list[LeasedItem]:
     """Lease what is poppable (see Store.pop); with group_runs, the heads' runs too. A pop with
     room for more then reaps its queue's leases that ran out on their last attempt (see
-    reap_queue), each one's queue appended to `reaped`."""
+    reap_queue), each one's queue appended to `reaped`. A queue with flow limits hands out no
+    more than they allow; what they allowed is appended to `flow`."""
     token = str(uuid4())
-    found = statements.rows(
-        conn, "pop", queue=queue, max_items=max_items, now=now, lease_token=token, lease_seconds=lease_seconds
-    )
+    asked = max_items
+    limits, allowed = within_limits(conn, queue, max_items, now)
+    max_items = allowed.items if allowed is not None else max_items
+    found = []
+    if max_items > 0:
+        found = statements.rows(
+            conn,
+            "pop",
+            queue=queue,
+            max_items=max_items,
+            now=now,
+            lease_token=token,
+            lease_seconds=lease_seconds,
+        )
     heads = [row["seq"] for row in found if row["group_key"] is not None]
     if group_runs and heads and len(found) < max_items:
         found += statements.rows(
@@ -148,7 +163,29 @@ def pop(
         )
     if len(found) < max_items:
         (reaped if reaped is not None else []).extend(reap_queue(conn, queue, now))
+    if allowed is not None and allowed.tokens is not None and allowed.at is not None:
+        statements.run(
+            conn, "take_tokens", queue=queue, tokens=allowed.tokens - len(found), at=to_text(allowed.at)
+        )
+    if flow is not None:
+        flow.append(Limited(limits, allowed, len(found), asked))
     return in_pop_order([(row["seq"], rows.leased_item(row)) for row in found])
+
+
+def within_limits(
+    conn: sqlite3.Connection, queue: str, asked: int, now: str
+) -> tuple[FlowLimits, Room | None]:
+    """The queue's flow limits, and the room they leave a pop now (None: it has none). In the pop's
+    own write transaction, so no other pop counts the same room."""
+    row = statements.first(conn, "queue_limits", queue=queue)
+    if row is None or not row["limited"]:
+        return NO_LIMITS, None
+    limits = FlowLimits(row["max_leased"], row["rate_per_second"], row["rate_burst"])
+    leased = 0
+    if limits.max_leased is not None:
+        leased = statements.first(conn, "count_leased", queue=queue, now=now, cap=limits.max_leased)["leased"]
+    bucket = Bucket(row["rate_tokens"], rows.as_utc_or_none(row["rate_at"]))
+    return limits, room(limits, asked, leased, bucket, rows.as_utc(now))
 
 
 REAP_AT_POP = 100  # the most a pop reaps
@@ -222,8 +259,9 @@ def complete_and_pop(
     max_items: int,
     lease_seconds: int | None,
     now: str,
+    flow: list[Limited] | None = None,
 ) -> tuple[list[CompleteOutcome], list[str], list[LeasedItem], list[str]]:
     outcomes, queues = complete(conn, completions, now)
     reaped: list[str] = []
-    popped = pop(conn, queue, max_items, lease_seconds, now, reaped=reaped)
+    popped = pop(conn, queue, max_items, lease_seconds, now, reaped=reaped, flow=flow)
     return outcomes, queues, popped, reaped

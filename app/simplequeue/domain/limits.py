@@ -1,0 +1,96 @@
+"""Flow limits: how many of a queue's items may be leased at once, and how fast pops may hand
+them out. Enforced inside the pop's own transaction (the stores), so every replica and every
+worker, in any language, obeys them; this module holds the arithmetic they share.
+
+The rate is a token bucket kept on the queue's row: it fills at `rate_per_second` up to
+`rate_burst` tokens, and every item a pop hands out takes one. Its state is (tokens, the time
+they were counted); a bucket never counted is full.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+
+
+@dataclass(frozen=True, slots=True)
+class FlowLimits:
+    """A queue's limits; None: no such limit."""
+
+    max_leased: int | None = None
+    """Items of the queue leased at once, across replicas (unexpired leases)."""
+    rate_per_second: float | None = None
+    """Items handed out per second, across replicas, on average."""
+    rate_burst: int | None = None
+    """Items that may be handed out at once after a quiet spell (the bucket's size). None with a
+    rate: one second's worth, at least 1."""
+
+    @property
+    def limited(self) -> bool:
+        """Whether a pop must count leases or take tokens: such a queue pops the careful way."""
+        return self.max_leased is not None or self.rate_per_second is not None
+
+    @property
+    def burst(self) -> float:
+        """The bucket's size."""
+        if self.rate_burst is not None:
+            return float(self.rate_burst)
+        return float(max(1, math.ceil(self.rate_per_second or 0)))
+
+
+NO_LIMITS = FlowLimits()
+
+
+@dataclass(frozen=True, slots=True)
+class Bucket:
+    """A rate bucket's state as stored: tokens as counted at `at`; (None, None) when never counted."""
+
+    tokens: float | None
+    at: datetime | None
+
+    def tokens_at(self, limits: FlowLimits, now: datetime) -> float:
+        """The tokens there are at `now`. Time never runs backwards here: a pop whose clock reads
+        earlier than the last count (it waited for the queue's lock) finds what was counted, and the
+        time between is credited to the next pop, so no token is made twice or lost."""
+        if self.tokens is None or self.at is None:
+            return limits.burst
+        elapsed = max(0.0, (now - self.at).total_seconds())
+        return min(limits.burst, self.tokens + elapsed * (limits.rate_per_second or 0.0))
+
+
+@dataclass(frozen=True, slots=True)
+class Room:
+    """What a pop of a limited queue may take now, and how its bucket stands after."""
+
+    items: int
+    """How many items the pop may hand out (up to what it asked for)."""
+    tokens: float | None
+    """The bucket's tokens at `at`, before the pop takes its items (None: no rate)."""
+    at: datetime | None
+    bound_by: str | None
+    """Which limit cut the pop short ('max_leased', 'rate'), None when none did."""
+
+    def refill_seconds(self, limits: FlowLimits, taken: int) -> float | None:
+        """After `taken` items: how long until the bucket holds a whole token again (None: it
+        does, or there is no rate)."""
+        if self.tokens is None or not limits.rate_per_second:
+            return None
+        left = self.tokens - taken
+        return None if left >= 1 - 1e-9 else (1 - left) / limits.rate_per_second
+
+
+def room(limits: FlowLimits, asked: int, leased: int, bucket: Bucket, now: datetime) -> Room:
+    """How many of `asked` items a pop may take, with `leased` unexpired leases held now."""
+    items, bound_by = asked, None
+    if limits.max_leased is not None and limits.max_leased - leased < items:
+        items, bound_by = max(0, limits.max_leased - leased), "max_leased"
+    tokens: float | None = None
+    at: datetime | None = None
+    if limits.rate_per_second is not None:
+        tokens = bucket.tokens_at(limits, now)
+        at = max(now, bucket.at) if bucket.at is not None else now
+        whole = int(tokens + 1e-9)  # 0.9999999 tokens, from float seconds, is the whole token it means
+        if whole < items:
+            items, bound_by = max(0, whole), "rate"
+    return Room(items, tokens, at, bound_by)

@@ -1,0 +1,126 @@
+"""Flow limits on SQL Server, by shape and binding (no server runs here): the columns and their checks
+match SQLite's; a limited queue's pop locks its row to the end of the transaction (UPDLOCK,
+HOLDLOCK), counts the leases with locking reads in a batch of its own, claims only what the limits
+leave and takes its tokens; the one-batch pop claims nothing of a limited queue unless told the
+limits were counted."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from simplequeue.store.migrations import load_migrations
+from simplequeue.store.mssql.store import MssqlStore
+from sqlglot import exp
+
+from tests.mssql.helpers import (
+    NOW,
+    NOW_TEXT,
+    FakeConnection,
+    Result,
+    hints,
+    index_hint,
+    limits_row,
+    result,
+    statements,
+)
+from tests.mssql.test_schema import added_columns, constraint
+
+FLOW = next(m for m in load_migrations("mssql") if m.name == "flow_limits")
+SQLITE_FLOW = next(m for m in load_migrations("sqlite") if m.name == "flow_limits")
+
+
+@pytest.fixture
+def careful(
+    fake: tuple[MssqlStore, FakeConnection], monkeypatch: pytest.MonkeyPatch
+) -> tuple[MssqlStore, FakeConnection]:
+    store, conn = fake
+    monkeypatch.setattr(store.flow, "careful", lambda queue: True)  # as for a queue not seen lately
+    return store, conn
+
+
+def test_the_columns_are_sqlites_with_its_checks() -> None:
+    columns = added_columns("sq_queues", (FLOW,))
+    assert set(columns) == {
+        "max_leased",
+        "rate_per_second",
+        "rate_burst",
+        "rate_tokens",
+        "rate_at",
+        "limited",
+    }
+    for name in ("max_leased", "rate_per_second", "rate_burst"):
+        check = constraint(columns[name], exp.CheckColumnConstraint)
+        assert check is not None, name
+        assert f"CHECK ({check.this.sql('tsql')})" in SQLITE_FLOW.sql, name
+    assert columns["rate_at"].args["kind"].sql("tsql") == "DATETIME2(7)"  # as visible_at
+    default = constraint(columns["limited"], exp.DefaultColumnConstraint)
+    assert default is not None
+    assert default.this.name == "0"
+    assert set(re.findall(r"ADD COLUMN (\w+)", SQLITE_FLOW.sql)) == set(columns)
+
+
+def test_the_queue_row_is_locked_to_the_end_of_the_transaction() -> None:
+    [select] = statements("lock_limits")
+    assert isinstance(select, exp.Select)
+    assert hints(select.find(exp.Table)) == ["HOLDLOCK", "ROWLOCK", "UPDLOCK"]
+    assert "SYSUTCDATETIME()" in select.sql("tsql")  # the bucket's time: when the lock was had
+
+
+def test_the_leases_are_counted_with_locking_reads_up_to_the_limit() -> None:
+    [select] = statements("count_leased")
+    inner = select.find(exp.Subquery).this
+    table = inner.find(exp.Table)
+    assert "READCOMMITTEDLOCK" in hints(table)  # committed rows, not row versions under RCSI
+    assert "INDEX(sq_items_lapsed)" in index_hint(table)
+    assert "TOP (@cap)" in inner.sql("tsql")
+    assert "i.visible_at > @now" in inner.args["where"].sql("tsql")
+
+
+async def test_a_limited_pop_claims_what_is_left_and_takes_its_tokens(
+    careful: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = careful
+    conn.reply("lock_limits", limits_row(max_leased=5, rate_per_second=2.0, rate_tokens=1.5, rate_at=NOW))
+    conn.reply("count_leased", result(leased=2))
+    conn.reply("pop", Result(["seq"], []))
+    conn.reply("take_tokens", result(changed=1))
+
+    assert await store.pop("orders", 10, 30) == []
+
+    assert conn.names == ["lock_limits", "count_leased", "pop", "take_tokens"]
+    assert conn.params("count_leased") == (NOW_TEXT, "orders", 5)
+    # max_leased leaves 3, the bucket 1 (1.5 tokens): the pop asks for 1, told the limits were counted.
+    _, queue, _, limits_checked, max_items, _ = conn.params("pop")
+    assert (queue, limits_checked, max_items) == ("orders", 1, 1)
+    # Nothing was handed out: the tokens stay as counted, at the lock's time.
+    assert conn.params("take_tokens") == (
+        "orders",
+        "1.5",
+        NOW.replace(tzinfo=None).isoformat(timespec="microseconds"),
+    )
+    assert conn.commits == 1
+
+
+async def test_a_pop_with_no_room_sends_no_claim(careful: tuple[MssqlStore, FakeConnection]) -> None:
+    store, conn = careful
+    conn.reply("lock_limits", limits_row(max_leased=2))
+    conn.reply("count_leased", result(leased=2))
+
+    assert await store.pop("orders", 10, 30) == []
+
+    assert conn.names == ["lock_limits", "count_leased"]
+    assert store.flow.held_by("orders") == "max_leased"
+
+
+async def test_a_queue_without_limits_pops_at_once_after_the_look(
+    careful: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = careful
+    conn.reply("lock_limits", limits_row())
+    conn.reply("pop", Result(["seq"], []))
+
+    await store.pop("orders", 10, 30)
+
+    assert conn.names == ["lock_limits", "pop"]
+    assert conn.params("pop")[3:5] == (1, 10)
