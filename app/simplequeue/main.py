@@ -94,7 +94,7 @@ def create_app(
             signing_key(settings.sns_signing_key_file) if settings.sns_signing_key_file else None,
             endpoints,
         )
-        schedules = ScheduleService(the_store, service, clock or system_clock)
+        schedules = ScheduleService(the_store, service, clock or system_clock, max_queues=settings.max_queues)
         try:
             await service.start(migrate=settings.migrate_on_start)
             log.info(

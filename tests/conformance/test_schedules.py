@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from uuid import uuid4
 
 import pytest
-from simplequeue.domain import ItemExists, NewItem, QueueNotFound
+from simplequeue.domain import ItemExists, NewItem, QueueNotFound, QueueSettings, TooManyQueues
 from simplequeue.domain.schedules import MAX_CATCH_UP, Schedule, ScheduleNotFound, ScheduleSpec, Timing
 from simplequeue.main import store_for
 from simplequeue.service.queues import QueueService
@@ -270,3 +270,22 @@ async def test_a_firing_that_fails_claims_nothing(
     assert await count(one, queue) == 1
     assert not await one.store.fire_schedule(name, slot, slot, [item_for(schedule, slot)], slot), "taken"
     assert await count(one, queue) == 1
+
+
+async def test_a_schedule_makes_no_queue_past_the_services_most(
+    settings: Settings, clock: FakeClock, name: str, queue: str
+) -> None:
+    store = store_for(settings, clock)
+    queues = QueueService(store, clock)
+    await queues.start(migrate=True)
+    try:
+        full = ScheduleService(store, queues, clock, max_queues=await store.count_queues())
+        spec = ScheduleSpec(queue, "1", Timing(every_seconds=60))
+        with pytest.raises(TooManyQueues):
+            await full.put(name, spec)
+        await queues.put_queue(queue, QueueSettings())
+        made, _ = await full.put(name, spec)  # an existing queue is no new one
+        assert made.spec.queue == queue
+        await full.delete(name)
+    finally:
+        await queues.stop()

@@ -25,6 +25,7 @@ from simplequeue.domain import (
     Page,
     QueueError,
     SchemaNotReady,
+    TooManyQueues,
 )
 from simplequeue.domain.names import is_queue_name, key_problem, text_problem
 from simplequeue.domain.schedules import (
@@ -56,10 +57,11 @@ IDLE_SECONDS = 2.0
 
 
 class ScheduleService:
-    def __init__(self, store: Store, queues: QueueService, clock: Clock) -> None:
+    def __init__(self, store: Store, queues: QueueService, clock: Clock, *, max_queues: int = 1000) -> None:
         self._store = store
         self._queues = queues
         self._clock = clock
+        self._max_queues = max_queues
         self.changed = asyncio.Event()
         """Set when a schedule changes through this replica: its scheduler looks again at once."""
 
@@ -73,9 +75,20 @@ class ScheduleService:
         if spec.group is not None and (problem := text_problem(spec.group) or key_problem(spec.group)):
             raise InvalidSchedule("group", problem)
         self._queues.require_ready()
+        await self._check_room(spec.queue)
         made = await self._store.put_schedule(name, spec, first_slot(spec.timing, now), now)
         self.changed.set()
         return made
+
+    async def _check_room(self, queue: str) -> None:
+        """TooManyQueues for a schedule whose firings would make a queue past the service's most
+        (SIMPLEQUEUE_MAX_QUEUES), as a push would be refused."""
+        if await self._store.queue_exists(queue) or await self._store.count_queues() < self._max_queues:
+            return
+        raise TooManyQueues(
+            f"schedule's queue {queue!r} does not exist, and the service holds its most queues "
+            f"({self._max_queues}, SIMPLEQUEUE_MAX_QUEUES); make the queue first, or raise the limit"
+        )
 
     @property
     def max_payload_bytes(self) -> int:

@@ -38,12 +38,13 @@ async def list_schedules(
 @router.put(
     "/schedules/{name}",
     operation_id="putSchedule",
-    responses=also(201, ScheduleResponse, "The schedule was made.") | errors(400, 413, 415, 422, 503),
+    responses=also(201, ScheduleResponse, "The schedule was made.") | errors(400, 409, 413, 415, 422, 503),
 )
 async def put_schedule(
     name: SchedulePath, body: ScheduleRequest, schedules: SchedulesDep, who: Caller, response: Response
 ) -> ScheduleResponse:
-    """Make or replace the schedule; its next slot is the first after now (its last run is kept)."""
+    """Make or replace the schedule; its next slot is the first after now (its last run is kept).
+    409 TooManyQueues when its queue does not exist and the service holds its most queues."""
     who.require(Action.ADMINISTER, body.queue)
     spec = ScheduleSpec(
         queue=body.queue,
