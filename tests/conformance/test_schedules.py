@@ -289,3 +289,31 @@ async def test_a_schedule_makes_no_queue_past_the_services_most(
         await full.delete(name)
     finally:
         await queues.stop()
+
+
+async def test_an_idle_scheduler_asks_once_a_second_and_a_change_here_wakes_it_at_once(
+    one: Replica, name: str, queue: str, clock: FakeClock, at_minute: datetime
+) -> None:
+    asked: list[float] = []
+    store = one.store
+    due = store.schedules_due
+
+    async def counted(now: datetime, limit: int) -> tuple[list[Schedule], datetime | None]:
+        asked.append(asyncio.get_running_loop().time())
+        return await due(now, limit)
+
+    store.schedules_due = counted  # type: ignore[method-assign]
+    running = asyncio.create_task(one.scheduler.run_forever())
+    try:
+        await asyncio.sleep(2.5)  # nothing of this test's is due: at most one statement a second
+        assert 2 <= len(asked) <= 4, asked
+        before = len(asked)
+        changed_at = asyncio.get_running_loop().time()
+        await put(one, name, queue)  # a change through this replica wakes its scheduler now
+        await asyncio.sleep(0.2)
+        assert len(asked) > before
+        assert asked[before] - changed_at < 0.2
+    finally:
+        running.cancel()
+        with suppress(asyncio.CancelledError):
+            await running
