@@ -2,7 +2,7 @@
 Scheduler every replica runs.
 
 There is no leader. Each replica's Scheduler reads the due schedules with one statement, fires
-each due slot in a transaction of its own that claims the slot by compare-and-set
+each schedule's due slots in a transaction of its own that claims them by compare-and-set
 (store/schedules.py), and sleeps until the next slot any replica knows of, at most
 MAX_SLEEP_SECONDS: a schedule another replica changed is seen within that, one changed here at
 once. Idle, a replica therefore costs at most one statement a second, whatever the number of
