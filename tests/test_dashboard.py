@@ -1004,3 +1004,98 @@ def test_a_queue_with_flow_limits_says_so_and_when_it_is_at_them(
         expect(page.locator("h1")).to_contain_text("orders")
         expect(page.locator("#limits")).to_have_count(0)  # no limits: no line
         tab.clean()
+
+
+def test_schedules_are_listed_and_paused_resumed_run_and_deleted_from_their_page(
+    chromium: str, service: str, api: httpx.Client
+) -> None:
+    from playwright.sync_api import expect
+
+    with browsing(chromium, service) as tab:
+        page = tab.page
+        page.goto(f"{service}/ui/")
+        page.click("#sections a[href='#/schedules']")
+        # None yet: the page says how to make one.
+        expect(page.locator("#no-schedules")).to_contain_text(f"curl -X PUT '{service}/schedules/tick'")
+        expect(page.locator("#no-schedules")).to_contain_text("sq.put_schedule(")
+        shoot(page, "schedules-empty.png")
+        nightly = {
+            "queue": "mail",
+            "payload": {"job": "digest", "to": "team@example.com"},
+            "cron": "0 3 * * *",
+            "timezone": "America/New_York",
+            "overlap": "skip",
+            "priority": 5,
+        }
+        api.put("/schedules/nightly", json=nightly).raise_for_status()
+        api.put("/schedules/hourly", json={"queue": "orders", "payload": 1, "every_seconds": 3600})
+        weekly = {"queue": "reports", "payload": {}, "cron": "@weekly", "paused": True}
+        api.put("/schedules/weekly", json=weekly)
+        hourly = api.post("/schedules/hourly/trigger").json()["last_item_id"]
+        page.reload()
+        rows = page.locator("#schedules tbody tr")
+        expect(rows).to_have_count(3)
+        row = page.locator('tr[data-schedule="nightly"]')
+        expect(row).to_contain_text("0 3 * * *")
+        expect(row).to_contain_text("America/New_York")
+        next_run = api.get("/schedules/nightly").json()["next_run_at"]
+        expect(row.locator('[data-col="next"] time')).to_have_attribute("datetime", next_run)
+        expect(row.locator('[data-col="next"] time')).to_have_text(re.compile(r"^in \d+ (s|min|h)$"))
+        expect(row.locator('[data-col="last"]')).to_have_text("never")
+        expect(page.locator('tr[data-schedule="hourly"]')).to_contain_text("every hour")
+        fired_hourly = page.locator('tr[data-schedule="hourly"] [data-col="item"] a')
+        expect(fired_hourly).to_have_attribute("title", hourly)
+        expect(page.locator('tr[data-schedule="weekly"] .badge')).to_have_text("paused")
+        shoot(page, "schedules.png")
+        page.set_viewport_size({"width": 760, "height": 720})
+        shoot(page, "schedules-narrow.png")
+        page.set_viewport_size({"width": 1200, "height": 720})
+
+        row.click()
+        expect(page.locator("h1")).to_have_text("nightly live")
+        expect(page.locator("#schedule-payload")).to_contain_text('"to": "team@example.com"')
+        expect(page.locator('[data-fact="Priority"]')).to_have_text("5")
+        expect(page.locator('[data-fact="Overlap"]')).to_contain_text("skip")
+        page.click("#schedule-pause")
+        expect(page.locator("h1 .badge")).to_have_text("paused")
+        assert api.get("/schedules/nightly").json()["paused"] is True
+        page.click("#schedule-resume")
+        expect(page.locator("h1 .badge")).to_have_text("live")
+        assert api.get("/schedules/nightly").json()["paused"] is False
+        page.click("#schedule-trigger")
+        fired = page.locator('[data-fact="Last item"] a')
+        expect(fired).to_be_visible()
+        after = api.get("/schedules/nightly").json()
+        assert after["last_item_id"] is not None
+        assert after["last_run_at"] is not None
+        expect(fired.locator("code")).to_have_text(after["last_item_id"])
+        assert tab.asked[-1].startswith("Push one item of nightly to mail now?")
+        shoot(page, "schedule.png")
+        fired.click()
+        expect(page.locator("#payload")).to_contain_text('"job": "digest"')
+        page.go_back()
+
+        # Deleting takes the name typed, as a queue's delete does.
+        page.click("#delete-schedule")
+        page.fill("#confirm-name", "nightl")
+        expect(page.locator("#confirm-delete")).to_be_disabled()
+        page.fill("#confirm-name", "nightly")
+        page.click("#confirm-delete")
+        expect(page.locator("h1")).to_have_text("Schedules")
+        expect(rows).to_have_count(2)
+        assert api.get("/schedules/nightly").status_code == 404
+        page.goto(f"{service}/ui/#/schedules/nightly")
+        expect(page.locator("#not-found")).to_have_text("Schedule not found")
+        tab.clean("404")
+    with browsing(chromium, service, key=MAIL_ADMIN) as tab:  # its queue's schedules only: none
+        tab.page.goto(f"{service}/ui/#/schedules")
+        expect(tab.page.locator("#no-schedules")).to_be_visible()
+        tab.page.goto(f"{service}/ui/#/schedules/hourly")
+        expect(tab.page.locator("#read-only")).to_contain_text("may not see this one")
+        expect(tab.page.locator("main button")).to_have_count(0)
+        tab.clean("403")
+    with browsing(chromium, service, key=PRODUCER) as tab:  # schedules need an admin key
+        tab.page.goto(f"{service}/ui/#/schedules")
+        expect(tab.page.locator("#read-only")).to_contain_text("need an admin API key")
+        expect(tab.page.locator("#banner")).to_be_hidden()
+        tab.clean("403")

@@ -251,10 +251,10 @@ function drawChart(activity, totals) {
   return chart;
 }
 
-function notFound(show, what, why) {
+function notFound(show, what, why, back = ["#/", "Queues"]) {
   if (show.latest()) here = null;
   show(
-    el("p", {}, el("a", { href: "#/" }, "← Queues")),
+    el("p", {}, el("a", { href: back[0] }, `← ${back[1]}`)),
     el("h1", { id: "not-found" }, `${what} not found`),
     el("p", { class: "muted" }, why));
 }
@@ -411,6 +411,196 @@ async function topicPage(show, name) {
         el("a", { href: `#/queues/${DELIVERIES}` }, DELIVERIES), " until sent; a failed one waits there for its next retry, and one out of retries goes to the subscription's dead-letter queue or dies there with its reason."),
       d ? el("div", { class: "cards", id: "deliveries" },
         ...sending.map(([label, value]) => el("div", { class: "card" }, el("div", { class: `value ${label.startsWith("Failed") && value ? "dead" : ""}` }, value), el("div", { class: "label" }, label)))) : ""));
+}
+
+// --- schedules: what each pushes, to which queue, when ---------------------------------------------
+
+// Every schedule route takes an admin key covering the schedule's queue: a key that may not
+// administer sees a note where the schedules would be.
+function schedulesRefused(name) {
+  return readOnlyNote(`Schedules push into queues on their own, so they need an admin API key that covers their queue: this key may not see ${name ? "this one" : "them"}.`);
+}
+
+function plural(n, unit) { return `${n} ${unit}${n === 1 ? "" : "s"}`; }
+
+// every_seconds in the largest whole unit: "every 90 s", "every 5 minutes", "every day".
+function every(seconds) {
+  for (const [size, unit] of [[86400, "day"], [3600, "hour"], [60, "minute"]]) {
+    if (seconds % size === 0) return seconds === size ? `every ${unit}` : `every ${plural(seconds / size, unit)}`;
+  }
+  return seconds === 1 ? "every second" : `every ${seconds} s`;
+}
+
+// A date and time in the browser's zone, the year only when it is not this one.
+function absolute(text) {
+  const at = new Date(text);
+  const year = at.getFullYear() === new Date().getFullYear() ? undefined : "numeric";
+  return at.toLocaleString([], { year, month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit" });
+}
+
+// When it fires, in words: every N, a cron expression in its zone, or once at a time.
+function timing(s) {
+  if (s.every_seconds != null) return el("span", { class: "timing" }, every(s.every_seconds));
+  if (s.cron != null) return el("span", { class: "timing" }, "cron ", el("code", { class: "cron" }, s.cron), " ", el("span", { class: "muted" }, s.timezone));
+  return el("span", { class: "timing" }, "once at ", el("time", { datetime: s.at, title: s.at }, absolute(s.at)));
+}
+
+// A time both ways: "in 40 s" and, below it, the date and time.
+function whenBoth(text, none = "—") {
+  if (!text) return el("span", { class: "muted" }, none);
+  return el("span", { class: "when" }, when(text), el("span", { class: "muted small absolute" }, absolute(text)));
+}
+
+function nextRun(s) {
+  if (s.paused) return el("span", { class: "muted" }, "paused");
+  return whenBoth(s.next_run_at, s.at ? "fired (once)" : "—");
+}
+
+// The item the last firing pushed: whole, with its copy button, or (in the list) its first
+// characters, the whole id on hover.
+function lastItem(s, short = false) {
+  const id = s.last_item_id;
+  if (!id) return el("span", { class: "muted" }, "—");
+  if (!short) return idOf(id, `#/items/${id}`);
+  return el("a", { href: `#/items/${id}`, class: "id-link", title: id }, el("code", { class: "id" }, `${id.slice(0, 8)}…`));
+}
+
+function queueLink(queue) { return el("a", { href: `#/queues/${enc(queue)}` }, queue); }
+
+function scheduleExample() {
+  const auth = key() ? " -H 'Authorization: Bearer <admin key>'" : "";
+  const sdk = key() ? `, api_key="<admin key>"` : "";
+  return [
+    el("p", {}, "No schedule yet. Make one with the API, for instance a push to the queue ", el("code", {}, "ticks"), " every minute:"),
+    el("pre", { class: "payload", id: "schedule-example" },
+      `curl -X PUT '${location.origin}/schedules/tick'${auth} -H 'Content-Type: application/json' \\\n` +
+      `  -d '{"queue": "ticks", "payload": {"job": "tick"}, "every_seconds": 60}'`),
+    el("p", {}, "or from Python:"),
+    el("pre", { class: "payload" },
+      `with Client("${location.origin}"${sdk}) as sq:\n` +
+      `    sq.put_schedule("tick", queue="ticks", payload={"job": "tick"}, every_seconds=60)`),
+    el("p", { class: "muted" }, "cron expressions in a time zone and one-time pushes are made the same way: see the documentation's Schedules page, or ",
+      el("code", {}, "simplequeue schedule put --help"), "."),
+  ];
+}
+
+async function schedulesPage(show) {
+  const p = pagingFor("schedules");
+  const path = `/schedules?limit=${PAGE}${p.cursor ? `&cursor=${enc(p.cursor)}` : ""}`;
+  let page;
+  try { page = await api("GET", path); } catch (error) {
+    if (error.status !== 403) throw error;
+    if (show.latest()) here = null;
+    return show(el("h1", {}, "Schedules"), schedulesRefused());
+  }
+  const { schedules } = page;
+  const paged = Boolean(page.next_cursor || p.before.length);
+  if (show.latest()) here = null;
+  const rows = schedules.map((s) => el("tr", { class: "link", "data-schedule": s.name, onclick: (event) => {
+    if (event.target.closest("a, button")) return;
+    location.hash = `#/schedules/${enc(s.name)}`;
+  } },
+    el("td", { class: "name-cell" }, el("a", { href: `#/schedules/${enc(s.name)}`, class: "queue-link" }, el("strong", {}, s.name)), s.paused ? [" ", badge("paused")] : ""),
+    el("td", {}, queueLink(s.queue)),
+    el("td", {}, timing(s)),
+    el("td", { "data-col": "next" }, nextRun(s)),
+    el("td", { "data-col": "last" }, whenBoth(s.last_run_at, "never")),
+    el("td", { class: "id-cell", "data-col": "item" }, lastItem(s, true))));
+  show(
+    el("h1", {}, "Schedules"),
+    schedules.length === 0 && !paged ? "" : el("p", { class: "muted", id: "schedule-count" }, `${schedules.length} schedule${schedules.length === 1 ? "" : "s"}${paged ? " on this page" : ""}: each pushes its payload to its queue at its times, once per time, whichever replica fires it; refreshed every 5 seconds.`),
+    paged ? el("div", { class: "above-table" }, pager(page)) : "",
+    schedules.length === 0 && !paged ? el("section", { class: "panel", id: "no-schedules" }, scheduleExample()) :
+      el("div", { class: "table-wrap" }, el("table", { id: "schedules" },
+        el("thead", {}, el("tr", {}, ...["Schedule", "Queue", "When", "Next run", "Last run", "Last item"].map((h) => el("th", {}, h)))),
+        el("tbody", {}, rows))));
+}
+
+const OVERLAP = { allow: "allow: a slot fires whatever its previous item is doing", skip: "skip: a slot whose previous item is still live pushes nothing" };
+const CATCH_UP = { none: "none: after an outage, the last slot only if it is under a minute late", latest: "latest: after an outage, the last slot missed, once", all: "all: after an outage, each slot missed (at most 100)" };
+
+function scheduleFacts(s) {
+  const muted = (text) => el("span", { class: "muted" }, text);
+  const rows = [
+    ["Queue", queueLink(s.queue)],
+    ["When", timing(s)],
+    ["Next run", nextRun(s)],
+    ["Last run", whenBoth(s.last_run_at, "never")],
+    ["Last item", lastItem(s)],
+    ["Priority", s.priority],
+    ["Group", s.group ?? muted("—")],
+    ["Jitter", s.jitter_seconds ? `up to ${s.jitter_seconds} s after each slot` : muted("none")],
+    ["Overlap", OVERLAP[s.overlap] ?? s.overlap],
+    ["Catch-up", CATCH_UP[s.catch_up] ?? s.catch_up],
+    ["Created", whenBoth(s.created_at)],
+    ["Changed", whenBoth(s.modified_at, "never")],
+  ];
+  return el("dl", { class: "facts", id: "schedule-facts" }, rows.map(([k, v]) => [el("dt", {}, k), el("dd", { "data-fact": k }, v)]));
+}
+
+function scheduleActions(s) {
+  const path = `/schedules/${enc(s.name)}`;
+  return el("div", { class: "toolbar" },
+    s.paused ? act("Resume", "", null, () => api("POST", `${path}/resume`), { id: "schedule-resume" })
+             : act("Pause", "secondary", null, () => api("POST", `${path}/pause`), { id: "schedule-pause" }),
+    act("Run now", "secondary", `Push one item of ${s.name} to ${s.queue} now? Its slots stay as they are${s.paused ? " (it stays paused)" : ""}.`,
+      () => api("POST", `${path}/trigger`), { id: "schedule-trigger" }));
+}
+
+function deleteScheduleSection(s) {
+  return el("section", { class: "panel danger-zone" }, el("h2", {}, "Delete schedule"),
+    el("p", { class: "muted" }, `Deleted, ${s.name} fires no more; the items it pushed stay in ${s.queue}.`),
+    el("button", { type: "button", class: "danger", id: "delete-schedule", onclick: () => deleteScheduleDialog(s) }, "Delete schedule…"));
+}
+
+// The typed-name confirmation, as a queue's: outside <main> so that no refresh takes it away.
+function deleteScheduleDialog(s) {
+  const input = el("input", { id: "confirm-name", autocomplete: "off", spellcheck: "false", "aria-describedby": "delete-what" });
+  const problem = el("p", { id: "delete-problem", class: "error-text", role: "alert", hidden: true });
+  const remove = async () => {
+    try {
+      await api("DELETE", `/schedules/${enc(s.name)}`);
+      dialog.close();
+      go("#/schedules");
+    } catch (error) {
+      problem.replaceChildren(el("strong", {}, error.code), " ", error.detail);
+      problem.hidden = false;
+    }
+  };
+  const confirmButton = el("button", { type: "submit", class: "danger", id: "confirm-delete", disabled: true }, "Delete");
+  input.addEventListener("input", () => { confirmButton.disabled = input.value !== s.name; });
+  const dialog = el("dialog", { id: "delete-dialog", "aria-labelledby": "delete-title" },
+    el("form", { onsubmit: (event) => { event.preventDefault(); if (input.value === s.name) remove(); } },
+      el("h2", { id: "delete-title" }, `Delete schedule ${s.name}?`),
+      el("p", { id: "delete-what" }, `It fires no more; the items it pushed stay in ${s.queue}. This cannot be undone. Type the schedule's name to confirm.`),
+      el("label", { for: "confirm-name" }, "Schedule name"), input, problem,
+      el("div", { class: "toolbar" }, confirmButton, el("button", { type: "button", class: "secondary", onclick: () => dialog.close() }, "Cancel"))));
+  dialog.addEventListener("close", () => dialog.remove());
+  document.body.append(dialog);
+  dialog.showModal();
+  input.focus();
+}
+
+function schedulePayload(s) {
+  const text = JSON.stringify(s.payload, null, 2);
+  return el("section", { class: "panel" }, el("h2", {}, "Payload ", el("span", { class: "muted small" }, "each firing pushes it as the item's payload")),
+    el("pre", { id: "schedule-payload", class: "payload", tabindex: "0" }, text.length > PAYLOAD_SHOWN ? `${text.slice(0, PAYLOAD_SHOWN)}\n…` : text));
+}
+
+async function schedulePage(show, name) {
+  let s;
+  try { s = await api("GET", `/schedules/${enc(name)}`); } catch (error) {
+    if (error.status !== 403) throw error;
+    if (show.latest()) here = null;
+    return show(el("p", {}, el("a", { href: "#/schedules" }, "← Schedules")), el("h1", {}, name), schedulesRefused(name));
+  }
+  // Reading a schedule takes an admin key covering its queue: whoever sees it may act on it.
+  administers.set(s.queue, true);
+  if (show.latest()) here = null;
+  show(el("p", {}, el("a", { href: "#/schedules" }, "← Schedules")),
+    el("h1", {}, s.name, " ", badge(s.paused ? "paused" : "live")),
+    el("p", { class: "muted", id: "schedule-summary" }, "Pushes to ", queueLink(s.queue), ", ", timing(s), "."),
+    scheduleActions(s), scheduleFacts(s), schedulePayload(s), deleteScheduleSection(s));
 }
 
 // --- a queue: its counts, chart, tabs of items, settings -------------------------------------------
@@ -845,6 +1035,8 @@ function route() {
   if (parts[0] === "items" && parts[1]) return { page: "item", id: parts[1] };
   if (parts[0] === "topics" && parts[1]) return { page: "topic", name: parts[1] };
   if (parts[0] === "topics") return { page: "topics" };
+  if (parts[0] === "schedules" && parts[1]) return { page: "schedule", name: parts[1] };
+  if (parts[0] === "schedules") return { page: "schedules" };
   return { page: "queues" };
 }
 
@@ -866,6 +1058,8 @@ async function render() {
       await itemPage(show, r.id.toLowerCase());
     } else if (r.page === "topics") await topicsPage(show);
     else if (r.page === "topic") await topicPage(show, r.name);
+    else if (r.page === "schedules") await schedulesPage(show);
+    else if (r.page === "schedule") await schedulePage(show, r.name);
     else await queuesPage(show);
     if (!latest()) return;
     shown = hash;
@@ -874,6 +1068,10 @@ async function render() {
     if (!latest()) return; // another page was asked for meanwhile: it renders itself
     if (r.page === "topic" && error.code === "TopicNotFound") {
       notFound(show, "Topic", "There is no topic by that name (it may have been deleted).");
+      shown = hash;
+      say("");
+    } else if (r.page === "schedule" && error.code === "ScheduleNotFound") {
+      notFound(show, "Schedule", "There is no schedule by that name (it may have been deleted).", ["#/schedules", "Schedules"]);
       shown = hash;
       say("");
     } else if ((r.page === "queue" || r.page === "find") && error.code === "QueueNotFound") {
