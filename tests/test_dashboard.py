@@ -4,7 +4,8 @@ with their counts and charts, shows a queue's items by state (paged by the API's
 history, an item with its payload and errors, the queue's settings (edited through PUT
 /queues/{name}, whose 422 it shows), and its buttons pause, redrive, delete items (one or
 selected) and the queue through the API. Keys that may not administer see no button they cannot
-use. Every page is also driven by the keyboard, and no page logs an error or meets a CSP
+use. Schedules are listed with their next run, and paused, resumed, run and deleted from their
+page. Every page is also driven by the keyboard, and no page logs an error or meets a CSP
 violation. Without Chromium the tests are skipped, except under CI, where they fail.
 
 SIMPLEQUEUE_SCREENSHOTS=docs saves the pages the docs show as PNGs under docs/images/.
@@ -19,6 +20,7 @@ import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -1031,10 +1033,13 @@ def test_schedules_are_listed_and_paused_resumed_run_and_deleted_from_their_page
         api.put("/schedules/hourly", json={"queue": "orders", "payload": 1, "every_seconds": 3600})
         weekly = {"queue": "reports", "payload": {}, "cron": "@weekly", "paused": True}
         api.put("/schedules/weekly", json=weekly)
+        at = (datetime.now(UTC) + timedelta(days=2)).isoformat()
+        reminder = {"queue": "mail", "payload": "renew", "at": at}
+        api.put("/schedules/reminder", json=reminder).raise_for_status()
         hourly = api.post("/schedules/hourly/trigger").json()["last_item_id"]
         page.reload()
         rows = page.locator("#schedules tbody tr")
-        expect(rows).to_have_count(3)
+        expect(rows).to_have_count(4)
         row = page.locator('tr[data-schedule="nightly"]')
         expect(row).to_contain_text("0 3 * * *")
         expect(row).to_contain_text("America/New_York")
@@ -1046,6 +1051,8 @@ def test_schedules_are_listed_and_paused_resumed_run_and_deleted_from_their_page
         fired_hourly = page.locator('tr[data-schedule="hourly"] [data-col="item"] a')
         expect(fired_hourly).to_have_attribute("title", hourly)
         expect(page.locator('tr[data-schedule="weekly"] .badge')).to_have_text("paused")
+        expect(page.locator('tr[data-schedule="weekly"] [data-col="next"]')).to_have_text("paused")
+        expect(page.locator('tr[data-schedule="reminder"]')).to_contain_text("once at")
         shoot(page, "schedules.png")
         page.set_viewport_size({"width": 760, "height": 720})
         shoot(page, "schedules-narrow.png")
@@ -1059,6 +1066,8 @@ def test_schedules_are_listed_and_paused_resumed_run_and_deleted_from_their_page
         page.click("#schedule-pause")
         expect(page.locator("h1 .badge")).to_have_text("paused")
         assert api.get("/schedules/nightly").json()["paused"] is True
+        expect(page.locator('[data-fact="Next run"]')).to_contain_text("none while paused")
+        shoot(page, "schedule-paused.png")
         page.click("#schedule-resume")
         expect(page.locator("h1 .badge")).to_have_text("live")
         assert api.get("/schedules/nightly").json()["paused"] is False
@@ -1082,14 +1091,15 @@ def test_schedules_are_listed_and_paused_resumed_run_and_deleted_from_their_page
         page.fill("#confirm-name", "nightly")
         page.click("#confirm-delete")
         expect(page.locator("h1")).to_have_text("Schedules")
-        expect(rows).to_have_count(2)
+        expect(rows).to_have_count(3)
         assert api.get("/schedules/nightly").status_code == 404
         page.goto(f"{service}/ui/#/schedules/nightly")
         expect(page.locator("#not-found")).to_have_text("Schedule not found")
         tab.clean("404")
-    with browsing(chromium, service, key=MAIL_ADMIN) as tab:  # its queue's schedules only: none
+    with browsing(chromium, service, key=MAIL_ADMIN) as tab:  # its queue's schedules only
         tab.page.goto(f"{service}/ui/#/schedules")
-        expect(tab.page.locator("#no-schedules")).to_be_visible()
+        expect(tab.page.locator("#schedules tbody tr")).to_have_count(1)
+        expect(tab.page.locator('tr[data-schedule="reminder"]')).to_be_visible()
         tab.page.goto(f"{service}/ui/#/schedules/hourly")
         expect(tab.page.locator("#read-only")).to_contain_text("may not see this one")
         expect(tab.page.locator("main button")).to_have_count(0)
@@ -1099,3 +1109,24 @@ def test_schedules_are_listed_and_paused_resumed_run_and_deleted_from_their_page
         expect(tab.page.locator("#read-only")).to_contain_text("need an admin API key")
         expect(tab.page.locator("#banner")).to_be_hidden()
         tab.clean("403")
+
+
+def test_the_schedules_come_a_page_at_a_time(chromium: str, served: str, api: httpx.Client) -> None:
+    from playwright.sync_api import expect
+
+    for n in range(55):
+        api.put(f"/schedules/s{n:02}", json={"queue": "ticks", "payload": n, "every_seconds": 60})
+    with browsing(chromium, served) as tab:
+        page = tab.page
+        page.goto(f"{served}/ui/#/schedules")
+        rows = page.locator("#schedules tbody tr")
+        expect(rows).to_have_count(50)
+        expect(rows.first).to_have_attribute("data-schedule", "s00")
+        page.click("#page-next")
+        expect(page.locator("#page-number")).to_have_text("Page 2")
+        expect(rows).to_have_count(5)
+        expect(rows.first).to_have_attribute("data-schedule", "s50")
+        expect(page.locator("#schedule-count")).to_contain_text("5 schedules on this page")
+        page.click("#page-previous")
+        expect(rows).to_have_count(50)
+        tab.clean()

@@ -451,8 +451,8 @@ function whenBoth(text, none = "—") {
   return el("span", { class: "when" }, when(text), el("span", { class: "muted small absolute" }, absolute(text)));
 }
 
-function nextRun(s) {
-  if (s.paused) return el("span", { class: "muted" }, "paused");
+function nextRun(s, long = false) {
+  if (s.paused) return el("span", { class: "muted" }, long ? "none while paused (resumed, it fires from the next slot after then; the slots of the pause are not caught up)" : "paused");
   return whenBoth(s.next_run_at, s.at ? "fired (once)" : "—");
 }
 
@@ -477,6 +477,7 @@ function scheduleExample() {
       `  -d '{"queue": "ticks", "payload": {"job": "tick"}, "every_seconds": 60}'`),
     el("p", {}, "or from Python:"),
     el("pre", { class: "payload" },
+      "from simplequeue.client import Client\n\n" +
       `with Client("${location.origin}"${sdk}) as sq:\n` +
       `    sq.put_schedule("tick", queue="ticks", payload={"job": "tick"}, every_seconds=60)`),
     el("p", { class: "muted" }, "cron expressions in a time zone and one-time pushes are made the same way: see the documentation's Schedules page, or ",
@@ -524,7 +525,7 @@ function scheduleFacts(s) {
   const rows = [
     ["Queue", queueLink(s.queue)],
     ["When", timing(s)],
-    ["Next run", nextRun(s)],
+    ["Next run", nextRun(s, true)],
     ["Last run", whenBoth(s.last_run_at, "never")],
     ["Last item", lastItem(s)],
     ["Priority", s.priority],
@@ -549,7 +550,7 @@ function scheduleActions(s) {
 
 function deleteScheduleSection(s) {
   return el("section", { class: "panel danger-zone" }, el("h2", {}, "Delete schedule"),
-    el("p", { class: "muted" }, `Deleted, ${s.name} fires no more; the items it pushed stay in ${s.queue}.`),
+    el("p", { class: "muted" }, `Once deleted, ${s.name} fires no more; the items it pushed stay in ${s.queue}.`),
     el("button", { type: "button", class: "danger", id: "delete-schedule", onclick: () => deleteScheduleDialog(s) }, "Delete schedule…"));
 }
 
