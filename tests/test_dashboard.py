@@ -1054,7 +1054,7 @@ def test_schedules_are_listed_and_paused_resumed_run_and_deleted_from_their_page
         expect(page.locator('tr[data-schedule="weekly"] [data-col="next"]')).to_have_text("paused")
         expect(page.locator('tr[data-schedule="reminder"]')).to_contain_text("once at")
         shoot(page, "schedules.png")
-        page.set_viewport_size({"width": 760, "height": 720})
+        page.set_viewport_size({"width": 1000, "height": 720})
         shoot(page, "schedules-narrow.png")
         page.set_viewport_size({"width": 1200, "height": 720})
 
@@ -1095,6 +1095,13 @@ def test_schedules_are_listed_and_paused_resumed_run_and_deleted_from_their_page
         assert api.get("/schedules/nightly").status_code == 404
         page.goto(f"{service}/ui/#/schedules/nightly")
         expect(page.locator("#not-found")).to_have_text("Schedule not found")
+        # What the API refuses, the dialog says, with its code: here one deleted meanwhile.
+        page.goto(f"{service}/ui/#/schedules/weekly")
+        page.click("#delete-schedule")
+        api.delete("/schedules/weekly").raise_for_status()
+        page.fill("#confirm-name", "weekly")
+        page.click("#confirm-delete")
+        expect(page.locator("#delete-problem")).to_contain_text("ScheduleNotFound")
         tab.clean("404")
     with browsing(chromium, service, key=MAIL_ADMIN) as tab:  # its queue's schedules only
         tab.page.goto(f"{service}/ui/#/schedules")
