@@ -50,14 +50,17 @@ def free_port() -> int:
         return port
 
 
-@contextmanager
-def server(
-    database_url: str, *, root: Path = ROOT, env: dict[str, str] | None = None, **settings: str
-) -> Iterator[str]:
-    """`bench.app` under uvicorn (httptools, uvloop), one process, on a loopback port; `root`: the
-    checkout whose bench/app.py serves (another commit's, for an A/B run, with `env` setting its
-    PYTHONPATH)."""
-    port = free_port()
+def start_server(
+    database_url: str,
+    port: int,
+    *,
+    root: Path = ROOT,
+    env: dict[str, str] | None = None,
+    **settings: str,
+) -> subprocess.Popen[bytes]:
+    """`bench.app` under uvicorn (httptools, uvloop), one process on a loopback port, ready when this
+    returns. `root`: the checkout whose bench/app.py serves (another commit's, for an A/B run, with
+    `env` setting its PYTHONPATH)."""
     environment = {
         **os.environ,
         **(env or {}),
@@ -69,20 +72,32 @@ def server(
     command += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
     process = subprocess.Popen(command, env=environment, cwd=root)
     base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError("the benchmark server exited during start-up")
+        try:
+            if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
+                return process
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline:
+            process.kill()
+            process.wait()
+            raise RuntimeError("the benchmark server did not become ready in 30 s")
+        time.sleep(0.1)
+
+
+@contextmanager
+def server(
+    database_url: str, *, root: Path = ROOT, env: dict[str, str] | None = None, **settings: str
+) -> Iterator[str]:
+    """start_server's process for the block's length: its base URL."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    process = start_server(database_url, port, root=root, env=env, **settings)
     PIDS[base] = process.pid
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError("the benchmark server exited during start-up")
-            try:
-                if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("the benchmark server did not become ready in 30 s")
-            time.sleep(0.1)
         yield base
     finally:
         PIDS.pop(base, None)
@@ -92,6 +107,21 @@ def server(
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+async def pg_transactions(url: str) -> float:
+    """Committed and rolled-back transactions of this database, as PostgreSQL counts them."""
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute("SELECT pg_stat_force_next_flush()")
+        await asyncio.sleep(1.1)  # other backends flush their counts at most once a second
+        return float(
+            await conn.fetchval(
+                "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()"
+            )
+        )
+    finally:
+        await conn.close()
 
 
 async def run_for(seconds: float, *workers: asyncio.Future[None] | asyncio.Task[None]) -> None:

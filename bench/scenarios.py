@@ -21,7 +21,7 @@ from simplequeue.main import store_for
 from simplequeue.settings import Settings
 
 from bench import profile
-from bench.infra import PIDS, database, run_for, server
+from bench.infra import PIDS, database, pg_transactions, run_for, server
 
 CONCURRENCY = 32
 
@@ -543,10 +543,10 @@ async def idle_statements(engine: str, seconds: float) -> tuple[float, float | N
 
 
 async def _pg_transaction_rate(url: str, seconds: float) -> float:
-    before = await _pg_transactions(url)
+    before = await pg_transactions(url)
     started = time.perf_counter()
     await asyncio.sleep(seconds)
-    return (await _pg_transactions(url) - before) / (time.perf_counter() - started)
+    return (await pg_transactions(url) - before) / (time.perf_counter() - started)
 
 
 async def _forever(work: Callable[[], Awaitable[int]]) -> None:
@@ -557,21 +557,6 @@ async def _forever(work: Callable[[], Awaitable[int]]) -> None:
 async def _counters(http: aiohttp.ClientSession) -> int:
     async with http.get("/bench/counters") as response:
         return sum((await response.json()).values())
-
-
-async def _pg_transactions(url: str) -> float:
-    """Committed and rolled-back transactions of this database, as PostgreSQL counts them."""
-    conn = await asyncpg.connect(url)
-    try:
-        await conn.execute("SELECT pg_stat_force_next_flush()")
-        await asyncio.sleep(1.1)  # other backends flush their counts at most once a second
-        return float(
-            await conn.fetchval(
-                "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()"
-            )
-        )
-    finally:
-        await conn.close()
 
 
 # --- 6. pop latency with 1M dead rows vs 10k -----------------------------------------------------

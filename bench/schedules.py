@@ -44,7 +44,6 @@ import os
 import signal
 import statistics
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -55,7 +54,7 @@ import asyncpg
 import httpx
 from simplequeue.service.schedules import FIRING_AT_ONCE
 
-from bench.infra import ROOT, database, free_port
+from bench.infra import database, free_port, pg_transactions, start_server
 
 RESULTS = Path(__file__).parent / "results"
 GRACE = 30.0
@@ -101,27 +100,7 @@ class Replica:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> None:
-        environment = {
-            **os.environ,
-            "SIMPLEQUEUE_DATABASE_URL": self.database_url,
-            "SIMPLEQUEUE_LOG_LEVEL": "warning",
-            "SIMPLEQUEUE_ACCESS_LOG": "false",
-        }
-        command = [sys.executable, "-m", "uvicorn", "bench.app:create", "--factory", "--no-access-log"]
-        command += ["--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning"]
-        self.process = subprocess.Popen(command, env=environment, cwd=ROOT)
-        deadline = time.monotonic() + 30
-        while True:
-            if self.process.poll() is not None:
-                raise RuntimeError("a replica exited during start-up")
-            try:
-                if httpx.get(f"{self.base}/readyz", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("a replica did not become ready in 30 s")
-            time.sleep(0.1)
+        self.process = start_server(self.database_url, self.port, access_log="false")
 
     def kill(self) -> None:
         if self.process is not None:
@@ -203,21 +182,6 @@ async def due_calls(replicas: list[Replica]) -> list[int]:
             counters = (await http.get(f"{r.base}/bench/counters")).json()
             calls.append(int(counters.get("schedules_due", 0)))
     return calls
-
-
-async def pg_transactions(url: str) -> float:
-    """Committed and rolled-back transactions of the database, as PostgreSQL counts them."""
-    conn = await asyncpg.connect(url)
-    try:
-        await conn.execute("SELECT pg_stat_force_next_flush()")
-        await asyncio.sleep(1.1)  # other backends flush their counts at most once a second
-        return float(
-            await conn.fetchval(
-                "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()"
-            )
-        )
-    finally:
-        await conn.close()
 
 
 async def slot_report(db: asyncpg.Connection, slot: datetime) -> tuple[int, int, list[float]]:
