@@ -91,44 +91,28 @@ def list_schedules(url: str, key: str | None) -> None:
         click.echo(as_json(sq.schedules()))
 
 
-@schedule.command("show")
-@url_option
-@api_key_option
-@click.argument("name")
-def show(url: str, key: str | None, name: str) -> None:
-    """Print schedule NAME, with its next slot, last run and last item."""
-    with talking_to(url, key=key, doing=f"read schedule {name!r}"), client_for(url, key) as sq:
-        click.echo(as_json(sq.get_schedule(name)))
+# The commands that take a schedule's name, call one SDK method with it and print the schedule the
+# service answers: (command, what the failure line says it was doing, the method, help).
+_NAMED = (
+    ("show", "read", "get_schedule", "Print schedule NAME, with its next slot, last run and last item."),
+    ("pause", "pause", "pause_schedule", "Fire nothing of schedule NAME until it is resumed."),
+    ("resume", "resume", "resume_schedule", "Fire schedule NAME again, from its first slot after now."),
+    ("trigger", "trigger", "trigger_schedule", "Push one item of schedule NAME now, paused or not."),
+)
 
 
-@schedule.command("pause")
-@url_option
-@api_key_option
-@click.argument("name")
-def pause(url: str, key: str | None, name: str) -> None:
-    """Fire nothing of schedule NAME until it is resumed."""
-    with talking_to(url, key=key, doing=f"pause schedule {name!r}"), client_for(url, key) as sq:
-        click.echo(as_json(sq.pause_schedule(name)))
+def _named_command(command: str, doing: str, method: str, help_text: str) -> None:
+    @schedule.command(command, help=help_text)
+    @url_option
+    @api_key_option
+    @click.argument("name")
+    def run(url: str, key: str | None, name: str) -> None:
+        with talking_to(url, key=key, doing=f"{doing} schedule {name!r}"), client_for(url, key) as sq:
+            click.echo(as_json(getattr(sq, method)(name)))
 
 
-@schedule.command("resume")
-@url_option
-@api_key_option
-@click.argument("name")
-def resume(url: str, key: str | None, name: str) -> None:
-    """Fire schedule NAME again, from its first slot after now."""
-    with talking_to(url, key=key, doing=f"resume schedule {name!r}"), client_for(url, key) as sq:
-        click.echo(as_json(sq.resume_schedule(name)))
-
-
-@schedule.command("trigger")
-@url_option
-@api_key_option
-@click.argument("name")
-def trigger(url: str, key: str | None, name: str) -> None:
-    """Push one item of schedule NAME now, paused or not."""
-    with talking_to(url, key=key, doing=f"trigger schedule {name!r}"), client_for(url, key) as sq:
-        click.echo(as_json(sq.trigger_schedule(name)))
+for _named in _NAMED:
+    _named_command(*_named)
 
 
 @schedule.command("delete")

@@ -250,17 +250,30 @@ class PostgresStore(QueueReads, TopicStore, ScheduleStore):
             async with self._conn() as conn, conn.transaction():
                 return await self._pop_within_limits(conn, queue, max_items, lease_seconds, group_runs)
         async with self._conn() as conn:
-            found = await fetch(
-                conn,
-                "pop_runs" if group_runs else "pop",
-                queue=queue,
-                now=self._now(),
-                max_items=max_items,
-                lease_token=uuid4(),
-                lease_seconds=lease_seconds,
-                limits_checked=False,
-            )
+            found = await self._claim(conn, queue, max_items, lease_seconds, group_runs, limits_checked=False)
         return in_pop_order([(r["seq"], rows.leased_item(r)) for r in found])
+
+    async def _claim(
+        self,
+        conn: asyncpg.Connection,
+        queue: str,
+        max_items: int,
+        lease_seconds: int | None,
+        group_runs: bool,
+        *,
+        limits_checked: bool,
+    ) -> list[Any]:
+        """The pop's statement (pop, or pop_runs): the rows it leased."""
+        return await fetch(
+            conn,
+            "pop_runs" if group_runs else "pop",
+            queue=queue,
+            now=self._now(),
+            max_items=max_items,
+            lease_token=uuid4(),
+            lease_seconds=lease_seconds,
+            limits_checked=limits_checked,
+        )
 
     async def _pop_within_limits(
         self,
@@ -284,16 +297,7 @@ class PostgresStore(QueueReads, TopicStore, ScheduleStore):
         take = max_items if allowed is None else allowed.items
         found = []
         if take > 0:
-            found = await fetch(
-                conn,
-                "pop_runs" if group_runs else "pop",
-                queue=queue,
-                now=now,
-                max_items=take,
-                lease_token=uuid4(),
-                lease_seconds=lease_seconds,
-                limits_checked=True,
-            )
+            found = await self._claim(conn, queue, take, lease_seconds, group_runs, limits_checked=True)
         if allowed is not None and allowed.tokens is not None:
             await execute(conn, "take_tokens", queue=queue, tokens=allowed.tokens - len(found), at=allowed.at)
         self.flow.popped(queue, Limited(limits, allowed, len(found), max_items))
