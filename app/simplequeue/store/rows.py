@@ -123,12 +123,14 @@ def queue_settings(row: Row) -> QueueSettings:
         history_payload=bool(row["history_payload"]),
         dead_letter_queue=row["dead_letter_queue"],
         message_retention_seconds=row["message_retention_seconds"],
-        limits=FlowLimits(
-            max_leased=row["max_leased"],
-            rate_per_second=None if row["rate_per_second"] is None else float(row["rate_per_second"]),
-            rate_burst=row["rate_burst"],
-        ),
+        limits=flow_limits(row),
     )
+
+
+def flow_limits(row: Row) -> FlowLimits:
+    """A queue row's flow limits (its settings, or a careful pop's look at them)."""
+    rate = row["rate_per_second"]
+    return FlowLimits(row["max_leased"], None if rate is None else float(rate), row["rate_burst"])
 
 
 def settings_params(settings: QueueSettings) -> dict[str, Any]:

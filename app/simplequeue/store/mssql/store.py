@@ -238,7 +238,7 @@ class MssqlStore(QueueReads, TopicStore, ScheduleStore):
         if not found or not found[0]["limited"]:
             return NO_LIMITS, None
         row = found[0]
-        limits = FlowLimits(row["max_leased"], row["rate_per_second"], row["rate_burst"])
+        limits = rows.flow_limits(row)
         leased = 0
         if limits.max_leased is not None:
             [counted] = await fetch(conn, "count_leased", queue=queue, now=self._now(), cap=limits.max_leased)

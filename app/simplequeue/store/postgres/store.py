@@ -35,7 +35,7 @@ from simplequeue.domain import (
     ignore_finished,
     tell,
 )
-from simplequeue.domain.limits import NO_LIMITS, Bucket, FlowLimits, Room, room
+from simplequeue.domain.limits import NO_LIMITS, Bucket, Room, room
 from simplequeue.domain.metadata import MetadataChange, QueueMetadata
 from simplequeue.domain.rules import (
     complete_outcomes,
@@ -291,7 +291,7 @@ class PostgresStore(QueueReads, TopicStore, ScheduleStore):
         allowed: Room | None = None
         limits = NO_LIMITS
         if settings is not None and settings["limited"]:
-            limits = FlowLimits(settings["max_leased"], settings["rate_per_second"], settings["rate_burst"])
+            limits = rows.flow_limits(settings)
             bucket = Bucket(settings["rate_tokens"], settings["rate_at"])
             allowed = room(limits, max_items, settings["leased"], bucket, settings["now"])
         take = max_items if allowed is None else allowed.items

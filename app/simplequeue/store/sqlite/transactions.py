@@ -180,7 +180,7 @@ def within_limits(
     row = statements.first(conn, "queue_limits", queue=queue)
     if row is None or not row["limited"]:
         return NO_LIMITS, None
-    limits = FlowLimits(row["max_leased"], row["rate_per_second"], row["rate_burst"])
+    limits = rows.flow_limits(row)
     leased = 0
     if limits.max_leased is not None:
         leased = statements.first(conn, "count_leased", queue=queue, now=now, cap=limits.max_leased)["leased"]
