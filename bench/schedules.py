@@ -18,7 +18,7 @@ a worker's pop. The service and PostgreSQL share one host and its clock.
 - missed: (schedule, slot) pairs of the window with no row at all, read after the last slot plus
   GRACE seconds (a slot fired later still counts, with its lag);
 - idle cost, in each minute's quiet part (20 s from when its slot has fired completely, if that
-  ends 5 s before the next slot, no replica down): the scheduler's `schedules_due` calls per
+  ends 5 s before the next slot, no replica down): the scheduler's `next_schedule_slot` calls per
   second per replica (the counted store of bench/app.py), and PostgreSQL's transactions per second
   on the database (every background loop of every replica, not only the scheduler's).
 
@@ -175,12 +175,12 @@ async def make_schedules(replicas: list[Replica], count: int, queues: int) -> fl
 
 
 async def due_calls(replicas: list[Replica]) -> list[int]:
-    """Each replica's scheduler reads (`schedules_due` store calls) since it started."""
+    """Each replica's scheduler reads (`next_schedule_slot` store calls) since it started."""
     calls = []
     async with httpx.AsyncClient(timeout=10) as http:
         for r in replicas:
             counters = (await http.get(f"{r.base}/bench/counters")).json()
-            calls.append(int(counters.get("schedules_due", 0)))
+            calls.append(int(counters.get("next_schedule_slot", 0)))
     return calls
 
 
@@ -203,7 +203,7 @@ async def quiet_rates(url: str, replicas: list[Replica], seconds: float) -> dict
     xacts_after = await pg_transactions(url)
     took = time.monotonic() - started
     return {
-        "schedules_due calls/s, per replica": [
+        "next_schedule_slot calls/s, per replica": [
             round((a - b) / took, 2) for a, b in zip(calls_after, calls_before, strict=True)
         ],
         # this measure's own connections are 2 transactions of the window
@@ -315,7 +315,7 @@ async def watch(
             rates = await quiet_rates(url, replicas, QUIET)
             quiet.append({"slot": slot.isoformat(), **rates})
             print(
-                f"[{slot:%H:%M} quiet] schedules_due {rates['schedules_due calls/s, per replica']}/s"
+                f"[{slot:%H:%M} quiet] next_schedule_slot {rates['next_schedule_slot calls/s, per replica']}/s"
                 f" per replica, database {rates['database transactions/s, all replicas']} transactions/s",
                 flush=True,
             )
@@ -381,7 +381,7 @@ async def summarise(
     distinct = len(set(keys))
     items = await db.fetchval("SELECT count(*) FROM sq_items WHERE dedup_key LIKE 'schedule:%'")
     recorded = await db.fetchval("SELECT count(*) FROM bench_fired WHERE dedup_key LIKE 'schedule:%'")
-    calls = [q["schedules_due calls/s, per replica"] for q in quiet]
+    calls = [q["next_schedule_slot calls/s, per replica"] for q in quiet]
     per_slot = []
     for slot, seen in zip(slots, progress, strict=True):
         of_slot = [r for r in rows if r["created_at"] == slot]
@@ -416,7 +416,7 @@ async def summarise(
         "lag, s (insert time - slot)": lag_figures(lags),
         "per slot": per_slot,
         "quiet minutes": quiet,
-        "schedules_due calls/s per replica, quiet (median)": (
+        "next_schedule_slot calls/s per replica, quiet (median)": (
             round(statistics.median(c for cs in calls for c in cs), 2) if calls else None
         ),
         "database transactions/s, quiet (median)": (
@@ -451,7 +451,7 @@ def summary(figures: dict[str, Any]) -> str:
             + ("  <- replica killed" if s["killed"] else "")
         )
     lines.append(
-        f"  quiet: schedules_due {figures['schedules_due calls/s per replica, quiet (median)']}/s"
+        f"  quiet: schedules_due {figures['next_schedule_slot calls/s per replica, quiet (median)']}/s"
         f" per replica, database {figures['database transactions/s, quiet (median)']}"
         " transactions/s (all replicas)"
     )

@@ -699,7 +699,7 @@ async def fill_schedules(schema: tuple[str, str], count: int, at: datetime) -> N
 
 
 @pytest.mark.parametrize("statistics", ["stale", "analysed"])
-async def test_a_schedulers_wake_and_a_firings_claim_seek_their_index(
+async def test_a_schedulers_wake_and_a_firings_claims_seek_their_index(
     schema: tuple[str, str], statistics: str
 ) -> None:
     at = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
@@ -724,3 +724,8 @@ async def test_a_schedulers_wake_and_a_firings_claim_seek_their_index(
     nodes = plan_nodes(json.loads(claim)[0]["Plan"])
     [scan] = [n for n in nodes if n.get("Relation Name") == "sq_schedules" and "Scan" in n["Node Type"]]
     assert "name" in scan.get("Index Cond", ""), claim  # one row, not the 10,000 that share the slot
+    nearest = await plan_of(schema, PLANNER_SETTINGS, "schedules_next")
+    assert '"Index Name": "sq_schedules_due"' in nearest, nearest  # the index's first entry
+    locked = await plan_of(schema, PLANNER_SETTINGS, "schedules_due_locked", now=at, limit=500)
+    assert '"Index Name": "sq_schedules_due"' in locked, locked
+    assert '"Node Type": "Seq Scan"' not in locked, locked

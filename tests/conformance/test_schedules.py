@@ -5,16 +5,18 @@ zone's clock changes."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from uuid import uuid4
 
+import asyncpg
 import pytest
 from simplequeue.domain import ItemExists, NewItem, QueueNotFound, QueueSettings, TooManyQueues
-from simplequeue.domain.schedules import MAX_CATCH_UP, Schedule, ScheduleNotFound, ScheduleSpec, Timing
+from simplequeue.domain.schedules import MAX_CATCH_UP, Fired, Schedule, ScheduleNotFound, ScheduleSpec, Timing
 from simplequeue.main import store_for
+from simplequeue.service import schedules as schedules_module
 from simplequeue.service.queues import QueueService
 from simplequeue.service.schedules import Scheduler, ScheduleService, item_for
 from simplequeue.settings import Settings
@@ -296,13 +298,13 @@ async def test_an_idle_scheduler_asks_once_a_second_and_a_change_here_wakes_it_a
 ) -> None:
     asked: list[float] = []
     store = one.store
-    due = store.schedules_due
+    upcoming = store.next_schedule_slot
 
-    async def counted(now: datetime, limit: int) -> tuple[list[Schedule], datetime | None]:
+    async def counted() -> datetime | None:
         asked.append(asyncio.get_running_loop().time())
-        return await due(now, limit)
+        return await upcoming()
 
-    store.schedules_due = counted  # type: ignore[method-assign]
+    store.next_schedule_slot = counted  # type: ignore[method-assign]
     running = asyncio.create_task(one.scheduler.run_forever())
     try:
         await asyncio.sleep(2.5)  # nothing of this test's is due: at most one statement a second
@@ -317,3 +319,88 @@ async def test_an_idle_scheduler_asks_once_a_second_and_a_change_here_wakes_it_a
         running.cancel()
         with suppress(asyncio.CancelledError):
             await running
+
+
+async def test_a_slot_of_more_schedules_than_a_batch_fires_each_once(
+    one: Replica, queue: str, clock: FakeClock, at_minute: datetime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(schedules_module, "DUE_BATCH", 3)
+    names = [f"s-{uuid4().hex[:12]}" for _ in range(7)]  # batches of 3, 3 and 1
+    for each in names:
+        await put(one, each, queue)
+    clock.advance(60)
+    assert await one.scheduler.run_once() == at_minute + timedelta(minutes=2)
+    assert await count(one, queue) == 7
+    for each in names:
+        schedule = await one.schedules.get(each)
+        assert schedule.next_run_at == at_minute + timedelta(minutes=2)
+        assert schedule.last_item_id is not None
+    await one.scheduler.run_once()
+    assert await count(one, queue) == 7, "each slot once"
+
+
+async def test_a_batch_whose_push_is_refused_claims_nothing_and_is_fired_one_by_one(
+    one: Replica, queue: str, clock: FakeClock, at_minute: datetime
+) -> None:
+    names = [f"s-{uuid4().hex[:12]}" for _ in range(3)]
+    for each in names:
+        await put(one, each, queue)
+    clock.advance(60)
+    taken = uuid4()
+    await one.store.push_batch(
+        [NewItem(taken, f"{queue}-other", "1", clock.now, id_given=True)], skip_existing=False
+    )
+
+    def clashing(schedule: Schedule) -> Fired:  # every slot's item takes an id another queue holds
+        return Fired(
+            schedule, schedule.next_run_at, (NewItem(taken, queue, "1", clock.now, dedup_key=schedule.name),)
+        )
+
+    with pytest.raises(ItemExists):
+        await one.store.fire_due_schedules(clock.now, 10, clashing)
+    for each in names:  # the whole batch undone
+        assert (await one.schedules.get(each)).next_run_at == at_minute + timedelta(minutes=1)
+    assert await count(one, queue) == 0
+
+    fire_due = one.store.fire_due_schedules
+
+    async def refused(now: datetime, limit: int, plan: Callable[[Schedule], Fired]) -> list[Fired]:
+        return await fire_due(now, limit, clashing)
+
+    one.store.fire_due_schedules = refused  # type: ignore[method-assign]
+    await one.scheduler.run_once()  # the batch is refused again: each schedule fires alone
+    assert await count(one, queue) == 3
+    for each in names:
+        assert (await one.schedules.get(each)).next_run_at == at_minute + timedelta(minutes=2)
+
+
+async def test_replicas_split_a_slot_skipping_the_schedules_another_is_firing(
+    postgres_url: str, clock: FakeClock, queue: str, at_minute: datetime
+) -> None:
+    # SKIP LOCKED: a replica fires the due schedules that no other replica's firing holds, without
+    # waiting for those; once they are let go (here, by a transaction that locked them and ends
+    # having changed nothing, as a firing that died would) the next look fires them.
+    settings = Settings(
+        database_url=postgres_url, db_timeout_seconds=5, sweep=False, relay=False, schedule=False
+    )
+    r = await replica(settings, clock)
+    holder = await asyncpg.connect(postgres_url)
+    try:
+        names = [f"s-{uuid4().hex[:12]}" for _ in range(4)]
+        for each in names:
+            await put(r, each, queue)
+        clock.advance(60)
+        held = names[:2]
+        async with holder.transaction():
+            await holder.execute("SELECT 1 FROM sq_schedules WHERE name = ANY($1) FOR NO KEY UPDATE", held)
+            wake = await asyncio.wait_for(r.scheduler.run_once(), timeout=5)
+            assert wake is not None
+            assert wake - clock.now <= timedelta(seconds=1), "it looks again soon"
+            assert await count(r, queue) == 2
+        for each in held:
+            assert (await r.schedules.get(each)).next_run_at == at_minute + timedelta(minutes=1)
+        await r.scheduler.run_once()
+        assert await count(r, queue) == 4
+    finally:
+        await holder.close()
+        await r.stop()

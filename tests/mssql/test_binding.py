@@ -3,6 +3,7 @@ its call site, the fake's own refusals, and the clock bound or left to the serve
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from uuid import uuid4
 
@@ -19,10 +20,11 @@ from simplequeue.domain import (
 )
 from simplequeue.domain.activity import ActivityWindow
 from simplequeue.domain.metadata import MetadataChange
-from simplequeue.domain.schedules import ScheduleSpec, Timing
+from simplequeue.domain.schedules import Fired, ScheduleSpec, Timing
 from simplequeue.domain.topics import Subscription, TopicChange
 from simplequeue.service import batches
 from simplequeue.store.migrations import load_migrations
+from simplequeue.store.mssql import params
 from simplequeue.store.mssql.statements import Q, fetch
 from simplequeue.store.mssql.store import MssqlStore
 from simplequeue.store.queries import load_queries
@@ -167,6 +169,9 @@ PARAMETERS = {
     "schedule_resume": ("now", "name", "next_run_at"),
     "schedules_due": ("now", "limit"),
     "schedule_claim": ("name", "claimed", "following", "last_run_at", "last_item_id"),
+    "schedules_next": (),
+    "schedules_due_locked": ("now", "limit"),
+    "schedules_claimed": ("claims",),
     "schedule_triggered": ("now", "name", "last_item_id"),
 }
 # The same file with :name kept, for tests that read which parameter a statement takes.
@@ -216,9 +221,9 @@ async def test_the_fake_refuses_parameters_pyodbc_cannot_bind_without_asking(bad
 
 async def test_the_fake_refuses_a_parameter_too_many_or_too_few() -> None:
     cursor = FakeCursor(FakeConnection())
-    for params in [(NOW_TEXT,), (NOW_TEXT, "orders", "extra")]:
+    for given in [(NOW_TEXT,), (NOW_TEXT, "orders", "extra")]:
         with pytest.raises(AssertionError, match="markers"):
-            await cursor.execute(Q["next_visible_at"].sql, *params)
+            await cursor.execute(Q["next_visible_at"].sql, *given)
 
 
 # --- every query bound by name at its call site ---------------------------------------------------
@@ -463,4 +468,21 @@ async def _schedules(store: MssqlStore, conn: FakeConnection) -> None:
     assert await store.fire_schedule("nightly", NOW, None, [item], NOW)
     conn.reply("push_batch", answers((0, item.id, NOW, True)))
     await store.trigger_schedule("nightly", NewItem(item.id, "orders", "{}", NOW), NOW)
+    conn.reply("schedules_next", result(next_run_at=naive))
+    assert await store.next_schedule_slot() == NOW
+    conn.reply("schedules_due_locked", row)
+    conn.reply("schedules_claimed", result(name="nightly"))
+    conn.reply("push_batch", answers((0, item.id, NOW, True)))
+    [fired] = await store.fire_due_schedules(NOW, 10, lambda s: Fired(s, None, (item,)))
+    assert fired.schedule.name == "nightly"
+    [claims] = conn.params("schedules_claimed")
+    assert json.loads(claims) == [
+        {
+            "name": "nightly",
+            "claimed": params.timestamp(NOW),
+            "following": "",
+            "last_run_at": params.timestamp(NOW),
+            "last_item_id": str(item.id),
+        }
+    ]
     assert await store.delete_schedule("nightly")

@@ -85,6 +85,7 @@ def test_the_batches_that_write_are_the_ones_expected() -> None:
         "schedule_pause",
         "schedule_resume",
         "schedule_claim",
+        "schedules_claimed",
         "schedule_triggered",
     }
 

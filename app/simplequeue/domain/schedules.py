@@ -28,6 +28,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from simplequeue.domain.cron import Cron, CronError, next_instant, parse_cron, previous_instant
 from simplequeue.domain.errors import InvalidSettings, NotFound
+from simplequeue.domain.items import NewItem
 
 Overlap = Literal["allow", "skip"]
 CatchUp = Literal["none", "latest", "all"]
@@ -155,6 +156,16 @@ class Firing:
     claimed: datetime
     slots: tuple[datetime, ...]
     following: datetime | None
+
+
+@dataclass(frozen=True)
+class Fired:
+    """A due schedule as a firing leaves it: its next slot, and the items it pushes, oldest slot
+    first (maybe none: a slot skipped, or missed under catch_up 'none')."""
+
+    schedule: Schedule
+    following: datetime | None
+    items: tuple[NewItem, ...] = ()
 
 
 def is_schedule_name(name: str) -> bool:

@@ -1,12 +1,13 @@
 """Schedules: the calls the API makes (put, read, pause, resume, trigger, delete) and the
 Scheduler every replica runs.
 
-There is no leader. Each replica's Scheduler reads the due schedules with one statement, fires
-each schedule's due slots in a transaction of its own that claims them by compare-and-set
-(store/schedules.py), and sleeps until the next slot any replica knows of, at most
-MAX_SLEEP_SECONDS: a schedule another replica changed is seen within that, one changed here at
-once. Idle, a replica therefore costs at most one statement a second, whatever the number of
-schedules.
+There is no leader. Each replica's Scheduler reads the earliest next slot with one statement;
+when it is due, it fires the due schedules in batches, each one transaction that locks the rows
+(skipping those another replica is firing, so replicas split a slot's schedules), moves their
+slots and pushes their items (store/schedules.py). Then it sleeps until the next slot any replica
+knows of, at most MAX_SLEEP_SECONDS: a schedule another replica changed is seen within that, one
+changed here at once. Idle, a replica therefore costs at most one statement a second, whatever the
+number of schedules.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections import Counter
 from contextlib import suppress
 from datetime import datetime, timedelta
 from uuid import uuid4
@@ -21,6 +23,7 @@ from uuid import uuid4
 from simplequeue.domain import (
     Clock,
     DatabaseUnavailable,
+    ItemExists,
     NewItem,
     Page,
     QueueError,
@@ -29,7 +32,7 @@ from simplequeue.domain import (
 )
 from simplequeue.domain.names import is_queue_name, key_problem, text_problem
 from simplequeue.domain.schedules import (
-    Firing,
+    Fired,
     InvalidSchedule,
     Schedule,
     ScheduleNotFound,
@@ -47,11 +50,13 @@ log = logging.getLogger("simplequeue.schedules")
 
 MAX_SLEEP_SECONDS = 1.0
 """The longest a scheduler sleeps: how soon it sees a change made through another replica."""
-DUE_BATCH = 100
-"""Due schedules read (and fired, one transaction each) per statement."""
+DUE_BATCH = 500
+"""Due schedules fired per transaction: their rows locked by one statement, their slots moved by
+one, their items pushed by one."""
+HELD_SECONDS = 0.05
+"""How soon a scheduler looks again when every due schedule is held by another replica's firing."""
 FIRING_AT_ONCE = 8
-"""Firings in flight at once: a batch is not one round trip after another (on SQLite, firings that
-wait together share a commit)."""
+"""Firings in flight at once when schedules are fired one by one (after a batch's push was refused)."""
 IDLE_SECONDS = 2.0
 """How long the scheduler waits after an error, or while the database is not ready."""
 
@@ -200,47 +205,89 @@ class Scheduler:
         changed.clear()
 
     async def run_once(self) -> datetime | None:
-        """Fire every due slot (a batch per statement while batches come full); the next slot
-        after them, or None (no schedule has one)."""
+        """Fire every due slot, a batch per transaction; the next slot after them, or None (no
+        schedule has one). With nothing due this is one statement."""
         while True:
             now = self._clock()
-            due, following = await self._store.schedules_due(now, DUE_BATCH)
-            # Replicas read the same due schedules: each fires them in an order of its own, so that
-            # they mostly claim different ones rather than queue on the same rows' locks.
+            upcoming = await self._store.next_schedule_slot()
+            if upcoming is None or upcoming > now:
+                return upcoming
+            if not await self._fire_batches(now):
+                # What is due is being fired by another replica (its rows are locked): look again
+                # soon, in case that replica dies mid-way.
+                return now + timedelta(seconds=HELD_SECONDS)
+
+    async def _fire_batches(self, now: datetime) -> int:
+        """Fire the schedules due at `now`, DUE_BATCH to a transaction, while batches come full;
+        how many were fired. A batch undone by a refused push (an item's id taken: none of ours
+        should be) is fired again one by one, so that the others fire."""
+        total = 0
+        while True:
+            try:
+                fired = await self._store.fire_due_schedules(now, DUE_BATCH, lambda s: self._plan(s, now))
+            except ItemExists as exc:  # one item refused undoes the batch: fire each alone
+                log.warning(
+                    "a batch of schedules could not fire (%s: %s); firing them one by one",
+                    exc.code,
+                    exc.detail,
+                )
+                return total + await self._fire_one_by_one(now)
+            pushed = Counter(item.queue for f in fired for item in f.items)
+            for queue, count in pushed.items():
+                self._queues.pushed_elsewhere(queue, count)
+            total += len(fired)
+            if len(fired) < DUE_BATCH:
+                return total
+
+    def _plan(self, schedule: Schedule, now: datetime) -> Fired:
+        """What firing the due schedule at `now` does: its next slot, and the items of its due slots
+        (none for a slot skipped, or missed under catch_up 'none')."""
+        try:
+            firing = plan_firing(schedule, now)
+        except OverflowError:  # a slot past the year 9999: the schedule has no more slots
+            log.warning("schedule %s has no slot the calendar holds after %s", schedule.name, now)
+            return Fired(schedule, None)
+        if firing is None:  # not due after all: left as it is
+            return Fired(schedule, schedule.next_run_at)
+        slots = firing.slots
+        if slots and schedule.spec.overlap == "skip" and schedule.previous_live:
+            slots = ()  # the previous slot's item is still live: this one is skipped, not queued
+        return Fired(schedule, firing.following, tuple(item_for(schedule, slot) for slot in slots))
+
+    async def _fire_one_by_one(self, now: datetime) -> int:
+        """Fire the due schedules each in a transaction of its own, so that one whose push is
+        refused does not hold back the others; how many were fired."""
+        fired = 0
+        while True:
+            due, _ = await self._store.schedules_due(now, DUE_BATCH)
+            # Replicas may read the same due schedules: each fires them in an order of its own, so
+            # that they mostly claim different ones rather than queue on the same rows' locks.
             self._random.shuffle(due)
             gate = asyncio.Semaphore(FIRING_AT_ONCE)
-            outcomes = await asyncio.gather(*(self._fire_due(s, now, gate) for s in due))
+            outcomes = await asyncio.gather(*(self._fire_alone(s, now, gate) for s in due))
+            fired += sum(outcomes)
             if len(due) < DUE_BATCH or not all(outcomes):
-                return following
+                return fired
 
-    async def _fire_due(self, schedule: Schedule, now: datetime, gate: asyncio.Semaphore) -> bool:
+    async def _fire_alone(self, schedule: Schedule, now: datetime, gate: asyncio.Semaphore) -> bool:
         """Fire the schedule's due slots; False when it could not (logged: the others still fire).
         The database's being out of reach is raised, for the loop to wait."""
         async with gate:
+            fired = self._plan(schedule, now)
+            assert schedule.next_run_at is not None, "a due schedule has a next slot"
             try:
-                firing = plan_firing(schedule, now)
-                if firing is not None:
-                    await self._fire(schedule, firing)
+                await self._store.fire_schedule(
+                    schedule.name,
+                    schedule.next_run_at,
+                    fired.following,
+                    fired.items,
+                    fired.items[-1].created_at if fired.items else None,
+                )
             except (DatabaseUnavailable, SchemaNotReady):
                 raise
             except QueueError as exc:
                 log.warning("schedule %s could not fire (%s: %s)", schedule.name, exc.code, exc.detail)
                 return False
-            except OverflowError:  # a slot past the year 9999
-                log.warning("schedule %s has no slot the calendar holds after %s", schedule.name, now)
-                return False
+        for queue, count in Counter(item.queue for item in fired.items).items():
+            self._queues.pushed_elsewhere(queue, count)
         return True
-
-    async def _fire(self, schedule: Schedule, firing: Firing) -> bool:
-        """Claim the slot and push its items, in one transaction; False when another replica (or a
-        change of the schedule) came first."""
-        slots = firing.slots
-        if slots and schedule.spec.overlap == "skip" and schedule.previous_live:
-            slots = ()  # the previous slot's item is still live: this one is skipped, not queued
-        items = [item_for(schedule, slot) for slot in slots]
-        fired = await self._store.fire_schedule(
-            schedule.name, firing.claimed, firing.following, items, slots[-1] if slots else None
-        )
-        if fired and items:
-            self._queues.pushed_elsewhere(schedule.spec.queue, len(items))
-        return fired

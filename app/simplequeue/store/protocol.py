@@ -32,7 +32,7 @@ from simplequeue.domain import (
 )
 from simplequeue.domain.activity import ActivityBucket, ActivityWindow
 from simplequeue.domain.metadata import MetadataChange, QueueMetadata
-from simplequeue.domain.schedules import Schedule, ScheduleSpec
+from simplequeue.domain.schedules import Fired, Schedule, ScheduleSpec
 from simplequeue.domain.topics import Subscription, Topic, TopicChange
 from simplequeue.store.limits import FlowState
 
@@ -312,6 +312,12 @@ class Schedules(Protocol):
     async def resume_schedule(self, name: str, next_run_at: datetime | None, now: datetime) -> Schedule: ...
 
     async def schedules_due(self, now: datetime, limit: int) -> tuple[list[Schedule], datetime | None]: ...
+
+    async def next_schedule_slot(self) -> datetime | None: ...
+
+    async def fire_due_schedules(
+        self, now: datetime, limit: int, plan: Callable[[Schedule], Fired]
+    ) -> list[Fired]: ...
 
     async def fire_schedule(
         self,

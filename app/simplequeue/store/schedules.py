@@ -2,20 +2,23 @@
 same names in each dialect's queries.sql, run by the dialect's `_topic_run` (statements in one
 transaction) and `_claim_and_push`.
 
-Firing is one transaction: a claim (a compare-and-set on the row's next_run_at, or a trigger's
-update), and only when it changed the row, the push of the slots' items through the dialect's own
-push. So of replicas racing for a slot one pushes, and a replica that dies mid-way has pushed
-nothing and claimed nothing: the slot is still there for the next to look.
+Firing is one transaction for a batch of due schedules (fire_due_schedules): their rows locked,
+skipping those another replica holds, their new slots written by one statement, and their items
+pushed by one push through the dialect's own. So of replicas racing for a slot one pushes, and a
+replica that dies mid-way has pushed nothing and claimed nothing: the slot is still there for the
+next to look. A single schedule can also be fired alone (fire_schedule, a compare-and-set on its
+next_run_at), and a trigger is an update and a push in one transaction.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
 from simplequeue.domain import NewItem, Page
 from simplequeue.domain.schedules import (
+    Fired,
     Schedule,
     ScheduleNotFound,
     ScheduleSpec,
@@ -83,6 +86,22 @@ def _spec_values(spec: ScheduleSpec) -> dict[str, Any]:
     }
 
 
+def _claim(fired: Fired) -> dict[str, Any]:
+    """A firing as schedules_claimed reads it. The last item's created_at is its slot (item_for)."""
+    last = fired.items[-1] if fired.items else None
+    return {
+        "name": fired.schedule.name,
+        "claimed": fired.schedule.next_run_at,
+        "following": fired.following,
+        "last_run_at": None if last is None else last.created_at,
+        "last_item_id": None if last is None else last.id,
+    }
+
+
+Then = Callable[[Sequence[Row]], tuple[Step, Sequence[NewItem]]]
+"""What a batch does with the rows it locked: a statement to run, and the items to push."""
+
+
 class ScheduleStore:
     """Schedules, for a dialect that runs the named statements (see the module's docstring)."""
 
@@ -92,6 +111,12 @@ class ScheduleStore:
     async def _claim_and_push(self, claim: Step, items: Sequence[NewItem]) -> bool:
         """In one transaction: run `claim`; when it returned a row, push `items` all or nothing.
         Whether the claim changed a row (False: nothing was pushed)."""
+        raise NotImplementedError
+
+    async def _lock_and_push(self, lock: Step, then: Then) -> None:
+        """In one transaction: run `lock`, which locks the rows it returns until the end; unless it
+        returned none, run the statement `then` makes of them and push its items, all or nothing.
+        A value that is a list (of dicts) goes to the statement as JSON, in the dialect's binding."""
         raise NotImplementedError
 
     async def put_schedule(
@@ -144,6 +169,30 @@ class ScheduleStore:
         due = [s for s in schedules if s.next_run_at is not None and s.next_run_at <= now]
         later = [s.next_run_at for s in schedules if s.next_run_at is not None and s.next_run_at > now]
         return due, min(later, default=None)
+
+    async def next_schedule_slot(self) -> datetime | None:
+        """The earliest next slot of any unpaused schedule; None if none has one. One statement:
+        what an idle scheduler costs per wake."""
+        [found] = await self._topic_run([("schedules_next", {})])
+        return rows.as_utc_or_none(found[0]["next_run_at"]) if found else None
+
+    async def fire_due_schedules(
+        self, now: datetime, limit: int, plan: Callable[[Schedule], Fired]
+    ) -> list[Fired]:
+        """Fire up to `limit` of the schedules due at `now` that no other replica is firing, in one
+        transaction: each `plan`ned (its next slot and its items) while its row is locked, the new
+        slots written by one statement and every item pushed by one push. What was fired (empty:
+        nothing due, or every due row held by another replica). A push refused (ItemExists) undoes
+        the whole batch."""
+        fired: list[Fired] = []
+
+        def then(found: Sequence[Row]) -> tuple[Step, Sequence[NewItem]]:
+            fired[:] = [plan(schedule_of(row)) for row in found]  # a retried transaction plans again
+            claims = [_claim(f) for f in fired]
+            return ("schedules_claimed", {"claims": claims}), [i for f in fired for i in f.items]
+
+        await self._lock_and_push(("schedules_due_locked", {"now": now, "limit": limit}), then)
+        return fired
 
     async def fire_schedule(
         self,

@@ -26,14 +26,17 @@ def optional(value: object | None) -> str:
 
 
 def bound(value: object) -> str | int:
-    """Any value of the topics' statements (store/topics.py): ints and text as they are, flags as
-    0 or 1, times and UUIDs as text, None as ''."""
+    """Any value of the topics' and schedules' statements (store/topics.py, store/schedules.py):
+    ints and text as they are, flags as 0 or 1, times and UUIDs as text, None as ''; a list of
+    rows (dicts) as the JSON text that a batch statement reads with OPENJSON, each value bound so."""
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, int | str):
         return value
     if isinstance(value, datetime):
         return timestamp(value)
+    if isinstance(value, list):
+        return json_text([{k: bound(v) for k, v in row.items()} for row in value])
     return optional(value)
 
 

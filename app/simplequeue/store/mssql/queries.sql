@@ -1412,6 +1412,42 @@ SELECT n.* FROM (
     ORDER BY s.next_run_at
 ) AS n;
 
+-- name: schedules_next
+-- A scheduler's one statement per wake when nothing is due: the earliest slot of any unpaused
+-- schedule (the first entry of sq_schedules_due).
+SET NOCOUNT ON;
+SELECT MIN(next_run_at) AS next_run_at FROM dbo.sq_schedules WHERE paused = 0;
+
+-- name: schedules_due_locked
+-- Firing in batches: the due schedules no other replica is firing, locked (UPDLOCK) until this
+-- transaction has moved their slots and pushed their items; READPAST skips those another replica
+-- holds, so that the replicas split a slot's schedules rather than wait for each other.
+SET NOCOUNT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+SELECT TOP (:limit)
+    -- include: schedule_columns
+FROM dbo.sq_schedules AS s WITH (UPDLOCK, READPAST, ROWLOCK)
+WHERE s.paused = 0 AND s.next_run_at <= @now
+ORDER BY s.next_run_at;
+
+-- name: schedules_claimed
+-- The locked batch's new slots, one statement for the batch: :claims is a JSON array of objects,
+-- optional values as '' (params.bound). OPENJSON's text takes the database's collation: the name is
+-- compared in the column's.
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @claims NVARCHAR(MAX) = :claims;
+UPDATE s SET next_run_at = CAST(NULLIF(c.following, N'') AS DATETIME2(7)),
+             last_run_at = COALESCE(CAST(NULLIF(c.last_run_at, N'') AS DATETIME2(7)), s.last_run_at),
+             last_item_id = COALESCE(CAST(NULLIF(c.last_item_id, N'') AS UNIQUEIDENTIFIER), s.last_item_id)
+OUTPUT inserted.name
+FROM dbo.sq_schedules AS s
+JOIN OPENJSON(@claims) WITH (
+    name NVARCHAR(80) '$.name', claimed NVARCHAR(40) '$.claimed', following NVARCHAR(40) '$.following',
+    last_run_at NVARCHAR(40) '$.last_run_at', last_item_id NVARCHAR(36) '$.last_item_id'
+) AS c ON s.name = c.name COLLATE Latin1_General_100_BIN2 AND s.next_run_at = CAST(c.claimed AS DATETIME2(7))
+WHERE s.paused = 0;
+
 -- name: schedule_claim
 -- Firing: the compare-and-set on the slot read. Of replicas racing, one changes the row (the
 -- others wait for its lock, then find another next_run_at) and pushes in the same transaction.

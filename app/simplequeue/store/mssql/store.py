@@ -71,7 +71,7 @@ from simplequeue.store.mssql.odbc import (
 )
 from simplequeue.store.mssql.statements import fetch, fetch_sets
 from simplequeue.store.reads import QueueReads
-from simplequeue.store.schedules import ScheduleStore
+from simplequeue.store.schedules import ScheduleStore, Then
 from simplequeue.store.topics import Step, TopicStore
 
 
@@ -381,6 +381,20 @@ class MssqlStore(QueueReads, TopicStore, ScheduleStore):
                 await fetch(conn, name, **{k: params.bound(v) for k, v in values.items()})
                 for name, values in steps
             ]
+
+    @retry_deadlocks
+    async def _lock_and_push(self, lock: Step, then: Then) -> None:
+        statement, values = lock
+        async with self._transaction() as conn:  # an ItemExists raised here rolls the claims back
+            found = await fetch(conn, statement, **{k: params.bound(v) for k, v in values.items()})
+            if not found:
+                return
+            (name, given), items = then(found)
+            await fetch(conn, name, **{k: params.bound(v) for k, v in given.items()})
+            if items:
+                pushed = await fetch(conn, "push_batch", now=self._now(), items=params.push_json(items))
+                if None in [_pushed(row) for row in pushed]:
+                    raise ItemExists()
 
     @retry_deadlocks
     async def _claim_and_push(self, claim: Step, items: Sequence[NewItem]) -> bool:

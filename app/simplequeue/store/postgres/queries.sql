@@ -1019,6 +1019,35 @@ UNION ALL
  WHERE NOT s.paused AND s.next_run_at > :now
  ORDER BY s.next_run_at LIMIT 1)
 
+-- name: schedules_next
+-- A scheduler's one statement per wake when nothing is due: the earliest slot of any unpaused
+-- schedule (the first entry of sq_schedules_due).
+SELECT min(next_run_at) AS next_run_at FROM sq_schedules WHERE NOT paused
+
+-- name: schedules_due_locked
+-- Firing in batches: the due schedules no other replica is firing, locked until this transaction
+-- has moved their slots and pushed their items. SKIP LOCKED splits a slot's schedules between the
+-- replicas, which never wait for each other; a row another replica fired meanwhile is re-read and
+-- left out (its next_run_at is no longer due).
+SELECT
+    -- include: schedule_columns
+FROM sq_schedules AS s
+-- include: schedule_previous
+WHERE NOT s.paused AND s.next_run_at <= :now
+ORDER BY s.next_run_at LIMIT :limit
+FOR NO KEY UPDATE OF s SKIP LOCKED
+
+-- name: schedules_claimed
+-- The locked batch's new slots, one statement for the batch. The compare-and-set on next_run_at is
+-- kept although the rows are locked: a claim stays true to what was read.
+UPDATE sq_schedules AS s
+SET next_run_at = c.following, last_run_at = coalesce(c.last_run_at, s.last_run_at),
+    last_item_id = coalesce(c.last_item_id, s.last_item_id)
+FROM jsonb_to_recordset(:claims::jsonb)
+     AS c(name text, claimed timestamptz, following timestamptz, last_run_at timestamptz, last_item_id uuid)
+WHERE s.name = c.name AND s.next_run_at = c.claimed AND NOT s.paused
+RETURNING s.name
+
 -- name: schedule_claim
 -- Firing: the compare-and-set on the slot read. Of replicas racing, one changes the row (the
 -- others wait for its lock, then find another next_run_at) and pushes in the same transaction.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import random
 from collections.abc import Callable, Sequence
@@ -55,7 +56,7 @@ from simplequeue.store.postgres.pool import Pool
 from simplequeue.store.postgres.statements import execute, fetch, fetch_one, fetch_value
 from simplequeue.store.postgres.waited import LISTED_SECONDS
 from simplequeue.store.reads import QueueReads
-from simplequeue.store.schedules import ScheduleStore
+from simplequeue.store.schedules import ScheduleStore, Then
 from simplequeue.store.topics import Step, TopicStore
 
 log = logging.getLogger("simplequeue.postgres")
@@ -469,6 +470,20 @@ class PostgresStore(QueueReads, TopicStore, ScheduleStore):
                 return [await fetch(conn, name, **values)]
             async with conn.transaction():
                 return [await fetch(conn, name, **values) for name, values in steps]
+
+    async def _lock_and_push(self, lock: Step, then: Then) -> None:
+        statement, values = lock
+        async with self._conn() as conn, conn.transaction():
+            found = await fetch(conn, statement, **values)
+            if not found:
+                return
+            (name, given), items = then(found)
+            bound: dict[str, Any] = {
+                k: json.dumps(v, default=str) if isinstance(v, list) else v for k, v in given.items()
+            }
+            await fetch(conn, name, **bound)
+            if items:  # all or nothing: a refused item (SQ409) raises and rolls the claims back
+                await fetch(conn, "push", **self._push_values(items, False))
 
     async def _claim_and_push(self, claim: Step, items: Sequence[NewItem]) -> bool:
         statement, values = claim

@@ -783,6 +783,32 @@ SELECT * FROM (
     ORDER BY s.next_run_at LIMIT 1
 )
 
+-- name: schedules_next
+-- A scheduler's one statement per wake when nothing is due: the earliest slot of any unpaused
+-- schedule (the first entry of sq_schedules_due).
+SELECT min(next_run_at) AS next_run_at FROM sq_schedules WHERE paused = 0
+
+-- name: schedules_due_locked
+-- Firing in batches: the due schedules, read inside the write transaction that fires them (which
+-- holds SQLite's one writer lock, so no other process fires them meanwhile).
+SELECT
+    -- include: schedule_columns
+FROM sq_schedules AS s WHERE s.paused = 0 AND s.next_run_at <= :now
+ORDER BY s.next_run_at LIMIT :limit
+
+-- name: schedules_claimed
+-- The batch's new slots, one statement for the batch (:claims is a JSON array of objects).
+UPDATE sq_schedules AS s
+SET next_run_at = c.following, last_run_at = coalesce(c.last_run_at, s.last_run_at),
+    last_item_id = coalesce(c.last_item_id, s.last_item_id)
+FROM (
+    SELECT value ->> 'name' AS name, value ->> 'claimed' AS claimed, value ->> 'following' AS following,
+           value ->> 'last_run_at' AS last_run_at, value ->> 'last_item_id' AS last_item_id
+    FROM json_each(:claims)
+) AS c
+WHERE s.name = c.name AND s.next_run_at = c.claimed AND s.paused = 0
+RETURNING name
+
 -- name: schedule_claim
 -- Firing: the compare-and-set on the slot read. Of replicas racing, one changes the row; the
 -- others find another next_run_at and push nothing (the push is in this transaction).

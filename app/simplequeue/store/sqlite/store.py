@@ -49,7 +49,7 @@ from simplequeue.store.limits import FlowState, Limited
 from simplequeue.store.metadata import metadata_of
 from simplequeue.store.migrations import latest_version, load_migrations, split_statements
 from simplequeue.store.reads import QueueReads
-from simplequeue.store.schedules import ScheduleStore
+from simplequeue.store.schedules import ScheduleStore, Then
 from simplequeue.store.sqlite import transactions
 from simplequeue.store.sqlite.errors import translated_errors
 from simplequeue.store.sqlite.group_commit import GroupCommit
@@ -69,6 +69,8 @@ def _bound(value: object) -> object:
         return str(value)
     if isinstance(value, bool):
         return int(value)
+    if isinstance(value, list):  # rows of a batch statement, which reads them with json_each
+        return json.dumps([{k: _bound(v) for k, v in row.items()} for row in value])
     return value
 
 
@@ -339,6 +341,24 @@ class SqliteStore(QueueReads, TopicStore, ScheduleStore):
             return [rows_of(conn, name, **values) for name, values in bound]
 
         return await self._transaction(body)
+
+    async def _lock_and_push(self, lock: Step, then: Then) -> None:
+        # The write transaction holds SQLite's one writer lock: what `lock` reads, no one else
+        # changes before the commit.
+        statement, values = lock
+        bound = {k: _bound(v) for k, v in values.items()}
+        now = self._clock()
+
+        def body(conn: sqlite3.Connection) -> None:
+            found = rows_of(conn, statement, **bound)
+            if not found:
+                return
+            (name, given), items = then(found)
+            rows_of(conn, name, **{k: _bound(v) for k, v in given.items()})
+            if items:
+                transactions.push_batch(conn, items, False, now)
+
+        await self._transaction(body)
 
     async def _claim_and_push(self, claim: Step, items: Sequence[NewItem]) -> bool:
         statement, values = claim
