@@ -451,7 +451,7 @@ def summary(figures: dict[str, Any]) -> str:
             + ("  <- replica killed" if s["killed"] else "")
         )
     lines.append(
-        f"  quiet: schedules_due {figures['next_schedule_slot calls/s per replica, quiet (median)']}/s"
+        f"  quiet: next_schedule_slot {figures['next_schedule_slot calls/s per replica, quiet (median)']}/s"
         f" per replica, database {figures['database transactions/s, quiet (median)']}"
         " transactions/s (all replicas)"
     )
