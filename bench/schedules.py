@@ -314,8 +314,9 @@ async def watch(
             await sleep_until(quiet_from)
             rates = await quiet_rates(url, replicas, QUIET)
             quiet.append({"slot": slot.isoformat(), **rates})
+            calls = rates["next_schedule_slot calls/s, per replica"]
             print(
-                f"[{slot:%H:%M} quiet] next_schedule_slot {rates['next_schedule_slot calls/s, per replica']}/s"
+                f"[{slot:%H:%M} quiet] next_schedule_slot {calls}/s"
                 f" per replica, database {rates['database transactions/s, all replicas']} transactions/s",
                 flush=True,
             )

@@ -5,9 +5,10 @@ There is no leader. Each replica's Scheduler reads the earliest next slot with o
 when it is due, it fires the due schedules in batches, each one transaction that locks the rows
 (skipping those another replica is firing, so replicas split a slot's schedules), moves their
 slots and pushes their items (store/schedules.py). Then it sleeps until the next slot any replica
-knows of, at most MAX_SLEEP_SECONDS: a schedule another replica changed is seen within that, one
-changed here at once. Idle, a replica therefore costs at most one statement a second, whatever the
-number of schedules.
+knows of. A change made here wakes it at once; one made through another replica too on PostgreSQL
+(NOTIFY), and elsewhere within MAX_SLEEP_SECONDS, its longest sleep there. Idle, a replica
+therefore costs at most one statement a second, whatever the number of schedules (on PostgreSQL,
+one per slot or per change).
 """
 
 from __future__ import annotations
@@ -49,7 +50,11 @@ from simplequeue.store.protocol import Store
 log = logging.getLogger("simplequeue.schedules")
 
 MAX_SLEEP_SECONDS = 1.0
-"""The longest a scheduler sleeps: how soon it sees a change made through another replica."""
+"""The longest a scheduler sleeps where the engine cannot tell it of changes made through another
+replica (SQLite, SQL Server): how soon it sees them."""
+TOLD_SLEEP_SECONDS = 60.0
+"""The longest it sleeps where the engine tells it of changes (PostgreSQL's NOTIFY): a bound, not
+a poll, should news of a change ever go astray."""
 DUE_BATCH = 500
 """Due schedules fired per transaction: their rows locked by one statement, their slots moved by
 one, their items pushed by one."""
@@ -173,8 +178,13 @@ class Scheduler:
         self._queues = queues
         self._clock = clock
         self._random = shuffle or random.Random()
+        self._longest_sleep = MAX_SLEEP_SECONDS
 
     async def run_forever(self) -> None:
+        notifications = self._store.notifications
+        if notifications is not None:
+            notifications.on_schedules_changed(self._schedules.changed.set)
+            self._longest_sleep = TOLD_SLEEP_SECONDS
         said: str | None = None
         while True:
             if not self._queues.ready:
@@ -196,7 +206,7 @@ class Scheduler:
             await self._sleep_until(wake_at)
 
     async def _sleep_until(self, wake_at: datetime | None) -> None:
-        seconds = MAX_SLEEP_SECONDS
+        seconds = self._longest_sleep
         if wake_at is not None:
             seconds = min(seconds, max(0.0, (wake_at - self._clock()).total_seconds()))
         changed = self._schedules.changed

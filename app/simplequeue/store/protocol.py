@@ -48,6 +48,10 @@ class Notifications(Protocol):
     async def start(self, on_ready: ReadyCallback) -> None:
         """Call `on_ready` from now on, until the store is closed."""
 
+    def on_schedules_changed(self, callback: Callable[[], None]) -> None:
+        """Call `callback` (once started) when a schedule was made, replaced, paused, resumed or
+        deleted through another process, and when such news may have been missed (a reconnect)."""
+
 
 class Lifecycle(Protocol):
     dialect: str

@@ -602,6 +602,33 @@ BEGIN
 END
 $$;
 
+-- Wake every replica's scheduler when a schedule is made, replaced, paused, resumed or deleted
+-- (service/schedules.py), so that schedulers may sleep until their next slot. Not when a firing
+-- moves a slot (it sets none of these columns): that would wake every replica per batch fired.
+-- The payload is empty: a change is a reason to look, and names nothing to a role that listens.
+CREATE OR REPLACE FUNCTION sq_schedules_notify_changed() RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    PERFORM pg_notify('simplequeue_schedules', '');
+    RETURN NULL;
+END
+$$;
+
+-- Made only where it is missing, as sq_items_notify_ready above.
+DO $$
+BEGIN
+    IF NOT EXISTS (
+        SELECT 1 FROM pg_trigger
+        WHERE tgrelid = 'sq_schedules'::regclass AND tgname = 'sq_schedules_notify_changed' AND NOT tgisinternal
+    ) THEN
+        CREATE TRIGGER sq_schedules_notify_changed
+            AFTER INSERT OR DELETE OR UPDATE OF paused, queue, payload, every_seconds, cron, timezone, at
+            ON sq_schedules FOR EACH STATEMENT EXECUTE FUNCTION sq_schedules_notify_changed();
+    END IF;
+END
+$$;
+
 -- A flow-limited queue's pop (store.py: _pop_within_limits), its first step: the queue's row locked
 -- (FOR NO KEY UPDATE: pops of one limited queue take turns, pushes into it do not wait), then its
 -- unexpired leases counted no further than max_leased. Two statements of one function, one round

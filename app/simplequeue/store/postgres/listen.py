@@ -1,4 +1,5 @@
-"""LISTEN/NOTIFY: pushes through other processes wake this process's long-polls at once.
+"""LISTEN/NOTIFY: pushes through other processes wake this process's long-polls at once, and
+schedule changes through them its scheduler.
 
 A statement trigger NOTIFYs `simplequeue_ready` with {"q": token, "n": count} at commit. One
 dedicated connection per process listens, kept up (reconnecting with backoff) for the life of
@@ -8,6 +9,9 @@ Any role that may connect may LISTEN, so the payload names no queue: its token i
 the queue's name (sq_ready_token, store/postgres/functions.sql), keyed by sq_settings' notify_key,
 which the listening connection reads. This process maps back the tokens of the queues its
 long-polls wait on (the probe asks about each of them, `QueueTokens.heard_of`), and ignores others.
+
+A statement trigger on sq_schedules NOTIFYs `simplequeue_schedules`, with no payload, when a
+schedule is made, replaced, paused, resumed or deleted (store/postgres/functions.sql).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import asyncio
 import hashlib
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import suppress
 
 import asyncpg
@@ -26,6 +30,7 @@ from simplequeue.store.postgres.waited import Waited
 from simplequeue.store.protocol import ReadyCallback
 
 CHANNEL = "simplequeue_ready"
+SCHEDULES_CHANNEL = "simplequeue_schedules"
 KEY_SQL = "SELECT value FROM sq_settings WHERE name = 'notify_key'"
 log = logging.getLogger("simplequeue.postgres")
 
@@ -85,6 +90,14 @@ class Listener:
         self._task: asyncio.Task[None] | None = None
         self.tokens = QueueTokens()
         self.waited = Waited()
+        self._schedules_changed: list[Callable[[], None]] = []
+
+    def on_schedules_changed(self, callback: Callable[[], None]) -> None:
+        self._schedules_changed.append(callback)
+
+    def _tell_schedules_changed(self) -> None:
+        for callback in self._schedules_changed:
+            callback()
 
     async def start(self, on_ready: ReadyCallback) -> None:
         self._task = asyncio.create_task(self._listen(on_ready), name="simplequeue-listen")
@@ -102,6 +115,10 @@ class Listener:
             if (queue := self.tokens.queue_of(message[0])) is not None:
                 on_ready(queue, message[1])
 
+        def schedules_changed(_: object, pid: int, channel: str, payload: object) -> None:
+            if pid not in self._ignore_pids:  # our own changes woke our scheduler already
+                self._tell_schedules_changed()
+
         backoff = 0.5
         while True:
             lost = asyncio.Event()
@@ -117,8 +134,10 @@ class Listener:
                 self.tokens.use_key(await conn.fetchval(KEY_SQL))
                 self.waited.forget()  # a lost connection may be a restarted server, which lost them
                 await conn.add_listener(CHANNEL, received)
+                await conn.add_listener(SCHEDULES_CHANNEL, schedules_changed)
                 backoff = 0.5
                 on_ready(None, 0)  # anything pushed while we were not listening
+                self._tell_schedules_changed()  # and any schedule changed meanwhile
                 await lost.wait()
                 log.warning("LISTEN connection lost; reconnecting")
             except (*UNAVAILABLE, asyncpg.PostgresError) as exc:
