@@ -1,10 +1,11 @@
-"""Schedules, measured: many schedules firing every minute across replicas, one killed mid-run.
+"""Schedules, measured: many schedules firing every minute across replicas, killed mid-firing.
 
 A fresh PostgreSQL database, REPLICAS servers (bench/app.py under uvicorn, each running its
 scheduler), SCHEDULES schedules made through them with `every_seconds: 60`, spread over QUEUES
 queues, each payload naming its schedule. Nothing consumes the items: every firing stays in
-sq_items. Then MINUTES whole-minute slots are watched; with --kill, one replica is killed with
-SIGKILL 0.3 s after the middle slot (while it fires) and restarted DOWN seconds later.
+sq_items. Then MINUTES whole-minute slots are watched; with --kill (the default), KILLS slots spread
+over them (one: the middle slot) each see a replica, the next in turn, killed with SIGKILL 0.3 s
+after the slot (while it fires) and restarted DOWN seconds later.
 
 What the lag measures: a statement-level AFTER INSERT trigger, installed by this benchmark in its
 own database (the product is not changed), copies each inserted item's id, dedup key and
@@ -28,11 +29,11 @@ a worker's pop. The service and PostgreSQL share one host and its clock.
 
 The target is a bound (p99 lag <= 1 s, 0 duplicates, 0 missed). The baseline, with --baseline (the
 default), in the same run after the slots: single-item POST /push with a dedup key, at the
-scheduler's concurrency (FIRING_AT_ONCE clients per replica), for SCHEDULES items or 60 s; the
-fastest slot's firings/s is given as a ratio to it.
+concurrency of the scheduler's one-by-one firing (FIRING_AT_ONCE clients per replica), for
+SCHEDULES items or 60 s; the fastest slot's firings/s is given as a ratio to it.
 
     python -m bench.schedules [--schedules 10000] [--minutes 3] [--replicas 2] [--queues 4]
-                              [--no-kill] [--down 5] [--no-baseline]
+                              [--no-kill] [--kills 1] [--down 5] [--no-baseline]
 """
 
 from __future__ import annotations
@@ -245,7 +246,11 @@ async def watch(
     # The window: the first whole minutes after every schedule exists (a slot at least 5 s away).
     first = next_minute(datetime.now(UTC) + timedelta(seconds=5))
     slots = [first + timedelta(minutes=m) for m in range(args.minutes)]
-    kill_slot = slots[len(slots) // 2] if args.kill else None
+    # --kills slots spread over the window (one: the middle slot), each killing the next replica
+    kills_at = (
+        [slots[(2 * k + 1) * len(slots) // (2 * args.kills)] for k in range(args.kills)] if args.kill else []
+    )
+    victims = {slot: replicas[-1 - k % len(replicas)] for k, slot in enumerate(kills_at)}
     kills: list[dict[str, Any]] = []
     quiet: list[dict[str, Any]] = []
     progress: list[dict[str, Any]] = []
@@ -271,8 +276,8 @@ async def watch(
     settled = True  # the slot before this one had fired completely (none before the first)
     for slot in slots:
         killing = None
-        if slot == kill_slot:
-            killing = asyncio.create_task(kill_and_restart(replicas[-1], slot))
+        if slot in victims:
+            killing = asyncio.create_task(kill_and_restart(victims[slot], slot))
         await sleep_until(slot - timedelta(seconds=3))
         xacts_before = await pg_transactions(url)
         await sleep_until(slot)
@@ -307,7 +312,7 @@ async def watch(
         quiet_from = datetime.now(UTC) + timedelta(seconds=3)
         if (
             distinct == args.schedules
-            and slot != kill_slot
+            and slot not in victims
             and all(r.up for r in replicas)
             and quiet_from + timedelta(seconds=QUIET + 5) < slot + timedelta(minutes=1)
         ):
@@ -476,9 +481,12 @@ def main() -> None:
     parser.add_argument("--kill", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--baseline", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--down", type=float, default=5.0, help="seconds a killed replica stays down")
+    parser.add_argument("--kills", type=int, default=1, help="slots with a kill, spread over the window")
     args = parser.parse_args()
     if args.minutes < 1 or args.replicas < 1 or (args.kill and args.replicas < 2):
         parser.error("at least 1 minute, and 2 replicas to kill one")
+    if args.kill and not 1 <= args.kills <= args.minutes:
+        parser.error("--kills: from 1 to one per minute watched")
     figures = asyncio.run(run(args))
     text = json.dumps(figures, indent=2)
     saved = RESULTS / f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-schedules-postgresql.json"
