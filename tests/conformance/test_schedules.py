@@ -13,7 +13,14 @@ from uuid import uuid4
 
 import asyncpg
 import pytest
-from simplequeue.domain import ItemExists, NewItem, QueueNotFound, QueueSettings, TooManyQueues
+from simplequeue.domain import (
+    DatabaseUnavailable,
+    ItemExists,
+    NewItem,
+    QueueNotFound,
+    QueueSettings,
+    TooManyQueues,
+)
 from simplequeue.domain.schedules import MAX_CATCH_UP, Fired, Schedule, ScheduleNotFound, ScheduleSpec, Timing
 from simplequeue.main import store_for
 from simplequeue.service import schedules as schedules_module
@@ -439,3 +446,28 @@ async def test_a_change_through_another_replica_wakes_a_scheduler_that_sleeps_un
             await running
         await other.stop()
         await sleeper.stop()
+
+
+async def test_a_scheduler_waits_out_a_database_that_fails_while_it_fires(
+    one: Replica,
+    name: str,
+    queue: str,
+    clock: FakeClock,
+    at_minute: datetime,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The error of a batch reaches the loop as itself (DatabaseUnavailable: wait, then look again),
+    # not wrapped with its sibling batches' outcomes.
+    await put(one, name, queue)
+    clock.advance(60)
+    fire_due = one.store.fire_due_schedules
+
+    async def unavailable(now: datetime, limit: int, plan: Callable[[Schedule], Fired]) -> list[Fired]:
+        raise DatabaseUnavailable()
+
+    one.store.fire_due_schedules = unavailable  # type: ignore[method-assign]
+    with pytest.raises(DatabaseUnavailable):
+        await one.scheduler.run_once()
+    one.store.fire_due_schedules = fire_due  # type: ignore[method-assign]
+    await one.scheduler.run_once()
+    assert await count(one, queue) == 1

@@ -58,6 +58,9 @@ a poll, should news of a change ever go astray."""
 DUE_BATCH = 500
 """Due schedules fired per transaction: their rows locked by one statement, their slots moved by
 one, their items pushed by one."""
+BATCHES_AT_ONCE = 2
+"""Batches in flight at once per replica: one's statements run while the next is planned (the
+rows each locks are its own: SKIP LOCKED; on SQLite they take turns)."""
 HELD_SECONDS = 0.05
 """How soon a scheduler looks again when every due schedule is held by another replica's firing."""
 FIRING_AT_ONCE = 8
@@ -228,9 +231,21 @@ class Scheduler:
                 return now + timedelta(seconds=HELD_SECONDS)
 
     async def _fire_batches(self, now: datetime) -> int:
-        """Fire the schedules due at `now`, DUE_BATCH to a transaction, while batches come full;
-        how many were fired. A batch undone by a refused push (an item's id taken: none of ours
-        should be) is fired again one by one, so that the others fire."""
+        """Fire the schedules due at `now`, DUE_BATCH to a transaction, BATCHES_AT_ONCE
+        transactions at a time; how many were fired."""
+        lanes = [asyncio.create_task(self._fire_lane(now)) for _ in range(BATCHES_AT_ONCE)]
+        try:
+            return sum(await asyncio.gather(*lanes))
+        except BaseException:  # the first error as it is (a TaskGroup would wrap it in a group)
+            for lane in lanes:
+                lane.cancel()
+            await asyncio.gather(*lanes, return_exceptions=True)
+            raise
+
+    async def _fire_lane(self, now: datetime) -> int:
+        """Fire batches one after another while they come full; how many were fired. A batch
+        undone by a refused push (an item's id taken: none of ours should be) is fired again one
+        by one, so that the others fire."""
         total = 0
         while True:
             try:

@@ -116,7 +116,8 @@ class ScheduleStore:
     async def _lock_and_push(self, lock: Step, then: Then) -> None:
         """In one transaction: run `lock`, which locks the rows it returns until the end; unless it
         returned none, run the statement `then` makes of them and push its items, all or nothing.
-        A value that is a list (of dicts) goes to the statement as JSON, in the dialect's binding."""
+        A value that is a list of rows (dicts) is bound as the dialect binds a batch: JSON text, or
+        on PostgreSQL an array per field."""
         raise NotImplementedError
 
     async def put_schedule(

@@ -1038,13 +1038,14 @@ ORDER BY s.next_run_at LIMIT :limit
 FOR NO KEY UPDATE OF s SKIP LOCKED
 
 -- name: schedules_claimed
--- The locked batch's new slots, one statement for the batch. The compare-and-set on next_run_at is
--- kept although the rows are locked: a claim stays true to what was read.
+-- The locked batch's new slots, one statement for the batch: each of the claims' fields comes as
+-- an array (store.py: _lock_and_push). The compare-and-set on next_run_at is kept although the
+-- rows are locked: a claim stays true to what was read.
 UPDATE sq_schedules AS s
 SET next_run_at = c.following, last_run_at = coalesce(c.last_run_at, s.last_run_at),
     last_item_id = coalesce(c.last_item_id, s.last_item_id)
-FROM jsonb_to_recordset(:claims::jsonb)
-     AS c(name text, claimed timestamptz, following timestamptz, last_run_at timestamptz, last_item_id uuid)
+FROM unnest(:name::text[], :claimed::timestamptz[], :following::timestamptz[], :last_run_at::timestamptz[],
+            :last_item_id::uuid[]) AS c(name, claimed, following, last_run_at, last_item_id)
 WHERE s.name = c.name AND s.next_run_at = c.claimed AND NOT s.paused
 RETURNING s.name
 

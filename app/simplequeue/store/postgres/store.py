@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 from uuid import UUID, uuid4
@@ -478,10 +477,7 @@ class PostgresStore(QueueReads, TopicStore, ScheduleStore):
             if not found:
                 return
             (name, given), items = then(found)
-            bound: dict[str, Any] = {
-                k: json.dumps(v, default=str) if isinstance(v, list) else v for k, v in given.items()
-            }
-            await fetch(conn, name, **bound)
+            await fetch(conn, name, **_columns(given))
             if items:  # all or nothing: a refused item (SQ409) raises and rolls the claims back
                 await fetch(conn, "push", **self._push_values(items, False))
 
@@ -587,3 +583,15 @@ class PostgresStore(QueueReads, TopicStore, ScheduleStore):
             row = await fetch_one(conn, "purge_history", now=self._now(), limit=limit)
         assert row is not None
         return max(int(row["history"]), int(row["keys"]), int(row["ids"]))
+
+
+def _columns(values: Mapping[str, Any]) -> dict[str, Any]:
+    """A statement's values with a list of rows (dicts) bound as one array per field, named for
+    the field: asyncpg encodes typed arrays itself, where JSON would be encoded value by value."""
+    bound: dict[str, Any] = {}
+    for key, value in values.items():
+        if not isinstance(value, list):
+            bound[key] = value
+        elif value:
+            bound |= {field: [row[field] for row in value] for field in value[0]}
+    return bound
