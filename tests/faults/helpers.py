@@ -554,13 +554,16 @@ class Engine:
 ServiceFactory = Callable[..., Service]
 
 
-FIGURES: list[Figures] = []
+FIGURES_PROPERTY = "fault-injection figures"
+"""The name under which a test's figures ride on its report (user_properties), which reaches the
+run's summary from a pytest-xdist worker too."""
 
 
 class Reporter:
-    def __init__(self, config: pytest.Config, nodeid: str) -> None:
+    def __init__(self, config: pytest.Config, node: pytest.Item) -> None:
         self.config = config
-        self.nodeid = nodeid
+        self.node = node
+        self.nodeid = node.nodeid
         self.started = time.monotonic()
 
     def _write(self, text: str) -> None:
@@ -580,7 +583,7 @@ class Reporter:
 
     def figures(self, title: str, **values: object) -> Figures:
         figures = Figures(f"{title} [{self.nodeid.split('::')[-1]}]", dict(values))
-        FIGURES.append(figures)
+        self.node.user_properties.append((FIGURES_PROPERTY, figures.line()))
         self._write("\n" + figures.line())
         path = os.environ.get("SIMPLEQUEUE_FAULT_REPORT")
         if path:
