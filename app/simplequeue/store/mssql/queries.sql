@@ -156,7 +156,7 @@ OUTPUT inserted.seq, inserted.id, inserted.queue, inserted.payload, inserted.cre
 -- An item as simplequeue.store.rows reads it (with its queue's max_attempts and the batch's clock),
 -- written once so that every batch that answers with an item answers with the same columns.
 SELECT i.id, i.queue, i.payload, i.attributes, i.status, i.attempts, i.errors, i.created_at, i.visible_at, i.lease_token,
-       i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at, q.max_attempts, @now AS now
+       i.priority, i.group_key, i.dedup_key, i.fairness_key, i.first_popped_at, i.died_at, q.max_attempts, @now AS now
 FROM dbo.sq_items AS i
 JOIN dbo.sq_queues AS q ON q.name = i.queue
 
@@ -457,7 +457,7 @@ DECLARE @until DATETIME2(7) = CAST(NULLIF(:until, N'') AS DATETIME2(7));
 DECLARE @after_at DATETIME2(7) = CAST(NULLIF(:after_at, N'') AS DATETIME2(7));
 DECLARE @after_seq BIGINT = CAST(NULLIF(:after_seq, N'') AS BIGINT);
 SELECT TOP (CAST(:limit AS INT)) i.seq, i.id, i.queue, i.payload, i.attributes, i.status, i.attempts, i.errors, i.created_at,
-       i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at,
+       i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.fairness_key, i.first_popped_at, i.died_at,
        q.max_attempts, @now AS now
 FROM dbo.sq_items AS i WITH (INDEX(sq_items_dead))
 JOIN dbo.sq_queues AS q ON q.name = i.queue
@@ -840,7 +840,7 @@ DECLARE @state NVARCHAR(16) = :state;
 DECLARE @after_at DATETIME2(7) = CAST(NULLIF(:after_at, N'') AS DATETIME2(7));
 DECLARE @after_seq BIGINT = CAST(NULLIF(:after_seq, N'') AS BIGINT);
 SELECT TOP (CAST(:limit AS INT)) i.seq, i.id, i.queue, i.payload, i.attributes, i.status, i.attempts, i.errors, i.created_at,
-       i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at,
+       i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.fairness_key, i.first_popped_at, i.died_at,
        q.max_attempts, @now AS now
 FROM dbo.sq_items AS i
 JOIN dbo.sq_queues AS q ON q.name = i.queue
@@ -862,7 +862,7 @@ DECLARE @queue NVARCHAR(4000) = :queue;
 DECLARE @group NVARCHAR(4000) = :group;
 DECLARE @after_seq BIGINT = COALESCE(CAST(NULLIF(:after_seq, N'') AS BIGINT), 0);
 SELECT TOP (CAST(:limit AS INT)) i.seq, i.id, i.queue, i.payload, i.attributes, i.status, i.attempts, i.errors, i.created_at,
-       i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at,
+       i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.fairness_key, i.first_popped_at, i.died_at,
        q.max_attempts, @now AS now
 FROM dbo.sq_items AS i WITH (INDEX(sq_items_group))
 JOIN dbo.sq_queues AS q ON q.name = i.queue

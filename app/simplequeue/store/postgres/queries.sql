@@ -9,7 +9,8 @@
 SELECT id, created_at, created
 FROM sq_push_rows(:ids::uuid[], :queues::text[], :payloads::text[], :created_ats::timestamptz[], :priorities::int[],
                   :groups::text[], :dedup_keys::text[], :delays::float8[], :not_befores::timestamptz[],
-                  :remember::bool[], :skip_existing::bool, :now::timestamptz, :attributes::text[])
+                  :remember::bool[], :skip_existing::bool, :now::timestamptz, :attributes::text[],
+                  :fairness_keys::text[])
 
 -- name: lock_groups
 -- A redrive rejoins ordered groups at their back, which is a push into them; pushes (sq_push_rows)
@@ -56,8 +57,8 @@ COALESCE((SELECT COALESCE(:now::timestamptz, now()) - r.message_retention_second
 -- completed (gone, for the group probe): see complete_and_pop. A pop alone completes nothing
 -- (nothing_completed).
 SELECT c.seq FROM (
-    SELECT r.seq, r.priority, r.created_at FROM (
-        SELECT x.seq, x.priority, x.created_at FROM sq_items AS x
+    SELECT r.seq, r.priority, r.fair_rank, r.created_at FROM (
+        SELECT x.seq, x.priority, x.fair_rank, x.created_at FROM sq_items AS x
         WHERE x.queue = :queue AND x.status = 'ready' AND x.visible_at <= COALESCE(:now::timestamptz, now())
           AND x.id <> ALL (ARRAY(SELECT id FROM requested))
           AND x.created_at >= (
@@ -65,13 +66,13 @@ SELECT c.seq FROM (
           )
           AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND (paused OR (limited AND NOT :limits_checked::boolean)))
           -- include: group_head
-        ORDER BY x.priority DESC, x.created_at, x.seq
+        ORDER BY x.priority DESC, x.fair_rank, x.created_at, x.seq
         LIMIT :max_items
         FOR UPDATE SKIP LOCKED
     ) AS r
     UNION ALL
-    SELECT l.seq, l.priority, l.created_at FROM (
-        SELECT x.seq, x.priority, x.created_at FROM sq_items AS x
+    SELECT l.seq, l.priority, l.fair_rank, l.created_at FROM (
+        SELECT x.seq, x.priority, x.fair_rank, x.created_at FROM sq_items AS x
         WHERE x.queue = :queue AND x.status = 'leased' AND x.visible_at <= COALESCE(:now::timestamptz, now())
           AND x.id <> ALL (ARRAY(SELECT id FROM requested))
           AND x.created_at >= (
@@ -80,12 +81,12 @@ SELECT c.seq FROM (
           AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND (paused OR (limited AND NOT :limits_checked::boolean)))
           AND x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)
           -- include: group_head
-        ORDER BY x.priority DESC, x.created_at, x.seq
+        ORDER BY x.priority DESC, x.fair_rank, x.created_at, x.seq
         LIMIT :max_items
         FOR UPDATE SKIP LOCKED
     ) AS l
 ) AS c
-ORDER BY c.priority DESC, c.created_at, c.seq
+ORDER BY c.priority DESC, c.fair_rank, c.created_at, c.seq
 LIMIT :max_items
 
 -- fragment: nothing_completed
@@ -117,7 +118,7 @@ WHERE seq = ANY (ARRAY(
     -- include: claim
 ))
 RETURNING seq, id, queue, payload::text AS payload, created_at, attempts, lease_token, visible_at,
-          priority, group_key, attributes
+          priority, group_key, attributes, fairness_key, fair_rank
 
 -- name: pop_runs
 -- pop, where a group's head brings the run behind it: the group's next live items in seq order, as
@@ -162,7 +163,7 @@ WHERE seq = ANY (ARRAY(
 ))
   AND status IN ('ready', 'leased')
 RETURNING seq, id, queue, payload::text AS payload, created_at, attempts, lease_token, visible_at,
-          priority, group_key, attributes
+          priority, group_key, attributes, fairness_key, fair_rank
 
 -- name: extend
 -- The row is found by its id alone: a generic plan may otherwise walk sq_items_leased, every
@@ -251,14 +252,15 @@ WITH
         -- include: claim
     ))
     RETURNING seq, id, queue, payload::text AS payload, created_at, attempts, lease_token, visible_at,
-              priority, group_key, attributes
+              priority, group_key, attributes, fairness_key, fair_rank
 )
 SELECT 'popped' AS kind, p.seq, p.id, p.queue, p.payload, p.created_at, p.attempts, p.lease_token,
-       p.visible_at, p.priority, p.group_key, p.attributes, NULL AS status, NULL::boolean AS completed
+       p.visible_at, p.priority, p.group_key, p.attributes, p.fairness_key, p.fair_rank, NULL AS status,
+       NULL::boolean AS completed
 FROM popped AS p
 UNION ALL
 SELECT 'completion', NULL, present.id, done.queue, NULL, NULL, NULL, present.lease_token, NULL, NULL, NULL, NULL,
-       present.status, done.id IS NOT NULL
+       NULL, NULL, present.status, done.id IS NOT NULL
 FROM present LEFT JOIN done ON done.id = present.id
 
 -- name: wait_on
@@ -363,7 +365,7 @@ WITH f AS (
 )
 -- include: dead_letter_moved
 SELECT d.id, d.queue, d.payload::text AS payload, d.attributes, d.status, d.attempts, d.errors::text AS errors, d.created_at,
-       d.visible_at, d.lease_token, d.priority, d.group_key, d.dedup_key, d.first_popped_at, d.died_at,
+       d.visible_at, d.lease_token, d.priority, d.group_key, d.dedup_key, d.fairness_key, d.first_popped_at, d.died_at,
        d.answer_max_attempts AS max_attempts, COALESCE(:now::timestamptz, now()) AS now
 FROM failed AS d CROSS JOIN woken
 
@@ -429,7 +431,7 @@ WITH expired AS (
 
 -- name: get_item
 SELECT i.id, i.queue, i.payload::text AS payload, i.attributes, i.status, i.attempts, i.errors::text AS errors, i.created_at,
-       i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at,
+       i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.fairness_key, i.first_popped_at, i.died_at,
        q.max_attempts, COALESCE(:now::timestamptz, now()) AS now
 FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
 WHERE i.id = :id
@@ -440,7 +442,7 @@ SELECT i.id, i.seq FROM sq_items AS i WHERE i.id = ANY (:ids::uuid[])
 
 -- name: list_dead
 SELECT i.seq, i.id, i.queue, i.payload::text AS payload, i.attributes, i.status, i.attempts, i.errors::text AS errors,
-       i.created_at, i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.first_popped_at,
+       i.created_at, i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.fairness_key, i.first_popped_at,
        i.died_at, q.max_attempts, COALESCE(:now::timestamptz, now()) AS now
 FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
 WHERE i.queue = :queue AND i.status = 'dead'
@@ -662,7 +664,7 @@ UPDATE sq_queues SET paused = :paused WHERE name = :queue
 -- name: peek
 -- Live items in one state at :now (as queue_stats counts them), oldest created first.
 SELECT i.seq, i.id, i.queue, i.payload::text AS payload, i.attributes, i.status, i.attempts, i.errors::text AS errors,
-       i.created_at, i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.first_popped_at,
+       i.created_at, i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.fairness_key, i.first_popped_at,
        i.died_at, q.max_attempts, c.now
 FROM (SELECT COALESCE(:now::timestamptz, now()) AS now) AS c
 CROSS JOIN sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
@@ -682,7 +684,7 @@ LIMIT :limit
 -- A group's live items in group order (seq, the order its items are handed out), after the cursor's
 -- seq: a range of sq_items_group, which holds no dead item.
 SELECT i.seq, i.id, i.queue, i.payload::text AS payload, i.attributes, i.status, i.attempts, i.errors::text AS errors,
-       i.created_at, i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.first_popped_at,
+       i.created_at, i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.fairness_key, i.first_popped_at,
        i.died_at, q.max_attempts, COALESCE(:now::timestamptz, now()) AS now
 FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
 WHERE i.queue = :queue AND i.group_key = :group AND i.status <> 'dead'
@@ -694,7 +696,7 @@ LIMIT :limit
 -- The item (live or dead) that holds a dedup key of the queue: sq_dedup's key, then the item by id.
 -- None once the item finished, though its key may still be held for the queue's dedup window.
 SELECT i.id, i.queue, i.payload::text AS payload, i.attributes, i.status, i.attempts, i.errors::text AS errors, i.created_at,
-       i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at,
+       i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.fairness_key, i.first_popped_at, i.died_at,
        q.max_attempts, COALESCE(:now::timestamptz, now()) AS now
 FROM sq_dedup AS d
 JOIN sq_items AS i ON i.id = d.item_id AND i.queue = d.queue

@@ -242,6 +242,7 @@ class PostgresStore(QueueReads, TopicStore, ScheduleStore):
             "skip_existing": skip_existing,
             "now": self._now(),
             "attributes": [i.attributes_json for i in items],
+            "fairness_keys": [i.fairness_key for i in items],
         }
 
     async def pop(
