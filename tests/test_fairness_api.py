@@ -42,7 +42,12 @@ async def test_a_bad_fairness_key_is_a_422_naming_it(lite: Client, key: Any) -> 
     batch = await lite.post(
         "/push/batch", json={"queue": "q", "items": [{"payload": 1}, {"payload": 2, "fairness_key": key}]}
     )
-    assert assert_error(batch, 422, "ValidationError")["fields"][0]["loc"] == ["body", "items", 1, "fairness_key"]
+    assert assert_error(batch, 422, "ValidationError")["fields"][0]["loc"] == [
+        "body",
+        "items",
+        1,
+        "fairness_key",
+    ]
     assert (await lite.get("/queues")).json() == {"queues": [], "next_cursor": None}
 
 

@@ -40,7 +40,9 @@ async def test_a_quiet_key_is_not_starved_by_a_noisy_one(store: Store, queue: st
     assert keys(await drain(store, queue, 200)) == ["a"] * 90
 
 
-async def test_one_batch_of_several_keys_alternates_and_each_key_keeps_its_order(store: Store, queue: str) -> None:
+async def test_one_batch_of_several_keys_alternates_and_each_key_keeps_its_order(
+    store: Store, queue: str
+) -> None:
     await push(store, *keyed(queue, "a", 3), *keyed(queue, "b", 3), *keyed(queue, "c", 1))
     popped = await drain(store, queue, 10)
     assert popped[:3] == ["a0", "b0", "c0"]

@@ -21,7 +21,10 @@ def receive_bodies(sqs: Any, url: str, count: int) -> list[str]:
 def test_a_quiet_tenant_is_served_between_a_noisy_ones_messages(sqs: Any, name: str) -> None:
     url = sqs.create_queue(QueueName=name)["QueueUrl"]
     for start in range(0, 30, 10):
-        entries = [{"Id": str(n), "MessageBody": f"noisy-{n}", "MessageGroupId": "noisy"} for n in range(start, start + 10)]
+        entries = [
+            {"Id": str(n), "MessageBody": f"noisy-{n}", "MessageGroupId": "noisy"}
+            for n in range(start, start + 10)
+        ]
         assert not sqs.send_message_batch(QueueUrl=url, Entries=entries).get("Failed")
     for n in range(3):
         sqs.send_message(QueueUrl=url, MessageBody=f"quiet-{n}", MessageGroupId="quiet")

@@ -229,9 +229,9 @@ class AsyncClient:
     ) -> BatchPushResult:
         """Push 1..1000 items in one transaction. Each item is a mapping of the fields a single push
         takes (`payload` required; `id`, `priority`, `delay_seconds`, `not_before`, `created_at`,
-        `group`, `dedup_key`, `fairness_key`, `attributes`). Items without an id get one, so a retry is idempotent as a single
-        push's is: a retry whose earlier attempt committed inserts nothing, and the items this call's
-        earlier attempt created are reported as created."""
+        `group`, `dedup_key`, `fairness_key`, `attributes`). Items without an id get one, so a retry
+        is idempotent as a single push's is: a retry whose earlier attempt committed inserts nothing,
+        and the items this call's earlier attempt created are reported as created."""
         entries: list[dict[str, Any]] = []
         for item in items:
             entry = {

@@ -15,8 +15,9 @@ insertion). A push ranks the items of a *fair* queue (one that has seen a fairne
   created_at and insertion.
 
 So with keys A (100,000 ready) and B (10 pushed after), B's items rank level with the front of A's
-and the two alternate (equal ranks pop in created_at order). The stores apply these rules in their push (PostgreSQL: sq_fair_ranks;
-SQL Server: dbo.sq_push_items; SQLite: store/sqlite/fairness.py, through `ranks` below).
+and the two alternate (equal ranks pop in created_at order). The stores apply these rules in their
+push (PostgreSQL: sq_fair_ranks; SQL Server: dbo.sq_push_items; SQLite: store/sqlite/fairness.py,
+through `ranks` below).
 """
 
 from __future__ import annotations
@@ -48,7 +49,9 @@ def shares(items: Sequence[tuple[str, str | None, int]], fair: set[str]) -> list
             continue
         k = (queue, key if key is not None else NO_KEY)
         share = found.get(k)
-        found[k] = KeyShare(queue, k[1], share.count + 1 if share else 1, share.priority if share else priority)
+        found[k] = KeyShare(
+            queue, k[1], share.count + 1 if share else 1, share.priority if share else priority
+        )
     return [found[k] for k in sorted(found)]
 
 

@@ -79,7 +79,7 @@ DECLARE @retained DATETIME2(7) = COALESCE(
 -- READPAST: skip rows that another popper has locked instead of waiting for it.
 -- UPDLOCK: take an update lock as each row is read, so that no other popper can claim it between
 --   this SELECT and the UPDATE (no lost update, no double lease).
--- INDEX(sq_items_ready): walk the filtered ready index in (priority DESC, created_at, seq) order and
+-- INDEX(sq_items_ready): walk the filtered ready index in (priority DESC, fair_rank, created_at, seq) order and
 --   stop after TOP rows; INDEX(sq_items_lapsed): seek the queue's expired leases. A queue table's
 --   size swings faster than statistics follow it; with stale ones the optimizer may scan another
 --   index and sort every ready row on each pop (PostgreSQL was seen doing exactly that: see
@@ -111,7 +111,8 @@ DECLARE @paused BIT = COALESCE((SELECT CASE WHEN paused = 1 OR (limited = 1 AND 
 DECLARE @max_items INT = CAST(:max_items AS INT);
 WITH claimable AS (
     SELECT TOP (@max_items) x.seq, x.id, x.queue, x.payload, x.created_at, x.status, x.attempts,
-           x.lease_token, x.visible_at, x.first_popped_at, x.priority, x.group_key, x.attributes
+           x.lease_token, x.visible_at, x.first_popped_at, x.priority, x.group_key, x.attributes, x.fairness_key,
+           x.fair_rank
     FROM dbo.sq_items AS x WITH (FORCESEEK, ROWLOCK)
     WHERE x.seq IN (
         SELECT r.seq FROM (
@@ -124,7 +125,7 @@ WITH claimable AS (
                   FROM dbo.sq_items AS e WITH (INDEX(sq_items_group), READCOMMITTEDLOCK)
                   WHERE e.queue = w.queue AND e.group_key = w.group_key AND e.seq < w.seq
                     AND e.group_key IS NOT NULL AND e.status IN ('ready', 'leased')))
-            ORDER BY w.priority DESC, w.created_at, w.seq
+            ORDER BY w.priority DESC, w.fair_rank, w.created_at, w.seq
         ) AS r
         UNION ALL
         SELECT l.seq FROM (
@@ -138,10 +139,10 @@ WITH claimable AS (
                   FROM dbo.sq_items AS e WITH (INDEX(sq_items_group), READCOMMITTEDLOCK)
                   WHERE e.queue = w.queue AND e.group_key = w.group_key AND e.seq < w.seq
                     AND e.group_key IS NOT NULL AND e.status IN ('ready', 'leased')))
-            ORDER BY w.priority DESC, w.created_at, w.seq
+            ORDER BY w.priority DESC, w.fair_rank, w.created_at, w.seq
         ) AS l
     )
-    ORDER BY x.priority DESC, x.created_at, x.seq
+    ORDER BY x.priority DESC, x.fair_rank, x.created_at, x.seq
 )
 UPDATE claimable
 SET status = 'leased',
@@ -150,7 +151,8 @@ SET status = 'leased',
     visible_at = DATEADD(SECOND, @lease_seconds, @now),
     first_popped_at = COALESCE(first_popped_at, @now)
 OUTPUT inserted.seq, inserted.id, inserted.queue, inserted.payload, inserted.created_at, inserted.attempts,
-       inserted.lease_token, inserted.visible_at, inserted.priority, inserted.group_key, inserted.attributes;
+       inserted.lease_token, inserted.visible_at, inserted.priority, inserted.group_key, inserted.attributes,
+       inserted.fairness_key, inserted.fair_rank;
 
 -- fragment: item_row
 -- An item as simplequeue.store.rows reads it (with its queue's max_attempts and the batch's clock),
@@ -1123,7 +1125,8 @@ SET status = 'leased',
     visible_at = DATEADD(SECOND, @lease_seconds, @now),
     first_popped_at = COALESCE(i.first_popped_at, @now)
 OUTPUT inserted.seq, inserted.id, inserted.queue, inserted.payload, inserted.created_at, inserted.attempts,
-       inserted.lease_token, inserted.visible_at, inserted.priority, inserted.group_key, inserted.attributes
+       inserted.lease_token, inserted.visible_at, inserted.priority, inserted.group_key, inserted.attributes,
+       inserted.fairness_key, inserted.fair_rank
 FROM dbo.sq_items AS i
 JOIN runs ON runs.seq = i.seq
 WHERE i.status IN ('ready', 'leased');

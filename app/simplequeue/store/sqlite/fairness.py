@@ -21,14 +21,16 @@ def fair_ranks(items: Sequence[NewItem], now: str) -> statements.Steps[list[floa
         return [0.0] * len(items)
     starts: dict[tuple[str, str], float] = {}
     for share in shares(keyed, fair):
-        [row] = yield "fair_start", {
-            "queue": share.queue,
-            "key": share.key,
-            "priority": share.priority,
-            "now": now,
-        }
+        [row] = yield (
+            "fair_start",
+            {
+                "queue": share.queue,
+                "key": share.key,
+                "priority": share.priority,
+                "now": now,
+            },
+        )
         starts[(share.queue, share.key)] = float(row["start"])
     found, last = ranks(keyed, lambda s: starts[(s.queue, s.key)], fair)
     yield "set_fair_rank", [{"queue": q, "key": k, "last_rank": r} for (q, k), r in sorted(last.items())]
     return found
-
