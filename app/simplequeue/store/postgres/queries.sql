@@ -9,6 +9,14 @@
 SELECT id, created_at, created
 FROM sq_push_rows(:ids::uuid[], :queues::text[], :payloads::text[], :created_ats::timestamptz[], :priorities::int[],
                   :groups::text[], :dedup_keys::text[], :delays::float8[], :not_befores::timestamptz[],
+                  :remember::bool[], :skip_existing::bool, :now::timestamptz, :attributes::text[])
+
+-- name: push_fair
+-- push, for a call with fairness keys (sq_fair_ranks). A call without any sends push, the statement
+-- it always was: a database still on the schema before fairness takes it too.
+SELECT id, created_at, created
+FROM sq_push_rows(:ids::uuid[], :queues::text[], :payloads::text[], :created_ats::timestamptz[], :priorities::int[],
+                  :groups::text[], :dedup_keys::text[], :delays::float8[], :not_befores::timestamptz[],
                   :remember::bool[], :skip_existing::bool, :now::timestamptz, :attributes::text[],
                   :fairness_keys::text[])
 
