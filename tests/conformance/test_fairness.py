@@ -6,7 +6,7 @@ from __future__ import annotations
 from simplequeue.domain import Failure, NewItem
 from simplequeue.store.protocol import Store
 
-from tests.conformance.helpers import push
+from tests.conformance.helpers import configure, push
 from tests.engines import FakeClock
 from tests.factories import new_item
 
@@ -115,3 +115,18 @@ async def test_ordered_groups_stay_in_order_across_keys(store: Store, queue: str
             await store.complete(p.id, p.lease_token)
     assert [p for p in popped if p.startswith("a")] == ["a0", "a1", "a2"]
     assert len(popped) == 6
+
+
+async def test_an_item_moved_to_its_dead_letter_target_keeps_its_key_and_ranks_first_there(
+    store: Store, queue: str
+) -> None:
+    target = f"{queue}-dlq"
+    await configure(store, target)
+    await configure(store, queue, max_attempts=1, dead_letter_queue=target)
+    await push(store, *keyed(queue, "a", 3))
+    await push(store, *keyed(target, "b", 2))
+    [doomed] = await store.pop(queue, 1, 30)
+    await store.fail(doomed.id, Failure("bad", doomed.lease_token, retry=False))
+
+    moved = await store.pop(target, 3, 30)
+    assert [(p.payload, p.fairness_key) for p in moved] == [("a0", "a"), ("b0", "b"), ("b1", "b")]

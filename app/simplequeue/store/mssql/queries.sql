@@ -283,11 +283,13 @@ DECLARE @moving TABLE (
     group_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
     dedup_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
     remember_id BIT NOT NULL,
-    attributes NVARCHAR(MAX) NULL
+    attributes NVARCHAR(MAX) NULL,
+    fairness_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL
 );
 DELETE i
 OUTPUT deleted.seq, deleted.id, deleted.queue, t.name, deleted.payload, deleted.created_at, deleted.errors,
-       deleted.priority, deleted.group_key, deleted.dedup_key, deleted.remember_id, deleted.attributes
+       deleted.priority, deleted.group_key, deleted.dedup_key, deleted.remember_id, deleted.attributes,
+       deleted.fairness_key
 INTO @moving
 FROM dbo.sq_items AS i
 JOIN @dead AS d ON d.id = i.id
@@ -305,10 +307,11 @@ SET queue = m.target
 FROM dbo.sq_client_ids AS c
 JOIN @moving AS m ON c.id = m.id
 WHERE m.remember_id = 1;
+-- The fairness key goes along; the fair rank was the source's, so the item ranks 0 in its target.
 INSERT INTO dbo.sq_items (id, queue, payload, created_at, status, attempts, visible_at, errors, priority,
-                          group_key, dedup_key, first_popped_at, remember_id, attributes)
+                          group_key, dedup_key, first_popped_at, remember_id, attributes, fairness_key)
 SELECT m.id, m.target, m.payload, m.created_at, 'ready', 0, @now, m.errors, m.priority, m.group_key,
-       m.dedup_key, NULL, m.remember_id, m.attributes
+       m.dedup_key, NULL, m.remember_id, m.attributes, m.fairness_key
 FROM @moving AS m
 ORDER BY m.seq;
 
@@ -509,23 +512,26 @@ DECLARE @gone TABLE (
     dedup_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
     first_popped_at DATETIME2(7) NULL,
     remember_id BIT NOT NULL,
-    attributes NVARCHAR(MAX) NULL
+    attributes NVARCHAR(MAX) NULL,
+    fairness_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
+    fair_rank FLOAT NOT NULL
 );
 INSERT INTO @locked (queue)
 SELECT q.name FROM dbo.sq_queues AS q WITH (UPDLOCK, HOLDLOCK) WHERE q.name = @queue;
 DELETE i
 OUTPUT deleted.seq, deleted.id, deleted.queue, deleted.payload, deleted.created_at, deleted.errors,
        deleted.priority, deleted.group_key, deleted.dedup_key, deleted.first_popped_at, deleted.remember_id,
-       deleted.attributes
+       deleted.attributes, deleted.fairness_key, deleted.fair_rank
 INTO @gone
 FROM dbo.sq_items AS i WITH (FORCESEEK)
 JOIN OPENJSON(@plan) WITH (seq BIGINT) AS p ON i.seq = p.seq
 WHERE i.queue = @queue AND i.status = 'dead';
 INSERT INTO dbo.sq_items (id, queue, payload, created_at, status, attempts, visible_at, errors, priority,
-                          group_key, dedup_key, first_popped_at, remember_id, attributes)
+                          group_key, dedup_key, first_popped_at, remember_id, attributes, fairness_key, fair_rank)
 SELECT g.id, g.queue, g.payload, g.created_at, 'ready', 0,
        DATEADD(MICROSECOND, p.micros, DATEADD(SECOND, p.seconds, @now)),
-       g.errors, g.priority, g.group_key, g.dedup_key, g.first_popped_at, g.remember_id, g.attributes
+       g.errors, g.priority, g.group_key, g.dedup_key, g.first_popped_at, g.remember_id, g.attributes,
+       g.fairness_key, g.fair_rank
 FROM @gone AS g
 JOIN OPENJSON(@plan) WITH (n INT, seq BIGINT, seconds INT, micros INT) AS p ON p.seq = g.seq
 ORDER BY p.n;

@@ -347,6 +347,8 @@ WITH f AS (
     SET seq = CASE WHEN f.dies AND f.target IS NOT NULL THEN nextval(pg_get_serial_sequence('sq_items', 'seq'))
                    ELSE i.seq END,
         queue = CASE WHEN f.dies AND f.target IS NOT NULL THEN f.target ELSE i.queue END,
+        -- A fair rank is its queue's: a moved item ranks 0 in its target (as on every engine).
+        fair_rank = CASE WHEN f.dies AND f.target IS NOT NULL THEN 0 ELSE i.fair_rank END,
         status = CASE WHEN f.dies AND f.target IS NULL THEN 'dead' ELSE 'ready' END,
         attempts = CASE WHEN f.dies AND f.target IS NOT NULL THEN 0 ELSE i.attempts END,
         first_popped_at = CASE WHEN f.dies AND f.target IS NOT NULL THEN NULL ELSE i.first_popped_at END,
@@ -384,6 +386,7 @@ FROM failed AS d CROSS JOIN woken
     UPDATE sq_items AS i
     SET seq = CASE WHEN e.target IS NOT NULL THEN nextval(pg_get_serial_sequence('sq_items', 'seq')) ELSE i.seq END,
         queue = COALESCE(e.target, i.queue),
+        fair_rank = CASE WHEN e.target IS NULL THEN i.fair_rank ELSE 0 END,
         status = CASE WHEN e.target IS NULL THEN 'dead' ELSE 'ready' END,
         attempts = CASE WHEN e.target IS NULL THEN i.attempts ELSE 0 END,
         first_popped_at = CASE WHEN e.target IS NULL THEN i.first_popped_at END,

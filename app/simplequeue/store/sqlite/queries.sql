@@ -247,11 +247,12 @@ WHERE i.seq IN (SELECT value FROM json_each(:seqs)) AND i.status = 'dead' AND i.
 
 -- name: dead_letter_moves
 -- Dead items of a queue with a dead-letter target move there in the transaction that killed them:
--- ready now, attempts reset, keeping id, payload, attributes, created_at, group and errors. New
--- seqs, above every other, in their old order: a moved item joins its group at the back.
+-- ready now, attempts reset, keeping id, payload, attributes, created_at, group, fairness key and
+-- errors. New seqs, above every other, in their old order: a moved item joins its group at the back.
+-- Its fair rank was its source's: there it ranks 0, first among the target's keys' turns.
 UPDATE sq_items
 SET seq = m.top + x.n, queue = x.target, status = 'ready', attempts = 0, first_popped_at = NULL,
-    visible_at = :now, died_at = NULL, lease_token = NULL
+    visible_at = :now, died_at = NULL, lease_token = NULL, fair_rank = 0
 FROM (
     SELECT i.seq AS old, t.name AS target, row_number() OVER (ORDER BY i.seq) AS n
     -- include: dead_letter_target
