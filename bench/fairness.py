@@ -202,7 +202,7 @@ def main() -> None:
     parser.add_argument("--before", type=Path, default=None, help="a checkout of the code before this")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=8, help="each push-rate measure's length")
-    parser.add_argument("--arrivals", default="ready,streaming", help="ready, streaming or both")
+    parser.add_argument("--arrivals", default="ready,streaming", help="ready, streaming, both or none ('')")
     args = parser.parse_args()
     figures: dict[str, Any] = {
         "engine": args.engine,
@@ -210,7 +210,7 @@ def main() -> None:
         "quiet tenants": f"{QUIET_KEYS} x {PER_KEY} items",
         "workers": f"{WORKERS}, batches of {BATCH}",
     }
-    for arrival in args.arrivals.split(","):
+    for arrival in filter(None, args.arrivals.split(",")):
         runs = {}
         for name, noisy, keyed in (
             ("idle", 0, True),
