@@ -130,3 +130,11 @@ async def test_an_item_moved_to_its_dead_letter_target_keeps_its_key_and_ranks_f
 
     moved = await store.pop(target, 3, 30)
     assert [(p.payload, p.fairness_key) for p in moved] == [("a0", "a"), ("b0", "b"), ("b1", "b")]
+
+
+async def test_a_queue_deleted_and_made_again_shares_its_turns_afresh(store: Store, queue: str) -> None:
+    await push(store, *keyed(queue, "a", 30))
+    await store.delete_queue(queue, force=True)  # its keys' rows go with it
+    await push(store, *keyed(queue, "b", 2))
+    await push(store, *keyed(queue, "a", 2))
+    assert keys(await drain(store, queue, 4)) == ["b", "a", "b", "a"]

@@ -891,8 +891,8 @@ WHERE d.queue = @queue AND d.dedup_key = @dedup_key;
 
 -- name: delete_queue
 -- The queue row is locked first (UPDLOCK, HOLDLOCK) so that no push registers it meanwhile; live
--- leases decide, unless forced; then its items, history, dedup keys, attributes, tags and row go, in
--- one transaction.
+-- leases decide, unless forced; then its items, history, dedup keys, attributes, tags, fairness keys
+-- and row go, in one transaction.
 -- The claims of its items' ids go with the items: sought by id (FORCESEEK) from the items deleted,
 -- after them, in the order pushes lock an item and its claim (see push_batch). The ids of items that
 -- finished earlier stay remembered until their windows end: sq_client_ids is keyed by id alone, not
@@ -926,6 +926,7 @@ BEGIN
     DELETE FROM dbo.sq_dedup WHERE queue = @queue;
     DELETE FROM dbo.sq_queue_attributes WHERE queue = @queue;
     DELETE FROM dbo.sq_queue_tags WHERE queue = @queue;
+    DELETE FROM dbo.sq_fair_keys WHERE queue = @queue;
     DELETE FROM dbo.sq_queues WHERE name = @queue;
     SET @deleted = 1;
 END;

@@ -717,9 +717,9 @@ WHERE d.queue = :queue AND d.dedup_key = :dedup_key
 -- name: delete_queue
 -- One statement, so one snapshot: the queue row is locked first (FOR UPDATE), so pushes that
 -- would register it again wait; live leases decide, unless forced; then everything goes, its
--- attributes and tags too. The claims of its items' ids go with them (sought by id); the ids of
--- items that finished earlier stay remembered until their windows end (sq_client_ids is keyed by id
--- alone, not by queue).
+-- attributes, tags and fairness keys too. The claims of its items' ids go with them (sought by id);
+-- the ids of items that finished earlier stay remembered until their windows end (sq_client_ids is
+-- keyed by id alone, not by queue).
 WITH q AS (
     SELECT name FROM sq_queues WHERE name = :queue FOR UPDATE
 ), busy AS (
@@ -739,6 +739,8 @@ WITH q AS (
     DELETE FROM sq_queue_attributes AS a USING allowed WHERE a.queue = allowed.name
 ), tags AS (
     DELETE FROM sq_queue_tags AS t USING allowed WHERE t.queue = allowed.name
+), fair_keys AS (
+    DELETE FROM sq_fair_keys AS f USING allowed WHERE f.queue = allowed.name
 ), gone AS (
     DELETE FROM sq_queues AS g USING allowed WHERE g.name = allowed.name RETURNING 1
 )

@@ -467,6 +467,9 @@ DELETE FROM sq_queue_attributes WHERE queue = :queue
 -- name: delete_queue_tags
 DELETE FROM sq_queue_tags WHERE queue = :queue
 
+-- name: delete_queue_fair_keys
+DELETE FROM sq_fair_keys WHERE queue = :queue
+
 -- name: delete_queue
 DELETE FROM sq_queues WHERE name = :queue
 
