@@ -76,7 +76,11 @@ BEGIN
     SELECT DISTINCT q, v_now FROM unnest(p_queues) AS q
     WHERE NOT EXISTS (SELECT 1 FROM sq_queues AS e WHERE e.name = q)
     ON CONFLICT (name) DO NOTHING;
-    v_ranks := sq_fair_ranks(p_queues, p_fairness_keys, p_priorities, v_now);
+    -- Fair ranks only for a call with keys, or into a queue that saw some (one probe of sq_fair_keys):
+    -- every other push ranks 0 without a call.
+    IF p_fairness_keys IS NOT NULL OR EXISTS (SELECT 1 FROM sq_fair_keys AS f WHERE f.queue = ANY (p_queues)) THEN
+        v_ranks := sq_fair_ranks(p_queues, p_fairness_keys, p_priorities, v_now);
+    END IF;
     IF cardinality(p_ids) = 1 AND p_dedup_keys[1] IS NULL AND p_groups[1] IS NULL AND p_remember[1] IS NOT TRUE THEN
         -- One plain item (an outbox's push, a push the service's coalescer found alone): the row
         -- the common case below writes, without its arrays' bookkeeping, which is about half of
@@ -155,7 +159,8 @@ DECLARE
     v_clocks double precision[];  -- and the virtual time its items start after
     v_ranks double precision[];
 BEGIN
-    IF array_remove(p_fairness_keys, NULL) = '{}'
+    -- p_fairness_keys is NULL when the caller gives none (push, sq_push_rows' own default).
+    IF COALESCE(array_remove(p_fairness_keys, NULL), '{}') = '{}'
        AND NOT EXISTS (SELECT 1 FROM sq_fair_keys AS f WHERE f.queue = ANY (p_queues)) THEN
         RETURN NULL;
     END IF;
