@@ -17,7 +17,9 @@ insertion). A push ranks the items of a *fair* queue (one that has seen a fairne
 So with keys A (100,000 ready) and B (10 pushed after), B's items rank level with the front of A's
 and the two alternate (equal ranks pop in created_at order). The stores apply these rules in their
 push (PostgreSQL: sq_fair_ranks; SQL Server: dbo.sq_push_items; SQLite: store/sqlite/fairness.py,
-through `ranks` below).
+through `ranks` below). PostgreSQL and SQL Server rank every item of a call before its dedup keys
+and ids decide what goes in, SQLite only what goes in: an item turned away may leave a gap in its
+key's ranks there, which moves no other key's turn by more than that item's.
 """
 
 from __future__ import annotations
