@@ -22,6 +22,7 @@ def new_item(
     delay_seconds: float = 0.0,
     not_before: datetime | None = None,
     id_given: bool = False,
+    fairness_key: str | None = None,
 ) -> NewItem:
     return NewItem(
         id=id or uuid4(),
@@ -34,6 +35,7 @@ def new_item(
         delay_seconds=delay_seconds,
         not_before=not_before,
         id_given=id_given,
+        fairness_key=fairness_key,
     )
 
 

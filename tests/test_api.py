@@ -39,6 +39,7 @@ async def test_push_pop_fail_complete_and_inspect(client: Client, queue: str, cl
         "lease_expires_at",
         "priority",
         "group",
+        "fairness_key",
         "attributes",
     }
     assert (item["id"], item["payload"], item["attempts"], item["attributes"]) == (item_id, {"n": 1}, 1, None)
@@ -69,6 +70,7 @@ async def test_push_pop_fail_complete_and_inspect(client: Client, queue: str, cl
         "priority",
         "group",
         "dedup_key",
+        "fairness_key",
         "first_popped_at",
         "died_at",
         "attributes",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import http.server
 import json
+import os
 import subprocess
 import threading
 import time
@@ -33,7 +34,9 @@ def run(url: str, *args: str, stdin: str = "") -> subprocess.CompletedProcess[st
         capture_output=True,
         text=True,
         timeout=60,
-        env={"SIMPLEQUEUE_URL": url, "PATH": "/usr/bin:/bin"},
+        # PYTHONPATH, when set, names the checkout under test (a worktree's, not the installed one).
+        env={"SIMPLEQUEUE_URL": url, "PATH": "/usr/bin:/bin"}
+        | {k: v for k, v in os.environ.items() if k == "PYTHONPATH"},
     )
 
 
@@ -76,6 +79,23 @@ def test_push_dash_reads_json_lines_in_batches(url: str) -> None:
     assert json.loads(pushed.stdout) == {"queue": "cli-b", "pushed": 1200, "skipped": 0}
     popped = run(url, "pop", "--queue", "cli-b", "--max", "100")
     assert [json.loads(line)["payload"]["n"] for line in popped.stdout.splitlines()] == list(range(100))
+
+
+def test_push_takes_a_fairness_key_for_one_payload_or_every_line(url: str) -> None:
+    lines = "\n".join(json.dumps({"n": n}) for n in range(5)) + "\n"
+    many = run(url, "push", "--queue", "cli-fair", "--fairness-key", "big", "-", stdin=lines)
+    assert many.returncode == 0, many.stderr
+    one = run(url, "push", "--queue", "cli-fair", "--fairness-key", "small", '"hi"')
+    assert one.returncode == 0, one.stderr
+    popped = run(url, "pop", "--queue", "cli-fair", "--max", "3")
+    items = [json.loads(line) for line in popped.stdout.splitlines()]
+    assert [(i["payload"], i["fairness_key"]) for i in items] == [
+        ({"n": 0}, "big"),
+        ("hi", "small"),
+        ({"n": 1}, "big"),
+    ]
+    bad = run(url, "push", "--queue", "cli-fair", "--fairness-key", "", "1")
+    assert bad.returncode == 1, bad
 
 
 def ready(url: str, queue: str) -> int:

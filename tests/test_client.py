@@ -94,6 +94,18 @@ async def test_message_attributes_go_in_and_come_back(sq: AsyncClient, queue: st
     assert refused.value.code == "InvalidAttributes"
 
 
+async def test_fairness_keys_go_in_and_come_back(sq: AsyncClient, queue: str) -> None:
+    one = await sq.push("a0", queue=queue, fairness_key="a")
+    await sq.push("a1", queue=queue, fairness_key="a")
+    await sq.push_batch([{"payload": "b0", "fairness_key": "b"}], queue=queue)
+
+    assert (await sq.get_item(one.id)).fairness_key == "a"
+    items = await sq.pop(queue, max_items=3)
+    assert [(i.payload, i.fairness_key) for i in items] == [("a0", "a"), ("b0", "b"), ("a1", "a")]
+    with pytest.raises(sdk.ValidationError):
+        await sq.push("c", queue=queue, fairness_key="")
+
+
 async def test_fail_extend_and_get_item(sq: AsyncClient, queue: str) -> None:
     pushed = await sq.push({"job": 1}, queue=queue)
     [item] = await sq.pop(queue, lease_seconds=10)

@@ -410,6 +410,7 @@ def test_a_popped_item_is_written_as_its_model_serializes_it(group: str | None, 
         group=group,
         attributes_json='{"a":{"data_type":"String","string_value":"x"}}',
         seq=7,
+        fairness_key="tenant-ü",
     )
     model = PoppedItem.model_construct(
         id=item.id,
@@ -420,6 +421,7 @@ def test_a_popped_item_is_written_as_its_model_serializes_it(group: str | None, 
         lease_expires_at=item.lease_expires_at,
         priority=item.priority,
         group=item.group,
+        fairness_key=item.fairness_key,
         payload=None,
         attributes=None,
     )

@@ -47,6 +47,18 @@ async def test_a_committed_push_is_popped_with_its_payload_and_options(
     assert pushed.created
 
 
+async def test_a_push_with_a_fairness_key_takes_its_turn_among_the_tenants(
+    store: SqliteStore, conn: sqlite3.Connection
+) -> None:
+    conn.execute("INSERT INTO orders (id) VALUES (3)")
+    outbox.push_many(conn, "reports", [{"payload": n, "fairness_key": "big"} for n in range(5)])
+    outbox.push(conn, "reports", "small", fairness_key="small")
+    conn.commit()
+
+    popped = await store.pop("reports", 3, 30)
+    assert [(i.payload, i.fairness_key) for i in popped] == [(0, "big"), ("small", "small"), (1, "big")]
+
+
 async def test_a_rollback_leaves_no_trace(store: SqliteStore, conn: sqlite3.Connection) -> None:
     conn.execute("INSERT INTO orders (id) VALUES (2)")
     outbox.push(conn, "rolled", {"order": 2}, dedup_key="order-2")
@@ -128,6 +140,7 @@ def test_payloads_follow_the_services_rules(conn: sqlite3.Connection, payload: o
         {"queue": "has space"},
         {"dedup_key": "ends with a space "},
         {"group": ""},
+        {"fairness_key": "x" * 129},
         {"priority": 2**31},
         {"delay_seconds": -1},
         {"created_at": datetime(2026, 1, 1)},  # no time zone

@@ -144,6 +144,23 @@ async def test_pop_ignores_many_dead_rows(schema: tuple[str, str]) -> None:
     assert '"Node Type": "Seq Scan"' not in plan, plan
 
 
+async def test_a_fair_queues_pop_walks_the_same_index_in_rank_order(schema: tuple[str, str]) -> None:
+    await fill(schema, "q", "ready", 30_000)
+    url, name = schema
+    conn = await asyncpg.connect(url, server_settings={"search_path": name})
+    # A noisy tenant's long run of ranks, and 50 quiet tenants' few, as pushes with keys leave them.
+    await conn.execute(
+        "UPDATE sq_items SET fair_rank = seq % 5000,"
+        " fairness_key = CASE WHEN seq % 100 = 0 THEN 'quiet-' || (seq % 50) ELSE 'noisy' END"
+    )
+    await conn.execute("ANALYZE sq_items")
+    await conn.close()
+
+    plan = await pop_plan(schema, PLANNER_SETTINGS)
+    assert_claims_by_its_indexes(plan)  # in (priority, fair_rank, created_at, seq) order: no sort
+    assert '"Node Type": "Seq Scan"' not in plan, plan
+
+
 async def test_probe_seeks_its_own_index(schema: tuple[str, str]) -> None:
     await fill(schema, "q", "leased", 5_000)
     plan = await plan_of(schema, PLANNER_SETTINGS, "next_visible_at", queues=["q"], now=None)

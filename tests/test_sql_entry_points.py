@@ -248,6 +248,8 @@ def _item(**fields: Any) -> dict[str, Any]:
         ([_item(dedup_key="")], "SQ400", "items[0].dedup_key"),
         ([_item(dedup_key="trailing ")], "SQ400", "items[0].dedup_key"),
         ([_item(group_key="g" * 129)], "SQ400", "items[0].group_key"),
+        ([_item(fairness_key="f" * 129)], "SQ400", "items[0].fairness_key"),
+        ([_item(), _item(fairness_key="")], "SQ400", "items[1].fairness_key"),
         ([_item(dedup_key="\U0001f600" * 65)], "SQ400", "UTF-16"),
         ([_item(dedup_key=5)], "SQ400", "items[0].dedup_key"),
         ([_item(priority=2**31)], "SQ400", "items[0].priority"),
@@ -275,6 +277,25 @@ async def test_sq_push_batch_refuses_by_the_services_rules_and_writes_nothing(
     assert "\n" not in str(error)  # one line
     assert names in str(error)
     assert await seen.fetchval(ROWS) == before
+
+
+async def test_sq_push_batch_ranks_items_by_their_fairness_keys(
+    conn: asyncpg.Connection, seen: asyncpg.Connection
+) -> None:
+    queue = _queue()
+    big = [{"queue": queue, "payload": n, "fairness_key": "big"} for n in range(5)]
+    await conn.fetch(BATCH, json.dumps(big))
+    await conn.fetch(BATCH, json.dumps([{"queue": queue, "payload": "small", "fairness_key": "small"}]))
+    ranked = await seen.fetch(
+        "SELECT payload::text AS payload, fairness_key FROM sq_items WHERE queue = $1"
+        " ORDER BY priority DESC, fair_rank, created_at, seq LIMIT 3",
+        queue,
+    )
+    assert [(r["payload"], r["fairness_key"]) for r in ranked] == [
+        ("0", "big"),
+        ('"small"', "small"),
+        ("1", "big"),
+    ]
 
 
 async def _takes(conn: asyncpg.Connection, sql: str, *args: Any) -> bool:

@@ -67,7 +67,7 @@ def test_delete_queue_locks_the_queue_row_before_it_counts_leases_and_deletes() 
     assert (table.name, hints(table)) == ("sq_queues", ["HOLDLOCK", "UPDLOCK"])
     text = Q["delete_queue"].sql
     assert text.index("UPDLOCK") < text.index("status = 'leased'") < text.index("FROM dbo.sq_items AS i")
-    for table_name in ("sq_history", "sq_dedup", "sq_queues"):
+    for table_name in ("sq_history", "sq_dedup", "sq_fair_keys", "sq_queues"):
         assert f"DELETE FROM dbo.{table_name} WHERE" in text
     assert "SET @items = @@ROWCOUNT;" in text, "the items the DELETE deleted, not the claims"
 
@@ -91,6 +91,7 @@ def test_delete_queue_removes_its_items_claims_after_the_items() -> None:
         "sq_dedup",
         "sq_queue_attributes",
         "sq_queue_tags",
+        "sq_fair_keys",
         "sq_queues",
     ]
     items = deletes["sq_items"]

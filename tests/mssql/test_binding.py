@@ -287,7 +287,9 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     conn.reply("dedup_item", item_row(item_id, status="ready"))
     conn.reply("delete_queue", result(found=1, leased=0, deleted=1, items=2, history=3))
     head = item_row(uuid4(), status="leased", lease_token=token, group_key="g")
-    conn.reply("pop", Result(["seq"], []), Result(["seq", *head.columns], [(7, *head.rows[0])]))
+    conn.reply(
+        "pop", Result(["seq"], []), Result(["seq", *head.columns, "fair_rank"], [(7, *head.rows[0], 0.0)])
+    )
 
     await store.push_batch([keyed], skip_existing=False)
     await store.pop("orders", 1, None)

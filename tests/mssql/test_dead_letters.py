@@ -113,10 +113,14 @@ def test_revive_moves_items_to_the_back_of_their_groups_with_new_seqs() -> None:
     # A dead item's claim on its id still holds; the revived item goes on holding it.
     assert values["remember_id"] == "g.remember_id"
     assert values["attributes"] == "g.attributes", "message attributes are kept"
-    assert [col.sql("tsql") for col in delete.args["returning"].expressions][-2:] == [
+    assert [col.sql("tsql") for col in delete.args["returning"].expressions][-4:] == [
         "deleted.remember_id",
         "deleted.attributes",
+        "deleted.fairness_key",
+        "deleted.fair_rank",
     ]
+    # A revived item keeps its tenant and its place among the queue's tenants.
+    assert (values["fairness_key"], values["fair_rank"]) == ("g.fairness_key", "g.fair_rank")
     assert [o.sql("tsql") for o in insert.expression.args["order"].expressions] == ["p.n"]
     assert count.sql("tsql") == "SELECT COUNT(*) AS revived FROM @gone"
 

@@ -67,7 +67,21 @@ def test_lease_runs_leases_only_items_still_due_with_the_pops_token() -> None:
 
 
 def row(seq: int, group: str | None, token: str) -> tuple[object, ...]:
-    return (seq, str(uuid4()).upper(), "jobs.fifo", '"x"', CREATED, 1, token, UNTIL, 0, group, None)
+    return (
+        seq,
+        str(uuid4()).upper(),
+        "jobs.fifo",
+        '"x"',
+        CREATED,
+        1,
+        token,
+        UNTIL,
+        0,
+        group,
+        None,
+        None,
+        0.0,
+    )
 
 
 async def test_a_pop_for_runs_leases_the_runs_behind_its_group_heads_in_its_transaction(

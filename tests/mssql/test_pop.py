@@ -35,6 +35,8 @@ from tests.mssql.helpers import (
 )
 
 READY_POP = next(m for m in load_migrations("mssql") if m.name == "ready_pop_index")
+# The pop indexes as they are now: fairness (v15) put fair_rank into their order and included columns.
+FAIRNESS = next(m for m in load_migrations("mssql") if m.name == "fairness")
 
 
 def pop_update() -> exp.Update:
@@ -82,7 +84,7 @@ def order_of(select: exp.Select) -> list[tuple[str, bool]]:
     return [(o.this.name, bool(o.args.get("desc"))) for o in select.args["order"].expressions]
 
 
-POP_ORDER = [("priority", True), ("created_at", False), ("seq", False)]
+POP_ORDER = [("priority", True), ("fair_rank", False), ("created_at", False), ("seq", False)]
 
 
 def test_pop_claims_through_two_walks_each_top_n_rows_with_the_four_locking_hints_on_its_index() -> None:
@@ -105,20 +107,26 @@ def test_pop_claims_through_two_walks_each_top_n_rows_with_the_four_locking_hint
     assert pop_declares()["max_items"] == "CAST(? AS INTEGER)"
 
 
-def test_pop_takes_the_highest_priority_first_then_the_oldest_then_insertion_order() -> None:
+def test_pop_takes_the_highest_priority_then_the_lowest_fair_rank_then_the_oldest_then_first_in() -> None:
     assert order_of(claim_select()) == POP_ORDER
     for walk in walks().values():
         assert order_of(walk) == POP_ORDER
     # The ready index has the same order, so the ready walk stops after TOP rows; the expired
     # leases are sorted from the lapsed index's included columns, without visiting the table.
-    ready = create_index("sq_items_ready", READY_POP).this.args["params"]
+    ready = create_index("sq_items_ready", FAIRNESS).this.args["params"]
     assert [(o.this.name, bool(o.args.get("desc"))) for o in ready.args["columns"]] == [
         ("queue", False),
         *POP_ORDER,
     ]
-    lapsed = create_index("sq_items_lapsed", READY_POP).this.args["params"]
+    lapsed = create_index("sq_items_lapsed", FAIRNESS).this.args["params"]
     assert [o.this.name for o in lapsed.args["columns"]] == ["queue", "visible_at"]
-    assert {i.name for i in lapsed.args["include"]} >= {"priority", "created_at", "attempts", "group_key"}
+    assert {i.name for i in lapsed.args["include"]} >= {
+        "priority",
+        "fair_rank",
+        "created_at",
+        "attempts",
+        "group_key",
+    }
 
 
 def test_pop_claims_only_due_rows_and_no_expired_lease_on_its_last_attempt() -> None:
@@ -129,8 +137,9 @@ def test_pop_claims_only_due_rows_and_no_expired_lease_on_its_last_attempt() -> 
         assert where.sql("tsql").startswith(
             f"w.queue = @queue AND w.status = '{status}' AND w.visible_at <= @now"
         )
-        index = create_index(name, READY_POP).this.args["params"]
-        assert index.args["where"].this.sql("tsql") == f"status = '{status}'"
+        for migration in (READY_POP, FAIRNESS):
+            index = create_index(name, migration).this.args["params"]
+            assert index.args["where"].this.sql("tsql") == f"status = '{status}'"
         cutoffs = [node for node in where.find_all(exp.LTE) if node.this.name == "visible_at"]
         assert [(c.expression.name, type(c.expression)) for c in cutoffs] == [("now", exp.Parameter)]
     assert "w.attempts < @max_attempts" in lapsed.args["where"].sql("tsql")
@@ -214,6 +223,8 @@ def test_pop_leases_for_the_given_seconds_or_the_queues_and_outputs_the_leased_r
         "priority",
         "group_key",
         "attributes",
+        "fairness_key",
+        "fair_rank",
     ]
     assert not update.args["returning"].args.get("into"), "OUTPUT rows go to the client"
 
@@ -271,6 +282,8 @@ POP_COLUMNS = [
     "priority",
     "group_key",
     "attributes",
+    "fairness_key",
+    "fair_rank",
 ]
 ATTRIBUTES = '{"trace":{"type":"String","value":"abc"}}'
 
@@ -302,6 +315,8 @@ async def test_pop_binds_a_fresh_lease_and_returns_items_in_pop_order(
                     0,
                     None,
                     None,
+                    None,
+                    0.0,
                 ),
                 (
                     7,
@@ -315,8 +330,24 @@ async def test_pop_binds_a_fresh_lease_and_returns_items_in_pop_order(
                     0,
                     "g",
                     ATTRIBUTES,
+                    None,
+                    0.0,
                 ),
-                (9, str(urgent).upper(), "orders", "0", later, 1, token_text, leased_until, 5, None, None),
+                (
+                    9,
+                    str(urgent).upper(),
+                    "orders",
+                    "0",
+                    later,
+                    1,
+                    token_text,
+                    leased_until,
+                    5,
+                    None,
+                    None,
+                    None,
+                    0.0,
+                ),
             ],
         ),
     )

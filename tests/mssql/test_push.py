@@ -52,6 +52,7 @@ class PushBatch:
     lock_claims: exp.Insert  # their claims in sq_client_ids, locked
     take_over: exp.Update  # claims whose window passed
     claim: exp.Insert  # new claims
+    fair: exp.IfBlock  # the fair ranks, when an item has a key or its queue saw one
     insert: exp.Insert  # the items
     holders: exp.Insert  # what holds each remembered id not inserted
     answer: exp.Insert  # the leaders' answers
@@ -62,8 +63,8 @@ class PushBatch:
 def push_batch_statements() -> PushBatch:
     trees = body_trees(PUSH)
     kinds = [type(tree) for tree in trees]
-    assert kinds[:16] == [exp.Set, exp.Set, *[exp.Declare] * 14]
-    found = PushBatch(*trees[16:])
+    assert kinds[:17] == [exp.Set, exp.Set, *[exp.Declare] * 15]
+    found = PushBatch(*trees[17:])
     for name, kind in PushBatch.__annotations__.items():
         assert isinstance(getattr(found, name), getattr(exp, kind.split(".")[1])), name
     return found
@@ -108,10 +109,15 @@ def test_the_push_reads_every_item_from_one_json_parameter_into_a_table_by_place
         "dedup_key",
         "remember_id",
         "attributes",
+        "fairness_key",
+        "fair_rank",
     ]
-    assert [e.sql("tsql") for e in insert.expression.expressions[-2:]] == ["i.remember", "j.attributes"], (
-        "the flag the store sends, and the attributes' text as sent"
-    )
+    assert [e.sql("tsql") for e in insert.expression.expressions[-4:]] == [
+        "i.remember",
+        "j.attributes",
+        "i.fairness_key",
+        "i.fair_rank",
+    ], "the flag the store sends, the attributes' text as sent, the key and its rank"
 
 
 def test_the_push_makes_an_item_visible_at_the_later_of_not_before_and_its_delay_from_the_servers_now() -> (
@@ -342,7 +348,7 @@ async def test_push_batch_binds_the_clock_and_the_items_as_one_json_text(
     assert results == [Pushed(first.id, first.created_at, True), Pushed(second.id, second.created_at, True)]
     assert conn.names == ["push_batch"], "one round trip"
     assert conn.params("push_batch")[0] == NOW_TEXT
-    common = {"dedup_key": None, "not_before": None, "remember": 0}
+    common = {"dedup_key": None, "fairness_key": None, "not_before": None, "remember": 0}
     assert sorted(pushed(conn), key=lambda item: item["n"]) == [
         {
             "n": 0,
@@ -551,3 +557,21 @@ async def test_created_at_in_another_zone_is_sent_as_utc(fake: tuple[MssqlStore,
     await store.push_batch([item], skip_existing=False)
 
     assert pushed(conn)[0]["created_at"] == "2026-02-01T10:30:00.000000"
+
+
+def test_the_push_ranks_fair_items_under_locks_on_their_keys_only_when_a_queue_is_fair() -> None:
+    fair = push_batch_statements().fair
+    condition = fair.this.sql("tsql")
+    text = " ".join(body(PUSH).split())
+    # A push with no key into queues that never saw one skips it all.
+    assert "NOT i.fairness_key IS NULL" in condition
+    assert "dbo.sq_fair_keys" in condition
+    # Each fair key of the call is locked as the dedup keys are: present or not, until commit.
+    assert text.count("dbo.sq_fair_keys AS f WITH (UPDLOCK, HOLDLOCK, FORCESEEK)") == 2
+    # The virtual time: one less than the lowest due ready rank of the priority, else the queue's top.
+    assert "SELECT TOP (1) x.fair_rank - 1 FROM dbo.sq_items AS x" in text
+    assert "ORDER BY x.priority DESC, x.fair_rank" in text
+    assert "SELECT MAX(k.last_rank) FROM dbo.sq_fair_keys AS k WHERE k.queue = c.queue" in text
+    # A key's items take consecutive ranks, in the call's order.
+    assert "ROW_NUMBER() OVER (PARTITION BY i.queue, COALESCE(i.fairness_key, N'') ORDER BY i.n)" in text
+    assert "SET last_rank = c.start + c.items" in text

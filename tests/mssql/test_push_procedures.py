@@ -263,6 +263,7 @@ def test_the_application_procedures_check_everything_before_anything_is_written(
         ".id",
         ".group_key",
         ".dedup_key",
+        ".fairness_key",
     ]
     # sq_push checks what it must before building the element (its payload goes in as raw JSON).
     pushed = body("sq_push")
@@ -356,6 +357,7 @@ def test_the_procedure_reads_exactly_the_fields_push_json_sends() -> None:
         "priority": "INTEGER",
         "group_key": "NVARCHAR(4000)",
         "dedup_key": "NVARCHAR(4000)",
+        "fairness_key": "NVARCHAR(4000)",
         "delay_seconds": "INTEGER",
         "delay_micros": "INTEGER",
         "not_before": "NVARCHAR(40)",
@@ -380,6 +382,7 @@ def test_sq_push_batch_builds_the_same_json_for_the_procedure() -> None:
         "not_before",
         "group_key",
         "dedup_key",
+        "fairness_key",
         "id",
         "created_at",
     ]

@@ -179,6 +179,11 @@ def parse_json(text: str, where: str) -> Any:
 )
 @click.option("--dedup-key", default=None, help="Deduplicate by content: pushes with one key make one item.")
 @click.option(
+    "--fairness-key",
+    default=None,
+    help="The tenant the item (with `-`: every line) belongs to; pops share a queue's turns among its keys.",
+)
+@click.option(
     "--dedupe/--no-dedupe",
     default=True,
     show_default=True,
@@ -193,6 +198,7 @@ def push(
     queue: str,
     item_id: uuid.UUID | None,
     dedup_key: str | None,
+    fairness_key: str | None,
     dedupe: bool,
     payload: str,
 ) -> None:
@@ -213,10 +219,16 @@ def push(
     doing = f"push to queue {queue!r}"
     with talking_to(url, key=key, doing=doing, queue=queue), client_for(url, key) as sq:
         if payload != "-":
-            pushed = sq.push(parse_json(payload, "PAYLOAD"), queue=queue, id=item_id, dedup_key=dedup_key)
+            pushed = sq.push(
+                parse_json(payload, "PAYLOAD"),
+                queue=queue,
+                id=item_id,
+                dedup_key=dedup_key,
+                fairness_key=fairness_key,
+            )
             click.echo(as_json(pushed))
             return
-        loader = LineLoader(sq, queue, url=url, key=key, dedupe=dedupe)
+        loader = LineLoader(sq, queue, url=url, key=key, dedupe=dedupe, fairness_key=fairness_key)
         loader.load(sys.stdin)
         click.echo(as_json({"queue": queue, "pushed": loader.pushed, "skipped": loader.skipped}))
 
@@ -236,8 +248,18 @@ class LineLoader:
     """`push -`: JSON lines in batches of BATCH, counted as they commit, so that a failure can say
     how far it got."""
 
-    def __init__(self, sq: Client, queue: str, *, url: str, key: str | None, dedupe: bool) -> None:
+    def __init__(
+        self,
+        sq: Client,
+        queue: str,
+        *,
+        url: str,
+        key: str | None,
+        dedupe: bool,
+        fairness_key: str | None = None,
+    ) -> None:
         self.sq, self.queue, self.url, self.key, self.dedupe = sq, queue, url, key, dedupe
+        self.fairness_key = fairness_key
         self.pushed = self.skipped = 0
         self.done_through = 0  # the last line number of the last batch that committed
         self.batch: list[dict[str, Any]] = []
@@ -263,6 +285,8 @@ class LineLoader:
 
     def add(self, number: int, payload: Any) -> None:
         entry: dict[str, Any] = {"payload": payload}
+        if self.fairness_key is not None:
+            entry["fairness_key"] = self.fairness_key
         if self.dedupe:
             entry["id"] = line_id(self.queue, number, payload)
         self.batch.append(entry)

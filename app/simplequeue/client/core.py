@@ -180,6 +180,7 @@ class AsyncClient:
         group: str | None = None,
         dedup_key: str | None = None,
         attributes: Mapping[str, Mapping[str, str]] | None = None,
+        fairness_key: str | None = None,
     ) -> PushResult:
         """Push one item. It always carries an id (a new UUID unless given): a retry after a lost
         answer cannot insert it twice, before or after a worker finished it, within the queue's
@@ -192,7 +193,10 @@ class AsyncClient:
 
         `attributes` are message attributes, by name: {"type": "String" | "Number" | "Binary"
         (optionally with a custom label after a period), "value": text, base64 for Binary}, as
-        Amazon SQS's MessageAttributes (docs/api.md, Message attributes)."""
+        Amazon SQS's MessageAttributes (docs/api.md, Message attributes).
+
+        `fairness_key` names the tenant the item belongs to: pops take ready items of several keys
+        round-robin, so one tenant's backlog cannot starve another's (docs/flow-control.md)."""
         item_id = str(id or uuid.uuid4())
         body = _drop_none(
             {
@@ -206,6 +210,7 @@ class AsyncClient:
                 "group": group,
                 "dedup_key": dedup_key,
                 "attributes": attributes,
+                "fairness_key": fairness_key,
             }
         )
         if payload is None:
@@ -224,9 +229,9 @@ class AsyncClient:
     ) -> BatchPushResult:
         """Push 1..1000 items in one transaction. Each item is a mapping of the fields a single push
         takes (`payload` required; `id`, `priority`, `delay_seconds`, `not_before`, `created_at`,
-        `group`, `dedup_key`, `attributes`). Items without an id get one, so a retry is idempotent as a single
-        push's is: a retry whose earlier attempt committed inserts nothing, and the items this call's
-        earlier attempt created are reported as created."""
+        `group`, `dedup_key`, `fairness_key`, `attributes`). Items without an id get one, so a retry
+        is idempotent as a single push's is: a retry whose earlier attempt committed inserts nothing,
+        and the items this call's earlier attempt created are reported as created."""
         entries: list[dict[str, Any]] = []
         for item in items:
             entry = {

@@ -55,6 +55,7 @@ class Item:
     group: str | None
     attributes: dict[str, dict[str, str]] | None = field(default=None, repr=False)
     """Message attributes by name ({"type", "value"}), or None."""
+    fairness_key: str | None = None
 
     @classmethod
     def of(cls, body: dict[str, Any]) -> Item:
@@ -69,6 +70,7 @@ class Item:
             priority=body["priority"],
             group=body.get("group"),
             attributes=body.get("attributes"),
+            fairness_key=body.get("fairness_key"),
         )
 
 
@@ -102,6 +104,7 @@ class ItemInfo:
     """Message attributes by name ({"type", "value"}), or None."""
     lease_token_prefix: str | None = None
     """The live lease token's first 8 characters (which lease holds it), or None."""
+    fairness_key: str | None = None
 
     @classmethod
     def of(cls, body: dict[str, Any]) -> ItemInfo:
@@ -123,6 +126,7 @@ class ItemInfo:
             died_at=_time(body.get("died_at")),
             attributes=body.get("attributes"),
             lease_token_prefix=body.get("lease_token_prefix"),
+            fairness_key=body.get("fairness_key"),
         )
 
 

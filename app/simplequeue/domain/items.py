@@ -76,6 +76,7 @@ class Draft:
     system_attributes: Mapping[str, str] | None = None
     """SQS's message system attributes (SenderId, AWSTraceHeader...), kept beside the attributes
     under names no producer may give (domain.attributes.SYSTEM_PREFIX); they count toward no limit."""
+    fairness_key: str | None = None  # the tenant the item belongs to (domain.fairness)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +94,7 @@ class NewItem:
     not_before: datetime | None = None
     id_given: bool = False  # the producer chose the id (a retry re-sends it), the service did not
     attributes_json: str | None = None  # domain.attributes.encode_attributes's text; None: none
+    fairness_key: str | None = None  # the tenant the item belongs to (domain.fairness)
 
     @property
     def remembers_id(self) -> bool:
@@ -128,6 +130,8 @@ class LeasedItem:
     group: str | None = None
     attributes_json: str | None = None
     seq: int | None = None  # the store's insertion order: a group's items pop in this order
+    fairness_key: str | None = None
+    fair_rank: float = 0.0  # its place among its queue's tenants (domain.fairness); 0 in a queue without
 
     @property
     def payload(self) -> Any:
@@ -159,6 +163,7 @@ class ItemView:
     died_at: datetime | None = None
     attributes_json: str | None = None
     lease_token: UUID | None = None  # the live lease's, for the service's own use; never answered whole
+    fairness_key: str | None = None
 
     @property
     def payload(self) -> Any:

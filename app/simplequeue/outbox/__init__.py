@@ -78,9 +78,11 @@ def push(
     created_at: datetime | None = None,
     group: str | None = None,
     dedup_key: str | None = None,
+    fairness_key: str | None = None,
 ) -> Pushed:
     """Push one item in the caller's transaction, on a sync connection; see the module's docstring."""
     item = _item(payload, id, priority, delay_seconds, not_before, created_at, group, dedup_key)
+    item["fairness_key"] = fairness_key
     [pushed] = push_many(conn, queue, [item])
     return pushed
 
@@ -178,9 +180,11 @@ async def push_async(
     created_at: datetime | None = None,
     group: str | None = None,
     dedup_key: str | None = None,
+    fairness_key: str | None = None,
 ) -> Pushed:
     """push, on an async connection."""
     item = _item(payload, id, priority, delay_seconds, not_before, created_at, group, dedup_key)
+    item["fairness_key"] = fairness_key
     [pushed] = await push_many_async(conn, queue, [item])
     return pushed
 

@@ -72,6 +72,7 @@ class Checked:
     dedup_key: str | None
     id: UUID | None
     payload: Any  # as given: its depth is measured again only if the database's limit is lower
+    fairness_key: str | None = None
 
     def new_item(self, now: datetime) -> NewItem:
         """As the SQLite store pushes it (an id made here when the caller gave none)."""
@@ -86,6 +87,7 @@ class Checked:
             delay_seconds=self.delay_seconds,
             not_before=self.not_before,
             id_given=self.id is not None,
+            fairness_key=self.fairness_key,
         )
 
     def as_json(self) -> str:
@@ -100,7 +102,8 @@ class Checked:
         for name, moment in (("not_before", self.not_before), ("created_at", self.created_at)):
             if moment is not None:
                 fields[name] = moment.isoformat()
-        for name, text in (("group_key", self.group), ("dedup_key", self.dedup_key)):
+        keys = (("group_key", self.group), ("dedup_key", self.dedup_key), ("fairness_key", self.fairness_key))
+        for name, text in keys:
             if text is not None:
                 fields[name] = text
         if self.id is not None:
@@ -158,10 +161,21 @@ def _check(queue: str, item: Mapping[str, Any], n: int) -> Checked:
         dedup_key=_key(item.get("dedup_key"), f"items[{n}].dedup_key"),
         id=given,
         payload=item["payload"],
+        fairness_key=_key(item.get("fairness_key"), f"items[{n}].fairness_key"),
     )
 
 
-_OPTIONS = {"payload", "id", "priority", "delay_seconds", "not_before", "created_at", "group", "dedup_key"}
+_OPTIONS = {
+    "payload",
+    "id",
+    "priority",
+    "delay_seconds",
+    "not_before",
+    "created_at",
+    "group",
+    "dedup_key",
+    "fairness_key",
+}
 
 
 def _key(value: Any, where: str) -> str | None:

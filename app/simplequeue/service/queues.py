@@ -242,6 +242,7 @@ class QueueService:
             not_before=draft.not_before,
             id_given=draft.id is not None,
             attributes_json=encode_attributes(draft.attributes, draft.system_attributes),
+            fairness_key=draft.fairness_key,
         )
 
     # --- workers --------------------------------------------------------------------------------

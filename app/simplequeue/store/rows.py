@@ -75,6 +75,8 @@ def leased_item(row: Row) -> LeasedItem:
         group=row["group_key"],
         attributes_json=row["attributes"],
         seq=row["seq"],
+        fairness_key=row["fairness_key"],
+        fair_rank=float(row["fair_rank"]),
     )
 
 
@@ -104,6 +106,7 @@ def item_view(row: Row, now: datetime | str) -> ItemView:
         died_at=as_utc_or_none(row["died_at"]),
         attributes_json=row["attributes"],
         lease_token=as_uuid(row["lease_token"]) if status == ItemStatus.LEASED else None,
+        fairness_key=row["fairness_key"],
     )
 
 

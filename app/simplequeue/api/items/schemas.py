@@ -131,6 +131,13 @@ class ItemFields(Body):
         "dedup_window_seconds after it finished, a push with the key inserts nothing and answers 200 "
         "with the original's id. " + KEY_TEXT,
     )
+    fairness_key: Key | None = Field(
+        None,
+        description="The tenant, customer or resource the item belongs to. When items of several keys "
+        "are ready, pops hand them out round-robin across the keys (within a priority), so a key with "
+        "many ready items cannot starve one with few; items without a key in such a queue share one "
+        "turn. A queue that never saw a key pops oldest first, as ever. " + KEY_TEXT,
+    )
 
     attributes: dict[str, MessageAttributeRequest] | None = Field(
         None, description=ATTRIBUTES_TEXT, json_schema_extra=ATTRIBUTES_SCHEMA
@@ -148,6 +155,7 @@ class ItemFields(Body):
             dedup_key=self.dedup_key,
             delay_seconds=self.delay_seconds,
             not_before=self.not_before,
+            fairness_key=self.fairness_key,
         )
 
 
@@ -248,6 +256,7 @@ class PoppedItem(BaseModel):
     lease_expires_at: datetime
     priority: int
     group: str | None
+    fairness_key: str | None
     attributes: dict[str, MessageAttribute] | None = Field(
         description="The item's message attributes by name, or null when it has none."
     )
@@ -267,6 +276,7 @@ class PoppedItem(BaseModel):
                 item.lease_expires_at,
                 item.priority,
                 item.group,
+                item.fairness_key,
             )
         ).decode()
         attributes = message_attributes_json(item.attributes_json) or "null"
@@ -286,6 +296,7 @@ class _PoppedHead:
     lease_expires_at: datetime
     priority: int
     group: str | None
+    fairness_key: str | None
 
 
 _POPPED_HEAD = TypeAdapter(_PoppedHead).serializer
@@ -342,6 +353,7 @@ class Item(BaseModel):
     priority: int
     group: str | None
     dedup_key: str | None
+    fairness_key: str | None
     first_popped_at: datetime | None
     died_at: datetime | None
     attributes: dict[str, MessageAttribute] | None = Field(
@@ -367,6 +379,7 @@ class Item(BaseModel):
             priority=view.priority,
             group=view.group,
             dedup_key=view.dedup_key,
+            fairness_key=view.fairness_key,
             first_popped_at=view.first_popped_at,
             died_at=view.died_at,
             payload=None,  # spliced in as text, as are the attributes

@@ -51,11 +51,15 @@ def _draft(queue: str, p: dict[str, Any], kept: dict[str, str], sender: str, *, 
     if not is_fifo(queue):
         if dedup is not None:
             raise invalid("MessageDeduplicationId", dedup, NOT_FOR_THIS_QUEUE)
-        if group is not None:  # SQS's fair queues: kept and answered; no order among a group's
+        if group is not None:  # SQS's fair queues: the tenant, kept and answered; no order among a group's
             system["MessageGroupId"] = group
         delay = queue_delay if delay is None else delay
         return Draft(
-            payload=body, delay_seconds=float(delay), attributes=attributes, system_attributes=system
+            payload=body,
+            delay_seconds=float(delay),
+            attributes=attributes,
+            system_attributes=system,
+            fairness_key=group,
         )
     if delay:  # a FIFO queue's messages wait out the queue's delay only (0 is no delay of its own)
         raise invalid("DelaySeconds", delay, NOT_FOR_THIS_QUEUE)

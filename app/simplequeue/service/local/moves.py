@@ -219,6 +219,7 @@ def _moved(item: LeasedItem) -> Draft:
         created_at=item.created_at,
         priority=item.priority,
         group=item.group,
+        fairness_key=item.fairness_key,
         attributes=found or None,
         system_attributes=system or None,
     )

@@ -96,6 +96,7 @@ def _push_entry(n: int, item: NewItem) -> dict[str, object]:
         "priority": item.priority,
         "group_key": item.group,
         "dedup_key": item.dedup_key,
+        "fairness_key": item.fairness_key,
         "delay_seconds": delay_seconds,
         "delay_micros": delay_micros,
         "not_before": timestamp(item.not_before) if item.not_before else None,

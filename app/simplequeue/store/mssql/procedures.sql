@@ -127,7 +127,14 @@ GO
 --    (expires_at NULL or later than @now); an id nothing holds is claimed (inserted, or a passed
 --    claim taken over). Locked as the ids were, and always after the ids in sq_items: completions,
 --    purge_dead and delete_queue lock an item before its claim too.
--- 6. The items, in the call's order: INSERT ... SELECT ... ORDER BY fixes the order in which
+-- 6. Fair ranks (domain/fairness.py), only when an item has a fairness key or its queue saw one
+--    (one seek of sq_fair_keys): each fair queue's keys of the call ('' for its unkeyed items) are
+--    locked in sq_fair_keys as the dedup keys are (UPDLOCK, HOLDLOCK, FORCESEEK; @fair is keyed
+--    like the table), so that concurrent pushes of a key take turns; a key's items take
+--    consecutive ranks after the later of its last rank and the queue's virtual time at the
+--    priority of its first item (one less than the lowest rank of the queue's due ready items of
+--    that priority; with none, the highest rank the queue handed out).
+-- 7. The items, in the call's order: INSERT ... SELECT ... ORDER BY fixes the order in which
 --    IDENTITY numbers them, and seq breaks pop's ties on created_at. An item is visible at the later
 --    of not_before and @now plus its delay (MAX over VALUES is GREATEST before SQL Server 2022, and
 --    skips a NULL). The payloads are read from @items as they are inserted, never copied into a
@@ -153,6 +160,8 @@ DECLARE @item TABLE (
     priority INT NOT NULL,
     group_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
     dedup_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
+    fairness_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
+    fair_rank FLOAT NOT NULL DEFAULT 0,
     remember BIT NOT NULL,
     leader INT NULL,
     key_taken BIT NULL,
@@ -195,6 +204,14 @@ DECLARE @held TABLE (
     expires_at DATETIME2(7) NULL
 );
 DECLARE @claimed TABLE (id UNIQUEIDENTIFIER NOT NULL PRIMARY KEY);
+DECLARE @fair TABLE (
+    queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL,
+    fairness_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL,
+    items INT NOT NULL,
+    priority INT NOT NULL,
+    start FLOAT NULL,
+    PRIMARY KEY (queue, fairness_key)
+);
 DECLARE @inserted TABLE (
     id UNIQUEIDENTIFIER NOT NULL,
     queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL
@@ -211,17 +228,18 @@ DECLARE @answer TABLE (
     created BIT NULL,
     held_by NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL
 );
-INSERT INTO @item (n, id, queue, created_at, visible_at, priority, group_key, dedup_key, remember, fresh)
+INSERT INTO @item (n, id, queue, created_at, visible_at, priority, group_key, dedup_key, fairness_key, remember,
+                   fresh)
 SELECT j.n, j.id, j.queue, CAST(j.created_at AS DATETIME2(7)),
        (SELECT MAX(v.at) FROM (VALUES
            (CAST(j.not_before AS DATETIME2(7))),
            (DATEADD(MICROSECOND, j.delay_micros, DATEADD(SECOND, j.delay_seconds, @now)))
        ) AS v(at)),
-       j.priority, j.group_key, j.dedup_key, j.remember, 0
+       j.priority, j.group_key, j.dedup_key, j.fairness_key, j.remember, 0
 FROM OPENJSON(@items) WITH (
     n INT, id UNIQUEIDENTIFIER, queue NVARCHAR(4000), created_at NVARCHAR(40), priority INT,
-    group_key NVARCHAR(4000), dedup_key NVARCHAR(4000), delay_seconds INT, delay_micros INT,
-    not_before NVARCHAR(40), remember BIT
+    group_key NVARCHAR(4000), dedup_key NVARCHAR(4000), fairness_key NVARCHAR(4000), delay_seconds INT,
+    delay_micros INT, not_before NVARCHAR(40), remember BIT
 ) AS j;
 WITH firsts AS (
     SELECT i.n, i.queue, i.dedup_key, i.remember, i.leader,
@@ -315,11 +333,54 @@ SELECT r.id, r.queue, r.created_at, NULL
 FROM @remember AS r
 WHERE NOT EXISTS (SELECT 1 FROM @held AS h WHERE h.id = r.id)
   AND NOT EXISTS (SELECT 1 FROM @taken AS t WHERE t.id = r.id);
+IF EXISTS (SELECT 1 FROM @item AS i WHERE i.fairness_key IS NOT NULL)
+   OR EXISTS (SELECT 1 FROM @item AS i WHERE EXISTS (SELECT 1 FROM dbo.sq_fair_keys AS f WHERE f.queue = i.queue))
+BEGIN
+    INSERT INTO @fair (queue, fairness_key, items, priority)
+    SELECT s.queue, s.fairness_key, s.items, s.priority
+    FROM (
+        SELECT i.queue, COALESCE(i.fairness_key, N'') AS fairness_key, i.priority,
+               ROW_NUMBER() OVER (PARTITION BY i.queue, COALESCE(i.fairness_key, N'') ORDER BY i.n) AS nth,
+               COUNT(*) OVER (PARTITION BY i.queue, COALESCE(i.fairness_key, N'')) AS items
+        FROM @item AS i
+    ) AS s
+    WHERE s.nth = 1
+      AND (EXISTS (SELECT 1 FROM @item AS g WHERE g.queue = s.queue AND g.fairness_key IS NOT NULL)
+           OR EXISTS (SELECT 1 FROM dbo.sq_fair_keys AS f WHERE f.queue = s.queue));
+    INSERT INTO dbo.sq_fair_keys (queue, fairness_key, last_rank)
+    SELECT c.queue, c.fairness_key, 0
+    FROM @fair AS c
+    WHERE NOT EXISTS (
+        SELECT 1 FROM dbo.sq_fair_keys AS f WITH (UPDLOCK, HOLDLOCK, FORCESEEK)
+        WHERE f.queue = c.queue AND f.fairness_key = c.fairness_key
+    );
+    UPDATE c
+    SET start = (SELECT MAX(v.r) FROM (VALUES (f.last_rank), (COALESCE(
+        (SELECT TOP (1) x.fair_rank - 1 FROM dbo.sq_items AS x
+         WHERE x.queue = c.queue AND x.status = 'ready' AND x.priority = c.priority AND x.visible_at <= @now
+         ORDER BY x.priority DESC, x.fair_rank),
+        (SELECT MAX(k.last_rank) FROM dbo.sq_fair_keys AS k WHERE k.queue = c.queue),
+        0))) AS v(r))
+    FROM @fair AS c
+    JOIN dbo.sq_fair_keys AS f WITH (UPDLOCK, HOLDLOCK, FORCESEEK)
+        ON f.queue = c.queue AND f.fairness_key = c.fairness_key;
+    UPDATE f
+    SET last_rank = c.start + c.items
+    FROM dbo.sq_fair_keys AS f WITH (FORCESEEK)
+    JOIN @fair AS c ON f.queue = c.queue AND f.fairness_key = c.fairness_key;
+    WITH ranked AS (
+        SELECT i.fair_rank, c.start + ROW_NUMBER() OVER (
+                   PARTITION BY i.queue, COALESCE(i.fairness_key, N'') ORDER BY i.n) AS rank
+        FROM @item AS i
+        JOIN @fair AS c ON c.queue = i.queue AND c.fairness_key = COALESCE(i.fairness_key, N'')
+    )
+    UPDATE ranked SET fair_rank = rank;
+END;
 INSERT INTO dbo.sq_items (id, queue, payload, created_at, visible_at, priority, group_key, dedup_key, remember_id,
-                          attributes)
+                          attributes, fairness_key, fair_rank)
 OUTPUT inserted.id, inserted.queue INTO @inserted
 SELECT i.id, i.queue, j.payload, i.created_at, i.visible_at, i.priority, i.group_key, i.dedup_key, i.remember,
-       j.attributes
+       j.attributes, i.fairness_key, i.fair_rank
 FROM OPENJSON(@items) WITH (n INT, payload NVARCHAR(MAX), attributes NVARCHAR(MAX)) AS j
 JOIN @item AS i ON i.n = j.n
 WHERE i.fresh = 1
@@ -372,7 +433,7 @@ GO
 
 -- Push items from an application, inside its transaction: @items is a JSON array of objects, each
 -- {"queue" (required), "payload" (required: any JSON value), "priority", "delay_seconds",
--- "not_before", "group_key", "dedup_key", "id", "created_at"} (times ISO 8601 with a zone: "Z" or
+-- "not_before", "group_key", "dedup_key", "fairness_key", "id", "created_at"} (times ISO 8601 with a zone: "Z" or
 -- "+01:00"). One result set: (id UNIQUEIDENTIFIER, created BIT), one row per element, in order;
 -- created = 0 for a duplicate (its dedup_key, or its id with no dedup_key, is held by an item of its
 -- queue, whose id it answers). All or nothing: 51409 if any item is refused.
@@ -412,6 +473,7 @@ DECLARE @in TABLE (
     not_before NVARCHAR(4000) NULL,
     group_key NVARCHAR(4000) NULL,
     dedup_key NVARCHAR(4000) NULL,
+    fairness_key NVARCHAR(4000) NULL,
     id NVARCHAR(4000) NULL,
     created_at NVARCHAR(4000) NULL,
     payload_bytes BIGINT NULL,
@@ -425,7 +487,7 @@ BEGIN
 END;
 INSERT INTO @in (
     n, element_type, queue, payload, payload_type, priority, delay_seconds, not_before, group_key,
-    dedup_key, id, created_at
+    dedup_key, fairness_key, id, created_at
 )
 SELECT CAST(e.[key] AS INT), e.[type], f.queue,
        CASE p.[type]
@@ -433,7 +495,8 @@ SELECT CAST(e.[key] AS INT), e.[type], f.queue,
            WHEN 1 THEN N'"' + STRING_ESCAPE(p.value, 'json') + N'"'
            ELSE p.value
        END,
-       p.[type], f.priority, f.delay_seconds, f.not_before, f.group_key, f.dedup_key, f.id, f.created_at
+       p.[type], f.priority, f.delay_seconds, f.not_before, f.group_key, f.dedup_key, f.fairness_key, f.id,
+       f.created_at
 FROM OPENJSON(@items) AS e
 OUTER APPLY OPENJSON(IIF(e.[type] = 5, e.value, NULL)) WITH (
     queue NVARCHAR(4000) '$.queue',
@@ -442,6 +505,7 @@ OUTER APPLY OPENJSON(IIF(e.[type] = 5, e.value, NULL)) WITH (
     not_before NVARCHAR(4000) '$.not_before',
     group_key NVARCHAR(4000) '$.group_key',
     dedup_key NVARCHAR(4000) '$.dedup_key',
+    fairness_key NVARCHAR(4000) '$.fairness_key',
     id NVARCHAR(4000) '$.id',
     created_at NVARCHAR(4000) '$.created_at'
 ) AS f
@@ -513,6 +577,10 @@ FROM (
              OR DATALENGTH(i.dedup_key) <> DATALENGTH(RTRIM(i.dedup_key))
              OR CHARINDEX(NCHAR(0) COLLATE Latin1_General_100_BIN2, i.dedup_key COLLATE Latin1_General_100_BIN2) > 0)
             THEN N'.dedup_key must be 1..128 UTF-16 code units, without NUL characters or a trailing space'
+        WHEN i.fairness_key IS NOT NULL AND (DATALENGTH(i.fairness_key) NOT BETWEEN 2 AND 256
+             OR DATALENGTH(i.fairness_key) <> DATALENGTH(RTRIM(i.fairness_key))
+             OR CHARINDEX(NCHAR(0) COLLATE Latin1_General_100_BIN2, i.fairness_key COLLATE Latin1_General_100_BIN2) > 0)
+            THEN N'.fairness_key must be 1..128 UTF-16 code units, without NUL characters or a trailing space'
     END AS problem
     FROM @in AS i
 ) AS v
@@ -535,6 +603,7 @@ SET @push = (
            COALESCE(TRY_CAST(i.priority AS INT), 0) AS priority,
            i.group_key,
            i.dedup_key,
+           i.fairness_key,
            CAST(COALESCE(ROUND(TRY_CAST(i.delay_seconds AS FLOAT) * 1000000, 0), 0) AS BIGINT) / 1000000 AS delay_seconds,
            CAST(COALESCE(ROUND(TRY_CAST(i.delay_seconds AS FLOAT) * 1000000, 0), 0) AS BIGINT) % 1000000 AS delay_micros,
            CONVERT(NVARCHAR(40),

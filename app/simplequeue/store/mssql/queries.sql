@@ -79,7 +79,7 @@ DECLARE @retained DATETIME2(7) = COALESCE(
 -- READPAST: skip rows that another popper has locked instead of waiting for it.
 -- UPDLOCK: take an update lock as each row is read, so that no other popper can claim it between
 --   this SELECT and the UPDATE (no lost update, no double lease).
--- INDEX(sq_items_ready): walk the filtered ready index in (priority DESC, created_at, seq) order and
+-- INDEX(sq_items_ready): walk the filtered ready index in (priority DESC, fair_rank, created_at, seq) order and
 --   stop after TOP rows; INDEX(sq_items_lapsed): seek the queue's expired leases. A queue table's
 --   size swings faster than statistics follow it; with stale ones the optimizer may scan another
 --   index and sort every ready row on each pop (PostgreSQL was seen doing exactly that: see
@@ -111,7 +111,8 @@ DECLARE @paused BIT = COALESCE((SELECT CASE WHEN paused = 1 OR (limited = 1 AND 
 DECLARE @max_items INT = CAST(:max_items AS INT);
 WITH claimable AS (
     SELECT TOP (@max_items) x.seq, x.id, x.queue, x.payload, x.created_at, x.status, x.attempts,
-           x.lease_token, x.visible_at, x.first_popped_at, x.priority, x.group_key, x.attributes
+           x.lease_token, x.visible_at, x.first_popped_at, x.priority, x.group_key, x.attributes, x.fairness_key,
+           x.fair_rank
     FROM dbo.sq_items AS x WITH (FORCESEEK, ROWLOCK)
     WHERE x.seq IN (
         SELECT r.seq FROM (
@@ -124,7 +125,7 @@ WITH claimable AS (
                   FROM dbo.sq_items AS e WITH (INDEX(sq_items_group), READCOMMITTEDLOCK)
                   WHERE e.queue = w.queue AND e.group_key = w.group_key AND e.seq < w.seq
                     AND e.group_key IS NOT NULL AND e.status IN ('ready', 'leased')))
-            ORDER BY w.priority DESC, w.created_at, w.seq
+            ORDER BY w.priority DESC, w.fair_rank, w.created_at, w.seq
         ) AS r
         UNION ALL
         SELECT l.seq FROM (
@@ -138,10 +139,10 @@ WITH claimable AS (
                   FROM dbo.sq_items AS e WITH (INDEX(sq_items_group), READCOMMITTEDLOCK)
                   WHERE e.queue = w.queue AND e.group_key = w.group_key AND e.seq < w.seq
                     AND e.group_key IS NOT NULL AND e.status IN ('ready', 'leased')))
-            ORDER BY w.priority DESC, w.created_at, w.seq
+            ORDER BY w.priority DESC, w.fair_rank, w.created_at, w.seq
         ) AS l
     )
-    ORDER BY x.priority DESC, x.created_at, x.seq
+    ORDER BY x.priority DESC, x.fair_rank, x.created_at, x.seq
 )
 UPDATE claimable
 SET status = 'leased',
@@ -150,13 +151,14 @@ SET status = 'leased',
     visible_at = DATEADD(SECOND, @lease_seconds, @now),
     first_popped_at = COALESCE(first_popped_at, @now)
 OUTPUT inserted.seq, inserted.id, inserted.queue, inserted.payload, inserted.created_at, inserted.attempts,
-       inserted.lease_token, inserted.visible_at, inserted.priority, inserted.group_key, inserted.attributes;
+       inserted.lease_token, inserted.visible_at, inserted.priority, inserted.group_key, inserted.attributes,
+       inserted.fairness_key, inserted.fair_rank;
 
 -- fragment: item_row
 -- An item as simplequeue.store.rows reads it (with its queue's max_attempts and the batch's clock),
 -- written once so that every batch that answers with an item answers with the same columns.
 SELECT i.id, i.queue, i.payload, i.attributes, i.status, i.attempts, i.errors, i.created_at, i.visible_at, i.lease_token,
-       i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at, q.max_attempts, @now AS now
+       i.priority, i.group_key, i.dedup_key, i.fairness_key, i.first_popped_at, i.died_at, q.max_attempts, @now AS now
 FROM dbo.sq_items AS i
 JOIN dbo.sq_queues AS q ON q.name = i.queue
 
@@ -281,11 +283,13 @@ DECLARE @moving TABLE (
     group_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
     dedup_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
     remember_id BIT NOT NULL,
-    attributes NVARCHAR(MAX) NULL
+    attributes NVARCHAR(MAX) NULL,
+    fairness_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL
 );
 DELETE i
 OUTPUT deleted.seq, deleted.id, deleted.queue, t.name, deleted.payload, deleted.created_at, deleted.errors,
-       deleted.priority, deleted.group_key, deleted.dedup_key, deleted.remember_id, deleted.attributes
+       deleted.priority, deleted.group_key, deleted.dedup_key, deleted.remember_id, deleted.attributes,
+       deleted.fairness_key
 INTO @moving
 FROM dbo.sq_items AS i
 JOIN @dead AS d ON d.id = i.id
@@ -303,10 +307,11 @@ SET queue = m.target
 FROM dbo.sq_client_ids AS c
 JOIN @moving AS m ON c.id = m.id
 WHERE m.remember_id = 1;
+-- The fairness key goes along; the fair rank was the source's, so the item ranks 0 in its target.
 INSERT INTO dbo.sq_items (id, queue, payload, created_at, status, attempts, visible_at, errors, priority,
-                          group_key, dedup_key, first_popped_at, remember_id, attributes)
+                          group_key, dedup_key, first_popped_at, remember_id, attributes, fairness_key)
 SELECT m.id, m.target, m.payload, m.created_at, 'ready', 0, @now, m.errors, m.priority, m.group_key,
-       m.dedup_key, NULL, m.remember_id, m.attributes
+       m.dedup_key, NULL, m.remember_id, m.attributes, m.fairness_key
 FROM @moving AS m
 ORDER BY m.seq;
 
@@ -457,7 +462,7 @@ DECLARE @until DATETIME2(7) = CAST(NULLIF(:until, N'') AS DATETIME2(7));
 DECLARE @after_at DATETIME2(7) = CAST(NULLIF(:after_at, N'') AS DATETIME2(7));
 DECLARE @after_seq BIGINT = CAST(NULLIF(:after_seq, N'') AS BIGINT);
 SELECT TOP (CAST(:limit AS INT)) i.seq, i.id, i.queue, i.payload, i.attributes, i.status, i.attempts, i.errors, i.created_at,
-       i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at,
+       i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.fairness_key, i.first_popped_at, i.died_at,
        q.max_attempts, @now AS now
 FROM dbo.sq_items AS i WITH (INDEX(sq_items_dead))
 JOIN dbo.sq_queues AS q ON q.name = i.queue
@@ -507,23 +512,26 @@ DECLARE @gone TABLE (
     dedup_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
     first_popped_at DATETIME2(7) NULL,
     remember_id BIT NOT NULL,
-    attributes NVARCHAR(MAX) NULL
+    attributes NVARCHAR(MAX) NULL,
+    fairness_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
+    fair_rank FLOAT NOT NULL
 );
 INSERT INTO @locked (queue)
 SELECT q.name FROM dbo.sq_queues AS q WITH (UPDLOCK, HOLDLOCK) WHERE q.name = @queue;
 DELETE i
 OUTPUT deleted.seq, deleted.id, deleted.queue, deleted.payload, deleted.created_at, deleted.errors,
        deleted.priority, deleted.group_key, deleted.dedup_key, deleted.first_popped_at, deleted.remember_id,
-       deleted.attributes
+       deleted.attributes, deleted.fairness_key, deleted.fair_rank
 INTO @gone
 FROM dbo.sq_items AS i WITH (FORCESEEK)
 JOIN OPENJSON(@plan) WITH (seq BIGINT) AS p ON i.seq = p.seq
 WHERE i.queue = @queue AND i.status = 'dead';
 INSERT INTO dbo.sq_items (id, queue, payload, created_at, status, attempts, visible_at, errors, priority,
-                          group_key, dedup_key, first_popped_at, remember_id, attributes)
+                          group_key, dedup_key, first_popped_at, remember_id, attributes, fairness_key, fair_rank)
 SELECT g.id, g.queue, g.payload, g.created_at, 'ready', 0,
        DATEADD(MICROSECOND, p.micros, DATEADD(SECOND, p.seconds, @now)),
-       g.errors, g.priority, g.group_key, g.dedup_key, g.first_popped_at, g.remember_id, g.attributes
+       g.errors, g.priority, g.group_key, g.dedup_key, g.first_popped_at, g.remember_id, g.attributes,
+       g.fairness_key, g.fair_rank
 FROM @gone AS g
 JOIN OPENJSON(@plan) WITH (n INT, seq BIGINT, seconds INT, micros INT) AS p ON p.seq = g.seq
 ORDER BY p.n;
@@ -840,7 +848,7 @@ DECLARE @state NVARCHAR(16) = :state;
 DECLARE @after_at DATETIME2(7) = CAST(NULLIF(:after_at, N'') AS DATETIME2(7));
 DECLARE @after_seq BIGINT = CAST(NULLIF(:after_seq, N'') AS BIGINT);
 SELECT TOP (CAST(:limit AS INT)) i.seq, i.id, i.queue, i.payload, i.attributes, i.status, i.attempts, i.errors, i.created_at,
-       i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at,
+       i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.fairness_key, i.first_popped_at, i.died_at,
        q.max_attempts, @now AS now
 FROM dbo.sq_items AS i
 JOIN dbo.sq_queues AS q ON q.name = i.queue
@@ -862,7 +870,7 @@ DECLARE @queue NVARCHAR(4000) = :queue;
 DECLARE @group NVARCHAR(4000) = :group;
 DECLARE @after_seq BIGINT = COALESCE(CAST(NULLIF(:after_seq, N'') AS BIGINT), 0);
 SELECT TOP (CAST(:limit AS INT)) i.seq, i.id, i.queue, i.payload, i.attributes, i.status, i.attempts, i.errors, i.created_at,
-       i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at,
+       i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.fairness_key, i.first_popped_at, i.died_at,
        q.max_attempts, @now AS now
 FROM dbo.sq_items AS i WITH (INDEX(sq_items_group))
 JOIN dbo.sq_queues AS q ON q.name = i.queue
@@ -883,8 +891,8 @@ WHERE d.queue = @queue AND d.dedup_key = @dedup_key;
 
 -- name: delete_queue
 -- The queue row is locked first (UPDLOCK, HOLDLOCK) so that no push registers it meanwhile; live
--- leases decide, unless forced; then its items, history, dedup keys, attributes, tags and row go, in
--- one transaction.
+-- leases decide, unless forced; then its items, history, dedup keys, attributes, tags, fairness keys
+-- and row go, in one transaction.
 -- The claims of its items' ids go with the items: sought by id (FORCESEEK) from the items deleted,
 -- after them, in the order pushes lock an item and its claim (see push_batch). The ids of items that
 -- finished earlier stay remembered until their windows end: sq_client_ids is keyed by id alone, not
@@ -918,6 +926,7 @@ BEGIN
     DELETE FROM dbo.sq_dedup WHERE queue = @queue;
     DELETE FROM dbo.sq_queue_attributes WHERE queue = @queue;
     DELETE FROM dbo.sq_queue_tags WHERE queue = @queue;
+    DELETE FROM dbo.sq_fair_keys WHERE queue = @queue;
     DELETE FROM dbo.sq_queues WHERE name = @queue;
     SET @deleted = 1;
 END;
@@ -1123,7 +1132,8 @@ SET status = 'leased',
     visible_at = DATEADD(SECOND, @lease_seconds, @now),
     first_popped_at = COALESCE(i.first_popped_at, @now)
 OUTPUT inserted.seq, inserted.id, inserted.queue, inserted.payload, inserted.created_at, inserted.attempts,
-       inserted.lease_token, inserted.visible_at, inserted.priority, inserted.group_key, inserted.attributes
+       inserted.lease_token, inserted.visible_at, inserted.priority, inserted.group_key, inserted.attributes,
+       inserted.fairness_key, inserted.fair_rank
 FROM dbo.sq_items AS i
 JOIN runs ON runs.seq = i.seq
 WHERE i.status IN ('ready', 'leased');

@@ -52,10 +52,12 @@ $$;
 -- p_attributes: each item's message attributes (SQS's MessageAttributes, the HTTP API's
 -- `attributes`) as the JSON text the service writes (domain/attributes.py), by place (NULL, or a
 -- shorter array: none). sq_push_batch and sq_push push none: they call sq_push_rows by position.
+-- p_fairness_keys: each item's tenant, by place (NULL: none); sq_fair_ranks ranks the items.
 CREATE OR REPLACE FUNCTION sq_push_rows(
     p_ids uuid[], p_queues text[], p_payloads text[], p_created_ats timestamptz[], p_priorities integer[],
     p_groups text[], p_dedup_keys text[], p_delays double precision[], p_not_befores timestamptz[],
-    p_remember boolean[], p_skip_existing boolean, p_now timestamptz, p_attributes text[] DEFAULT NULL
+    p_remember boolean[], p_skip_existing boolean, p_now timestamptz, p_attributes text[] DEFAULT NULL,
+    p_fairness_keys text[] DEFAULT NULL
 ) RETURNS TABLE (id uuid, created_at timestamptz, created boolean)
 LANGUAGE plpgsql
 AS $$
@@ -67,20 +69,27 @@ DECLARE
     v_ats timestamptz[];
     v_created boolean[];
     v_id uuid;
+    v_ranks double precision[];  -- by place; NULL: no queue of the call is fair (every rank 0)
 BEGIN
     -- Every branch's queues first (see above: a look-up, and an INSERT only for a new one).
     INSERT INTO sq_queues (name, created_at)
     SELECT DISTINCT q, v_now FROM unnest(p_queues) AS q
     WHERE NOT EXISTS (SELECT 1 FROM sq_queues AS e WHERE e.name = q)
     ON CONFLICT (name) DO NOTHING;
+    -- Fair ranks only for a call with keys, or into a queue that saw some (one probe of sq_fair_keys):
+    -- every other push ranks 0 without a call.
+    IF p_fairness_keys IS NOT NULL OR EXISTS (SELECT 1 FROM sq_fair_keys AS f WHERE f.queue = ANY (p_queues)) THEN
+        v_ranks := sq_fair_ranks(p_queues, p_fairness_keys, p_priorities, v_now);
+    END IF;
     IF cardinality(p_ids) = 1 AND p_dedup_keys[1] IS NULL AND p_groups[1] IS NULL AND p_remember[1] IS NOT TRUE THEN
         -- One plain item (an outbox's push, a push the service's coalescer found alone): the row
         -- the common case below writes, without its arrays' bookkeeping, which is about half of
         -- that statement's time for one item.
-        INSERT INTO sq_items (id, queue, payload, created_at, visible_at, priority, attributes)
+        INSERT INTO sq_items (id, queue, payload, created_at, visible_at, priority, attributes, fairness_key,
+                              fair_rank)
         VALUES (p_ids[1], p_queues[1], p_payloads[1]::json, p_created_ats[1],
                 GREATEST(p_not_befores[1], v_now + p_delays[1] * interval '1 second'), p_priorities[1],
-                p_attributes[1])
+                p_attributes[1], p_fairness_keys[1], COALESCE(v_ranks[1], 0))
         ON CONFLICT (id) DO NOTHING
         RETURNING sq_items.id INTO v_id;
         v_ids := ARRAY[v_id];
@@ -90,8 +99,10 @@ BEGIN
         -- The common case (no dedup keys, no remembered ids, no ordered groups): one statement. An
         -- id already there, or given twice, goes in (and answers) once; the rest answer NULL.
         WITH inserted AS (
-            INSERT INTO sq_items (id, queue, payload, created_at, visible_at, priority, attributes)
-            SELECT t.i, t.q, t.p::json, t.c, GREATEST(t.nb, v_now + t.d * interval '1 second'), t.pr, p_attributes[t.o]
+            INSERT INTO sq_items (id, queue, payload, created_at, visible_at, priority, attributes, fairness_key,
+                                  fair_rank)
+            SELECT t.i, t.q, t.p::json, t.c, GREATEST(t.nb, v_now + t.d * interval '1 second'), t.pr, p_attributes[t.o],
+                   p_fairness_keys[t.o], COALESCE(v_ranks[t.o], 0)
             FROM unnest(p_ids, p_queues, p_payloads, p_created_ats, p_priorities, p_delays, p_not_befores)
                 WITH ORDINALITY AS t(i, q, p, c, pr, d, nb, o)
             ORDER BY t.o
@@ -112,7 +123,7 @@ BEGIN
         SELECT r.ids, r.ats, r.created INTO v_ids, v_ats, v_created
         FROM sq_push_planned(
             p_ids, p_queues, p_payloads, p_created_ats, p_priorities, p_groups, p_dedup_keys, p_delays,
-            p_not_befores, p_remember, p_skip_existing, v_now, p_attributes
+            p_not_befores, p_remember, p_skip_existing, v_now, p_attributes, p_fairness_keys, v_ranks
         ) AS r;
     END IF;
     IF NOT p_skip_existing AND array_position(v_ids, NULL) IS NOT NULL THEN
@@ -125,12 +136,84 @@ BEGIN
 END
 $$;
 
+-- The fair ranks of a push's items, by place (start-time fair queueing; docs/flow-control.md), or
+-- NULL when no queue of the call is fair: none of its items has a key and the queue never saw one
+-- (one probe of sq_fair_keys), so such a queue's items all rank 0 and pop as they always did. In a
+-- fair queue, unkeyed items are one more key, ''. The items of one key of a queue take consecutive
+-- ranks after the later of the key's last rank and the queue's virtual time at the priority of the
+-- key's first item: one less than the lowest rank of the queue's due ready items of that priority
+-- (one seek of sq_items_ready), or, with none, the highest rank the queue handed out
+-- (sq_fair_keys_clock), so that a key that was idle starts level with the front of the queue, with
+-- no credit saved up (domain/fairness.py).
+-- The keys' rows are locked in sorted order, so that two pushes never wait on each other's locks
+-- in opposite orders; a concurrent push of the same key waits, then reads the rank it left.
+CREATE OR REPLACE FUNCTION sq_fair_ranks(
+    p_queues text[], p_fairness_keys text[], p_priorities integer[], p_now timestamptz
+) RETURNS double precision[]
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_queues text[];    -- the call's keys of fair queues, sorted: queue, key ('' for none),
+    v_keys text[];
+    v_counts bigint[];  -- how many of the call's items have it,
+    v_clocks double precision[];  -- and the virtual time its items start after
+    v_ranks double precision[];
+BEGIN
+    -- p_fairness_keys is NULL when the caller gives none (push, sq_push_rows' own default).
+    IF COALESCE(array_remove(p_fairness_keys, NULL), '{}') = '{}'
+       AND NOT EXISTS (SELECT 1 FROM sq_fair_keys AS f WHERE f.queue = ANY (p_queues)) THEN
+        RETURN NULL;
+    END IF;
+    -- A queue is fair when the call gives it a key, or it saw one before.
+    SELECT array_agg(t.q ORDER BY t.q, t.k), array_agg(t.k ORDER BY t.q, t.k), array_agg(t.n ORDER BY t.q, t.k),
+           array_agg(COALESCE(
+               (SELECT x.fair_rank - 1 FROM sq_items AS x
+                WHERE x.queue = t.q AND x.status = 'ready' AND x.priority = t.pr AND x.visible_at <= p_now
+                ORDER BY x.priority DESC, x.fair_rank
+                LIMIT 1),
+               (SELECT f.last_rank FROM sq_fair_keys AS f WHERE f.queue = t.q ORDER BY f.last_rank DESC LIMIT 1),
+               0) ORDER BY t.q, t.k)
+    INTO v_queues, v_keys, v_counts, v_clocks
+    FROM (
+        SELECT u.q, COALESCE(u.k, '') AS k, u.pr,
+               row_number() OVER (PARTITION BY u.q, COALESCE(u.k, '') ORDER BY u.o) AS nth,
+               count(*) OVER (PARTITION BY u.q, COALESCE(u.k, '')) AS n
+        FROM unnest(p_queues, p_fairness_keys, p_priorities) WITH ORDINALITY AS u(q, k, pr, o)
+    ) AS t
+    WHERE t.nth = 1
+      AND (EXISTS (SELECT 1 FROM unnest(p_queues, p_fairness_keys) AS g(q, k) WHERE g.q = t.q AND g.k IS NOT NULL)
+           OR EXISTS (SELECT 1 FROM sq_fair_keys AS f WHERE f.queue = t.q));
+    INSERT INTO sq_fair_keys (queue, fairness_key, last_rank)
+    SELECT c.q, c.k, 0 FROM unnest(v_queues, v_keys) AS c(q, k) ORDER BY c.q, c.k
+    ON CONFLICT (queue, fairness_key) DO NOTHING;
+    PERFORM count(*) FROM (
+        SELECT 1 FROM sq_fair_keys AS f JOIN unnest(v_queues, v_keys) AS c(q, k) ON f.queue = c.q AND f.fairness_key = c.k
+        ORDER BY f.queue, f.fairness_key
+        FOR UPDATE OF f
+    ) AS locked;
+    WITH moved AS (
+        UPDATE sq_fair_keys AS f SET last_rank = GREATEST(f.last_rank, c.v) + c.n
+        FROM unnest(v_queues, v_keys, v_counts, v_clocks) AS c(q, k, n, v)
+        WHERE f.queue = c.q AND f.fairness_key = c.k
+        RETURNING f.queue AS q, f.fairness_key AS k, f.last_rank - c.n AS base
+    )
+    SELECT array_agg(s.rank ORDER BY s.o) INTO v_ranks
+    FROM (
+        SELECT u.o, m.base + row_number() OVER (PARTITION BY u.q, COALESCE(u.k, '') ORDER BY u.o) AS rank
+        FROM unnest(p_queues, p_fairness_keys) WITH ORDINALITY AS u(q, k, o)
+        LEFT JOIN moved AS m ON m.q = u.q AND m.k = COALESCE(u.k, '')
+    ) AS s;
+    RETURN v_ranks;
+END
+$$;
+
 -- sq_push_rows for the items that need more than one INSERT: dedup keys, remembered ids or ordered
 -- groups. The answers, by place; the caller (sq_push_rows) refuses or skips what is NULL.
 CREATE OR REPLACE FUNCTION sq_push_planned(
     p_ids uuid[], p_queues text[], p_payloads text[], p_created_ats timestamptz[], p_priorities integer[],
     p_groups text[], p_dedup_keys text[], p_delays double precision[], p_not_befores timestamptz[],
     p_remember boolean[], p_skip_existing boolean, v_now timestamptz, p_attributes text[],
+    p_fairness_keys text[], p_ranks double precision[],
     OUT ids uuid[], OUT ats timestamptz[], OUT created boolean[]
 )
 LANGUAGE plpgsql
@@ -236,9 +319,9 @@ BEGIN
         RETURNING id
     ), inserted AS (
         INSERT INTO sq_items (id, queue, payload, created_at, visible_at, priority, group_key, dedup_key, remember_id,
-                              attributes)
+                              attributes, fairness_key, fair_rank)
         SELECT t.i, t.q, t.p::json, t.c, GREATEST(t.nb, v_now + t.d * interval '1 second'), t.pr, t.g, t.k, t.r,
-               p_attributes[t.o]
+               p_attributes[t.o], p_fairness_keys[t.o], COALESCE(p_ranks[t.o], 0)
         FROM unnest(p_ids, p_queues, p_payloads, p_created_ats, p_priorities, p_groups, p_dedup_keys,
                     p_delays, p_not_befores, p_remember, v_fresh) WITH ORDINALITY
             AS t(i, q, p, c, pr, g, k, d, nb, r, f, o)
@@ -285,7 +368,7 @@ END
 $$;
 
 -- sq_push_rows for callers: a JSON array of items (each an object: queue and payload, and as they
--- wish priority, delay_seconds, not_before, group_key, dedup_key, id, created_at), checked by the
+-- wish priority, delay_seconds, not_before, group_key, dedup_key, fairness_key, id, created_at), checked by the
 -- service's rules before anything is written. Refusals raise SQLSTATE SQ400 (bad input), SQ413 (a
 -- payload over the limit) or SQ409 (an id held by another queue's item), each a one-line message
 -- that names the item; a dedup key or remembered id that matches answers created = false and
@@ -313,6 +396,7 @@ DECLARE
     v_delays double precision[] := '{}';
     v_not_befores timestamptz[] := '{}';
     v_remember boolean[] := '{}';
+    v_fairness_keys text[] := '{}';
     v_now timestamptz := clock_timestamp();
 BEGIN
     IF items IS NULL OR json_typeof(items) <> 'array' THEN
@@ -382,6 +466,8 @@ BEGIN
             v_groups := v_groups || sq_checked_key(v_item -> 'group_key', v_where || '.group_key');
             v_key := 'dedup_key';
             v_dedup_keys := v_dedup_keys || sq_checked_key(v_item -> 'dedup_key', v_where || '.dedup_key');
+            v_key := 'fairness_key';
+            v_fairness_keys := v_fairness_keys || sq_checked_key(v_item -> 'fairness_key', v_where || '.fairness_key');
             v_key := 'id';
             v_ids := v_ids || COALESCE((v_item ->> 'id')::uuid, gen_random_uuid());
             -- A producer's own id is its push's idempotency key, unless a dedup_key decides.
@@ -399,7 +485,7 @@ BEGIN
     RETURN QUERY
     SELECT r.id, r.created
     FROM sq_push_rows(v_ids, v_queues, v_payloads, v_created_ats, v_priorities, v_groups, v_dedup_keys,
-                      v_delays, v_not_befores, v_remember, false, NULL) AS r;
+                      v_delays, v_not_befores, v_remember, false, NULL, NULL, v_fairness_keys) AS r;
 END
 $$;
 
@@ -681,9 +767,11 @@ BEGIN
 END
 $$;
 REVOKE ALL ON FUNCTION sq_push_rows(uuid[], text[], text[], timestamptz[], integer[], text[], text[],
-    double precision[], timestamptz[], boolean[], boolean, timestamptz, text[]) FROM PUBLIC;
+    double precision[], timestamptz[], boolean[], boolean, timestamptz, text[], text[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION sq_push_planned(uuid[], text[], text[], timestamptz[], integer[], text[], text[],
-    double precision[], timestamptz[], boolean[], boolean, timestamptz, text[]) FROM PUBLIC;
+    double precision[], timestamptz[], boolean[], boolean, timestamptz, text[], text[], double precision[])
+    FROM PUBLIC;
+REVOKE ALL ON FUNCTION sq_fair_ranks(text[], text[], integer[], timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION sq_checked_key(json, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION sq_checked_number(json, text, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION sq_checked_time(json, text) FROM PUBLIC;

@@ -11,6 +11,15 @@ FROM sq_push_rows(:ids::uuid[], :queues::text[], :payloads::text[], :created_ats
                   :groups::text[], :dedup_keys::text[], :delays::float8[], :not_befores::timestamptz[],
                   :remember::bool[], :skip_existing::bool, :now::timestamptz, :attributes::text[])
 
+-- name: push_fair
+-- push, for a call with fairness keys (sq_fair_ranks). A call without any sends push, the statement
+-- it always was: a database still on the schema before fairness takes it too.
+SELECT id, created_at, created
+FROM sq_push_rows(:ids::uuid[], :queues::text[], :payloads::text[], :created_ats::timestamptz[], :priorities::int[],
+                  :groups::text[], :dedup_keys::text[], :delays::float8[], :not_befores::timestamptz[],
+                  :remember::bool[], :skip_existing::bool, :now::timestamptz, :attributes::text[],
+                  :fairness_keys::text[])
+
 -- name: lock_groups
 -- A redrive rejoins ordered groups at their back, which is a push into them; pushes (sq_push_rows)
 -- and redrives into one group take turns, so that a group's seq order is its commit order: a
@@ -56,8 +65,8 @@ COALESCE((SELECT COALESCE(:now::timestamptz, now()) - r.message_retention_second
 -- completed (gone, for the group probe): see complete_and_pop. A pop alone completes nothing
 -- (nothing_completed).
 SELECT c.seq FROM (
-    SELECT r.seq, r.priority, r.created_at FROM (
-        SELECT x.seq, x.priority, x.created_at FROM sq_items AS x
+    SELECT r.seq, r.priority, r.fair_rank, r.created_at FROM (
+        SELECT x.seq, x.priority, x.fair_rank, x.created_at FROM sq_items AS x
         WHERE x.queue = :queue AND x.status = 'ready' AND x.visible_at <= COALESCE(:now::timestamptz, now())
           AND x.id <> ALL (ARRAY(SELECT id FROM requested))
           AND x.created_at >= (
@@ -65,13 +74,13 @@ SELECT c.seq FROM (
           )
           AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND (paused OR (limited AND NOT :limits_checked::boolean)))
           -- include: group_head
-        ORDER BY x.priority DESC, x.created_at, x.seq
+        ORDER BY x.priority DESC, x.fair_rank, x.created_at, x.seq
         LIMIT :max_items
         FOR UPDATE SKIP LOCKED
     ) AS r
     UNION ALL
-    SELECT l.seq, l.priority, l.created_at FROM (
-        SELECT x.seq, x.priority, x.created_at FROM sq_items AS x
+    SELECT l.seq, l.priority, l.fair_rank, l.created_at FROM (
+        SELECT x.seq, x.priority, x.fair_rank, x.created_at FROM sq_items AS x
         WHERE x.queue = :queue AND x.status = 'leased' AND x.visible_at <= COALESCE(:now::timestamptz, now())
           AND x.id <> ALL (ARRAY(SELECT id FROM requested))
           AND x.created_at >= (
@@ -80,12 +89,12 @@ SELECT c.seq FROM (
           AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND (paused OR (limited AND NOT :limits_checked::boolean)))
           AND x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)
           -- include: group_head
-        ORDER BY x.priority DESC, x.created_at, x.seq
+        ORDER BY x.priority DESC, x.fair_rank, x.created_at, x.seq
         LIMIT :max_items
         FOR UPDATE SKIP LOCKED
     ) AS l
 ) AS c
-ORDER BY c.priority DESC, c.created_at, c.seq
+ORDER BY c.priority DESC, c.fair_rank, c.created_at, c.seq
 LIMIT :max_items
 
 -- fragment: nothing_completed
@@ -117,7 +126,7 @@ WHERE seq = ANY (ARRAY(
     -- include: claim
 ))
 RETURNING seq, id, queue, payload::text AS payload, created_at, attempts, lease_token, visible_at,
-          priority, group_key, attributes
+          priority, group_key, attributes, fairness_key, fair_rank
 
 -- name: pop_runs
 -- pop, where a group's head brings the run behind it: the group's next live items in seq order, as
@@ -162,7 +171,7 @@ WHERE seq = ANY (ARRAY(
 ))
   AND status IN ('ready', 'leased')
 RETURNING seq, id, queue, payload::text AS payload, created_at, attempts, lease_token, visible_at,
-          priority, group_key, attributes
+          priority, group_key, attributes, fairness_key, fair_rank
 
 -- name: extend
 -- The row is found by its id alone: a generic plan may otherwise walk sq_items_leased, every
@@ -251,14 +260,15 @@ WITH
         -- include: claim
     ))
     RETURNING seq, id, queue, payload::text AS payload, created_at, attempts, lease_token, visible_at,
-              priority, group_key, attributes
+              priority, group_key, attributes, fairness_key, fair_rank
 )
 SELECT 'popped' AS kind, p.seq, p.id, p.queue, p.payload, p.created_at, p.attempts, p.lease_token,
-       p.visible_at, p.priority, p.group_key, p.attributes, NULL AS status, NULL::boolean AS completed
+       p.visible_at, p.priority, p.group_key, p.attributes, p.fairness_key, p.fair_rank, NULL AS status,
+       NULL::boolean AS completed
 FROM popped AS p
 UNION ALL
 SELECT 'completion', NULL, present.id, done.queue, NULL, NULL, NULL, present.lease_token, NULL, NULL, NULL, NULL,
-       present.status, done.id IS NOT NULL
+       NULL, NULL, present.status, done.id IS NOT NULL
 FROM present LEFT JOIN done ON done.id = present.id
 
 -- name: wait_on
@@ -337,6 +347,8 @@ WITH f AS (
     SET seq = CASE WHEN f.dies AND f.target IS NOT NULL THEN nextval(pg_get_serial_sequence('sq_items', 'seq'))
                    ELSE i.seq END,
         queue = CASE WHEN f.dies AND f.target IS NOT NULL THEN f.target ELSE i.queue END,
+        -- A fair rank is its queue's: a moved item ranks 0 in its target (as on every engine).
+        fair_rank = CASE WHEN f.dies AND f.target IS NOT NULL THEN 0 ELSE i.fair_rank END,
         status = CASE WHEN f.dies AND f.target IS NULL THEN 'dead' ELSE 'ready' END,
         attempts = CASE WHEN f.dies AND f.target IS NOT NULL THEN 0 ELSE i.attempts END,
         first_popped_at = CASE WHEN f.dies AND f.target IS NOT NULL THEN NULL ELSE i.first_popped_at END,
@@ -363,7 +375,7 @@ WITH f AS (
 )
 -- include: dead_letter_moved
 SELECT d.id, d.queue, d.payload::text AS payload, d.attributes, d.status, d.attempts, d.errors::text AS errors, d.created_at,
-       d.visible_at, d.lease_token, d.priority, d.group_key, d.dedup_key, d.first_popped_at, d.died_at,
+       d.visible_at, d.lease_token, d.priority, d.group_key, d.dedup_key, d.fairness_key, d.first_popped_at, d.died_at,
        d.answer_max_attempts AS max_attempts, COALESCE(:now::timestamptz, now()) AS now
 FROM failed AS d CROSS JOIN woken
 
@@ -374,6 +386,7 @@ FROM failed AS d CROSS JOIN woken
     UPDATE sq_items AS i
     SET seq = CASE WHEN e.target IS NOT NULL THEN nextval(pg_get_serial_sequence('sq_items', 'seq')) ELSE i.seq END,
         queue = COALESCE(e.target, i.queue),
+        fair_rank = CASE WHEN e.target IS NULL THEN i.fair_rank ELSE 0 END,
         status = CASE WHEN e.target IS NULL THEN 'dead' ELSE 'ready' END,
         attempts = CASE WHEN e.target IS NULL THEN i.attempts ELSE 0 END,
         first_popped_at = CASE WHEN e.target IS NULL THEN i.first_popped_at END,
@@ -429,7 +442,7 @@ WITH expired AS (
 
 -- name: get_item
 SELECT i.id, i.queue, i.payload::text AS payload, i.attributes, i.status, i.attempts, i.errors::text AS errors, i.created_at,
-       i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at,
+       i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.fairness_key, i.first_popped_at, i.died_at,
        q.max_attempts, COALESCE(:now::timestamptz, now()) AS now
 FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
 WHERE i.id = :id
@@ -440,7 +453,7 @@ SELECT i.id, i.seq FROM sq_items AS i WHERE i.id = ANY (:ids::uuid[])
 
 -- name: list_dead
 SELECT i.seq, i.id, i.queue, i.payload::text AS payload, i.attributes, i.status, i.attempts, i.errors::text AS errors,
-       i.created_at, i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.first_popped_at,
+       i.created_at, i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.fairness_key, i.first_popped_at,
        i.died_at, q.max_attempts, COALESCE(:now::timestamptz, now()) AS now
 FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
 WHERE i.queue = :queue AND i.status = 'dead'
@@ -662,7 +675,7 @@ UPDATE sq_queues SET paused = :paused WHERE name = :queue
 -- name: peek
 -- Live items in one state at :now (as queue_stats counts them), oldest created first.
 SELECT i.seq, i.id, i.queue, i.payload::text AS payload, i.attributes, i.status, i.attempts, i.errors::text AS errors,
-       i.created_at, i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.first_popped_at,
+       i.created_at, i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.fairness_key, i.first_popped_at,
        i.died_at, q.max_attempts, c.now
 FROM (SELECT COALESCE(:now::timestamptz, now()) AS now) AS c
 CROSS JOIN sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
@@ -682,7 +695,7 @@ LIMIT :limit
 -- A group's live items in group order (seq, the order its items are handed out), after the cursor's
 -- seq: a range of sq_items_group, which holds no dead item.
 SELECT i.seq, i.id, i.queue, i.payload::text AS payload, i.attributes, i.status, i.attempts, i.errors::text AS errors,
-       i.created_at, i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.first_popped_at,
+       i.created_at, i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.fairness_key, i.first_popped_at,
        i.died_at, q.max_attempts, COALESCE(:now::timestamptz, now()) AS now
 FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
 WHERE i.queue = :queue AND i.group_key = :group AND i.status <> 'dead'
@@ -694,7 +707,7 @@ LIMIT :limit
 -- The item (live or dead) that holds a dedup key of the queue: sq_dedup's key, then the item by id.
 -- None once the item finished, though its key may still be held for the queue's dedup window.
 SELECT i.id, i.queue, i.payload::text AS payload, i.attributes, i.status, i.attempts, i.errors::text AS errors, i.created_at,
-       i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at,
+       i.visible_at, i.lease_token, i.priority, i.group_key, i.dedup_key, i.fairness_key, i.first_popped_at, i.died_at,
        q.max_attempts, COALESCE(:now::timestamptz, now()) AS now
 FROM sq_dedup AS d
 JOIN sq_items AS i ON i.id = d.item_id AND i.queue = d.queue
@@ -704,9 +717,9 @@ WHERE d.queue = :queue AND d.dedup_key = :dedup_key
 -- name: delete_queue
 -- One statement, so one snapshot: the queue row is locked first (FOR UPDATE), so pushes that
 -- would register it again wait; live leases decide, unless forced; then everything goes, its
--- attributes and tags too. The claims of its items' ids go with them (sought by id); the ids of
--- items that finished earlier stay remembered until their windows end (sq_client_ids is keyed by id
--- alone, not by queue).
+-- attributes, tags and fairness keys too. The claims of its items' ids go with them (sought by id);
+-- the ids of items that finished earlier stay remembered until their windows end (sq_client_ids is
+-- keyed by id alone, not by queue).
 WITH q AS (
     SELECT name FROM sq_queues WHERE name = :queue FOR UPDATE
 ), busy AS (
@@ -726,6 +739,8 @@ WITH q AS (
     DELETE FROM sq_queue_attributes AS a USING allowed WHERE a.queue = allowed.name
 ), tags AS (
     DELETE FROM sq_queue_tags AS t USING allowed WHERE t.queue = allowed.name
+), fair_keys AS (
+    DELETE FROM sq_fair_keys AS f USING allowed WHERE f.queue = allowed.name
 ), gone AS (
     DELETE FROM sq_queues AS g USING allowed WHERE g.name = allowed.name RETURNING 1
 )

@@ -223,8 +223,17 @@ class PostgresStore(QueueReads, TopicStore, ScheduleStore):
         if not items:
             return []
         async with self._conn() as conn:
-            found = await fetch(conn, "push", **self._push_values(items, skip_existing))
+            name, values = self._push(items, skip_existing)
+            found = await fetch(conn, name, **values)
         return [None if r["id"] is None else Pushed(r["id"], r["created_at"], r["created"]) for r in found]
+
+    def _push(self, items: Sequence[NewItem], skip_existing: bool) -> tuple[str, dict[str, Any]]:
+        """The push statement and its values: push_fair for a call with fairness keys, else push."""
+        values = self._push_values(items, skip_existing)
+        keys = [i.fairness_key for i in items]
+        if any(key is not None for key in keys):
+            return "push_fair", {**values, "fairness_keys": keys}
+        return "push", values
 
     def _push_values(self, items: Sequence[NewItem], skip_existing: bool) -> dict[str, Any]:
         return {
@@ -479,7 +488,8 @@ class PostgresStore(QueueReads, TopicStore, ScheduleStore):
             (name, given), items = then(found)
             await fetch(conn, name, **_columns(given))
             if items:  # all or nothing: a refused item (SQ409) raises and rolls the claims back
-                await fetch(conn, "push", **self._push_values(items, False))
+                push, pushed = self._push(items, False)
+                await fetch(conn, push, **pushed)
 
     async def _claim_and_push(self, claim: Step, items: Sequence[NewItem]) -> bool:
         statement, values = claim
@@ -487,7 +497,8 @@ class PostgresStore(QueueReads, TopicStore, ScheduleStore):
             if not await fetch(conn, statement, **values):
                 return False
             if items:  # all or nothing: a refused item (SQ409) raises and rolls the claim back
-                await fetch(conn, "push", **self._push_values(items, False))
+                push, pushed = self._push(items, False)
+                await fetch(conn, push, **pushed)
         return True
 
     async def put_queue(self, name: str, settings: QueueSettings) -> bool:

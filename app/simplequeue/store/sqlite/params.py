@@ -36,4 +36,5 @@ def insert_params(item: NewItem, now: datetime) -> dict[str, Any]:
         "group_key": item.group,
         "dedup_key": item.dedup_key,
         "attributes": item.attributes_json,
+        "fairness_key": item.fairness_key,
     }

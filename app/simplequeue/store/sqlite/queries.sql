@@ -10,9 +10,9 @@ ON CONFLICT (name) DO NOTHING
 
 -- name: insert_item
 INSERT INTO sq_items (id, queue, payload, created_at, visible_at, priority, group_key, dedup_key, remember_id,
-                      attributes)
+                      attributes, fairness_key, fair_rank)
 VALUES (:id, :queue, :payload, :created_at, :visible_at, :priority, :group_key, :dedup_key, :remember_id,
-        :attributes)
+        :attributes, :fairness_key, :fair_rank)
 
 -- name: existing_ids
 SELECT id, queue, created_at FROM sq_items WHERE id IN (SELECT value FROM json_each(:ids))
@@ -74,7 +74,7 @@ SET status = 'leased',
 WHERE seq IN (
     SELECT c.seq FROM (
         SELECT * FROM (
-            SELECT x.seq, x.priority, x.created_at FROM sq_items AS x INDEXED BY sq_items_ready
+            SELECT x.seq, x.priority, x.fair_rank, x.created_at FROM sq_items AS x INDEXED BY sq_items_ready
             WHERE x.queue = :queue AND x.status = 'ready' AND x.visible_at <= :now
               AND x.created_at >= (
                   -- include: retained
@@ -84,12 +84,12 @@ WHERE seq IN (
                   SELECT 1 FROM sq_items AS e INDEXED BY sq_items_group
                   WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
                     AND e.group_key IS NOT NULL AND e.status <> 'dead'))
-            ORDER BY x.priority DESC, x.created_at, x.seq
+            ORDER BY x.priority DESC, x.fair_rank, x.created_at, x.seq
             LIMIT :max_items
         )
         UNION ALL
         SELECT * FROM (
-            SELECT x.seq, x.priority, x.created_at FROM sq_items AS x INDEXED BY sq_items_lapsed
+            SELECT x.seq, x.priority, x.fair_rank, x.created_at FROM sq_items AS x INDEXED BY sq_items_lapsed
             WHERE x.queue = :queue AND x.status = 'leased' AND x.visible_at <= :now
               AND x.created_at >= (
                   -- include: retained
@@ -100,14 +100,15 @@ WHERE seq IN (
                   SELECT 1 FROM sq_items AS e INDEXED BY sq_items_group
                   WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
                     AND e.group_key IS NOT NULL AND e.status <> 'dead'))
-            ORDER BY x.priority DESC, x.created_at, x.seq
+            ORDER BY x.priority DESC, x.fair_rank, x.created_at, x.seq
             LIMIT :max_items
         )
     ) AS c
-    ORDER BY c.priority DESC, c.created_at, c.seq
+    ORDER BY c.priority DESC, c.fair_rank, c.created_at, c.seq
     LIMIT :max_items
 )
-RETURNING seq, id, queue, payload, created_at, attempts, lease_token, visible_at, priority, group_key, attributes
+RETURNING seq, id, queue, payload, created_at, attempts, lease_token, visible_at, priority, group_key, attributes,
+          fairness_key, fair_rank
 
 -- name: extend
 UPDATE sq_items SET visible_at = sq_add_seconds(:now, :lease_seconds)
@@ -246,11 +247,12 @@ WHERE i.seq IN (SELECT value FROM json_each(:seqs)) AND i.status = 'dead' AND i.
 
 -- name: dead_letter_moves
 -- Dead items of a queue with a dead-letter target move there in the transaction that killed them:
--- ready now, attempts reset, keeping id, payload, attributes, created_at, group and errors. New
--- seqs, above every other, in their old order: a moved item joins its group at the back.
+-- ready now, attempts reset, keeping id, payload, attributes, created_at, group, fairness key and
+-- errors. New seqs, above every other, in their old order: a moved item joins its group at the back.
+-- Its fair rank was its source's: there it ranks 0, first among the target's keys' turns.
 UPDATE sq_items
 SET seq = m.top + x.n, queue = x.target, status = 'ready', attempts = 0, first_popped_at = NULL,
-    visible_at = :now, died_at = NULL, lease_token = NULL
+    visible_at = :now, died_at = NULL, lease_token = NULL, fair_rank = 0
 FROM (
     SELECT i.seq AS old, t.name AS target, row_number() OVER (ORDER BY i.seq) AS n
     -- include: dead_letter_target
@@ -260,7 +262,7 @@ WHERE sq_items.seq = x.old
 
 -- name: get_item
 SELECT i.id, i.queue, i.payload, i.attributes, i.status, i.attempts, i.errors, i.created_at, i.visible_at, i.lease_token,
-       i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at, q.max_attempts
+       i.priority, i.group_key, i.dedup_key, i.fairness_key, i.first_popped_at, i.died_at, q.max_attempts
 FROM sq_items AS i JOIN sq_queues AS q ON q.name = i.queue
 WHERE i.id = :id
 
@@ -270,7 +272,7 @@ SELECT i.id, i.seq FROM sq_items AS i WHERE i.id IN (SELECT value FROM json_each
 
 -- name: list_dead
 SELECT i.seq, i.id, i.queue, i.payload, i.attributes, i.status, i.attempts, i.errors, i.created_at, i.visible_at, i.lease_token,
-       i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at, q.max_attempts, :now AS now
+       i.priority, i.group_key, i.dedup_key, i.fairness_key, i.first_popped_at, i.died_at, q.max_attempts, :now AS now
 FROM sq_items AS i INDEXED BY sq_items_dead JOIN sq_queues AS q ON q.name = i.queue
 WHERE i.queue = :queue AND i.status = 'dead'
   AND (:since IS NULL OR i.died_at >= :since)
@@ -411,7 +413,7 @@ UPDATE sq_queues SET paused = :paused WHERE name = :queue
 -- name: peek
 -- Live items in one state at :now (as queue_stats counts them), oldest created first.
 SELECT i.seq, i.id, i.queue, i.payload, i.attributes, i.status, i.attempts, i.errors, i.created_at, i.visible_at, i.lease_token,
-       i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at, q.max_attempts, :now AS now
+       i.priority, i.group_key, i.dedup_key, i.fairness_key, i.first_popped_at, i.died_at, q.max_attempts, :now AS now
 FROM sq_items AS i INDEXED BY sq_items_visible JOIN sq_queues AS q ON q.name = i.queue
 WHERE i.queue = :queue AND i.status IN ('ready', 'leased')
   AND CASE :state
@@ -429,7 +431,7 @@ LIMIT :limit
 -- A group's live items in group order (seq, the order its items are handed out), after the cursor's
 -- seq: a range of sq_items_group, which holds no dead item.
 SELECT i.seq, i.id, i.queue, i.payload, i.attributes, i.status, i.attempts, i.errors, i.created_at, i.visible_at, i.lease_token,
-       i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at, q.max_attempts, :now AS now
+       i.priority, i.group_key, i.dedup_key, i.fairness_key, i.first_popped_at, i.died_at, q.max_attempts, :now AS now
 FROM sq_items AS i INDEXED BY sq_items_group JOIN sq_queues AS q ON q.name = i.queue
 WHERE i.queue = :queue AND i.group_key = :group AND i.status <> 'dead' AND i.seq > COALESCE(:after_seq, 0)
 ORDER BY i.seq
@@ -439,7 +441,7 @@ LIMIT :limit
 -- The item (live or dead) that holds a dedup key of the queue: sq_dedup's key, then the item by id.
 -- None once the item finished, though its key may still be held for the queue's dedup window.
 SELECT i.id, i.queue, i.payload, i.attributes, i.status, i.attempts, i.errors, i.created_at, i.visible_at, i.lease_token,
-       i.priority, i.group_key, i.dedup_key, i.first_popped_at, i.died_at, q.max_attempts
+       i.priority, i.group_key, i.dedup_key, i.fairness_key, i.first_popped_at, i.died_at, q.max_attempts
 FROM sq_dedup AS d
 JOIN sq_items AS i ON i.id = d.item_id AND i.queue = d.queue
 JOIN sq_queues AS q ON q.name = i.queue
@@ -464,6 +466,9 @@ DELETE FROM sq_queue_attributes WHERE queue = :queue
 
 -- name: delete_queue_tags
 DELETE FROM sq_queue_tags WHERE queue = :queue
+
+-- name: delete_queue_fair_keys
+DELETE FROM sq_fair_keys WHERE queue = :queue
 
 -- name: delete_queue
 DELETE FROM sq_queues WHERE name = :queue
@@ -620,7 +625,8 @@ SET status = 'leased',
     visible_at = sq_add_seconds(:now, COALESCE(:lease_seconds, (SELECT lease_seconds FROM sq_queues WHERE name = :queue))),
     first_popped_at = COALESCE(first_popped_at, :now)
 WHERE seq IN (SELECT seq FROM runs) AND status IN ('ready', 'leased')
-RETURNING seq, id, queue, payload, created_at, attempts, lease_token, visible_at, priority, group_key, attributes
+RETURNING seq, id, queue, payload, created_at, attempts, lease_token, visible_at, priority, group_key, attributes,
+          fairness_key, fair_rank
 
 -- Topics and subscriptions (store/topics.py holds the flow; attributes and tags are JSON text).
 
@@ -820,3 +826,27 @@ RETURNING name
 
 -- name: schedule_triggered
 UPDATE sq_schedules SET last_run_at = :now, last_item_id = :last_item_id WHERE name = :name RETURNING name
+
+-- name: fair_queues
+-- Of :queues (a JSON array), those that saw a fairness key (domain/fairness.py).
+SELECT DISTINCT queue FROM sq_fair_keys WHERE queue IN (SELECT value FROM json_each(:queues))
+
+-- name: fair_start
+-- Where a key's items of a push start ranking after: the later of its last rank and the queue's
+-- virtual time at :priority (one less than the lowest rank of its due ready items of that
+-- priority, a seek of sq_items_ready; with none, the highest rank the queue handed out, a seek of
+-- sq_fair_keys_clock). See domain/fairness.py.
+SELECT max(
+    COALESCE((SELECT last_rank FROM sq_fair_keys WHERE queue = :queue AND fairness_key = :key), 0),
+    COALESCE(
+        (SELECT x.fair_rank - 1 FROM sq_items AS x INDEXED BY sq_items_ready
+         WHERE x.queue = :queue AND x.status = 'ready' AND x.priority = :priority AND x.visible_at <= :now
+         ORDER BY x.priority DESC, x.fair_rank
+         LIMIT 1),
+        (SELECT max(f.last_rank) FROM sq_fair_keys AS f WHERE f.queue = :queue),
+        0)
+) AS start
+
+-- name: set_fair_rank
+INSERT INTO sq_fair_keys (queue, fairness_key, last_rank) VALUES (:queue, :key, :last_rank)
+ON CONFLICT (queue, fairness_key) DO UPDATE SET last_rank = excluded.last_rank

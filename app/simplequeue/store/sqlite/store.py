@@ -439,6 +439,7 @@ class SqliteStore(QueueReads, TopicStore, ScheduleStore):
             await execute(conn, "delete_queue_dedup", queue=queue)
             await execute(conn, "delete_queue_attributes", queue=queue)
             await execute(conn, "delete_queue_tags", queue=queue)
+            await execute(conn, "delete_queue_fair_keys", queue=queue)
             await execute(conn, "delete_queue", queue=queue)
         return DeletedQueue(items=items, history=history)
 

@@ -30,6 +30,7 @@ from simplequeue.store.limits import Limited
 from simplequeue.store.pushes import PushPlan
 from simplequeue.store.sqlite import statements
 from simplequeue.store.sqlite.errors import translated_sync_errors
+from simplequeue.store.sqlite.fairness import fair_ranks
 from simplequeue.store.sqlite.params import insert_params, to_text
 
 T = TypeVar("T")
@@ -87,7 +88,14 @@ def push_steps(
     holders = yield from id_holders(fresh, to_text(now))
     new = [i for i in fresh if str(i.id) not in holders]
     yield "ensure_queue", [{"queue": q, "now": to_text(now)} for q in {i.queue for i in new}]
-    yield "insert_item", [{**insert_params(i, now), "remember_id": i.remembers_id} for i in new]
+    ranks = (yield from fair_ranks(new, to_text(now))) if new else []
+    yield (
+        "insert_item",
+        [
+            {**insert_params(i, now), "remember_id": i.remembers_id, "fair_rank": rank}
+            for i, rank in zip(new, ranks, strict=True)
+        ],
+    )
     held = {rows.as_uuid(k): (row["queue"], rows.as_utc(row["created_at"])) for k, row in holders.items()}
     return plan.results(by_place, {i.id for i in new}, held)
 

@@ -1,0 +1,36 @@
+"""The SQLite push's fair ranks (domain.fairness), as steps of its push (statements.Steps). Under
+the push's write lock no other writer moves a key's last rank between the look-up and the write."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from simplequeue.domain import NewItem
+from simplequeue.domain.fairness import ranks, shares
+from simplequeue.store.sqlite import statements
+
+
+def fair_ranks(items: Sequence[NewItem], now: str) -> statements.Steps[list[float]]:
+    """Each item's rank by place. A push into queues that never saw a key, with no key of its own,
+    costs one look-up and writes nothing."""
+    queues = sorted({i.queue for i in items})
+    keyed = [(i.queue, i.fairness_key, i.priority) for i in items]
+    fair = {row["queue"] for row in (yield "fair_queues", {"queues": json.dumps(queues)})}
+    if not fair and all(i.fairness_key is None for i in items):
+        return [0.0] * len(items)
+    starts: dict[tuple[str, str], float] = {}
+    for share in shares(keyed, fair):
+        [row] = yield (
+            "fair_start",
+            {
+                "queue": share.queue,
+                "key": share.key,
+                "priority": share.priority,
+                "now": now,
+            },
+        )
+        starts[(share.queue, share.key)] = float(row["start"])
+    found, last = ranks(keyed, lambda s: starts[(s.queue, s.key)], fair)
+    yield "set_fair_rank", [{"queue": q, "key": k, "last_rank": r} for (q, k), r in sorted(last.items())]
+    return found
