@@ -12,6 +12,7 @@ from simplequeue.store.protocol import Store
 
 from tests import stopping
 from tests.engines import ENGINES, FakeClock, postgres_database, require_mssql
+from tests.faults.helpers import FIGURES_PROPERTY
 from tests.http import Client, app_client
 
 # A run's tests share one PostgreSQL database, and each makes queues of its own: together they pass
@@ -98,3 +99,21 @@ async def lite(tmp_path: Path, clock: FakeClock) -> AsyncIterator[Client]:
     )
     async for c in app_client(settings, clock):
         yield c
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    # Here, not in tests/faults/conftest.py: under pytest-xdist the process that reports loads
+    # only the conftest files of the paths it was given.
+    lines = [
+        value
+        for reports in terminalreporter.stats.values()
+        for report in reports
+        if getattr(report, "when", None) == "call"
+        for name, value in getattr(report, "user_properties", ())
+        if name == FIGURES_PROPERTY
+    ]
+    if not lines:
+        return
+    terminalreporter.section(FIGURES_PROPERTY)
+    for line in lines:
+        terminalreporter.write_line(line)

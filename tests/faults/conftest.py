@@ -18,7 +18,6 @@ from typing import NoReturn
 import pytest
 
 from tests.faults.helpers import (
-    FIGURES_PROPERTY,
     REQUIRED,
     Engine,
     PrivatePostgres,
@@ -115,19 +114,3 @@ def services(tmp_path: Path) -> Iterator[ServiceFactory]:
 @pytest.fixture
 def report(request: pytest.FixtureRequest) -> Reporter:
     return Reporter(request.config, request.node)
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    lines = [
-        value
-        for reports in terminalreporter.stats.values()
-        for report in reports
-        if getattr(report, "when", None) == "call"
-        for name, value in getattr(report, "user_properties", ())
-        if name == FIGURES_PROPERTY
-    ]
-    if not lines:
-        return
-    terminalreporter.section(FIGURES_PROPERTY)
-    for line in lines:
-        terminalreporter.write_line(line)
