@@ -250,7 +250,14 @@ def test_an_item_its_payload_errors_and_actions(chromium: str, service: str, api
     big = {"rows": [{"n": n, "text": "lorem ipsum " * 4} for n in range(200)]}  # ~15 KB of JSON
     pushed = api.post(
         "/push",
-        json={"queue": "big", "payload": big, "priority": 7, "group": "g-1", "dedup_key": "report-42"},
+        json={
+            "queue": "big",
+            "payload": big,
+            "priority": 7,
+            "group": "g-1",
+            "fairness_key": "tenant-9",
+            "dedup_key": "report-42",
+        },
     ).json()
     api.put("/queues/big", json={"max_attempts": 2})
     for n in (1, 2):
@@ -277,6 +284,7 @@ def test_an_item_its_payload_errors_and_actions(chromium: str, service: str, api
         expect(facts.locator('[data-fact="Attempts"]')).to_have_text("2 of 2")
         expect(facts.locator('[data-fact="Priority"]')).to_have_text("7")
         expect(facts.locator('[data-fact="Group"]')).to_have_text("g-1")
+        expect(facts.locator('[data-fact="Fairness key"]')).to_have_text("tenant-9")
         expect(facts.locator('[data-fact="Dedup key"]')).to_have_text("report-42")
         expect(facts.locator('[data-fact="Died"] time')).to_have_text(re.compile(r"^(now|\d+ s ago)$"))
         expect(facts.locator('[data-fact="First popped"] time')).to_be_visible()

@@ -963,6 +963,7 @@ function facts(item) {
     ["Attempts", `${item.attempts} of ${item.max_attempts}`],
     ["Priority", item.priority],
     ["Group", item.group ?? el("span", { class: "muted" }, "—")],
+    ["Fairness key", item.fairness_key ?? el("span", { class: "muted" }, "—")],
     ["Dedup key", item.dedup_key ?? el("span", { class: "muted" }, "—")],
     ["Created", when(item.created_at)],
     ["First popped", when(item.first_popped_at)],
