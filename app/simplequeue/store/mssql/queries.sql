@@ -1481,3 +1481,46 @@ DECLARE @last_item_id NVARCHAR(36) = :last_item_id;
 UPDATE s SET last_run_at = @now, last_item_id = CAST(@last_item_id AS UNIQUEIDENTIFIER)
 OUTPUT inserted.name
 FROM dbo.sq_schedules AS s WHERE s.name = @name;
+
+-- name: put_key
+-- A key's own settings (store/keys.py), making its row for a key not seen yet (its last rank 0:
+-- its first push starts from the queue's virtual time); no row when the queue does not exist. New
+-- rate settings start from a full bucket. UPDLOCK, HOLDLOCK: two callers making one key serialise
+-- on it, so that one inserts and the other updates.
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @queue NVARCHAR(128) = :queue, @key NVARCHAR(128) = :key;
+DECLARE @weight FLOAT = CAST(:weight AS FLOAT);
+DECLARE @max_leased INT = CAST(NULLIF(:max_leased, N'') AS INT);
+DECLARE @rate_per_second FLOAT = CAST(NULLIF(:rate_per_second, N'') AS FLOAT);
+UPDATE f SET weight = @weight, max_leased = @max_leased, rate_per_second = @rate_per_second, rate_tokens = NULL, rate_at = NULL
+FROM dbo.sq_fair_keys AS f WITH (UPDLOCK, HOLDLOCK)
+WHERE f.queue = @queue AND f.fairness_key = @key;
+IF @@ROWCOUNT = 0
+    INSERT INTO dbo.sq_fair_keys (queue, fairness_key, last_rank, weight, max_leased, rate_per_second)
+    SELECT q.name, @key, 0, @weight, @max_leased, @rate_per_second FROM dbo.sq_queues AS q WHERE q.name = @queue;
+SELECT f.fairness_key FROM dbo.sq_fair_keys AS f WHERE f.queue = @queue AND f.fairness_key = @key;
+
+-- name: reset_key
+-- A key back to the queue's defaults; its last rank stays, so it keeps its turn.
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @queue NVARCHAR(128) = :queue, @key NVARCHAR(128) = :key;
+UPDATE dbo.sq_fair_keys
+SET weight = 1, max_leased = NULL, rate_per_second = NULL, rate_tokens = NULL, rate_at = NULL
+WHERE queue = @queue AND fairness_key = @key;
+
+-- name: key_page
+-- A page of a queue's keys in key order after :after ('': from the first), or the one key :key,
+-- with their settings and live counts (leases a seek of sq_items_key_leased each). The unkeyed
+-- items' N'' is not a key here.
+SET NOCOUNT ON;
+DECLARE @queue NVARCHAR(128) = :queue, @after NVARCHAR(128) = :after, @key NVARCHAR(128) = :key;
+SELECT TOP (:limit) k.fairness_key, k.weight, k.max_leased, k.rate_per_second,
+       (SELECT COUNT(*) FROM dbo.sq_items AS i
+        WHERE i.queue = @queue AND i.fairness_key = k.fairness_key AND i.status = 'ready') AS ready,
+       (SELECT COUNT(*) FROM dbo.sq_items AS i
+        WHERE i.queue = @queue AND i.fairness_key = k.fairness_key AND i.status = 'leased') AS leased
+FROM dbo.sq_fair_keys AS k
+WHERE k.queue = @queue AND k.fairness_key > @after AND (@key = N'' OR k.fairness_key = @key)
+ORDER BY k.fairness_key;

@@ -54,6 +54,7 @@ from simplequeue.domain.rules import (
     why_refused,
 )
 from simplequeue.store import rows
+from simplequeue.store.keys import KeyStore
 from simplequeue.store.limits import FlowState, Limited
 from simplequeue.store.metadata import change_params, metadata_of
 from simplequeue.store.migrations import latest_version
@@ -75,7 +76,7 @@ from simplequeue.store.schedules import ScheduleStore, Then
 from simplequeue.store.topics import Step, TopicStore
 
 
-class MssqlStore(QueueReads, TopicStore, ScheduleStore):
+class MssqlStore(QueueReads, TopicStore, ScheduleStore, KeyStore):
     dialect = "mssql"
     reaps_at_pop = False  # the service reaps after a pop with room (service.waiting)
     notifications = None  # no notifications: the long-poll probe finds other processes' pushes

@@ -45,6 +45,7 @@ from simplequeue.domain.rules import (
     why_refused,
 )
 from simplequeue.store import rows
+from simplequeue.store.keys import KeyStore
 from simplequeue.store.limits import FlowState, Limited
 from simplequeue.store.metadata import change_params, metadata_of
 from simplequeue.store.migrations import latest_version
@@ -134,7 +135,7 @@ class _Call:
             raise error from exc
 
 
-class PostgresStore(QueueReads, TopicStore, ScheduleStore):
+class PostgresStore(QueueReads, TopicStore, ScheduleStore, KeyStore):
     dialect = "postgresql"
     reaps_at_pop = False  # the service reaps after a pop with room (service.waiting)
 

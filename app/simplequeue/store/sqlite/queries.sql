@@ -835,7 +835,7 @@ SELECT DISTINCT queue FROM sq_fair_keys WHERE queue IN (SELECT value FROM json_e
 -- Where a key's items of a push start ranking after: the later of its last rank and the queue's
 -- virtual time at :priority (one less than the lowest rank of its due ready items of that
 -- priority, a seek of sq_items_ready; with none, the highest rank the queue handed out, a seek of
--- sq_fair_keys_clock). See domain/fairness.py.
+-- sq_fair_keys_clock). With the key's weight (1 for a new key). See domain/fairness.py.
 SELECT max(
     COALESCE((SELECT last_rank FROM sq_fair_keys WHERE queue = :queue AND fairness_key = :key), 0),
     COALESCE(
@@ -845,8 +845,43 @@ SELECT max(
          LIMIT 1),
         (SELECT max(f.last_rank) FROM sq_fair_keys AS f WHERE f.queue = :queue),
         0)
-) AS start
+) AS start,
+COALESCE((SELECT weight FROM sq_fair_keys WHERE queue = :queue AND fairness_key = :key), 1) AS weight
 
 -- name: set_fair_rank
 INSERT INTO sq_fair_keys (queue, fairness_key, last_rank) VALUES (:queue, :key, :last_rank)
 ON CONFLICT (queue, fairness_key) DO UPDATE SET last_rank = excluded.last_rank
+
+-- name: put_key
+-- A key's own settings (store/keys.py), making its row for a key not seen yet (its last rank 0:
+-- its first push starts from the queue's virtual time); no row when the queue does not exist. New
+-- rate settings start from a full bucket.
+INSERT INTO sq_fair_keys (queue, fairness_key, last_rank, weight, max_leased, rate_per_second)
+SELECT q.name, :key, 0, :weight, :max_leased, :rate_per_second FROM sq_queues AS q WHERE q.name = :queue
+ON CONFLICT (queue, fairness_key) DO UPDATE
+SET weight = excluded.weight, max_leased = excluded.max_leased, rate_per_second = excluded.rate_per_second,
+    rate_tokens = NULL, rate_at = NULL
+RETURNING fairness_key
+
+-- name: reset_key
+-- A key back to the queue's defaults; its last rank stays, so it keeps its turn.
+UPDATE sq_fair_keys SET weight = 1, max_leased = NULL, rate_per_second = NULL, rate_tokens = NULL, rate_at = NULL
+WHERE queue = :queue AND fairness_key = :key
+
+-- name: key_page
+-- A page of a queue's keys in key order after :after (NULL: from the first), or the one key :key,
+-- with their settings and live counts (leases a seek of sq_items_key_leased each). The unkeyed
+-- items' '' is not a key here.
+WITH page AS (
+    SELECT k.fairness_key, k.weight, k.max_leased, k.rate_per_second FROM sq_fair_keys AS k
+    WHERE k.queue = :queue AND k.fairness_key > COALESCE(:after, '') AND (:key IS NULL OR k.fairness_key = :key)
+    ORDER BY k.fairness_key
+    LIMIT :limit
+)
+SELECT p.fairness_key, p.weight, p.max_leased, p.rate_per_second,
+       (SELECT count(*) FROM sq_items AS i
+        WHERE i.queue = :queue AND i.fairness_key = p.fairness_key AND i.status = 'ready') AS ready,
+       (SELECT count(*) FROM sq_items AS i INDEXED BY sq_items_key_leased
+        WHERE i.queue = :queue AND i.fairness_key = p.fairness_key AND i.status = 'leased') AS leased
+FROM page AS p
+ORDER BY p.fairness_key
