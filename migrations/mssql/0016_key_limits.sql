@@ -36,8 +36,9 @@ ALTER TABLE dbo.sq_queues ADD rate_per_key_per_second FLOAT NULL
     CONSTRAINT sq_queues_rate_per_key_ck CHECK (rate_per_key_per_second > 0);
 GO
 
--- A key's leases, counted by a pop of a queue with per-key limits and by the keys' pages.
+-- A key's leases, counted by a pop of a queue with per-key limits and by the keys' pages. Keyed
+-- items only: a pop's walk of the lapsed leases can never take it for sq_items_lapsed.
 IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'dbo.sq_items') AND name = N'sq_items_key_leased')
-CREATE NONCLUSTERED INDEX sq_items_key_leased ON dbo.sq_items (queue, fairness_key)
-    WHERE status = 'leased';
+CREATE NONCLUSTERED INDEX sq_items_key_leased ON dbo.sq_items (queue, fairness_key, visible_at)
+    WHERE status = 'leased' AND fairness_key IS NOT NULL;
 GO

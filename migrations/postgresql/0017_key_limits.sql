@@ -12,6 +12,12 @@ ALTER TABLE sq_queues ADD COLUMN IF NOT EXISTS max_leased_per_key integer CHECK 
 ALTER TABLE sq_queues ADD COLUMN IF NOT EXISTS rate_per_key_per_second double precision
     CHECK (rate_per_key_per_second > 0);
 
--- A key's leases, counted by a pop of a queue with per-key limits and by the keys' pages.
-CREATE INDEX IF NOT EXISTS sq_items_key_leased ON sq_items (queue, fairness_key)
-    WHERE status = 'leased';
+-- A key's leases, counted by a pop of a queue with per-key limits and by the keys' pages. Keyed
+-- items only: a pop's walk of the lapsed leases (queue, status 'leased') can never take it for
+-- sq_items_lapsed. Unkeyed items' leases are counted along sq_items_lapsed.
+CREATE INDEX IF NOT EXISTS sq_items_key_leased ON sq_items (queue, fairness_key, visible_at)
+    WHERE status = 'leased' AND fairness_key IS NOT NULL;
+
+-- The careful pop's first step answers the queue's max_leased_per_key too: its old signature goes,
+-- functions.sql makes the new one.
+DROP FUNCTION IF EXISTS sq_flow_room(text, timestamptz);

@@ -11,6 +11,8 @@ ALTER TABLE sq_fair_keys ADD COLUMN rate_at TEXT;
 ALTER TABLE sq_queues ADD COLUMN max_leased_per_key INTEGER CHECK (max_leased_per_key >= 1);
 ALTER TABLE sq_queues ADD COLUMN rate_per_key_per_second REAL CHECK (rate_per_key_per_second > 0);
 
--- A key's leases, counted by a pop of a queue with per-key limits and by the keys' pages.
-CREATE INDEX IF NOT EXISTS sq_items_key_leased ON sq_items (queue, fairness_key)
-    WHERE status = 'leased';
+-- A key's leases, counted by a pop of a queue with per-key limits and by the keys' pages. Keyed
+-- items only: a pop's walk of the lapsed leases (queue, status 'leased') can never take it for
+-- sq_items_lapsed. Unkeyed items' leases are counted along sq_items_lapsed.
+CREATE INDEX IF NOT EXISTS sq_items_key_leased ON sq_items (queue, fairness_key, visible_at)
+    WHERE status = 'leased' AND fairness_key IS NOT NULL;

@@ -96,6 +96,7 @@ PARAMETERS = {
         "max_leased",
         "rate_per_second",
         "rate_burst",
+        "max_leased_per_key",
         "limited",
     ),
     "next_visible_at": ("now", "queues"),

@@ -11,6 +11,7 @@ from simplequeue.domain import Page, QueueNotFound
 from simplequeue.domain.keys import KeySettings, KeyStats
 from simplequeue.domain.names import key_problem
 from simplequeue.store.cursors import decode_name_cursor, encode_name_cursor
+from simplequeue.store.limits import FlowState
 from simplequeue.store.rows import Row
 
 _KEY_MARK = "k:"
@@ -35,8 +36,17 @@ class KeyStore:
     """put_key, get_key, reset_key and list_keys, over a dialect's `_topic_run` (statements in one
     transaction) and `_fetch_page`."""
 
+    flow: FlowState
+
     def _now(self) -> object:
         raise NotImplementedError
+
+    def _limited_step(self, queue: str) -> list[tuple[str, Mapping[str, Any]]]:
+        """The statement that sets the queue's `limited` from its keys' settings: SQL Server's
+        batches do that themselves."""
+        return [] if self._KEYS_SET_LIMITED else [("key_limited", {"queue": queue})]
+
+    _KEYS_SET_LIMITED = False
 
     async def _topic_run(self, steps: Sequence[tuple[str, Mapping[str, Any]]]) -> Sequence[Sequence[Row]]:
         raise NotImplementedError
@@ -46,26 +56,22 @@ class KeyStore:
 
     async def put_key(self, queue: str, key: str, settings: KeySettings) -> None:
         """Set a key's settings (making its row: the queue becomes fair). QueueNotFound."""
-        [written] = await self._topic_run(
-            [
-                (
-                    "put_key",
-                    {
-                        "queue": queue,
-                        "key": key,
-                        "weight": settings.weight,
-                        "max_leased": settings.max_leased,
-                        "rate_per_second": settings.rate_per_second,
-                    },
-                )
-            ]
-        )
-        if not written:
+        values = {
+            "queue": queue,
+            "key": key,
+            "weight": settings.weight,
+            "max_leased": settings.max_leased,
+            "rate_per_second": settings.rate_per_second,
+        }
+        written = await self._topic_run([("put_key", values), *self._limited_step(queue)])
+        if not written[0]:
             raise QueueNotFound()
+        self.flow.forget(queue)
 
     async def reset_key(self, queue: str, key: str) -> None:
         """A key's settings back to the queue's defaults (its rank stays: its turn is kept)."""
-        await self._topic_run([("reset_key", {"queue": queue, "key": key})])
+        await self._topic_run([("reset_key", {"queue": queue, "key": key}), *self._limited_step(queue)])
+        self.flow.forget(queue)
 
     async def get_key(self, queue: str, key: str) -> KeyStats:
         """A key's settings and counts; a key the queue never saw has the defaults and no items."""

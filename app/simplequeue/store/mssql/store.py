@@ -77,6 +77,7 @@ from simplequeue.store.topics import Step, TopicStore
 
 
 class MssqlStore(QueueReads, TopicStore, ScheduleStore, KeyStore):
+    _KEYS_SET_LIMITED = True  # put_key's and reset_key's batches set the queue's `limited` themselves
     dialect = "mssql"
     reaps_at_pop = False  # the service reaps after a pop with room (service.waiting)
     notifications = None  # no notifications: the long-poll probe finds other processes' pushes
@@ -436,6 +437,7 @@ class MssqlStore(QueueReads, TopicStore, ScheduleStore, KeyStore):
             "max_leased": params.optional(given["max_leased"]),
             "rate_per_second": params.optional_float(given["rate_per_second"]),
             "rate_burst": params.optional(given["rate_burst"]),
+            "max_leased_per_key": params.optional(given["max_leased_per_key"]),
             "limited": int(given["limited"]),
         }
         async with self._transaction() as conn:

@@ -724,7 +724,8 @@ $$;
 -- read after the lock too: the bucket's tokens are counted from then. No row: no such queue.
 CREATE OR REPLACE FUNCTION sq_flow_room(p_queue text, p_now timestamptz)
 RETURNS TABLE (limited boolean, max_leased integer, rate_per_second double precision, rate_burst integer,
-               rate_tokens double precision, rate_at timestamptz, now timestamptz, leased bigint)
+               max_leased_per_key integer, rate_tokens double precision, rate_at timestamptz, now timestamptz,
+               leased bigint)
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
@@ -743,7 +744,7 @@ BEGIN
         ) AS l;
     END IF;
     RETURN QUERY SELECT v_queue.limited, v_queue.max_leased, v_queue.rate_per_second, v_queue.rate_burst,
-                        v_queue.rate_tokens, v_queue.rate_at, COALESCE(p_now, pg_catalog.clock_timestamp()),
+                        v_queue.max_leased_per_key, v_queue.rate_tokens, v_queue.rate_at, COALESCE(p_now, pg_catalog.clock_timestamp()),
                         v_leased;
 END
 $$;
