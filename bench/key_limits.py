@@ -35,7 +35,8 @@ BATCH = 50
 
 async def push(http: httpx.AsyncClient, queue: str, count: int) -> None:
     for start in range(0, count, 500):
-        items = [{"payload": n, "fairness_key": f"k{n % KEYS}"} for n in range(start, min(count, start + 500))]
+        numbers = range(start, min(count, start + 500))
+        items = [{"payload": n, "fairness_key": f"k{n % KEYS}"} for n in numbers]
         (await http.post("/push/batch", json={"queue": queue, "items": items})).raise_for_status()
 
 

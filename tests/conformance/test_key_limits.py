@@ -149,3 +149,18 @@ async def test_a_replica_that_saw_no_limits_hands_out_nothing_more_than_the_keys
         assert len(await store.pop(queue, 3, 30)) == 1
     finally:
         await other.close()
+
+
+async def test_a_pop_cut_short_by_a_keys_cap_holds_its_waiters_until_room_frees(
+    store: Store, queue: str
+) -> None:
+    await configure(store, queue, limits=FlowLimits(max_leased_per_key=1))
+    await fill(store, queue, {"a": 3})
+    [held] = await store.pop(queue, 3, 30)
+    # Items are there, but not for this key now: waiters are not woken for them...
+    assert store.flow.held_by(queue) == "max_leased"
+    # ...until a completion through this process frees room.
+    await store.complete(held.id, held.lease_token)
+    assert queue in store.flow.room_freed()  # (the service calls it at a completion)
+    assert store.flow.held_by(queue) is None
+    assert len(await store.pop(queue, 3, 30)) == 1
