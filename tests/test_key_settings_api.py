@@ -97,3 +97,14 @@ async def test_a_heavier_key_takes_more_turns(client: Client, queue: str) -> Non
         assert answer.status_code == 201, answer.text
     popped = (await client.post("/pop", json={"queue": queue, "max_items": 6})).json()["items"]
     assert sorted(p["fairness_key"] for p in popped) == ["big"] * 4 + ["small"] * 2
+
+
+@pytest.mark.parametrize("value", [0, -1, "two", 1.5])
+async def test_a_bad_max_leased_per_key_is_a_422_naming_it_and_nothing_changes(
+    client: Client, queue: str, value: Any
+) -> None:
+    await client.put(f"/queues/{queue}", json={"max_leased_per_key": 3})
+    answer = await client.put(f"/queues/{queue}", json={"max_leased_per_key": value})
+    assert_error(answer, 422, "ValidationError")
+    assert "max_leased_per_key" in answer.text
+    assert (await client.get(f"/queues/{queue}")).json()["settings"]["max_leased_per_key"] == 3
