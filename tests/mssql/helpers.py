@@ -471,7 +471,7 @@ def limits_row(
 ) -> Result:
     """lock_limits' row, as pyodbc gives it (naive UTC times; BIT as bool)."""
     return result(
-        limited=max_leased is not None or rate_per_second is not None,
+        limited=max_leased is not None or rate_per_second is not None or max_leased_per_key is not None,
         max_leased=max_leased,
         rate_per_second=rate_per_second,
         rate_burst=rate_burst,

@@ -64,6 +64,20 @@ TAGS = '[{"n":"a","v":"b"}]'  # FOR JSON PATH's text
 PARAMETERS = {
     "push_batch": ("now", "items"),
     "pop": ("now", "queue", "lease_seconds", "limits_checked", "max_items", "lease_token"),
+    "pop_keyed": (
+        "now",
+        "queue",
+        "lease_seconds",
+        "limits_checked",
+        "max_items",
+        "walk",
+        "full",
+        "rooms",
+        "default_room",
+        "lease_token",
+    ),
+    "key_caps": ("queue",),
+    "key_leases": ("now", "queue"),
     "lease_runs": ("now", "queue", "room", "heads", "lease_seconds", "lease_token"),
     "extend": ("now", "id", "lease_token", "lease_seconds"),
     "complete_batch": ("now", "items"),
@@ -342,6 +356,12 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     conn.reply("count_leased", result(leased=1))
     conn.reply("pop", Result(["seq"], []))
     conn.reply("take_tokens", result(changed=1))
+    await store.pop("orders", 3, None)
+    # A queue with per-key limits: its keys' leases counted, then pop_keyed (test_key_limits.py).
+    conn.reply("lock_limits", limits_row(max_leased_per_key=2))
+    conn.reply("key_caps", result(key="gold", max_leased=5))
+    conn.reply("key_leases", Result(["key", "leased"], [("gold", 5), ("", 0)]))
+    conn.reply("pop_keyed", Result(["seq"], []))
     await store.pop("orders", 3, None)
     await _schedules(store, conn)
 

@@ -154,6 +154,96 @@ OUTPUT inserted.seq, inserted.id, inserted.queue, inserted.payload, inserted.cre
        inserted.lease_token, inserted.visible_at, inserted.priority, inserted.group_key, inserted.attributes,
        inserted.fairness_key, inserted.fair_rank;
 
+-- name: pop_keyed
+-- pop, for a queue whose keys have limits (store.py: _pop, after lock_limits locked the queue's row
+-- and key_leases counted its keys' leases): each walk passes over the keys with no room left
+-- (@full, a JSON array; N'' for unkeyed items) and locks up to @walk rows, and of what they found
+-- each key hands out no more than its room (@rooms, a JSON object of key to room; @default_room for
+-- any other key, NULL: no limit), in pop order, @max_items at most. The rows walked and not taken
+-- are free again at commit.
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @queue NVARCHAR(4000) = :queue;
+DECLARE @max_attempts INT = (SELECT max_attempts FROM dbo.sq_queues WHERE name = @queue);
+-- include: retained
+DECLARE @lease_seconds INT = COALESCE(
+    CAST(NULLIF(:lease_seconds, N'') AS INT), (SELECT lease_seconds FROM dbo.sq_queues WHERE name = @queue)
+);
+-- A queue with flow limits (`limited`) is popped the careful way (store.py: _pop_within_limits, its
+-- row locked and its leases counted first), which says so (:limits_checked); this batch alone
+-- claims nothing of it, as of a paused queue.
+DECLARE @limits_checked BIT = CAST(:limits_checked AS BIT);
+DECLARE @paused BIT = COALESCE((SELECT CASE WHEN paused = 1 OR (limited = 1 AND @limits_checked = 0) THEN 1 ELSE 0 END
+                                FROM dbo.sq_queues WHERE name = @queue), 0);
+DECLARE @max_items INT = CAST(:max_items AS INT);
+DECLARE @walk INT = CAST(:walk AS INT);
+DECLARE @full NVARCHAR(MAX) = :full;
+DECLARE @rooms NVARCHAR(MAX) = :rooms;
+DECLARE @default_room INT = CAST(NULLIF(:default_room, N'') AS INT);
+WITH walked AS (
+    SELECT x.seq, x.priority, x.fair_rank, x.created_at, COALESCE(x.fairness_key, N'') AS k,
+           ROW_NUMBER() OVER (PARTITION BY COALESCE(x.fairness_key, N'')
+                              ORDER BY x.priority DESC, x.fair_rank, x.created_at, x.seq) AS nth
+    FROM dbo.sq_items AS x WITH (FORCESEEK, ROWLOCK)
+    WHERE x.seq IN (
+        SELECT r.seq FROM (
+            SELECT TOP (@walk) w.seq
+            FROM dbo.sq_items AS w WITH (INDEX(sq_items_ready), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
+            WHERE w.queue = @queue AND w.status = 'ready' AND w.visible_at <= @now AND @paused = 0
+              AND w.created_at >= @retained
+              AND COALESCE(w.fairness_key, N'') NOT IN (
+                  SELECT f.value COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@full) AS f)
+              AND (w.group_key IS NULL OR NOT EXISTS (
+                  SELECT 1
+                  FROM dbo.sq_items AS e WITH (INDEX(sq_items_group), READCOMMITTEDLOCK)
+                  WHERE e.queue = w.queue AND e.group_key = w.group_key AND e.seq < w.seq
+                    AND e.group_key IS NOT NULL AND e.status IN ('ready', 'leased')))
+            ORDER BY w.priority DESC, w.fair_rank, w.created_at, w.seq
+        ) AS r
+        UNION ALL
+        SELECT l.seq FROM (
+            SELECT TOP (@walk) w.seq
+            FROM dbo.sq_items AS w WITH (INDEX(sq_items_lapsed), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
+            WHERE w.queue = @queue AND w.status = 'leased' AND w.visible_at <= @now AND @paused = 0
+              AND w.created_at >= @retained
+              AND COALESCE(w.fairness_key, N'') NOT IN (
+                  SELECT f.value COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@full) AS f)
+              AND w.attempts < @max_attempts
+              AND (w.group_key IS NULL OR NOT EXISTS (
+                  SELECT 1
+                  FROM dbo.sq_items AS e WITH (INDEX(sq_items_group), READCOMMITTEDLOCK)
+                  WHERE e.queue = w.queue AND e.group_key = w.group_key AND e.seq < w.seq
+                    AND e.group_key IS NOT NULL AND e.status IN ('ready', 'leased')))
+            ORDER BY w.priority DESC, w.fair_rank, w.created_at, w.seq
+        ) AS l
+    )
+),
+allowed AS (
+    SELECT TOP (@max_items) w.seq FROM walked AS w
+    LEFT JOIN OPENJSON(@rooms) AS r ON r.[key] COLLATE Latin1_General_100_BIN2 = w.k
+    WHERE w.nth <= COALESCE(CAST(r.value AS INT), @default_room, w.nth)
+    ORDER BY w.priority DESC, w.fair_rank, w.created_at, w.seq
+),
+claimable AS (
+    SELECT TOP (@max_items) x.seq, x.id, x.queue, x.payload, x.created_at, x.status, x.attempts,
+           x.lease_token, x.visible_at, x.first_popped_at, x.priority, x.group_key, x.attributes, x.fairness_key,
+           x.fair_rank
+    FROM dbo.sq_items AS x WITH (FORCESEEK, ROWLOCK)
+    WHERE x.seq IN (SELECT seq FROM allowed)
+    ORDER BY x.priority DESC, x.fair_rank, x.created_at, x.seq
+)
+UPDATE claimable
+SET status = 'leased',
+    attempts = attempts + 1,
+    lease_token = CAST(:lease_token AS UNIQUEIDENTIFIER),
+    visible_at = DATEADD(SECOND, @lease_seconds, @now),
+    first_popped_at = COALESCE(first_popped_at, @now)
+OUTPUT inserted.seq, inserted.id, inserted.queue, inserted.payload, inserted.created_at, inserted.attempts,
+       inserted.lease_token, inserted.visible_at, inserted.priority, inserted.group_key, inserted.attributes,
+       inserted.fairness_key, inserted.fair_rank;
+
+
 -- fragment: item_row
 -- An item as simplequeue.store.rows reads it (with its queue's max_attempts and the batch's clock),
 -- written once so that every batch that answers with an item answers with the same columns.
@@ -1544,3 +1634,22 @@ SELECT TOP (:limit) k.fairness_key, k.weight, k.max_leased, k.rate_per_second,
 FROM dbo.sq_fair_keys AS k
 WHERE k.queue = @queue AND k.fairness_key > @after AND (@key = N'' OR k.fairness_key = @key)
 ORDER BY k.fairness_key;
+
+-- name: key_caps
+-- The queue's keys with a max_leased of their own (a careful pop's, store.py).
+SET NOCOUNT ON;
+DECLARE @queue NVARCHAR(4000) = :queue;
+SELECT fairness_key AS [key], max_leased FROM dbo.sq_fair_keys WHERE queue = @queue AND max_leased IS NOT NULL;
+
+-- name: key_leases
+-- The queue's unexpired leases by key: a range of sq_items_key_leased; then the unkeyed items' (key
+-- N''), a range of sq_items_lapsed. After lock_limits, in the pop's transaction.
+SET NOCOUNT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @queue NVARCHAR(4000) = :queue;
+SELECT i.fairness_key AS [key], COUNT(*) AS leased FROM dbo.sq_items AS i WITH (INDEX(sq_items_key_leased))
+WHERE i.queue = @queue AND i.status = 'leased' AND i.fairness_key IS NOT NULL AND i.visible_at > @now
+GROUP BY i.fairness_key
+UNION ALL
+SELECT N'' AS [key], COUNT(*) AS leased FROM dbo.sq_items AS i WITH (INDEX(sq_items_lapsed))
+WHERE i.queue = @queue AND i.status = 'leased' AND i.visible_at > @now AND i.fairness_key IS NULL;
