@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from simplequeue.api.auth import Action, Caller
 from simplequeue.api.dependencies import ServiceDep
@@ -34,9 +34,16 @@ class KeySettingsRequest(Body):
     )
     rate_per_second: Annotated[float, Field(gt=0, le=1_000_000), Number] | None = Field(
         None,
-        description="Pops hand out at most this many of the key's items per second on average. "
-        "null: the queue's rate_per_key_per_second.",
+        description="Reserved for a rate per key: not enforced yet, so only null is taken (422 otherwise).",
     )
+
+    @field_validator("rate_per_second")
+    @classmethod
+    def _no_rate_yet(cls, rate: float | None) -> float | None:
+        # Refused rather than stored and ignored: a limit that does not hold is worse than none.
+        if rate is not None:
+            raise ValueError("a rate per key is not enforced yet: only null is taken")
+        return rate
 
     def to_domain(self) -> KeySettings:
         return KeySettings(self.weight, self.max_leased, self.rate_per_second)
