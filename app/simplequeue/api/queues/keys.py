@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field
 
 from simplequeue.api.auth import Action, Caller
 from simplequeue.api.dependencies import ServiceDep
@@ -32,21 +32,14 @@ class KeySettingsRequest(Body):
         description="At most this many of the key's items are leased at once, across every replica. "
         "null: the queue's max_leased_per_key.",
     )
-    rate_per_second: Annotated[float, Field(gt=0, le=1_000_000), Number] | None = Field(
+    rate_per_second: None = Field(
         None,
-        description="Reserved for a rate per key: not enforced yet, so only null is taken (422 otherwise).",
+        description="Reserved for a rate per key: not enforced yet, so only null is taken (422 "
+        "otherwise, rather than a limit stored and not held).",
     )
 
-    @field_validator("rate_per_second")
-    @classmethod
-    def _no_rate_yet(cls, rate: float | None) -> float | None:
-        # Refused rather than stored and ignored: a limit that does not hold is worse than none.
-        if rate is not None:
-            raise ValueError("a rate per key is not enforced yet: only null is taken")
-        return rate
-
     def to_domain(self) -> KeySettings:
-        return KeySettings(self.weight, self.max_leased, self.rate_per_second)
+        return KeySettings(self.weight, self.max_leased)
 
 
 class FairKey(BaseModel):
