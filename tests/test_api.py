@@ -109,6 +109,7 @@ async def test_push_pop_fail_complete_and_inspect(client: Client, queue: str, cl
             "max_leased": None,
             "rate_per_second": None,
             "rate_burst": None,
+            "max_leased_per_key": None,
         },
         "paused": False,
     }
@@ -519,6 +520,10 @@ def test_operation_ids_are_stable() -> None:
         "readyz",
         "extendLease",
         "putQueue",
+        "putKey",
+        "getKey",
+        "listKeys",
+        "resetKey",
         "listDead",
         "redrive",
         "purgeDead",

@@ -91,7 +91,7 @@ def test_every_operation_with_a_body_may_answer_413() -> None:
         for method, op in item.items()
         if method in BODY_METHODS
     }
-    assert len(with_body) == 21
+    assert len(with_body) == 22
     assert [op for op, responses in with_body.items() if "413" not in responses] == []
 
 

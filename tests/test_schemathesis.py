@@ -74,6 +74,7 @@ A_CURSOR = encode_cursor(datetime(2026, 1, 1, tzinfo=UTC), 1)
 A_QUEUE_CURSOR = encode_name_cursor("default")  # GET /queues pages by name
 A_TOPIC_CURSOR = encode_topic_cursor("default")  # GET /topics too
 A_SCHEDULE_CURSOR = encode_schedule_cursor("default")  # and GET /schedules
+A_KEY_CURSOR = encode_name_cursor("default", "k:")  # and GET /queues/{name}/keys, by key
 CHECKS = [
     "not_a_server_error",
     "status_code_conformance",
@@ -173,6 +174,7 @@ def adjust(context: HookContext, case: Any) -> Any:
                 "GET /queues": A_QUEUE_CURSOR,
                 "GET /topics": A_TOPIC_CURSOR,
                 "GET /schedules": A_SCHEDULE_CURSOR,
+                "GET /queues/{name}/keys": A_KEY_CURSOR,
             }.get(label, A_CURSOR)
             case.query = {**query, "cursor": mine}
     if isinstance(body, dict):

@@ -41,8 +41,9 @@ SQLITE_TYPED_SETTINGS = load_migrations("sqlite")[9]  # v10: the same columns
 OPTIONAL_SETTINGS = frozenset({"dead_letter_queue", "message_retention_seconds"})
 """Queue settings that may be NULL (none), which no release before v11 had."""
 
-FLOW_LIMITS = frozenset({"max_leased", "rate_per_second", "rate_burst", "limited"})
-"""Queue settings of v13 (flow limits): tests/mssql/test_limits.py holds their columns."""
+FLOW_LIMITS = frozenset({"max_leased", "rate_per_second", "rate_burst", "limited", "max_leased_per_key"})
+"""Queue settings of v13 (flow limits) and v16 (per-key limits): tests/mssql/test_limits.py holds
+their columns."""
 
 
 # --- parsing --------------------------------------------------------------------------------------
@@ -453,6 +454,7 @@ def stats_row(name: str, oldest: datetime | None) -> tuple[Any, ...]:
         None,
         None,
         None,
+        None,
         False,
     )
     return (name, *settings, False, 2, 1, 3, None, 4, oldest, 7, 8, NOW.replace(tzinfo=None))
@@ -465,13 +467,15 @@ def limits_row(
     rate_burst: int | None = None,
     rate_tokens: float | None = None,
     rate_at: datetime | None = None,
+    max_leased_per_key: int | None = None,
 ) -> Result:
     """lock_limits' row, as pyodbc gives it (naive UTC times; BIT as bool)."""
     return result(
-        limited=max_leased is not None or rate_per_second is not None,
+        limited=max_leased is not None or rate_per_second is not None or max_leased_per_key is not None,
         max_leased=max_leased,
         rate_per_second=rate_per_second,
         rate_burst=rate_burst,
+        max_leased_per_key=max_leased_per_key,
         rate_tokens=rate_tokens,
         rate_at=rate_at,
         now=NOW.replace(tzinfo=None),

@@ -19,6 +19,7 @@ from simplequeue.domain import (
     QueueSettings,
 )
 from simplequeue.domain.activity import ActivityWindow
+from simplequeue.domain.keys import KeySettings, KeyStats
 from simplequeue.domain.metadata import MetadataChange
 from simplequeue.domain.schedules import Fired, ScheduleSpec, Timing
 from simplequeue.domain.topics import Subscription, TopicChange
@@ -63,6 +64,20 @@ TAGS = '[{"n":"a","v":"b"}]'  # FOR JSON PATH's text
 PARAMETERS = {
     "push_batch": ("now", "items"),
     "pop": ("now", "queue", "lease_seconds", "limits_checked", "max_items", "lease_token"),
+    "pop_keyed": (
+        "now",
+        "queue",
+        "lease_seconds",
+        "limits_checked",
+        "max_items",
+        "walk",
+        "full",
+        "rooms",
+        "default_room",
+        "lease_token",
+    ),
+    "key_caps": ("queue",),
+    "key_leases": ("now", "queue"),
     "lease_runs": ("now", "queue", "room", "heads", "lease_seconds", "lease_token"),
     "extend": ("now", "id", "lease_token", "lease_seconds"),
     "complete_batch": ("now", "items"),
@@ -95,6 +110,7 @@ PARAMETERS = {
         "max_leased",
         "rate_per_second",
         "rate_burst",
+        "max_leased_per_key",
         "limited",
     ),
     "next_visible_at": ("now", "queues"),
@@ -130,6 +146,9 @@ PARAMETERS = {
     "topic_create": ("now", "name", "attributes", "tags"),
     "topic_get": ("name",),
     "topic_page": ("after", "limit"),
+    "put_key": ("queue", "key", "weight", "max_leased", "rate_per_second"),
+    "reset_key": ("queue", "key"),
+    "key_page": ("queue", "after", "key", "limit"),
     "topic_update": ("now", "name", "attributes", "tags", "old_attributes", "old_tags"),
     "topic_delete_subscriptions": ("name",),
     "topic_delete": ("name",),
@@ -330,12 +349,19 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     await store.dedup_item("orders", "k")
     assert await store.delete_queue("orders", force=False) == DeletedQueue(items=2, history=3)
     await _topics(store, conn)
+    await _keys(store, conn)
     # A queue with flow limits pops the careful way (test_limits.py).
     monkeypatch.setattr(store.flow, "careful", lambda queue: True)
     conn.reply("lock_limits", limits_row(max_leased=5, rate_per_second=2.0))
     conn.reply("count_leased", result(leased=1))
     conn.reply("pop", Result(["seq"], []))
     conn.reply("take_tokens", result(changed=1))
+    await store.pop("orders", 3, None)
+    # A queue with per-key limits: its keys' leases counted, then pop_keyed (test_key_limits.py).
+    conn.reply("lock_limits", limits_row(max_leased_per_key=2))
+    conn.reply("key_caps", result(key="gold", max_leased=5))
+    conn.reply("key_leases", Result(["key", "leased"], [("gold", 5), ("", 0)]))
+    conn.reply("pop_keyed", Result(["seq"], []))
     await store.pop("orders", 3, None)
     await _schedules(store, conn)
 
@@ -344,6 +370,18 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     for e in named:
         assert len(e.params) == len(Q[e.name].params), e.name
     assert not conn.closed, "unlock_migrations, whose errors are swallowed, was bound too"
+
+
+async def _keys(store: MssqlStore, conn: FakeConnection) -> None:
+    """Every fair key statement (store/keys.py), as SQL Server's rows would answer them."""
+    key = result(fairness_key="acme", weight=2.0, max_leased=3, rate_per_second=None, ready=4, leased=1)
+    conn.reply("put_key", result(fairness_key="acme"))
+    conn.reply("key_page", key, key)
+    conn.reply("reset_key", Result([], []))
+    await store.put_key("orders", "acme", KeySettings(weight=2.0, max_leased=3))
+    assert await store.get_key("orders", "acme") == KeyStats("acme", KeySettings(2.0, 3, None), 4, 1)
+    assert [k.key for k in (await store.list_keys("orders", 10, None)).items] == ["acme"]
+    await store.reset_key("orders", "acme")
 
 
 async def _topics(store: MssqlStore, conn: FakeConnection) -> None:

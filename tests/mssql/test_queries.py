@@ -87,6 +87,9 @@ def test_the_batches_that_write_are_the_ones_expected() -> None:
         "schedule_claim",
         "schedules_claimed",
         "schedule_triggered",
+        "put_key",
+        "reset_key",
+        "pop_keyed",
     }
 
 

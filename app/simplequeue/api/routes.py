@@ -10,6 +10,7 @@ from fastapi import APIRouter
 from simplequeue.api import metrics
 from simplequeue.api.health import routes as health
 from simplequeue.api.items import routes as items
+from simplequeue.api.queues import keys
 from simplequeue.api.queues import routes as queues
 from simplequeue.api.schedules import routes as schedules
 from simplequeue.api.topics import routes as topics
@@ -18,6 +19,7 @@ router = APIRouter(
     routes=[
         *items.router.routes,
         *queues.router.routes,
+        *keys.router.routes,
         *topics.router.routes,
         *schedules.router.routes,
         *metrics.router.routes,

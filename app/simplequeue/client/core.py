@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any, Self
+from urllib.parse import quote
 
 import httpx
 
@@ -22,6 +23,8 @@ from simplequeue.client.models import (
     BatchPushResult,
     CompleteResult,
     DeadPage,
+    FairKey,
+    FairKeyPage,
     HistoryEntry,
     HistoryPage,
     Item,
@@ -39,6 +42,11 @@ from simplequeue.client.retries import DEFAULT_RETRY, UNSENT, Repeat, RetryPolic
 log = logging.getLogger("simplequeue.client")
 
 Sleep = Callable[[float], Awaitable[None]]
+
+
+def _key_path(queue: str, key: str) -> str:
+    # A key may hold any character but NUL: '/', '?' and '%' among them.
+    return f"/queues/{queue}/keys/{quote(key, safe='')}"
 
 
 def _id(value: Item | str | uuid.UUID) -> str:
@@ -406,6 +414,36 @@ class AsyncClient:
         max_attempts=3, dead_letter_queue="orders-dlq" (where items that die move; it must exist),
         message_retention_seconds=3600 (live items older are never handed out, then deleted)."""
         return QueueStats.of(await self._json("PUT", f"/queues/{queue}", retry=Repeat.ANY, json=settings))
+
+    async def put_key(
+        self,
+        queue: str,
+        key: str,
+        /,
+        *,
+        weight: float = 1.0,
+        max_leased: int | None = None,
+        rate_per_second: float | None = None,
+    ) -> FairKey:
+        """Set a fairness key's own weight and max_leased (PUT replaces them all; None: the queue's
+        max_leased_per_key). The queue must exist. rate_per_second is reserved: a rate per key is
+        not enforced yet, and the service refuses any but None."""
+        body = {"weight": weight, "max_leased": max_leased, "rate_per_second": rate_per_second}
+        return FairKey.of(await self._json("PUT", _key_path(queue, key), retry=Repeat.ANY, json=body))
+
+    async def get_key(self, queue: str, key: str, /) -> FairKey:
+        """A fairness key's settings and its ready and leased counts."""
+        return FairKey.of(await self._json("GET", _key_path(queue, key), retry=Repeat.ANY))
+
+    async def reset_key(self, queue: str, key: str, /) -> FairKey:
+        """A fairness key back to the queue's defaults (weight 1, the queue's per-key limits)."""
+        return FairKey.of(await self._json("DELETE", _key_path(queue, key), retry=Repeat.ANY))
+
+    async def key_page(self, queue: str, /, *, limit: int = 100, cursor: str | None = None) -> FairKeyPage:
+        """One page of a queue's fairness keys, in key order, after `cursor` if given."""
+        params: dict[str, str | int] = {"limit": limit} | ({"cursor": cursor} if cursor else {})
+        answer = await self._json("GET", f"/queues/{queue}/keys", retry=Repeat.ANY, params=params)
+        return FairKeyPage([FairKey.of(k) for k in answer["keys"]], answer["next_cursor"])
 
     async def dead(
         self,

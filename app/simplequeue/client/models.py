@@ -171,6 +171,36 @@ class QueueStats:
 
 
 @dataclass(frozen=True, slots=True)
+class FairKey:
+    """A fairness key of a queue: its own weight and limits (None: the queue's default for its
+    keys) and its live items' counts."""
+
+    key: str
+    weight: float
+    max_leased: int | None
+    rate_per_second: float | None
+    ready: int
+    leased: int
+
+    @classmethod
+    def of(cls, body: dict[str, Any]) -> FairKey:
+        return cls(
+            key=body["key"],
+            weight=body["weight"],
+            max_leased=body.get("max_leased"),
+            rate_per_second=body.get("rate_per_second"),
+            ready=body["ready"],
+            leased=body["leased"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class FairKeyPage:
+    keys: list[FairKey]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class QueuePage:
     queues: list[QueueStats]
     next_cursor: str | None

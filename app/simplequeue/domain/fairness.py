@@ -10,6 +10,8 @@ insertion). A push ranks the items of a *fair* queue (one that has seen a fairne
   priority, so that a key's next item ranks level with the front of the queue; with none due, it
   is the highest rank the queue handed out. A key back from idle thus starts level with the
   others and has saved up no credit while it was away;
+- a key's items are 1/weight apart (its weight, default 1, set by PUT /queues/{name}/keys/{key}):
+  a key of weight 3 takes three turns to a key of weight 1's one;
 - a fair queue's unkeyed items are one more key, NO_KEY;
 - a queue that never saw a key ranks nothing: every rank stays 0 and pops keep the order of
   created_at and insertion.
@@ -58,11 +60,17 @@ def shares(items: Sequence[tuple[str, str | None, int]], fair: set[str]) -> list
 
 
 def ranks(
-    items: Sequence[tuple[str, str | None, int]], start: Callable[[KeyShare], float], fair: set[str]
+    items: Sequence[tuple[str, str | None, int]],
+    start: Callable[[KeyShare], float],
+    fair: set[str],
+    weight: Callable[[KeyShare], float] | None = None,
 ) -> tuple[list[float], dict[tuple[str, str], float]]:
     """Each item's rank by place (0 outside fair queues), and each key's new last rank; `start`
-    answers max(last, clock) for a key's share."""
-    bases = {(s.queue, s.key): start(s) for s in shares(items, fair)}
+    answers max(last, clock) for a key's share, `weight` the key's weight (default 1): its items'
+    ranks are 1/weight apart, so a key of weight 2 takes two turns to another's one."""
+    found_shares = shares(items, fair)
+    bases = {(s.queue, s.key): start(s) for s in found_shares}
+    steps = {(s.queue, s.key): 1.0 / (weight(s) if weight else 1.0) for s in found_shares}
     taken: dict[tuple[str, str], int] = {}
     out: list[float] = []
     for queue, key, _ in items:
@@ -71,5 +79,5 @@ def ranks(
             out.append(0.0)
             continue
         taken[k] = taken.get(k, 0) + 1
-        out.append(bases[k] + taken[k])
-    return out, {k: bases[k] + n for k, n in taken.items()}
+        out.append(bases[k] + taken[k] * steps[k])
+    return out, {k: bases[k] + n * steps[k] for k, n in taken.items()}

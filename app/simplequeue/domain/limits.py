@@ -25,11 +25,26 @@ class FlowLimits:
     rate_burst: int | None = None
     """Items that may be handed out at once after a quiet spell (the bucket's size). None with a
     rate: one second's worth, at least 1."""
+    max_leased_per_key: int | None = None
+    """Items of one fairness key leased at once, unless the key's own max_leased says otherwise."""
+    keys_limited: bool = False
+    """Whether some key of the queue has limits of its own (domain/keys.py): known to a careful pop
+    only, never a setting of the queue."""
 
     @property
     def limited(self) -> bool:
         """Whether a pop must count leases or take tokens: such a queue pops the careful way."""
-        return self.max_leased is not None or self.rate_per_second is not None
+        return (
+            self.max_leased is not None
+            or self.rate_per_second is not None
+            or self.max_leased_per_key is not None
+            or self.keys_limited
+        )
+
+    @property
+    def per_key(self) -> bool:
+        """Whether a pop must count each key's leases."""
+        return self.max_leased_per_key is not None or self.keys_limited
 
     @property
     def burst(self) -> float:

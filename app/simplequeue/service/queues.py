@@ -42,6 +42,7 @@ from simplequeue.domain import (
     encode_payload,
 )
 from simplequeue.domain.activity import ActivityBucket, activity_window
+from simplequeue.domain.keys import KeySettings, KeyStats
 from simplequeue.domain.metadata import MetadataChange, QueueMetadata
 from simplequeue.domain.rules import repeat_rounds
 from simplequeue.service import batches
@@ -479,6 +480,25 @@ class QueueService:
         await check_dead_letter_queue(self._store, name, settings.dead_letter_queue)
         created = await self._queue_limit.making(name, lambda: self._store.put_queue(name, settings))
         return created, await self._store.get_queue(name)
+
+    async def put_key(self, queue: str, key: str, settings: KeySettings) -> KeyStats:
+        """Set a key's own weight and limits; its settings and counts now. QueueNotFound."""
+        await self._store.put_key(queue, key, settings)
+        return await self._store.get_key(queue, key)
+
+    async def reset_key(self, queue: str, key: str) -> KeyStats:
+        """A key back to the queue's defaults; its settings and counts now. QueueNotFound."""
+        await self._known(queue)
+        await self._store.reset_key(queue, key)
+        return await self._store.get_key(queue, key)
+
+    async def get_key(self, queue: str, key: str) -> KeyStats:
+        await self._known(queue)
+        return await self._store.get_key(queue, key)
+
+    async def list_keys(self, queue: str, limit: int, cursor: str | None) -> Page[KeyStats]:
+        await self._known(queue)
+        return await self._store.list_keys(queue, limit, cursor)
 
     async def redrive(self, queue: str, ids: Sequence[UUID] | None, rate_per_second: float | None) -> int:
         await self._known(queue)

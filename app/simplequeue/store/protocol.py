@@ -31,6 +31,7 @@ from simplequeue.domain import (
     QueueStats,
 )
 from simplequeue.domain.activity import ActivityBucket, ActivityWindow
+from simplequeue.domain.keys import KeySettings, KeyStats
 from simplequeue.domain.metadata import MetadataChange, QueueMetadata
 from simplequeue.domain.schedules import Fired, Schedule, ScheduleSpec
 from simplequeue.domain.topics import Subscription, Topic, TopicChange
@@ -235,6 +236,18 @@ class Administration(Protocol):
     async def delete_queue(self, queue: str, force: bool) -> DeletedQueue:
         """Delete the queue, its items, history and dedup keys in one transaction. Raises
         QueueNotFound, and QueueInUse while it has leased items unless `force`."""
+
+    async def put_key(self, queue: str, key: str, settings: KeySettings) -> None:
+        """Set a key's own settings (store/keys.py). Raises QueueNotFound."""
+
+    async def reset_key(self, queue: str, key: str) -> None:
+        """A key's settings back to the queue's defaults."""
+
+    async def get_key(self, queue: str, key: str) -> KeyStats:
+        """A key's settings and counts (the defaults and none for a key never seen)."""
+
+    async def list_keys(self, queue: str, limit: int, cursor: str | None) -> Page[KeyStats]:
+        """A page of the queue's keys in key order. InvalidCursor."""
 
 
 class Sweeping(Protocol):

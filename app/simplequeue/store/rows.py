@@ -133,7 +133,9 @@ def queue_settings(row: Row) -> QueueSettings:
 def flow_limits(row: Row) -> FlowLimits:
     """A queue row's flow limits (its settings, or a careful pop's look at them)."""
     rate = row["rate_per_second"]
-    return FlowLimits(row["max_leased"], None if rate is None else float(rate), row["rate_burst"])
+    return FlowLimits(
+        row["max_leased"], None if rate is None else float(rate), row["rate_burst"], row["max_leased_per_key"]
+    )
 
 
 def settings_params(settings: QueueSettings) -> dict[str, Any]:
@@ -154,6 +156,7 @@ def settings_params(settings: QueueSettings) -> dict[str, Any]:
         "max_leased": settings.limits.max_leased,
         "rate_per_second": settings.limits.rate_per_second,
         "rate_burst": settings.limits.rate_burst,
+        "max_leased_per_key": settings.limits.max_leased_per_key,
         "limited": settings.limits.limited,
     }
 

@@ -98,6 +98,13 @@ class QueueSettingsRequest(Body):
         "null: one second's worth of rate_per_second, at least 1. Only with rate_per_second.",
     )
 
+    max_leased_per_key: Annotated[int, Field(ge=1, le=1_000_000), Number] | None = Field(
+        DEFAULTS.limits.max_leased_per_key,
+        description="At most this many items of one fairness key are leased at once, across every "
+        "replica: a pop passes over a key at its limit and hands out the others' items. A key's own "
+        "max_leased (PUT /queues/{name}/keys/{key}) replaces it. null: no limit.",
+    )
+
     @field_validator("rate_burst")
     @classmethod
     def _burst_needs_rate(cls, burst: int | None, info: ValidationInfo) -> int | None:
@@ -118,7 +125,9 @@ class QueueSettingsRequest(Body):
             history_payload=self.history_payload,
             dead_letter_queue=self.dead_letter_queue,
             message_retention_seconds=self.message_retention_seconds,
-            limits=FlowLimits(self.max_leased, self.rate_per_second, self.rate_burst),
+            limits=FlowLimits(
+                self.max_leased, self.rate_per_second, self.rate_burst, self.max_leased_per_key
+            ),
         )
 
 
@@ -147,6 +156,7 @@ class QueueSettings(BaseModel):
     max_leased: int | None
     rate_per_second: float | None
     rate_burst: int | None
+    max_leased_per_key: int | None
 
     @classmethod
     def of(cls, settings: domain.QueueSettings) -> QueueSettings:
@@ -166,6 +176,7 @@ class QueueSettings(BaseModel):
             max_leased=settings.limits.max_leased,
             rate_per_second=settings.limits.rate_per_second,
             rate_burst=settings.limits.rate_burst,
+            max_leased_per_key=settings.limits.max_leased_per_key,
         )
 
 

@@ -210,6 +210,7 @@ DECLARE @fair TABLE (
     items INT NOT NULL,
     priority INT NOT NULL,
     start FLOAT NULL,
+    weight FLOAT NOT NULL DEFAULT 1,
     PRIMARY KEY (queue, fairness_key)
 );
 DECLARE @inserted TABLE (
@@ -360,17 +361,19 @@ BEGIN
          WHERE x.queue = c.queue AND x.status = 'ready' AND x.priority = c.priority AND x.visible_at <= @now
          ORDER BY x.priority DESC, x.fair_rank),
         (SELECT MAX(k.last_rank) FROM dbo.sq_fair_keys AS k WHERE k.queue = c.queue),
-        0))) AS v(r))
+        0))) AS v(r)),
+        weight = f.weight
     FROM @fair AS c
     JOIN dbo.sq_fair_keys AS f WITH (UPDLOCK, HOLDLOCK, FORCESEEK)
         ON f.queue = c.queue AND f.fairness_key = c.fairness_key;
+    -- A key's items are 1/weight apart: a key of weight 2 takes two turns to another's one.
     UPDATE f
-    SET last_rank = c.start + c.items
+    SET last_rank = c.start + c.items / f.weight
     FROM dbo.sq_fair_keys AS f WITH (FORCESEEK)
     JOIN @fair AS c ON f.queue = c.queue AND f.fairness_key = c.fairness_key;
     WITH ranked AS (
         SELECT i.fair_rank, c.start + ROW_NUMBER() OVER (
-                   PARTITION BY i.queue, COALESCE(i.fairness_key, N'') ORDER BY i.n) AS rank
+                   PARTITION BY i.queue, COALESCE(i.fairness_key, N'') ORDER BY i.n) / c.weight AS rank
         FROM @item AS i
         JOIN @fair AS c ON c.queue = i.queue AND c.fairness_key = COALESCE(i.fairness_key, N'')
     )

@@ -154,6 +154,96 @@ OUTPUT inserted.seq, inserted.id, inserted.queue, inserted.payload, inserted.cre
        inserted.lease_token, inserted.visible_at, inserted.priority, inserted.group_key, inserted.attributes,
        inserted.fairness_key, inserted.fair_rank;
 
+-- name: pop_keyed
+-- pop, for a queue whose keys have limits (store.py: _pop, after lock_limits locked the queue's row
+-- and key_leases counted its keys' leases): each walk passes over the keys with no room left
+-- (@full, a JSON array; N'' for unkeyed items) and locks up to @walk rows, and of what they found
+-- each key hands out no more than its room (@rooms, a JSON object of key to room; @default_room for
+-- any other key, NULL: no limit), in pop order, @max_items at most. The rows walked and not taken
+-- are free again at commit.
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @queue NVARCHAR(4000) = :queue;
+DECLARE @max_attempts INT = (SELECT max_attempts FROM dbo.sq_queues WHERE name = @queue);
+-- include: retained
+DECLARE @lease_seconds INT = COALESCE(
+    CAST(NULLIF(:lease_seconds, N'') AS INT), (SELECT lease_seconds FROM dbo.sq_queues WHERE name = @queue)
+);
+-- A queue with flow limits (`limited`) is popped the careful way (store.py: _pop_within_limits, its
+-- row locked and its leases counted first), which says so (:limits_checked); this batch alone
+-- claims nothing of it, as of a paused queue.
+DECLARE @limits_checked BIT = CAST(:limits_checked AS BIT);
+DECLARE @paused BIT = COALESCE((SELECT CASE WHEN paused = 1 OR (limited = 1 AND @limits_checked = 0) THEN 1 ELSE 0 END
+                                FROM dbo.sq_queues WHERE name = @queue), 0);
+DECLARE @max_items INT = CAST(:max_items AS INT);
+DECLARE @walk INT = CAST(:walk AS INT);
+DECLARE @full NVARCHAR(MAX) = :full;
+DECLARE @rooms NVARCHAR(MAX) = :rooms;
+DECLARE @default_room INT = CAST(NULLIF(:default_room, N'') AS INT);
+WITH walked AS (
+    SELECT x.seq, x.priority, x.fair_rank, x.created_at, COALESCE(x.fairness_key, N'') AS k,
+           ROW_NUMBER() OVER (PARTITION BY COALESCE(x.fairness_key, N'')
+                              ORDER BY x.priority DESC, x.fair_rank, x.created_at, x.seq) AS nth
+    FROM dbo.sq_items AS x WITH (FORCESEEK, ROWLOCK)
+    WHERE x.seq IN (
+        SELECT r.seq FROM (
+            SELECT TOP (@walk) w.seq
+            FROM dbo.sq_items AS w WITH (INDEX(sq_items_ready), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
+            WHERE w.queue = @queue AND w.status = 'ready' AND w.visible_at <= @now AND @paused = 0
+              AND w.created_at >= @retained
+              AND COALESCE(w.fairness_key, N'') NOT IN (
+                  SELECT f.value COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@full) AS f)
+              AND (w.group_key IS NULL OR NOT EXISTS (
+                  SELECT 1
+                  FROM dbo.sq_items AS e WITH (INDEX(sq_items_group), READCOMMITTEDLOCK)
+                  WHERE e.queue = w.queue AND e.group_key = w.group_key AND e.seq < w.seq
+                    AND e.group_key IS NOT NULL AND e.status IN ('ready', 'leased')))
+            ORDER BY w.priority DESC, w.fair_rank, w.created_at, w.seq
+        ) AS r
+        UNION ALL
+        SELECT l.seq FROM (
+            SELECT TOP (@walk) w.seq
+            FROM dbo.sq_items AS w WITH (INDEX(sq_items_lapsed), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
+            WHERE w.queue = @queue AND w.status = 'leased' AND w.visible_at <= @now AND @paused = 0
+              AND w.created_at >= @retained
+              AND COALESCE(w.fairness_key, N'') NOT IN (
+                  SELECT f.value COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@full) AS f)
+              AND w.attempts < @max_attempts
+              AND (w.group_key IS NULL OR NOT EXISTS (
+                  SELECT 1
+                  FROM dbo.sq_items AS e WITH (INDEX(sq_items_group), READCOMMITTEDLOCK)
+                  WHERE e.queue = w.queue AND e.group_key = w.group_key AND e.seq < w.seq
+                    AND e.group_key IS NOT NULL AND e.status IN ('ready', 'leased')))
+            ORDER BY w.priority DESC, w.fair_rank, w.created_at, w.seq
+        ) AS l
+    )
+),
+allowed AS (
+    SELECT TOP (@max_items) w.seq FROM walked AS w
+    LEFT JOIN OPENJSON(@rooms) AS r ON r.[key] COLLATE Latin1_General_100_BIN2 = w.k
+    WHERE w.nth <= COALESCE(CAST(r.value AS INT), @default_room, w.nth)
+    ORDER BY w.priority DESC, w.fair_rank, w.created_at, w.seq
+),
+claimable AS (
+    SELECT TOP (@max_items) x.seq, x.id, x.queue, x.payload, x.created_at, x.status, x.attempts,
+           x.lease_token, x.visible_at, x.first_popped_at, x.priority, x.group_key, x.attributes, x.fairness_key,
+           x.fair_rank
+    FROM dbo.sq_items AS x WITH (FORCESEEK, ROWLOCK)
+    WHERE x.seq IN (SELECT seq FROM allowed)
+    ORDER BY x.priority DESC, x.fair_rank, x.created_at, x.seq
+)
+UPDATE claimable
+SET status = 'leased',
+    attempts = attempts + 1,
+    lease_token = CAST(:lease_token AS UNIQUEIDENTIFIER),
+    visible_at = DATEADD(SECOND, @lease_seconds, @now),
+    first_popped_at = COALESCE(first_popped_at, @now)
+OUTPUT inserted.seq, inserted.id, inserted.queue, inserted.payload, inserted.created_at, inserted.attempts,
+       inserted.lease_token, inserted.visible_at, inserted.priority, inserted.group_key, inserted.attributes,
+       inserted.fairness_key, inserted.fair_rank;
+
+
 -- fragment: item_row
 -- An item as simplequeue.store.rows reads it (with its queue's max_attempts and the batch's clock),
 -- written once so that every batch that answers with an item answers with the same columns.
@@ -715,7 +805,13 @@ DECLARE @message_retention_seconds INT = CAST(NULLIF(:message_retention_seconds,
 DECLARE @max_leased INT = CAST(NULLIF(:max_leased, N'') AS INT);
 DECLARE @rate_per_second FLOAT = CAST(NULLIF(:rate_per_second, N'') AS FLOAT);
 DECLARE @rate_burst INT = CAST(NULLIF(:rate_burst, N'') AS INT);
+DECLARE @max_leased_per_key INT = CAST(NULLIF(:max_leased_per_key, N'') AS INT);
 DECLARE @limited BIT = :limited;
+-- A key's own limits keep the queue limited whatever its own settings.
+SET @limited = CASE WHEN @limited = 1 OR EXISTS (
+                    SELECT 1 FROM dbo.sq_fair_keys AS k
+                    WHERE k.queue = @queue AND (k.max_leased IS NOT NULL OR k.rate_per_second IS NOT NULL))
+               THEN 1 ELSE 0 END;
 DECLARE @updated TABLE (name NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL);
 UPDATE dbo.sq_queues WITH (UPDLOCK, HOLDLOCK)
 SET max_attempts = @max_attempts, lease_seconds = @lease_seconds, backoff_base_seconds = @backoff_base_seconds,
@@ -723,8 +819,8 @@ SET max_attempts = @max_attempts, lease_seconds = @lease_seconds, backoff_base_s
     retention_seconds = @retention_seconds, dedup_window_seconds = @dedup_window_seconds,
     dedup_window_from = @dedup_window_from, history_payload = @history_payload,
     dead_letter_queue = @dead_letter_queue, message_retention_seconds = @message_retention_seconds,
-    max_leased = @max_leased, rate_per_second = @rate_per_second, rate_burst = @rate_burst, limited = @limited,
-    modified_at = @now
+    max_leased = @max_leased, rate_per_second = @rate_per_second, rate_burst = @rate_burst,
+    max_leased_per_key = @max_leased_per_key, limited = @limited, modified_at = @now
 OUTPUT inserted.name INTO @updated
 WHERE name = @queue;
 SELECT CASE WHEN EXISTS (SELECT 1 FROM @updated) THEN 0 ELSE 1 END AS created;
@@ -732,11 +828,11 @@ IF NOT EXISTS (SELECT 1 FROM @updated)
     INSERT INTO dbo.sq_queues (name, created_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_factor,
                                backoff_cap_seconds, backoff_jitter, retention_seconds, dedup_window_seconds,
                                dedup_window_from, history_payload, dead_letter_queue, message_retention_seconds,
-                               max_leased, rate_per_second, rate_burst, limited)
+                               max_leased, rate_per_second, rate_burst, max_leased_per_key, limited)
     VALUES (@queue, @now, @max_attempts, @lease_seconds, @backoff_base_seconds, @backoff_factor,
             @backoff_cap_seconds, @backoff_jitter, @retention_seconds, @dedup_window_seconds, @dedup_window_from,
             @history_payload, @dead_letter_queue, @message_retention_seconds,
-            @max_leased, @rate_per_second, @rate_burst, @limited);
+            @max_leased, @rate_per_second, @rate_burst, @max_leased_per_key, @limited);
 
 -- name: next_visible_at
 -- The long-poll watcher's probe for every queue it waits on: the clock, then one row per queue with
@@ -940,7 +1036,7 @@ SELECT @found AS found, @leased AS leased, @deleted AS deleted, @items AS items,
 -- sum is added to. The SELECT's head is each statement's own (TOP for a page).
 q.name AS name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backoff_factor,
 q.backoff_cap_seconds, q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds, q.dedup_window_from,
-q.history_payload, q.dead_letter_queue, q.message_retention_seconds, q.max_leased, q.rate_per_second, q.rate_burst, q.limited, q.paused,
+q.history_payload, q.dead_letter_queue, q.message_retention_seconds, q.max_leased, q.rate_per_second, q.rate_burst, q.max_leased_per_key, q.limited, q.paused,
 live.ready, live.leased, live.delayed, live.retrying, dead.dead + COALESCE(live.expired_dead, 0) AS dead,
 live.oldest_ready, hist.completed_in_history, hist.dead_in_history, @now AS now
 FROM dbo.sq_queues AS q
@@ -1302,7 +1398,7 @@ SELECT private_pem, certificate_pem FROM dbo.sq_signing_keys WHERE name = @name;
 -- SYSUTCDATETIME() is read after the lock is had: the bucket's time is then, not when the pop began.
 SET NOCOUNT ON;
 DECLARE @queue NVARCHAR(4000) = :queue;
-SELECT limited, max_leased, rate_per_second, rate_burst, rate_tokens, rate_at,
+SELECT limited, max_leased, rate_per_second, rate_burst, max_leased_per_key, rate_tokens, rate_at,
        COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME()) AS now
 FROM dbo.sq_queues WITH (UPDLOCK, HOLDLOCK, ROWLOCK)
 WHERE name = @queue;
@@ -1481,3 +1577,79 @@ DECLARE @last_item_id NVARCHAR(36) = :last_item_id;
 UPDATE s SET last_run_at = @now, last_item_id = CAST(@last_item_id AS UNIQUEIDENTIFIER)
 OUTPUT inserted.name
 FROM dbo.sq_schedules AS s WHERE s.name = @name;
+
+-- name: put_key
+-- A key's own settings (store/keys.py), making its row for a key not seen yet (its last rank 0:
+-- its first push starts from the queue's virtual time); no row when the queue does not exist. New
+-- rate settings start from a full bucket. UPDLOCK, HOLDLOCK: two callers making one key serialise
+-- on it, so that one inserts and the other updates.
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @queue NVARCHAR(128) = :queue, @key NVARCHAR(128) = :key;
+DECLARE @weight FLOAT = CAST(:weight AS FLOAT);
+DECLARE @max_leased INT = CAST(NULLIF(:max_leased, N'') AS INT);
+DECLARE @rate_per_second FLOAT = CAST(NULLIF(:rate_per_second, N'') AS FLOAT);
+UPDATE f SET weight = @weight, max_leased = @max_leased, rate_per_second = @rate_per_second, rate_tokens = NULL, rate_at = NULL
+FROM dbo.sq_fair_keys AS f WITH (UPDLOCK, HOLDLOCK)
+WHERE f.queue = @queue AND f.fairness_key = @key;
+IF @@ROWCOUNT = 0
+    INSERT INTO dbo.sq_fair_keys (queue, fairness_key, last_rank, weight, max_leased, rate_per_second)
+    SELECT q.name, @key, 0, @weight, @max_leased, @rate_per_second FROM dbo.sq_queues AS q WHERE q.name = @queue;
+-- The queue's `limited` after its keys' settings changed: a key's own limits make its pops careful.
+UPDATE dbo.sq_queues
+SET limited = CASE WHEN max_leased IS NOT NULL OR rate_per_second IS NOT NULL OR max_leased_per_key IS NOT NULL
+                        OR EXISTS (SELECT 1 FROM dbo.sq_fair_keys AS k
+                                   WHERE k.queue = @queue AND (k.max_leased IS NOT NULL OR k.rate_per_second IS NOT NULL))
+                   THEN 1 ELSE 0 END
+WHERE name = @queue;
+SELECT f.fairness_key FROM dbo.sq_fair_keys AS f WHERE f.queue = @queue AND f.fairness_key = @key;
+
+-- name: reset_key
+-- A key back to the queue's defaults; its last rank stays, so it keeps its turn.
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @queue NVARCHAR(128) = :queue, @key NVARCHAR(128) = :key;
+UPDATE dbo.sq_fair_keys
+SET weight = 1, max_leased = NULL, rate_per_second = NULL, rate_tokens = NULL, rate_at = NULL
+WHERE queue = @queue AND fairness_key = @key;
+-- The queue's `limited` after its keys' settings changed: a key's own limits make its pops careful.
+UPDATE dbo.sq_queues
+SET limited = CASE WHEN max_leased IS NOT NULL OR rate_per_second IS NOT NULL OR max_leased_per_key IS NOT NULL
+                        OR EXISTS (SELECT 1 FROM dbo.sq_fair_keys AS k
+                                   WHERE k.queue = @queue AND (k.max_leased IS NOT NULL OR k.rate_per_second IS NOT NULL))
+                   THEN 1 ELSE 0 END
+WHERE name = @queue;
+
+-- name: key_page
+-- A page of a queue's keys in key order after :after ('': from the first), or the one key :key,
+-- with their settings and live counts (leases a seek of sq_items_key_leased each). The unkeyed
+-- items' N'' is not a key here.
+SET NOCOUNT ON;
+DECLARE @queue NVARCHAR(128) = :queue, @after NVARCHAR(128) = :after, @key NVARCHAR(128) = :key;
+SELECT TOP (:limit) k.fairness_key, k.weight, k.max_leased, k.rate_per_second,
+       (SELECT COUNT(*) FROM dbo.sq_items AS i
+        WHERE i.queue = @queue AND i.fairness_key = k.fairness_key AND i.status = 'ready') AS ready,
+       (SELECT COUNT(*) FROM dbo.sq_items AS i
+        WHERE i.queue = @queue AND i.fairness_key = k.fairness_key AND i.status = 'leased') AS leased
+FROM dbo.sq_fair_keys AS k
+WHERE k.queue = @queue AND k.fairness_key > @after AND (@key = N'' OR k.fairness_key = @key)
+ORDER BY k.fairness_key;
+
+-- name: key_caps
+-- The queue's keys with a max_leased of their own (a careful pop's, store.py).
+SET NOCOUNT ON;
+DECLARE @queue NVARCHAR(4000) = :queue;
+SELECT fairness_key AS [key], max_leased FROM dbo.sq_fair_keys WHERE queue = @queue AND max_leased IS NOT NULL;
+
+-- name: key_leases
+-- The queue's unexpired leases by key: a range of sq_items_key_leased; then the unkeyed items' (key
+-- N''), a range of sq_items_lapsed. After lock_limits, in the pop's transaction.
+SET NOCOUNT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @queue NVARCHAR(4000) = :queue;
+SELECT i.fairness_key AS [key], COUNT(*) AS leased FROM dbo.sq_items AS i WITH (INDEX(sq_items_key_leased))
+WHERE i.queue = @queue AND i.status = 'leased' AND i.fairness_key IS NOT NULL AND i.visible_at > @now
+GROUP BY i.fairness_key
+UNION ALL
+SELECT N'' AS [key], COUNT(*) AS leased FROM dbo.sq_items AS i WITH (INDEX(sq_items_lapsed))
+WHERE i.queue = @queue AND i.status = 'leased' AND i.visible_at > @now AND i.fairness_key IS NULL;

@@ -15,6 +15,7 @@ import random
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, suppress
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -45,6 +46,7 @@ from simplequeue.domain import (
     ignore_finished,
     tell,
 )
+from simplequeue.domain.keys import KeyRooms, key_rooms, some_key_filled, walk_for
 from simplequeue.domain.limits import NO_LIMITS, Bucket, FlowLimits, Room, room
 from simplequeue.domain.metadata import MetadataChange, QueueMetadata
 from simplequeue.domain.rules import (
@@ -54,6 +56,7 @@ from simplequeue.domain.rules import (
     why_refused,
 )
 from simplequeue.store import rows
+from simplequeue.store.keys import KeyStore
 from simplequeue.store.limits import FlowState, Limited
 from simplequeue.store.metadata import change_params, metadata_of
 from simplequeue.store.migrations import latest_version
@@ -75,7 +78,8 @@ from simplequeue.store.schedules import ScheduleStore, Then
 from simplequeue.store.topics import Step, TopicStore
 
 
-class MssqlStore(QueueReads, TopicStore, ScheduleStore):
+class MssqlStore(QueueReads, TopicStore, ScheduleStore, KeyStore):
+    _KEYS_SET_LIMITED = True  # put_key's and reset_key's batches set the queue's `limited` themselves
     dialect = "mssql"
     reaps_at_pop = False  # the service reaps after a pop with room (service.waiting)
     notifications = None  # no notifications: the long-poll probe finds other processes' pushes
@@ -209,7 +213,24 @@ class MssqlStore(QueueReads, TopicStore, ScheduleStore):
             "max_items": max_items,
             "lease_token": str(uuid4()),
         }
-        found = await fetch(conn, "pop", **values, limits_checked=int(careful)) if max_items > 0 else []
+        keys = await self._key_rooms(conn, queue, limits) if limits.per_key else None
+        if keys is not None:
+            limits = replace(limits, keys_limited=True)
+            group_runs = False  # a run would pass the keys' rooms
+            keyed: dict[str, Param] = {
+                "walk": walk_for(max_items),
+                "full": json.dumps(keys.full),
+                "rooms": json.dumps(keys.rooms),
+                "default_room": params.optional(keys.default),
+            }
+            found = (
+                await fetch(conn, "pop_keyed", **values, **keyed, limits_checked=1) if max_items > 0 else []
+            )
+            taken = [row["fairness_key"] for row in found]
+            if allowed is not None and len(found) < max_items and some_key_filled(keys, taken):
+                allowed = replace(allowed, bound_by="max_leased_per_key")
+        else:
+            found = await fetch(conn, "pop", **values, limits_checked=int(careful)) if max_items > 0 else []
         heads = [row["seq"] for row in found if row["group_key"] is not None]
         if group_runs and heads and len(found) < max_items:
             # The runs behind the heads, in the same transaction (see lease_runs).
@@ -239,12 +260,23 @@ class MssqlStore(QueueReads, TopicStore, ScheduleStore):
             return NO_LIMITS, None
         row = found[0]
         limits = rows.flow_limits(row)
+        if not limits.limited:  # limited by its keys' own limits alone
+            limits = replace(limits, keys_limited=True)
         leased = 0
         if limits.max_leased is not None:
             [counted] = await fetch(conn, "count_leased", queue=queue, now=self._now(), cap=limits.max_leased)
             leased = int(counted["leased"])
         bucket = Bucket(row["rate_tokens"], rows.as_utc_or_none(row["rate_at"]))
         return limits, room(limits, asked, leased, bucket, rows.as_utc(row["now"]))
+
+    async def _key_rooms(self, conn: Connection, queue: str, limits: FlowLimits) -> KeyRooms | None:
+        """Each key's room (domain/keys.py), counted under the queue's lock (lock_limits); None when
+        neither the queue nor any key of it limits a key's leases."""
+        caps = {row["key"]: int(row["max_leased"]) for row in await fetch(conn, "key_caps", queue=queue)}
+        if limits.max_leased_per_key is None and not caps:
+            return None
+        counted = await fetch(conn, "key_leases", queue=queue, now=self._now())
+        return key_rooms(limits.max_leased_per_key, caps, {row["key"]: int(row["leased"]) for row in counted})
 
     @retry_deadlocks
     async def extend(self, item_id: UUID, lease_token: UUID, lease_seconds: int) -> ItemView:
@@ -435,6 +467,7 @@ class MssqlStore(QueueReads, TopicStore, ScheduleStore):
             "max_leased": params.optional(given["max_leased"]),
             "rate_per_second": params.optional_float(given["rate_per_second"]),
             "rate_burst": params.optional(given["rate_burst"]),
+            "max_leased_per_key": params.optional(given["max_leased_per_key"]),
             "limited": int(given["limited"]),
         }
         async with self._transaction() as conn:

@@ -191,15 +191,16 @@ BEGIN
         ORDER BY f.queue, f.fairness_key
         FOR UPDATE OF f
     ) AS locked;
+    -- A key's items are 1/weight apart: a key of weight 2 takes two turns to another's one.
     WITH moved AS (
-        UPDATE sq_fair_keys AS f SET last_rank = GREATEST(f.last_rank, c.v) + c.n
+        UPDATE sq_fair_keys AS f SET last_rank = GREATEST(f.last_rank, c.v) + c.n / f.weight
         FROM unnest(v_queues, v_keys, v_counts, v_clocks) AS c(q, k, n, v)
         WHERE f.queue = c.q AND f.fairness_key = c.k
-        RETURNING f.queue AS q, f.fairness_key AS k, f.last_rank - c.n AS base
+        RETURNING f.queue AS q, f.fairness_key AS k, f.last_rank - c.n / f.weight AS base, f.weight AS w
     )
     SELECT array_agg(s.rank ORDER BY s.o) INTO v_ranks
     FROM (
-        SELECT u.o, m.base + row_number() OVER (PARTITION BY u.q, COALESCE(u.k, '') ORDER BY u.o) AS rank
+        SELECT u.o, m.base + row_number() OVER (PARTITION BY u.q, COALESCE(u.k, '') ORDER BY u.o) / m.w AS rank
         FROM unnest(p_queues, p_fairness_keys) WITH ORDINALITY AS u(q, k, o)
         LEFT JOIN moved AS m ON m.q = u.q AND m.k = COALESCE(u.k, '')
     ) AS s;
@@ -723,7 +724,8 @@ $$;
 -- read after the lock too: the bucket's tokens are counted from then. No row: no such queue.
 CREATE OR REPLACE FUNCTION sq_flow_room(p_queue text, p_now timestamptz)
 RETURNS TABLE (limited boolean, max_leased integer, rate_per_second double precision, rate_burst integer,
-               rate_tokens double precision, rate_at timestamptz, now timestamptz, leased bigint)
+               max_leased_per_key integer, rate_tokens double precision, rate_at timestamptz, now timestamptz,
+               leased bigint)
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
@@ -742,7 +744,7 @@ BEGIN
         ) AS l;
     END IF;
     RETURN QUERY SELECT v_queue.limited, v_queue.max_leased, v_queue.rate_per_second, v_queue.rate_burst,
-                        v_queue.rate_tokens, v_queue.rate_at, COALESCE(p_now, pg_catalog.clock_timestamp()),
+                        v_queue.max_leased_per_key, v_queue.rate_tokens, v_queue.rate_at, COALESCE(p_now, pg_catalog.clock_timestamp()),
                         v_leased;
 END
 $$;

@@ -97,6 +97,55 @@ SELECT c.seq FROM (
 ORDER BY c.priority DESC, c.fair_rank, c.created_at, c.seq
 LIMIT :max_items
 
+-- fragment: claim_keyed
+-- claim, for a queue whose keys have limits (store.py: _pop_within_limits, after the queue's row
+-- was locked and its keys' leases counted): each walk passes over the keys with no room left
+-- (:full; '' for unkeyed items) and takes up to :walk items, and of what they found each key hands
+-- out no more than its room (:room_keys and :rooms; :default_room for any other key, NULL: no
+-- limit), in pop order, :max_items at most. Rows walked and not taken stay locked until commit.
+SELECT w.seq FROM (
+SELECT u.seq, u.priority, u.fair_rank, u.created_at, COALESCE(u.fairness_key, '') AS k,
+       row_number() OVER (PARTITION BY COALESCE(u.fairness_key, '')
+                          ORDER BY u.priority DESC, u.fair_rank, u.created_at, u.seq) AS nth
+FROM (
+    SELECT r.seq, r.priority, r.fair_rank, r.created_at, r.fairness_key FROM (
+        SELECT x.seq, x.priority, x.fair_rank, x.created_at, x.fairness_key FROM sq_items AS x
+        WHERE x.queue = :queue AND x.status = 'ready' AND x.visible_at <= COALESCE(:now::timestamptz, now())
+          AND x.id <> ALL (ARRAY(SELECT id FROM requested))
+          AND x.created_at >= (
+              -- include: retained
+          )
+          AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
+          AND COALESCE(x.fairness_key, '') <> ALL (:full::text[])
+          -- include: group_head
+        ORDER BY x.priority DESC, x.fair_rank, x.created_at, x.seq
+        LIMIT :walk
+        FOR UPDATE SKIP LOCKED
+    ) AS r
+    UNION ALL
+    SELECT l.seq, l.priority, l.fair_rank, l.created_at, l.fairness_key FROM (
+        SELECT x.seq, x.priority, x.fair_rank, x.created_at, x.fairness_key FROM sq_items AS x
+        WHERE x.queue = :queue AND x.status = 'leased' AND x.visible_at <= COALESCE(:now::timestamptz, now())
+          AND x.id <> ALL (ARRAY(SELECT id FROM requested))
+          AND x.created_at >= (
+              -- include: retained
+          )
+          AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
+          AND COALESCE(x.fairness_key, '') <> ALL (:full::text[])
+          AND x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)
+          -- include: group_head
+        ORDER BY x.priority DESC, x.fair_rank, x.created_at, x.seq
+        LIMIT :walk
+        FOR UPDATE SKIP LOCKED
+    ) AS l
+) AS u
+) AS w
+LEFT JOIN unnest(:room_keys::text[], :rooms::integer[]) AS r(k, n) ON r.k = w.k
+WHERE w.nth <= COALESCE(r.n, :default_room::integer, w.nth)
+ORDER BY w.priority DESC, w.fair_rank, w.created_at, w.seq
+LIMIT :max_items
+
+
 -- fragment: nothing_completed
 -- The claim's `requested` and `done` for a statement that completes nothing: empty. The claim
 -- reads `requested` as an array, made once per statement (an init plan), so each row it walks
@@ -124,6 +173,16 @@ WITH requested AS (SELECT NULL::uuid AS id WHERE false),
 -- include: lease
 WHERE seq = ANY (ARRAY(
     -- include: claim
+))
+RETURNING seq, id, queue, payload::text AS payload, created_at, attempts, lease_token, visible_at,
+          priority, group_key, attributes, fairness_key, fair_rank
+
+-- name: pop_keyed
+-- pop, with claim_keyed: a careful pop of a queue whose keys have limits.
+-- include: nothing_completed
+-- include: lease
+WHERE seq = ANY (ARRAY(
+    -- include: claim_keyed
 ))
 RETURNING seq, id, queue, payload::text AS payload, created_at, attempts, lease_token, visible_at,
           priority, group_key, attributes, fairness_key, fair_rank
@@ -605,9 +664,11 @@ SELECT (SELECT count(*) FROM old) AS history, (SELECT count(*) FROM keys) AS key
 INSERT INTO sq_queues (name, created_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_factor,
                        backoff_cap_seconds, backoff_jitter, retention_seconds, dedup_window_seconds, dedup_window_from,
                        history_payload, dead_letter_queue, message_retention_seconds, max_leased,
-                       rate_per_second, rate_burst, limited)
+                       rate_per_second, rate_burst, max_leased_per_key, limited)
 VALUES (:queue, COALESCE(:now::timestamptz, now()), :max_attempts, :lease_seconds, :backoff_base_seconds, :backoff_factor, :backoff_cap_seconds, :backoff_jitter, :retention_seconds, :dedup_window_seconds, :dedup_window_from, :history_payload,
-        :dead_letter_queue, :message_retention_seconds, :max_leased, :rate_per_second, :rate_burst, :limited)
+        :dead_letter_queue, :message_retention_seconds, :max_leased, :rate_per_second, :rate_burst, :max_leased_per_key,
+        -- A key's own limits keep the queue limited whatever its own settings.
+        :limited::boolean OR EXISTS (SELECT 1 FROM sq_fair_keys AS k WHERE k.queue = :queue AND (k.max_leased IS NOT NULL OR k.rate_per_second IS NOT NULL)))
 ON CONFLICT (name) DO UPDATE
 SET max_attempts = excluded.max_attempts, lease_seconds = excluded.lease_seconds,
     backoff_base_seconds = excluded.backoff_base_seconds, backoff_factor = excluded.backoff_factor,
@@ -616,7 +677,7 @@ SET max_attempts = excluded.max_attempts, lease_seconds = excluded.lease_seconds
     dedup_window_from = excluded.dedup_window_from, history_payload = excluded.history_payload,
     dead_letter_queue = excluded.dead_letter_queue, message_retention_seconds = excluded.message_retention_seconds,
     max_leased = excluded.max_leased, rate_per_second = excluded.rate_per_second, rate_burst = excluded.rate_burst,
-    limited = excluded.limited, modified_at = excluded.created_at
+    max_leased_per_key = excluded.max_leased_per_key, limited = excluded.limited, modified_at = excluded.created_at
 RETURNING xmax = 0 AS created
 
 -- name: queue_exists
@@ -754,7 +815,7 @@ SELECT (SELECT count(*) FROM q) AS found, (SELECT leased FROM busy) AS leased,
 -- slow the live figures down. An expired lease on its last attempt counts as dead already.
 SELECT q.name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backoff_factor, q.backoff_cap_seconds,
        q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds, q.dedup_window_from, q.history_payload,
-       q.dead_letter_queue, q.message_retention_seconds, q.max_leased, q.rate_per_second, q.rate_burst, q.limited, q.paused, live.ready, live.leased, live.delayed, live.retrying, dead.dead + live.expired_dead AS dead,
+       q.dead_letter_queue, q.message_retention_seconds, q.max_leased, q.rate_per_second, q.rate_burst, q.max_leased_per_key, q.limited, q.paused, live.ready, live.leased, live.delayed, live.retrying, dead.dead + live.expired_dead AS dead,
        live.oldest_ready, hist.completed_in_history, hist.dead_in_history, c.now
 FROM (SELECT COALESCE(:now::timestamptz, now()) AS now) AS c
 CROSS JOIN sq_queues AS q
@@ -1075,3 +1136,64 @@ RETURNING name
 
 -- name: schedule_triggered
 UPDATE sq_schedules SET last_run_at = :now, last_item_id = :last_item_id WHERE name = :name RETURNING name
+
+-- name: put_key
+-- A key's own settings (store/keys.py), making its row for a key not seen yet (its last rank 0:
+-- its first push starts from the queue's virtual time); no row when the queue does not exist. New
+-- rate settings start from a full bucket.
+INSERT INTO sq_fair_keys (queue, fairness_key, last_rank, weight, max_leased, rate_per_second)
+SELECT q.name, :key, 0, :weight, :max_leased, :rate_per_second FROM sq_queues AS q WHERE q.name = :queue
+ON CONFLICT (queue, fairness_key) DO UPDATE
+SET weight = excluded.weight, max_leased = excluded.max_leased, rate_per_second = excluded.rate_per_second,
+    rate_tokens = NULL, rate_at = NULL
+RETURNING fairness_key
+
+-- name: reset_key
+-- A key back to the queue's defaults; its last rank stays, so it keeps its turn.
+UPDATE sq_fair_keys SET weight = 1, max_leased = NULL, rate_per_second = NULL, rate_tokens = NULL, rate_at = NULL
+WHERE queue = :queue AND fairness_key = :key
+
+-- name: key_page
+-- A page of a queue's keys in key order after :after (NULL: from the first), or the one key :key,
+-- with their settings and live counts (leases a seek of sq_items_key_leased each). The unkeyed
+-- items' '' is not a key here.
+WITH page AS (
+    SELECT k.fairness_key, k.weight, k.max_leased, k.rate_per_second FROM sq_fair_keys AS k
+    WHERE k.queue = :queue AND k.fairness_key > COALESCE(:after::text, '')
+      AND (:key::text IS NULL OR k.fairness_key = :key)
+    ORDER BY k.fairness_key
+    LIMIT :limit
+)
+SELECT p.fairness_key, p.weight, p.max_leased, p.rate_per_second,
+       (SELECT count(*) FROM sq_items AS i
+        WHERE i.queue = :queue AND i.fairness_key = p.fairness_key AND i.status = 'ready') AS ready,
+       (SELECT count(*) FROM sq_items AS i
+        WHERE i.queue = :queue AND i.fairness_key = p.fairness_key AND i.status = 'leased'
+          AND i.fairness_key IS NOT NULL) AS leased
+FROM page AS p
+ORDER BY p.fairness_key
+
+-- name: key_limited
+-- The queue's `limited` after its keys' settings changed: a key's own limits make its pops careful.
+UPDATE sq_queues
+SET limited = (max_leased IS NOT NULL OR rate_per_second IS NOT NULL OR max_leased_per_key IS NOT NULL
+               OR EXISTS (SELECT 1 FROM sq_fair_keys AS k
+                          WHERE k.queue = :queue AND (k.max_leased IS NOT NULL OR k.rate_per_second IS NOT NULL)))
+WHERE name = :queue
+
+-- name: key_caps
+-- The queue's keys with a max_leased of their own (a careful pop's, store.py).
+SELECT fairness_key AS key, max_leased FROM sq_fair_keys WHERE queue = :queue AND max_leased IS NOT NULL
+
+-- name: key_leases
+-- The queue's unexpired leases by key ('' for unkeyed items): a range of sq_items_key_leased. Run
+-- after sq_flow_room locked the queue's row, in a snapshot of its own: it sees every lease the
+-- pops before this one committed.
+SELECT fairness_key AS key, count(*) AS leased FROM sq_items
+WHERE queue = :queue AND status = 'leased' AND fairness_key IS NOT NULL
+  AND visible_at > COALESCE(:now::timestamptz, now())
+GROUP BY fairness_key
+UNION ALL
+SELECT '' AS key, count(*) AS leased FROM sq_items
+WHERE queue = :queue AND status = 'leased' AND fairness_key IS NULL
+  AND visible_at > COALESCE(:now::timestamptz, now())

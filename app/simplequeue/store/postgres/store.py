@@ -6,6 +6,7 @@ import asyncio
 import logging
 import random
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 from uuid import UUID, uuid4
@@ -35,6 +36,7 @@ from simplequeue.domain import (
     ignore_finished,
     tell,
 )
+from simplequeue.domain.keys import KeyRooms, key_rooms, some_key_filled, walk_for
 from simplequeue.domain.limits import NO_LIMITS, Bucket, Room, room
 from simplequeue.domain.metadata import MetadataChange, QueueMetadata
 from simplequeue.domain.rules import (
@@ -45,6 +47,7 @@ from simplequeue.domain.rules import (
     why_refused,
 )
 from simplequeue.store import rows
+from simplequeue.store.keys import KeyStore
 from simplequeue.store.limits import FlowState, Limited
 from simplequeue.store.metadata import change_params, metadata_of
 from simplequeue.store.migrations import latest_version
@@ -134,7 +137,7 @@ class _Call:
             raise error from exc
 
 
-class PostgresStore(QueueReads, TopicStore, ScheduleStore):
+class PostgresStore(QueueReads, TopicStore, ScheduleStore, KeyStore):
     dialect = "postgresql"
     reaps_at_pop = False  # the service reaps after a pop with room (service.waiting)
 
@@ -299,18 +302,54 @@ class PostgresStore(QueueReads, TopicStore, ScheduleStore):
         settings = await fetch_one(conn, "flow_room", queue=queue, now=now)
         allowed: Room | None = None
         limits = NO_LIMITS
+        keys: KeyRooms | None = None
         if settings is not None and settings["limited"]:
             limits = rows.flow_limits(settings)
+            keys = await self._key_rooms(conn, queue, limits.max_leased_per_key, now)
+            if keys is not None or not limits.limited:  # (not limited: by its keys' own rates alone)
+                limits = replace(limits, keys_limited=True)
             bucket = Bucket(settings["rate_tokens"], settings["rate_at"])
             allowed = room(limits, max_items, settings["leased"], bucket, settings["now"])
         take = max_items if allowed is None else allowed.items
         found = []
-        if take > 0:
+        if take > 0 and keys is not None:
+            found = await fetch(
+                conn,
+                "pop_keyed",
+                queue=queue,
+                now=now,
+                max_items=take,
+                walk=walk_for(take),
+                lease_token=uuid4(),
+                lease_seconds=lease_seconds,
+                full=keys.full,
+                room_keys=list(keys.rooms),
+                rooms=list(keys.rooms.values()),
+                default_room=keys.default,
+            )
+            if (
+                allowed is not None
+                and len(found) < take
+                and some_key_filled(keys, [r["fairness_key"] for r in found])
+            ):
+                allowed = replace(allowed, bound_by="max_leased_per_key")
+        elif take > 0:
             found = await self._claim(conn, queue, take, lease_seconds, group_runs, limits_checked=True)
         if allowed is not None and allowed.tokens is not None:
             await execute(conn, "take_tokens", queue=queue, tokens=allowed.tokens - len(found), at=allowed.at)
         self.flow.popped(queue, Limited(limits, allowed, len(found), max_items))
         return in_pop_order([(r["seq"], rows.leased_item(r)) for r in found])
+
+    async def _key_rooms(
+        self, conn: asyncpg.Connection, queue: str, default: int | None, now: datetime | None
+    ) -> KeyRooms | None:
+        """Each key's room (domain/keys.py), counted under the queue's lock; None when neither the
+        queue nor any key of it limits a key's leases."""
+        caps = {r["key"]: r["max_leased"] for r in await fetch(conn, "key_caps", queue=queue)}
+        if default is None and not caps:
+            return None
+        leased = {r["key"]: r["leased"] for r in await fetch(conn, "key_leases", queue=queue, now=now)}
+        return key_rooms(default, caps, leased)
 
     async def extend(self, item_id: UUID, lease_token: UUID, lease_seconds: int) -> ItemView:
         async with self._conn() as conn:

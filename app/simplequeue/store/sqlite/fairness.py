@@ -20,6 +20,7 @@ def fair_ranks(items: Sequence[NewItem], now: str) -> statements.Steps[list[floa
     if not fair and all(i.fairness_key is None for i in items):
         return [0.0] * len(items)
     starts: dict[tuple[str, str], float] = {}
+    weights: dict[tuple[str, str], float] = {}
     for share in shares(keyed, fair):
         [row] = yield (
             "fair_start",
@@ -31,6 +32,7 @@ def fair_ranks(items: Sequence[NewItem], now: str) -> statements.Steps[list[floa
             },
         )
         starts[(share.queue, share.key)] = float(row["start"])
-    found, last = ranks(keyed, lambda s: starts[(s.queue, s.key)], fair)
+        weights[(share.queue, share.key)] = float(row["weight"])
+    found, last = ranks(keyed, lambda s: starts[(s.queue, s.key)], fair, lambda s: weights[(s.queue, s.key)])
     yield "set_fair_rank", [{"queue": q, "key": k, "last_rank": r} for (q, k), r in sorted(last.items())]
     return found

@@ -110,6 +110,65 @@ WHERE seq IN (
 RETURNING seq, id, queue, payload, created_at, attempts, lease_token, visible_at, priority, group_key, attributes,
           fairness_key, fair_rank
 
+-- name: pop_keyed
+-- pop, for a queue whose keys have limits (transactions.py: within_limits): each walk passes over
+-- the keys with no room left (:full, a JSON array; '' for unkeyed items) and takes up to :walk
+-- items, and of what they found each key hands out no more than its room (:rooms, a JSON object
+-- of key to room; :default_room for any other key, NULL: no limit), in pop order, :max_items at
+-- most. Under the writer's lock: the rooms were counted in this transaction.
+UPDATE sq_items
+SET status = 'leased',
+    attempts = attempts + 1,
+    lease_token = :lease_token,
+    visible_at = sq_add_seconds(:now, COALESCE(:lease_seconds, (SELECT lease_seconds FROM sq_queues WHERE name = :queue))),
+    first_popped_at = COALESCE(first_popped_at, :now)
+WHERE seq IN (
+    SELECT w.seq FROM (
+    SELECT c.seq, c.priority, c.fair_rank, c.created_at, COALESCE(c.fairness_key, '') AS k,
+           row_number() OVER (PARTITION BY COALESCE(c.fairness_key, '')
+                              ORDER BY c.priority DESC, c.fair_rank, c.created_at, c.seq) AS nth
+    FROM (
+        SELECT * FROM (
+            SELECT x.seq, x.priority, x.fair_rank, x.created_at, x.fairness_key FROM sq_items AS x INDEXED BY sq_items_ready
+            WHERE x.queue = :queue AND x.status = 'ready' AND x.visible_at <= :now
+              AND x.created_at >= (
+                  -- include: retained
+              )
+              AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
+              AND COALESCE(x.fairness_key, '') NOT IN (SELECT value FROM json_each(:full))
+              AND (x.group_key IS NULL OR NOT EXISTS (
+                  SELECT 1 FROM sq_items AS e INDEXED BY sq_items_group
+                  WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
+                    AND e.group_key IS NOT NULL AND e.status <> 'dead'))
+            ORDER BY x.priority DESC, x.fair_rank, x.created_at, x.seq
+            LIMIT :walk
+        )
+        UNION ALL
+        SELECT * FROM (
+            SELECT x.seq, x.priority, x.fair_rank, x.created_at, x.fairness_key FROM sq_items AS x INDEXED BY sq_items_lapsed
+            WHERE x.queue = :queue AND x.status = 'leased' AND x.visible_at <= :now
+              AND x.created_at >= (
+                  -- include: retained
+              )
+              AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
+              AND COALESCE(x.fairness_key, '') NOT IN (SELECT value FROM json_each(:full))
+              AND x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)
+              AND (x.group_key IS NULL OR NOT EXISTS (
+                  SELECT 1 FROM sq_items AS e INDEXED BY sq_items_group
+                  WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
+                    AND e.group_key IS NOT NULL AND e.status <> 'dead'))
+            ORDER BY x.priority DESC, x.fair_rank, x.created_at, x.seq
+            LIMIT :walk
+        )
+    ) AS c
+    ) AS w
+    WHERE w.nth <= COALESCE((SELECT r.value FROM json_each(:rooms) AS r WHERE r.key = w.k), :default_room, w.nth)
+    ORDER BY w.priority DESC, w.fair_rank, w.created_at, w.seq
+    LIMIT :max_items
+)
+RETURNING seq, id, queue, payload, created_at, attempts, lease_token, visible_at, priority, group_key, attributes,
+          fairness_key, fair_rank
+
 -- name: extend
 UPDATE sq_items SET visible_at = sq_add_seconds(:now, :lease_seconds)
 WHERE id = :id AND status = 'leased' AND lease_token = :lease_token AND visible_at > :now
@@ -393,10 +452,12 @@ UPDATE sq_queues SET modified_at = :now WHERE name = :queue
 INSERT INTO sq_queues (name, created_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_factor,
                        backoff_cap_seconds, backoff_jitter, retention_seconds, dedup_window_seconds, dedup_window_from,
                        history_payload, dead_letter_queue, message_retention_seconds, max_leased,
-                       rate_per_second, rate_burst, limited)
+                       rate_per_second, rate_burst, max_leased_per_key, limited)
 VALUES (:queue, :now, :max_attempts, :lease_seconds, :backoff_base_seconds, :backoff_factor,
         :backoff_cap_seconds, :backoff_jitter, :retention_seconds, :dedup_window_seconds, :dedup_window_from,
-        :history_payload, :dead_letter_queue, :message_retention_seconds, :max_leased, :rate_per_second, :rate_burst, :limited)
+        :history_payload, :dead_letter_queue, :message_retention_seconds, :max_leased, :rate_per_second, :rate_burst, :max_leased_per_key,
+        -- A key's own limits keep the queue limited whatever its own settings.
+        :limited OR EXISTS (SELECT 1 FROM sq_fair_keys AS k WHERE k.queue = :queue AND (k.max_leased IS NOT NULL OR k.rate_per_second IS NOT NULL)))
 ON CONFLICT (name) DO UPDATE
 SET max_attempts = excluded.max_attempts, lease_seconds = excluded.lease_seconds,
     backoff_base_seconds = excluded.backoff_base_seconds, backoff_factor = excluded.backoff_factor,
@@ -405,7 +466,7 @@ SET max_attempts = excluded.max_attempts, lease_seconds = excluded.lease_seconds
     dedup_window_from = excluded.dedup_window_from, history_payload = excluded.history_payload,
     dead_letter_queue = excluded.dead_letter_queue, message_retention_seconds = excluded.message_retention_seconds,
     max_leased = excluded.max_leased, rate_per_second = excluded.rate_per_second, rate_burst = excluded.rate_burst,
-    limited = excluded.limited, modified_at = excluded.created_at
+    max_leased_per_key = excluded.max_leased_per_key, limited = excluded.limited, modified_at = excluded.created_at
 
 -- name: set_paused
 UPDATE sq_queues SET paused = :paused WHERE name = :queue
@@ -479,7 +540,7 @@ DELETE FROM sq_queues WHERE name = :queue
 -- slow the live figures down. An expired lease on its last attempt counts as dead already.
 SELECT q.name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backoff_factor,
        q.backoff_cap_seconds, q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds,
-       q.dedup_window_from, q.history_payload, q.dead_letter_queue, q.message_retention_seconds, q.max_leased, q.rate_per_second, q.rate_burst, q.limited, q.paused,
+       q.dedup_window_from, q.history_payload, q.dead_letter_queue, q.message_retention_seconds, q.max_leased, q.rate_per_second, q.rate_burst, q.max_leased_per_key, q.limited, q.paused,
        (SELECT COUNT(*) FROM sq_items AS i INDEXED BY sq_items_visible
         WHERE i.queue = q.name AND i.status IN ('ready', 'leased') AND i.visible_at <= :now
           AND (i.status = 'ready' OR i.attempts < q.max_attempts)) AS ready,
@@ -713,7 +774,8 @@ SELECT private_pem, certificate_pem FROM sq_signing_keys WHERE name = :name
 -- interleaves with.
 
 -- name: queue_limits
-SELECT limited, max_leased, rate_per_second, rate_burst, rate_tokens, rate_at FROM sq_queues WHERE name = :queue
+SELECT limited, max_leased, rate_per_second, rate_burst, max_leased_per_key, rate_tokens, rate_at FROM sq_queues
+WHERE name = :queue
 
 -- name: count_leased
 -- Unexpired leases, counted no further than the limit: a range of sq_items_lapsed from now on.
@@ -835,7 +897,7 @@ SELECT DISTINCT queue FROM sq_fair_keys WHERE queue IN (SELECT value FROM json_e
 -- Where a key's items of a push start ranking after: the later of its last rank and the queue's
 -- virtual time at :priority (one less than the lowest rank of its due ready items of that
 -- priority, a seek of sq_items_ready; with none, the highest rank the queue handed out, a seek of
--- sq_fair_keys_clock). See domain/fairness.py.
+-- sq_fair_keys_clock). With the key's weight (1 for a new key). See domain/fairness.py.
 SELECT max(
     COALESCE((SELECT last_rank FROM sq_fair_keys WHERE queue = :queue AND fairness_key = :key), 0),
     COALESCE(
@@ -845,8 +907,66 @@ SELECT max(
          LIMIT 1),
         (SELECT max(f.last_rank) FROM sq_fair_keys AS f WHERE f.queue = :queue),
         0)
-) AS start
+) AS start,
+COALESCE((SELECT weight FROM sq_fair_keys WHERE queue = :queue AND fairness_key = :key), 1) AS weight
 
 -- name: set_fair_rank
 INSERT INTO sq_fair_keys (queue, fairness_key, last_rank) VALUES (:queue, :key, :last_rank)
 ON CONFLICT (queue, fairness_key) DO UPDATE SET last_rank = excluded.last_rank
+
+-- name: put_key
+-- A key's own settings (store/keys.py), making its row for a key not seen yet (its last rank 0:
+-- its first push starts from the queue's virtual time); no row when the queue does not exist. New
+-- rate settings start from a full bucket.
+INSERT INTO sq_fair_keys (queue, fairness_key, last_rank, weight, max_leased, rate_per_second)
+SELECT q.name, :key, 0, :weight, :max_leased, :rate_per_second FROM sq_queues AS q WHERE q.name = :queue
+ON CONFLICT (queue, fairness_key) DO UPDATE
+SET weight = excluded.weight, max_leased = excluded.max_leased, rate_per_second = excluded.rate_per_second,
+    rate_tokens = NULL, rate_at = NULL
+RETURNING fairness_key
+
+-- name: reset_key
+-- A key back to the queue's defaults; its last rank stays, so it keeps its turn.
+UPDATE sq_fair_keys SET weight = 1, max_leased = NULL, rate_per_second = NULL, rate_tokens = NULL, rate_at = NULL
+WHERE queue = :queue AND fairness_key = :key
+
+-- name: key_page
+-- A page of a queue's keys in key order after :after (NULL: from the first), or the one key :key,
+-- with their settings and live counts (leases a seek of sq_items_key_leased each). The unkeyed
+-- items' '' is not a key here.
+WITH page AS (
+    SELECT k.fairness_key, k.weight, k.max_leased, k.rate_per_second FROM sq_fair_keys AS k
+    WHERE k.queue = :queue AND k.fairness_key > COALESCE(:after, '') AND (:key IS NULL OR k.fairness_key = :key)
+    ORDER BY k.fairness_key
+    LIMIT :limit
+)
+SELECT p.fairness_key, p.weight, p.max_leased, p.rate_per_second,
+       (SELECT count(*) FROM sq_items AS i
+        WHERE i.queue = :queue AND i.fairness_key = p.fairness_key AND i.status = 'ready') AS ready,
+       (SELECT count(*) FROM sq_items AS i INDEXED BY sq_items_key_leased
+        WHERE i.queue = :queue AND i.fairness_key = p.fairness_key AND i.status = 'leased'
+          AND i.fairness_key IS NOT NULL) AS leased
+FROM page AS p
+ORDER BY p.fairness_key
+
+-- name: key_limited
+-- The queue's `limited` after its keys' settings changed: a key's own limits make its pops careful.
+UPDATE sq_queues
+SET limited = (max_leased IS NOT NULL OR rate_per_second IS NOT NULL OR max_leased_per_key IS NOT NULL
+               OR EXISTS (SELECT 1 FROM sq_fair_keys AS k
+                          WHERE k.queue = :queue AND (k.max_leased IS NOT NULL OR k.rate_per_second IS NOT NULL)))
+WHERE name = :queue
+
+-- name: key_caps
+-- The queue's keys with a max_leased of their own (a careful pop's, transactions.py).
+SELECT fairness_key AS key, max_leased FROM sq_fair_keys WHERE queue = :queue AND max_leased IS NOT NULL
+
+-- name: key_leases
+-- The queue's unexpired leases by key: a range of sq_items_key_leased; then the unkeyed items' (key
+-- ''), a range of sq_items_lapsed.
+SELECT fairness_key AS key, count(*) AS leased FROM sq_items INDEXED BY sq_items_key_leased
+WHERE queue = :queue AND status = 'leased' AND fairness_key IS NOT NULL AND visible_at > :now
+GROUP BY fairness_key
+UNION ALL
+SELECT '' AS key, count(*) AS leased FROM sq_items INDEXED BY sq_items_lapsed
+WHERE queue = :queue AND status = 'leased' AND visible_at > :now AND fairness_key IS NULL

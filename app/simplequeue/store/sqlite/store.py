@@ -45,6 +45,7 @@ from simplequeue.domain.rules import (
     why_refused,
 )
 from simplequeue.store import rows
+from simplequeue.store.keys import KeyStore
 from simplequeue.store.limits import FlowState, Limited
 from simplequeue.store.metadata import metadata_of
 from simplequeue.store.migrations import latest_version, load_migrations, split_statements
@@ -83,7 +84,7 @@ async def _move_dead(conn: aiosqlite.Connection, seqs: str, now: str) -> None:
     await execute(conn, "dead_letter_moves", seqs=seqs, now=now)
 
 
-class SqliteStore(QueueReads, TopicStore, ScheduleStore):
+class SqliteStore(QueueReads, TopicStore, ScheduleStore, KeyStore):
     dialect = "sqlite"
     notifications = None  # no notifications: the long-poll probe finds other processes' pushes
     reaps_at_pop = True  # a pop reaps its queue in its own transaction (transactions.reap_queue)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, TypeVar
 from uuid import UUID, uuid4
@@ -23,6 +24,7 @@ from simplequeue.domain import (
     Outcome,
     Pushed,
 )
+from simplequeue.domain.keys import KeyRooms, key_rooms, some_key_filled, walk_for
 from simplequeue.domain.limits import NO_LIMITS, Bucket, FlowLimits, Room, room
 from simplequeue.domain.rules import complete_outcomes, in_pop_order, why_refused
 from simplequeue.store import rows
@@ -146,8 +148,32 @@ def pop(
     asked = max_items
     limits, allowed = within_limits(conn, queue, max_items, now)
     max_items = allowed.items if allowed is not None else max_items
+    keys = key_limits(conn, queue, limits, now) if limits.per_key else None
+    if keys is not None:
+        limits = replace(limits, keys_limited=True)
+        group_runs = False  # a run would pass the keys' rooms
     found = []
-    if max_items > 0:
+    if max_items > 0 and keys is not None:
+        found = statements.rows(
+            conn,
+            "pop_keyed",
+            queue=queue,
+            max_items=max_items,
+            walk=walk_for(max_items),
+            now=now,
+            lease_token=token,
+            lease_seconds=lease_seconds,
+            full=json.dumps(keys.full),
+            rooms=json.dumps(keys.rooms),
+            default_room=keys.default,
+        )
+        if (
+            len(found) < max_items
+            and allowed is not None
+            and some_key_filled(keys, [r["fairness_key"] for r in found])
+        ):
+            allowed = replace(allowed, bound_by="max_leased_per_key")
+    elif max_items > 0:
         found = statements.rows(
             conn,
             "pop",
@@ -189,11 +215,25 @@ def within_limits(
     if row is None or not row["limited"]:
         return NO_LIMITS, None
     limits = rows.flow_limits(row)
+    if not limits.limited:  # limited by its keys' own limits alone
+        limits = replace(limits, keys_limited=True)
     leased = 0
     if limits.max_leased is not None:
         leased = statements.first(conn, "count_leased", queue=queue, now=now, cap=limits.max_leased)["leased"]
     bucket = Bucket(row["rate_tokens"], rows.as_utc_or_none(row["rate_at"]))
     return limits, room(limits, asked, leased, bucket, rows.as_utc(now))
+
+
+def key_limits(conn: sqlite3.Connection, queue: str, limits: FlowLimits, now: str) -> KeyRooms | None:
+    """Each key's room (domain/keys.py) for a queue whose keys may have limits; None when neither
+    the queue nor any key of it has one."""
+    caps = {row["key"]: int(row["max_leased"]) for row in statements.rows(conn, "key_caps", queue=queue)}
+    if limits.max_leased_per_key is None and not caps:
+        return None
+    leased = {
+        row["key"]: int(row["leased"]) for row in statements.rows(conn, "key_leases", queue=queue, now=now)
+    }
+    return key_rooms(limits.max_leased_per_key, caps, leased)
 
 
 REAP_AT_POP = 100  # the most a pop reaps

@@ -1,0 +1,88 @@
+"""A fair queue's keys (its tenants, domain/fairness.py) and their own settings: a weight, and
+limits that replace the queue's per-key defaults (max_leased_per_key, rate_per_key_per_second)
+for a tenant who pays for more, or less."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+MAX_WEIGHT = 1000.0
+MIN_WEIGHT = 0.001
+
+
+@dataclass(frozen=True, slots=True)
+class KeySettings:
+    """A key's own settings; None: the queue's default for its keys."""
+
+    weight: float = 1.0
+    """Its share of turns: a key of weight 2 is handed out twice as many items as one of weight 1
+    while both have items ready."""
+    max_leased: int | None = None
+    """Its items leased at once (None: the queue's max_leased_per_key)."""
+    rate_per_second: float | None = None
+    """Its items handed out per second (None: the queue's rate_per_key_per_second)."""
+
+
+DEFAULT_KEY = KeySettings()
+
+
+@dataclass(frozen=True, slots=True)
+class KeyStats:
+    """A key of a queue: its settings and its live items' counts."""
+
+    key: str
+    settings: KeySettings
+    ready: int
+    leased: int
+
+
+UNLIMITED_ROOM = 2**31 - 1
+"""A key's room when neither it nor its queue limits its leases."""
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRooms:
+    """How many more items of each key a pop may lease now: `rooms` for the keys that have leases
+    or limits of their own, `default` (None: no limit) for every other key; `full`, the keys with
+    no room, which the claim's walks pass over."""
+
+    rooms: dict[str, int]
+    default: int | None
+    full: list[str]
+
+
+def key_rooms(default: int | None, caps: dict[str, int], leased: dict[str, int]) -> KeyRooms:
+    """From the queue's max_leased_per_key, the keys' own max_leased and their unexpired leases (the
+    unkeyed items' key is NO_KEY, '')."""
+    rooms: dict[str, int] = {}
+    for key in caps.keys() | leased.keys():
+        cap = caps.get(key, default)
+        rooms[key] = UNLIMITED_ROOM if cap is None else max(0, cap - leased.get(key, 0))
+    return KeyRooms(rooms, default, sorted(k for k, n in rooms.items() if n <= 0))
+
+
+def some_key_filled(rooms: KeyRooms, taken: Sequence[str | None]) -> bool:
+    """Whether, after a pop took items of these keys, some key has no room left: then a pop that
+    got fewer items than it asked for was cut short by the keys' limits (or may have been)."""
+    counts: dict[str, int] = {}
+    for key in taken:
+        counts[key or ""] = counts.get(key or "", 0) + 1
+    if rooms.full:
+        return True
+    for key, n in counts.items():
+        room = rooms.rooms.get(key, rooms.default)
+        if room is not None and n >= room:
+            return True
+    return False
+
+
+WALK_FACTOR = 4
+"""How far past what a pop asks for its walks look when keys have limits: the keys' items
+alternate (fairness), so a key with little room rarely holds more than a few of the first items;
+what lies beyond the walk waits for the next pop."""
+
+
+def walk_for(max_items: int) -> int:
+    """How many items each walk of a pop with key limits looks at."""
+    return max_items * WALK_FACTOR
