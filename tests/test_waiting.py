@@ -314,7 +314,7 @@ async def test_a_move_to_a_dead_letter_queue_through_another_process_is_found(
         if how == "failed":
             await real_store.fail(popped.id, Failure("fatal", popped.lease_token, retry=False))
         else:
-            assert await real_store.reap_expired(10) == 1
+            assert await real_store.reap_expired(10, queue) == 1
         [moved] = await asyncio.wait_for(waiter, timeout=10)
         assert (moved.id, moved.queue, moved.payload) == (popped.id, target, "doomed")
 
