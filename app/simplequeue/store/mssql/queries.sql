@@ -61,6 +61,26 @@ DECLARE @retained DATETIME2(7) = COALESCE(
     CAST('0001-01-01' AS DATETIME2(7))
 );
 
+-- fragment: pop_settings
+-- What pop and pop_keyed read before they claim: the clock, the queue's settings, and whether
+-- this batch may claim of it.
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @queue NVARCHAR(4000) = :queue;
+DECLARE @max_attempts INT = (SELECT max_attempts FROM dbo.sq_queues WHERE name = @queue);
+-- include: retained
+DECLARE @lease_seconds INT = COALESCE(
+    CAST(NULLIF(:lease_seconds, N'') AS INT), (SELECT lease_seconds FROM dbo.sq_queues WHERE name = @queue)
+);
+-- A queue with flow limits (`limited`) is popped the careful way (store.py: _pop_within_limits, its
+-- row locked and its leases counted first), which says so (:limits_checked); this batch alone
+-- claims nothing of it, as of a paused queue.
+DECLARE @limits_checked BIT = CAST(:limits_checked AS BIT);
+DECLARE @paused BIT = COALESCE((SELECT CASE WHEN paused = 1 OR (limited = 1 AND @limits_checked = 0) THEN 1 ELSE 0 END
+                                FROM dbo.sq_queues WHERE name = @queue), 0);
+DECLARE @max_items INT = CAST(:max_items AS INT);
+
 -- name: pop
 -- An atomic test-and-set: the CTE picks the first poppable rows and the UPDATE leases exactly the
 -- rows it picked. Poppable: due; not an expired lease on its last attempt (the sweep makes that one
@@ -93,22 +113,7 @@ DECLARE @retained DATETIME2(7) = COALESCE(
 -- INDEX(sq_items_group) makes the probe a seek on the group's live rows; its filter is the probe's
 -- literal predicate.
 -- The queue's settings are read first: its max_attempts, and its lease when the pop names none ('').
-SET NOCOUNT ON;
-SET XACT_ABORT ON;
-DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
-DECLARE @queue NVARCHAR(4000) = :queue;
-DECLARE @max_attempts INT = (SELECT max_attempts FROM dbo.sq_queues WHERE name = @queue);
--- include: retained
-DECLARE @lease_seconds INT = COALESCE(
-    CAST(NULLIF(:lease_seconds, N'') AS INT), (SELECT lease_seconds FROM dbo.sq_queues WHERE name = @queue)
-);
--- A queue with flow limits (`limited`) is popped the careful way (store.py: _pop_within_limits, its
--- row locked and its leases counted first), which says so (:limits_checked); this batch alone
--- claims nothing of it, as of a paused queue.
-DECLARE @limits_checked BIT = CAST(:limits_checked AS BIT);
-DECLARE @paused BIT = COALESCE((SELECT CASE WHEN paused = 1 OR (limited = 1 AND @limits_checked = 0) THEN 1 ELSE 0 END
-                                FROM dbo.sq_queues WHERE name = @queue), 0);
-DECLARE @max_items INT = CAST(:max_items AS INT);
+-- include: pop_settings
 WITH claimable AS (
     SELECT TOP (@max_items) x.seq, x.id, x.queue, x.payload, x.created_at, x.status, x.attempts,
            x.lease_token, x.visible_at, x.first_popped_at, x.priority, x.group_key, x.attributes, x.fairness_key,
@@ -161,22 +166,7 @@ OUTPUT inserted.seq, inserted.id, inserted.queue, inserted.payload, inserted.cre
 -- each key hands out no more than its room (@rooms, a JSON object of key to room; @default_room for
 -- any other key, NULL: no limit), in pop order, @max_items at most. The rows walked and not taken
 -- are free again at commit.
-SET NOCOUNT ON;
-SET XACT_ABORT ON;
-DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
-DECLARE @queue NVARCHAR(4000) = :queue;
-DECLARE @max_attempts INT = (SELECT max_attempts FROM dbo.sq_queues WHERE name = @queue);
--- include: retained
-DECLARE @lease_seconds INT = COALESCE(
-    CAST(NULLIF(:lease_seconds, N'') AS INT), (SELECT lease_seconds FROM dbo.sq_queues WHERE name = @queue)
-);
--- A queue with flow limits (`limited`) is popped the careful way (store.py: _pop_within_limits, its
--- row locked and its leases counted first), which says so (:limits_checked); this batch alone
--- claims nothing of it, as of a paused queue.
-DECLARE @limits_checked BIT = CAST(:limits_checked AS BIT);
-DECLARE @paused BIT = COALESCE((SELECT CASE WHEN paused = 1 OR (limited = 1 AND @limits_checked = 0) THEN 1 ELSE 0 END
-                                FROM dbo.sq_queues WHERE name = @queue), 0);
-DECLARE @max_items INT = CAST(:max_items AS INT);
+-- include: pop_settings
 DECLARE @walk INT = CAST(:walk AS INT);
 DECLARE @full NVARCHAR(MAX) = :full;
 DECLARE @rooms NVARCHAR(MAX) = :rooms;
