@@ -200,6 +200,23 @@ def test_errors_as_aws_names_them(scheduler: Any, name: str, queue: str) -> None
     scheduler.delete_schedule(Name=name)
 
 
+def test_a_create_retried_with_its_client_token_is_answered_as_made(
+    scheduler: Any, name: str, queue: str
+) -> None:
+    arn = create(scheduler, name, queue, "rate(1 hour)", ClientToken="retry-1")
+    assert create(scheduler, name, queue, "rate(1 hour)", ClientToken="retry-1") == arn
+    with pytest.raises(ClientError) as e:
+        create(scheduler, name, queue, "rate(1 hour)", ClientToken="another")
+    assert error_code(e) == "ConflictException"
+    answered: list[bytes] = []
+    scheduler.meta.events.register(  # the body as sent: botocore's parse drops what its model lacks
+        "after-call.scheduler.GetSchedule", lambda http_response, **_: answered.append(http_response.content)
+    )
+    scheduler.get_schedule(Name=name)
+    assert b"ClientToken" not in answered[0]
+    scheduler.delete_schedule(Name=name)
+
+
 def test_a_fifo_target_needs_its_group_and_a_standard_one_takes_none(
     scheduler: Any, name: str, queue: str
 ) -> None:
@@ -307,4 +324,29 @@ def test_an_at_schedule_fires_on_its_own_into_a_fifo_queue(
     assert message["Body"] == "once"
     assert message["Attributes"]["MessageGroupId"] == "reports"
     sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    scheduler.delete_schedule(Name=name)
+
+
+def test_too_large_an_input_or_body_is_refused_in_the_door_s_shape(
+    scheduler: Any, name: str, queue: str
+) -> None:
+    with pytest.raises(ClientError) as e:
+        create(scheduler, name, queue, Target=target(queue, "x" * (1024 * 1024 + 1)))
+    assert error_code(e) == "ValidationException"
+    assert "Target.Input" in e.value.response["Error"]["Message"]
+    # Past the largest request read at all: the front door refuses it unread, as this door answers.
+    with pytest.raises(ClientError) as e:
+        create(scheduler, name, queue, Target=target(queue, "x" * (8 * 1024 * 1024)))
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 413
+    assert e.value.response["ResponseMetadata"]["HTTPHeaders"]["x-amzn-errortype"] == error_code(e)
+
+
+def test_a_rest_api_schedule_s_group_is_its_message_group(scheduler: Any, sqs_base: str, name: str) -> None:
+    fifo = f"{name}.fifo"
+    body = {"queue": fifo, "payload": "in order", "at": "2031-01-01T00:00:00Z", "group": "g1"}
+    assert httpx.put(f"{sqs_base}/schedules/{name}", json=body).status_code == 201
+    got = scheduler.get_schedule(Name=name)
+    group = {"MessageGroupId": "g1"}
+    assert got["Target"] == {"Arn": queue_arn(fifo), "Input": "in order", "SqsParameters": group}
+    assert got["ScheduleExpression"] == "at(2031-01-01T00:00:00)"
     scheduler.delete_schedule(Name=name)

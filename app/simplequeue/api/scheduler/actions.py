@@ -32,6 +32,9 @@ _NOT_FOR_SQS = ("EcsParameters", "EventBridgeParameters", "KinesisParameters", "
 _NOT_HERE = ("StartDate", "EndDate", "KmsKeyArn")
 """What changes when a schedule fires (or how it is kept) that ours cannot do: refused, never ignored."""
 
+_TOKEN = "ClientToken"
+"""Kept with the EventBridge form, to know a create's retry by; never answered back."""
+
 Params = dict[str, Any]
 
 
@@ -60,10 +63,17 @@ async def create_schedule(ctx: Context, name: str | None, body: Params, query: P
         raise invalid("Name: 1 to 64 letters, digits, '-', '_' or '.'")
     spec = _spec_of(ctx, body)
     ctx.authorize(spec.queue)
-    _, made = await ctx.schedules.put(name, spec, must="new")
-    if not made:
+    found, made = await ctx.schedules.put(name, spec, must="new")
+    # A retry of a create that was made (its answer lost) carries the same ClientToken: answered
+    # as the create was, rather than as a conflict with itself.
+    if not made and not _same_token(found, body.get("ClientToken")):
         raise SchedulerError("ConflictException", f"Schedule {name} already exists.")
     return {"ScheduleArn": ctx.arn(name)}
+
+
+def _same_token(schedule: Schedule, token: object) -> bool:
+    kept = json.loads(schedule.spec.aws_json) if schedule.spec.aws_json else {}
+    return token is not None and kept.get(_TOKEN) == token
 
 
 async def update_schedule(ctx: Context, name: str | None, body: Params, query: Params) -> Params:
@@ -176,6 +186,8 @@ def _spec_of(ctx: Context, body: Params) -> ScheduleSpec:
     kept = {"ScheduleExpression": expression, "Target": target, "FlexibleTimeWindow": window}
     if zone is not None:
         kept["ScheduleExpressionTimezone"] = zone
+    if isinstance(token := body.get(_TOKEN), str):
+        kept[_TOKEN] = token
     return ScheduleSpec(
         queue=queue,
         # The item a SendMessage of this body would be: its payload is the body as a JSON string.
@@ -263,6 +275,7 @@ def _timestamp(moment: datetime) -> float:
 def _described(ctx: Context, schedule: Schedule) -> Params:
     spec = schedule.spec
     kept: Params = json.loads(spec.aws_json) if spec.aws_json else _derived(ctx, schedule)
+    kept.pop(_TOKEN, None)
     answer: Params = {
         "Arn": ctx.arn(schedule.name),
         "Name": schedule.name,
