@@ -276,6 +276,10 @@ def test_list_pages_filters_and_shows_the_rest_api_s_schedules(
     with pytest.raises(ClientError) as e:
         scheduler.list_schedules(GroupName="other")
     assert error_code(e) == "ResourceNotFoundException"
+    for bad in ({"NextToken": "not-a-token"}, {"State": "PAUSED"}):
+        with pytest.raises(ClientError) as e:
+            scheduler.list_schedules(**bad)
+        assert error_code(e) == "ValidationException"
 
 
 def test_the_rest_api_keeps_its_routes_on_the_same_paths(

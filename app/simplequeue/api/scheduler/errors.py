@@ -10,6 +10,7 @@ from starlette.responses import Response
 from simplequeue.api.sqs.errors import SqsError
 from simplequeue.domain import (
     DatabaseUnavailable,
+    InvalidCursor,
     InvalidPayload,
     PayloadTooLarge,
     QueueError,
@@ -75,6 +76,8 @@ def from_domain(error: QueueError, name: str) -> SchedulerError:
         return invalid(f"{_FIELDS.get(error.field, error.field)}: {error.detail}")
     if isinstance(error, InvalidPayload | PayloadTooLarge):
         return invalid(f"Target.Input: {error.detail}")
+    if isinstance(error, InvalidCursor):
+        return invalid("NextToken is not one this service handed out.")
     if isinstance(error, TooManyQueues):
         return SchedulerError("ServiceQuotaExceededException", error.detail)
     if isinstance(error, DatabaseUnavailable | SchemaNotReady):

@@ -12,7 +12,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
-from urllib.parse import parse_qsl, unquote
+from urllib.parse import parse_qsl
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -59,7 +59,7 @@ async def serve(request: Request) -> Response:
     request_id = REQUEST_ID.get()
     match = SCHEDULER_PATH.fullmatch(request.scope["path"])
     assert match is not None, "the door matched the path"
-    name = unquote(match[1]) if match[1] else None
+    name = match[1]  # the path as the server decoded it once
     key = (request.method, name is not None)
     request.scope["route"] = NAMED.get(key, UNNAMED)
     operation = "?"
