@@ -180,6 +180,9 @@ PARAMETERS = {
         "overlap",
         "catch_up",
         "next_run_at",
+        "description",
+        "aws",
+        "must",
     ),
     "schedule_get": ("name",),
     "schedule_page": ("after", "limit"),
@@ -487,11 +490,13 @@ async def _schedules(store: MssqlStore, conn: FakeConnection) -> None:
         next_run_at=naive,
         last_run_at=None,
         last_item_id=None,
+        description=None,
+        aws=None,
         previous_live=0,
     )
     none = Result(row.columns, [])
     conn.reply("schedule_get", none, *[row] * 6)
-    conn.reply("schedule_put", Result([], []))
+    conn.reply("schedule_put", result(name="nightly"))
     conn.reply("schedule_page", row)
     conn.reply("schedule_pause", result(name="nightly"))
     conn.reply("schedule_resume", result(name="nightly"))

@@ -33,7 +33,7 @@ from simplequeue.domain import (
 from simplequeue.domain.activity import ActivityBucket, ActivityWindow
 from simplequeue.domain.keys import KeySettings, KeyStats
 from simplequeue.domain.metadata import MetadataChange, QueueMetadata
-from simplequeue.domain.schedules import Fired, Schedule, ScheduleSpec
+from simplequeue.domain.schedules import Fired, PutMode, Schedule, ScheduleSpec
 from simplequeue.domain.topics import Subscription, Topic, TopicChange
 from simplequeue.store.limits import FlowState
 
@@ -315,7 +315,12 @@ class Schedules(Protocol):
     next_run_at, then the push of its items; times are the caller's clock."""
 
     async def put_schedule(
-        self, name: str, spec: ScheduleSpec, next_run_at: datetime | None, now: datetime
+        self,
+        name: str,
+        spec: ScheduleSpec,
+        next_run_at: datetime | None,
+        now: datetime,
+        must: PutMode = "any",
     ) -> tuple[Schedule, bool]: ...
 
     async def get_schedule(self, name: str) -> Schedule: ...

@@ -1420,14 +1420,16 @@ SELECT @@ROWCOUNT AS changed;
 -- whether the item the last firing pushed is still live, read for overlap 'skip' only.
 s.name, s.queue, s.payload, s.every_seconds, s.cron, s.timezone, s.at, s.priority, s.group_key,
 s.paused, s.jitter_seconds, s.overlap, s.catch_up, s.created_at, s.modified_at, s.next_run_at,
-s.last_run_at, s.last_item_id,
+s.last_run_at, s.last_item_id, s.description, s.aws,
 CASE WHEN s.overlap = 'skip' AND s.last_item_id IS NOT NULL
           AND EXISTS (SELECT 1 FROM dbo.sq_items AS i WHERE i.id = s.last_item_id AND i.status <> 'dead')
      THEN 1 ELSE 0 END AS previous_live
 
 -- name: schedule_put
 -- Optional values come as '' (params.bound); the key's range lock (UPDLOCK, HOLDLOCK) makes two
--- racing puts of one name take turns.
+-- racing puts of one name take turns. @must says what the name must be: 'new' (CreateSchedule:
+-- an existing one is left as it is), 'existing' (UpdateSchedule: none is made), 'any' (the REST
+-- API's PUT). Returns the name when it made or replaced the schedule.
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
 DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
@@ -1438,15 +1440,22 @@ DECLARE @at DATETIME2(7) = CAST(NULLIF(:at, N'') AS DATETIME2(7));
 DECLARE @priority INT = :priority, @group_key NVARCHAR(128) = NULLIF(:group_key, N''), @paused INT = :paused;
 DECLARE @jitter_seconds INT = :jitter_seconds, @overlap VARCHAR(8) = :overlap, @catch_up VARCHAR(8) = :catch_up;
 DECLARE @next_run_at DATETIME2(7) = CAST(NULLIF(:next_run_at, N'') AS DATETIME2(7));
+DECLARE @description NVARCHAR(512) = NULLIF(:description, N''), @aws NVARCHAR(MAX) = NULLIF(:aws, N'');
+DECLARE @must VARCHAR(8) = :must, @found INT = 0, @changed INT = 0;
+SELECT @found = 1 FROM dbo.sq_schedules AS s WITH (UPDLOCK, HOLDLOCK) WHERE s.name = @name;
 UPDATE s SET queue = @queue, payload = @payload, every_seconds = @every_seconds, cron = @cron, timezone = @timezone,
              at = @at, priority = @priority, group_key = @group_key, paused = @paused, jitter_seconds = @jitter_seconds,
-             overlap = @overlap, catch_up = @catch_up, modified_at = @now, next_run_at = @next_run_at
-FROM dbo.sq_schedules AS s WITH (UPDLOCK, HOLDLOCK) WHERE s.name = @name;
-IF @@ROWCOUNT = 0
-    INSERT INTO dbo.sq_schedules (name, queue, payload, every_seconds, cron, timezone, at, priority, group_key,
-                                  paused, jitter_seconds, overlap, catch_up, created_at, next_run_at)
-    VALUES (@name, @queue, @payload, @every_seconds, @cron, @timezone, @at, @priority, @group_key,
-            @paused, @jitter_seconds, @overlap, @catch_up, @now, @next_run_at);
+             overlap = @overlap, catch_up = @catch_up, modified_at = @now, next_run_at = @next_run_at,
+             description = @description, aws = @aws
+FROM dbo.sq_schedules AS s WHERE s.name = @name AND @found = 1 AND @must <> 'new';
+SET @changed = @@ROWCOUNT;
+INSERT INTO dbo.sq_schedules (name, queue, payload, every_seconds, cron, timezone, at, priority, group_key,
+                              paused, jitter_seconds, overlap, catch_up, created_at, next_run_at, description, aws)
+SELECT @name, @queue, @payload, @every_seconds, @cron, @timezone, @at, @priority, @group_key,
+       @paused, @jitter_seconds, @overlap, @catch_up, @now, @next_run_at, @description, @aws
+WHERE @found = 0 AND @must <> 'existing';
+SET @changed = @changed + @@ROWCOUNT;
+SELECT @name AS name WHERE @changed = 1;
 
 -- name: schedule_get
 SET NOCOUNT ON;

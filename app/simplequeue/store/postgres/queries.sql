@@ -1028,7 +1028,7 @@ UPDATE sq_queues SET rate_tokens = :tokens, rate_at = :at WHERE name = :queue
 -- schedule_previous.
 s.name, s.queue, s.payload, s.every_seconds, s.cron, s.timezone, s.at, s.priority, s.group_key,
 s.paused, s.jitter_seconds, s.overlap, s.catch_up, s.created_at, s.modified_at, s.next_run_at,
-s.last_run_at, s.last_item_id, coalesce(p.live, false) AS previous_live
+s.last_run_at, s.last_item_id, s.description, s.aws, coalesce(p.live, false) AS previous_live
 
 -- fragment: schedule_previous
 -- A seek of sq_items' id per schedule read, in a LATERAL join: as an EXISTS, the planner hashed
@@ -1040,16 +1040,26 @@ LEFT JOIN LATERAL (
 ) AS p ON true
 
 -- name: schedule_put
+-- :must says what the name must be: 'new' (CreateSchedule: an existing one is left as it is),
+-- 'existing' (UpdateSchedule: none is made), 'any' (the REST API's PUT). Returns the name when
+-- it made or replaced the schedule: of two racing creates, the one whose insert waited on the
+-- other's returns nothing (its DO UPDATE's WHERE is false), whatever either read before.
 INSERT INTO sq_schedules (name, queue, payload, every_seconds, cron, timezone, at, priority, group_key,
-                          paused, jitter_seconds, overlap, catch_up, created_at, next_run_at)
-VALUES (:name, :queue, :payload, :every_seconds, :cron, :timezone, :at, :priority, :group_key,
-        :paused, :jitter_seconds, :overlap, :catch_up, :now, :next_run_at)
+                          paused, jitter_seconds, overlap, catch_up, created_at, next_run_at,
+                          description, aws)
+SELECT :name::text, :queue::text, :payload::text, :every_seconds::integer, :cron::text, :timezone::text,
+       :at::timestamptz, :priority::integer, :group_key::text, :paused::boolean, :jitter_seconds::integer,
+       :overlap::text, :catch_up::text, :now::timestamptz, :next_run_at::timestamptz, :description::text,
+       :aws::text
+WHERE :must::text <> 'existing' OR EXISTS (SELECT 1 FROM sq_schedules WHERE name = :name)
 ON CONFLICT (name) DO UPDATE SET
     queue = excluded.queue, payload = excluded.payload, every_seconds = excluded.every_seconds,
     cron = excluded.cron, timezone = excluded.timezone, at = excluded.at, priority = excluded.priority,
     group_key = excluded.group_key, paused = excluded.paused, jitter_seconds = excluded.jitter_seconds,
     overlap = excluded.overlap, catch_up = excluded.catch_up, modified_at = excluded.created_at,
-    next_run_at = excluded.next_run_at
+    next_run_at = excluded.next_run_at, description = excluded.description, aws = excluded.aws
+WHERE :must::text <> 'new'
+RETURNING name
 
 -- name: schedule_get
 SELECT

@@ -794,22 +794,30 @@ UPDATE sq_queues SET rate_tokens = :tokens, rate_at = :at WHERE name = :queue
 -- whether the item the last firing pushed is still live, read for overlap 'skip' only.
 s.name, s.queue, s.payload, s.every_seconds, s.cron, s.timezone, s.at, s.priority, s.group_key,
 s.paused, s.jitter_seconds, s.overlap, s.catch_up, s.created_at, s.modified_at, s.next_run_at,
-s.last_run_at, s.last_item_id,
+s.last_run_at, s.last_item_id, s.description, s.aws,
 CASE WHEN s.overlap = 'skip' AND s.last_item_id IS NOT NULL
      THEN EXISTS (SELECT 1 FROM sq_items AS i WHERE i.id = s.last_item_id AND i.status <> 'dead')
      ELSE 0 END AS previous_live
 
 -- name: schedule_put
+-- :must says what the name must be: 'new' (CreateSchedule: an existing one is left as it is),
+-- 'existing' (UpdateSchedule: none is made), 'any' (the REST API's PUT). Returns the name when
+-- it made or replaced the schedule, so that a caller tells a refusal from a change by this one
+-- statement, not by a read before it.
 INSERT INTO sq_schedules (name, queue, payload, every_seconds, cron, timezone, at, priority, group_key,
-                          paused, jitter_seconds, overlap, catch_up, created_at, next_run_at)
-VALUES (:name, :queue, :payload, :every_seconds, :cron, :timezone, :at, :priority, :group_key,
-        :paused, :jitter_seconds, :overlap, :catch_up, :now, :next_run_at)
+                          paused, jitter_seconds, overlap, catch_up, created_at, next_run_at,
+                          description, aws)
+SELECT :name, :queue, :payload, :every_seconds, :cron, :timezone, :at, :priority, :group_key,
+       :paused, :jitter_seconds, :overlap, :catch_up, :now, :next_run_at, :description, :aws
+WHERE :must <> 'existing' OR EXISTS (SELECT 1 FROM sq_schedules WHERE name = :name)
 ON CONFLICT (name) DO UPDATE SET
     queue = excluded.queue, payload = excluded.payload, every_seconds = excluded.every_seconds,
     cron = excluded.cron, timezone = excluded.timezone, at = excluded.at, priority = excluded.priority,
     group_key = excluded.group_key, paused = excluded.paused, jitter_seconds = excluded.jitter_seconds,
     overlap = excluded.overlap, catch_up = excluded.catch_up, modified_at = :now,
-    next_run_at = excluded.next_run_at
+    next_run_at = excluded.next_run_at, description = excluded.description, aws = excluded.aws
+WHERE :must <> 'new'
+RETURNING name
 
 -- name: schedule_get
 SELECT
