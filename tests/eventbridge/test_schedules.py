@@ -318,13 +318,13 @@ def test_an_at_schedule_fires_on_its_own_into_a_fifo_queue(
 ) -> None:
     fifo = queue + ".fifo"
     url = sqs.create_queue(QueueName=fifo, Attributes={"FifoQueue": "true"})["QueueUrl"]
-    # at() has whole seconds: three seconds ahead (never past by the time it arrives, on a busy
-    # machine) fires within about four, by the server's scheduler.
-    when = (datetime.now(UTC) + timedelta(seconds=3)).strftime("%Y-%m-%dT%H:%M:%S")
+    # at() has whole seconds: eight seconds ahead, so that a machine busy with other tests does
+    # not make it past by the time it arrives; the server's scheduler fires it within the wait.
+    when = (datetime.now(UTC) + timedelta(seconds=8)).strftime("%Y-%m-%dT%H:%M:%S")
     given = target(fifo, "once", SqsParameters={"MessageGroupId": "reports"})
     create(scheduler, name, fifo, f"at({when})", Target=given)
     [message] = sqs.receive_message(
-        QueueUrl=url, WaitTimeSeconds=15, MessageSystemAttributeNames=["MessageGroupId"]
+        QueueUrl=url, WaitTimeSeconds=20, MessageSystemAttributeNames=["MessageGroupId"]
     )["Messages"]
     assert message["Body"] == "once"
     assert message["Attributes"]["MessageGroupId"] == "reports"
