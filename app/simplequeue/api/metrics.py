@@ -19,7 +19,8 @@ queues the service makes) get their own `queue` label in a process, the first it
 any other queue's figures are added into the label OTHER (no queue's name can be it). Within the
 limit every queue keeps its own series; past it (queues deleted and made anew under other names,
 or made by the outbox beyond the limit) the exposition stays bounded: at most
-(5 counters + 6 gauges) x (max_queue_labels + 1) queue series per process.
+(5 counters + the throttled counter's 3 limits + 6 gauges) x (max_queue_labels + 1) queue
+series per process.
 """
 
 from __future__ import annotations
