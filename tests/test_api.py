@@ -112,6 +112,8 @@ async def test_push_pop_fail_complete_and_inspect(client: Client, queue: str, cl
             "max_leased_per_key": None,
         },
         "paused": False,
+        "top_keys": [],
+        "limits_binding": [],
     }
     # The list is paged and the database is shared with other tests: the pages up to this queue's.
     listed, params = [], {"limit": "1000"}
@@ -121,7 +123,8 @@ async def test_push_pop_fail_complete_and_inspect(client: Client, queue: str, cl
         if body["next_cursor"] is None or listed[-1]["name"] >= queue:
             break
         params["cursor"] = body["next_cursor"]
-    assert stats in listed
+    # A page of queues carries their counts and settings, not each queue's keys and limits at work.
+    assert {k: v for k, v in stats.items() if k not in ("top_keys", "limits_binding")} in listed
 
 
 async def test_client_supplied_id_and_created_at_are_kept(client: Client, queue: str) -> None:

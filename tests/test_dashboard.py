@@ -1016,6 +1016,50 @@ def test_a_queue_with_flow_limits_says_so_and_when_it_is_at_them(
         tab.clean()
 
 
+def test_a_queues_busiest_keys_and_the_limits_that_cut_its_pops_short_are_shown(
+    chromium: str, service: str, api: httpx.Client
+) -> None:
+    from playwright.sync_api import expect
+
+    api.put("/queues/tenants", json={"max_leased_per_key": 2}).raise_for_status()
+    api.put("/queues/tenants/keys/enterprise", json={"max_leased": 4}).raise_for_status()
+    counts = {"enterprise": 40, "acme-corp": 25, "globex": 12, "initech": 3}
+    items = [{"payload": n, "fairness_key": key} for key, count in counts.items() for n in range(count)]
+    api.post("/push/batch", json={"queue": "tenants", "items": [*items, {"payload": "a"}, {"payload": "b"}]})
+    pop = {"queue": "tenants", "max_items": 20, "lease_seconds": 600}
+    popped = api.post("/pop", json=pop).json()["items"]
+    assert len(popped) == 4 + 2 + 2 + 2 + 2  # each key up to its cap: the pop was cut short
+    for key in ("globex", None):  # one lease of each ends: room again
+        done = next(item for item in popped if item["fairness_key"] == key)
+        api.delete(f"/items/{done['id']}", params={"lease_token": done["lease_token"]}).raise_for_status()
+    with browsing(chromium, service) as tab:
+        page = tab.page
+        page.goto(f"{service}/ui/#/queues/tenants/ready")
+        rows = page.locator("#top-keys tbody tr")
+        expect(rows).to_have_count(5)
+        expect(rows.first).to_contain_text("enterprise")
+        expect(page.locator("#top-keys tr[data-key='enterprise'] td")).to_have_text(
+            ["enterprise", "36", "4", "4", "at its limit"]
+        )
+        globex = page.locator("#top-keys tr[data-key='globex'] td")
+        expect(globex).to_have_text(["globex", "10", "1", "2", ""])
+        expect(page.locator("#top-keys tr[data-key='']")).to_contain_text("(no key)")
+        expect(page.locator("#top-keys .at-limit")).to_have_count(3)
+        expect(page.locator("#limits")).to_contain_text("at most 2 of one key leased at once")
+        expect(page.locator("#binding [data-limit='max_leased_per_key']")).to_have_text("max_leased_per_key")
+        expect(page.locator("#binding")).to_contain_text("1 pop, last")
+        shoot(page, "images/dashboard-keys.png", full_page=False)
+        page.set_viewport_size({"width": 400, "height": 900})
+        # Narrow: the table fits the window (long keys wrap) rather than pushing the page wider.
+        assert page.evaluate("document.querySelector('#top-keys').scrollWidth <= window.innerWidth")
+        shoot(page, "keys-narrow.png", full_page=False)
+        page.goto(f"{service}/ui/#/queues/orders/ready")
+        expect(page.locator("h1")).to_contain_text("orders")
+        expect(page.locator("#top-keys")).to_have_count(0)  # no keys: no table
+        expect(page.locator("#binding")).to_have_count(0)
+        tab.clean()
+
+
 def test_schedules_are_listed_and_paused_resumed_run_and_deleted_from_their_page(
     chromium: str, service: str, api: httpx.Client
 ) -> None:

@@ -746,3 +746,36 @@ async def test_a_schedulers_wake_and_a_firings_claims_seek_their_index(
     locked = await plan_of(schema, PLANNER_SETTINGS, "schedules_due_locked", now=at, limit=500)
     assert '"Index Name": "sq_schedules_due"' in locked, locked
     assert '"Node Type": "Seq Scan"' not in locked, locked
+
+
+@pytest.mark.parametrize("statistics", ["stale", "analysed"])
+async def test_top_keys_read_their_queues_live_items_only_and_a_queue_without_keys_none(
+    schema: tuple[str, str], statistics: str
+) -> None:
+    await crowd(schema)  # 100,000 items of 50 other queues
+    await fill(schema, "fair", "ready", 100_000)
+    url, name = schema
+    conn = await asyncpg.connect(url, server_settings={"search_path": name})
+    try:  # one key's 100,000 items but a hundred, which seven quiet keys share
+        await conn.execute(
+            "UPDATE sq_items SET fairness_key = CASE WHEN seq % 1000 = 0 THEN 'quiet-' || (seq % 7)"
+            " ELSE 'noisy' END WHERE queue = 'fair'"
+        )
+        await conn.execute(
+            "INSERT INTO sq_fair_keys (queue, fairness_key, last_rank)"
+            " SELECT DISTINCT 'fair', fairness_key, 0 FROM sq_items WHERE queue = 'fair'"
+        )
+    finally:
+        await conn.close()
+    if statistics == "analysed":
+        await analyze(schema)
+
+    nodes = await executed_generic_plan(schema, "top_keys", queue="fair", now=None, limit=10)
+    scans = [n for n in nodes if n.get("Relation Name") == "sq_items" and "Scan" in str(n["Node Type"])]
+    assert scans, nodes
+    assert not [n for n in scans if n["Node Type"] == "Seq Scan"], nodes
+    # The queue's own live items, each once: none of the other queues' 100,000.
+    assert sum(int(str(n["Actual Rows"])) * int(str(n["Actual Loops"])) for n in scans) == 100_000, nodes
+
+    none = await executed_generic_plan(schema, "top_keys", queue="q7", now=None, limit=10)
+    assert reads_of(none, "sq_items") == 0, none  # no key: its 2,000 items are never walked

@@ -19,7 +19,7 @@ from simplequeue.domain import (
     QueueSettings,
 )
 from simplequeue.domain.activity import ActivityWindow
-from simplequeue.domain.keys import KeySettings, KeyStats
+from simplequeue.domain.keys import KeyLoad, KeySettings, KeyStats
 from simplequeue.domain.metadata import MetadataChange
 from simplequeue.domain.schedules import Fired, ScheduleSpec, Timing
 from simplequeue.domain.topics import Subscription, TopicChange
@@ -149,6 +149,7 @@ PARAMETERS = {
     "put_key": ("queue", "key", "weight", "max_leased", "rate_per_second"),
     "reset_key": ("queue", "key"),
     "key_page": ("queue", "after", "key", "limit"),
+    "top_keys": ("now", "queue", "limit"),
     "topic_update": ("now", "name", "attributes", "tags", "old_attributes", "old_tags"),
     "topic_delete_subscriptions": ("name",),
     "topic_delete": ("name",),
@@ -385,6 +386,11 @@ async def _keys(store: MssqlStore, conn: FakeConnection) -> None:
     assert await store.get_key("orders", "acme") == KeyStats("acme", KeySettings(2.0, 3, None), 4, 1)
     assert [k.key for k in (await store.list_keys("orders", 10, None)).items] == ["acme"]
     await store.reset_key("orders", "acme")
+    conn.reply(
+        "top_keys",
+        Result(["fairness_key", "ready", "leased", "max_leased"], [("acme", 4, 3, 3), (None, 1, 0, 2)]),
+    )
+    assert await store.top_keys("orders", 10) == [KeyLoad("acme", 4, 3, 3), KeyLoad(None, 1, 0, 2)]
 
 
 async def _topics(store: MssqlStore, conn: FakeConnection) -> None:

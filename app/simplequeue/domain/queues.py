@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from simplequeue.domain.limits import NO_LIMITS, FlowLimits
+from simplequeue.domain.keys import KeyLoad
+from simplequeue.domain.limits import NO_LIMITS, Binding, FlowLimits
 
 DedupWindowFrom = Literal["finish", "send"]
 """Where a dedup key's window starts: when its item finishes (the key matches while the item lives,
@@ -59,6 +61,16 @@ class QueueStats:
     completed_in_history: int
     dead_in_history: int
     paused: bool = False  # accepts pushes, hands out nothing
+
+
+@dataclass(frozen=True, slots=True)
+class QueueDetail:
+    """One queue's counts, its busiest keys (domain/keys.py) and the limits that cut its pops short
+    in this process, the latest first."""
+
+    stats: QueueStats
+    top_keys: Sequence[KeyLoad] = ()
+    bindings: Sequence[Binding] = ()
 
 
 @dataclass(frozen=True, slots=True)

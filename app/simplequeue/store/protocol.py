@@ -31,7 +31,7 @@ from simplequeue.domain import (
     QueueStats,
 )
 from simplequeue.domain.activity import ActivityBucket, ActivityWindow
-from simplequeue.domain.keys import KeySettings, KeyStats
+from simplequeue.domain.keys import KeyLoad, KeySettings, KeyStats
 from simplequeue.domain.metadata import MetadataChange, QueueMetadata
 from simplequeue.domain.schedules import Fired, PutMode, Schedule, ScheduleSpec
 from simplequeue.domain.topics import Subscription, Topic, TopicChange
@@ -248,6 +248,10 @@ class Administration(Protocol):
 
     async def list_keys(self, queue: str, limit: int, cursor: str | None) -> Page[KeyStats]:
         """A page of the queue's keys in key order. InvalidCursor."""
+
+    async def top_keys(self, queue: str, limit: int) -> list[KeyLoad]:
+        """The queue's keys with the most ready items, then the most leased (unkeyed items one
+        more key, None), at most `limit`; none for a queue that never saw a key."""
 
 
 class Sweeping(Protocol):

@@ -16,6 +16,7 @@ from simplequeue.api.items.schemas import Item
 from simplequeue.api.responses import with_payload
 from simplequeue.domain import HistoryRecord, Outcome, QueueStats
 from simplequeue.domain.activity import ActivityBucket
+from simplequeue.domain.keys import TOP_KEYS, KeyLoad
 from simplequeue.domain.limits import FlowLimits
 from simplequeue.domain.queues import MESSAGE_RETENTION_RANGE, DedupWindowFrom
 
@@ -210,6 +211,61 @@ class Queue(BaseModel):
             history=HistoryCounts(completed=stats.completed_in_history, dead=stats.dead_in_history),
             settings=QueueSettings.of(stats.settings),
             paused=stats.paused,
+        )
+
+
+class BindingLimit(StrEnum):
+    MAX_LEASED = "max_leased"
+    MAX_LEASED_PER_KEY = "max_leased_per_key"
+    RATE = "rate"
+
+
+class TopKey(BaseModel):
+    key: str | None = Field(description="The fairness key; null: the items pushed without one.")
+    ready: int
+    leased: int = Field(description="Unexpired leases, as a pop counts them against the cap.")
+    max_leased: int | None = Field(
+        description="The key's cap: its own max_leased, else the queue's max_leased_per_key; null: none."
+    )
+    at_limit: bool = Field(description="Leased up to its cap: pops pass its items over until a lease ends.")
+
+    @classmethod
+    def of(cls, load: KeyLoad) -> TopKey:
+        return cls(
+            key=load.key,
+            ready=load.ready,
+            leased=load.leased,
+            max_leased=load.max_leased,
+            at_limit=load.at_limit,
+        )
+
+
+class LimitBinding(BaseModel):
+    limit: BindingLimit
+    pops: int = Field(description="Pops it cut short on this replica since it started.")
+    last_seen: datetime = Field(description="When it last cut a pop short.")
+
+
+class QueueDetail(Queue):
+    top_keys: list[TopKey] = Field(
+        description=f"The queue's keys with the most ready items (then the most leased), at most {TOP_KEYS}, "
+        "in that order. Empty for a queue that never saw a fairness key."
+    )
+    limits_binding: list[LimitBinding] = Field(
+        description="The flow limits that cut pops of the queue short (handed out fewer items than "
+        "asked while more were ready), the latest first, as the replica that answers saw them: its "
+        "own pops since it started."
+    )
+
+    @classmethod
+    def of_detail(cls, detail: domain.QueueDetail) -> QueueDetail:
+        return cls(
+            **Queue.of(detail.stats).model_dump(),
+            top_keys=[TopKey.of(k) for k in detail.top_keys],
+            limits_binding=[
+                LimitBinding(limit=BindingLimit(b.limit), pops=b.pops, last_seen=b.last_seen)
+                for b in detail.bindings
+            ],
         )
 
 

@@ -1634,6 +1634,31 @@ FROM dbo.sq_fair_keys AS k
 WHERE k.queue = @queue AND k.fairness_key > @after AND (@key = N'' OR k.fairness_key = @key)
 ORDER BY k.fairness_key;
 
+-- name: top_keys
+-- The queue's busiest keys: the most ready items first, then the most leased, at most :limit, each
+-- with its unexpired leases (as a pop counts them) and its cap (its own max_leased, else the
+-- queue's max_leased_per_key). Unkeyed items are the NULL key. One walk of the queue's range of
+-- sq_items_visible, as the queue's own counts walk it; for a queue that never saw a key (no
+-- sq_fair_keys row), no walk at all.
+SET NOCOUNT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @queue NVARCHAR(128) = :queue;
+SELECT TOP (:limit) c.fairness_key, c.ready, c.leased, COALESCE(k.max_leased, q.max_leased_per_key) AS max_leased
+FROM dbo.sq_queues AS q
+CROSS APPLY (
+    SELECT i.fairness_key,
+           SUM(CASE WHEN i.visible_at <= @now AND (i.status = 'ready' OR i.attempts < q.max_attempts)
+                    THEN 1 ELSE 0 END) AS ready,
+           SUM(CASE WHEN i.status = 'leased' AND i.visible_at > @now THEN 1 ELSE 0 END) AS leased
+    FROM dbo.sq_items AS i
+    WHERE i.queue = q.name AND i.status IN ('ready', 'leased')
+    GROUP BY i.fairness_key
+) AS c
+LEFT JOIN dbo.sq_fair_keys AS k ON k.queue = q.name AND k.fairness_key = c.fairness_key
+WHERE q.name = @queue AND EXISTS (SELECT 1 FROM dbo.sq_fair_keys AS f WHERE f.queue = @queue)
+  AND (c.ready > 0 OR c.leased > 0)
+ORDER BY c.ready DESC, c.leased DESC, CASE WHEN c.fairness_key IS NULL THEN 1 ELSE 0 END, c.fairness_key;
+
 -- name: key_caps
 -- The queue's keys with a max_leased of their own (a careful pop's, store.py).
 SET NOCOUNT ON;

@@ -1183,6 +1183,30 @@ SELECT p.fairness_key, p.weight, p.max_leased, p.rate_per_second,
 FROM page AS p
 ORDER BY p.fairness_key
 
+-- name: top_keys
+-- The queue's busiest keys: the most ready items first, then the most leased, at most :limit, each
+-- with its unexpired leases (as a pop counts them) and its cap (its own max_leased, else the
+-- queue's max_leased_per_key). Unkeyed items are the NULL key. One walk of the queue's live items,
+-- by its range of sq_items_visible as the queue's own counts walk them, whatever other queues hold;
+-- for a queue that never saw a key (no sq_fair_keys row), no walk at all.
+SELECT c.fairness_key, c.ready, c.leased, COALESCE(k.max_leased, q.max_leased_per_key) AS max_leased
+FROM (SELECT COALESCE(:now::timestamptz, now()) AS now) AS n
+CROSS JOIN sq_queues AS q
+CROSS JOIN LATERAL (
+    SELECT i.fairness_key,
+           count(*) FILTER (WHERE i.visible_at <= n.now
+                              AND (i.status = 'ready' OR i.attempts < q.max_attempts)) AS ready,
+           count(*) FILTER (WHERE i.status = 'leased' AND i.visible_at > n.now) AS leased
+    FROM sq_items AS i
+    WHERE i.queue = q.name AND i.status IN ('ready', 'leased')
+    GROUP BY i.fairness_key
+) AS c
+LEFT JOIN sq_fair_keys AS k ON k.queue = q.name AND k.fairness_key = c.fairness_key
+WHERE q.name = :queue AND EXISTS (SELECT 1 FROM sq_fair_keys AS f WHERE f.queue = :queue)
+  AND (c.ready > 0 OR c.leased > 0)
+ORDER BY c.ready DESC, c.leased DESC, c.fairness_key NULLS LAST
+LIMIT :limit
+
 -- name: key_limited
 -- The queue's `limited` after its keys' settings changed: a key's own limits make its pops careful.
 UPDATE sq_queues

@@ -957,6 +957,29 @@ SELECT p.fairness_key, p.weight, p.max_leased, p.rate_per_second,
 FROM page AS p
 ORDER BY p.fairness_key
 
+-- name: top_keys
+-- The queue's busiest keys: the most ready items first, then the most leased, at most :limit, each
+-- with its unexpired leases (as a pop counts them) and its cap (its own max_leased, else the
+-- queue's max_leased_per_key). Unkeyed items are the NULL key. One walk of the queue's range of
+-- sq_items_visible, as the queue's own counts walk it; for a queue that never saw a key (no
+-- sq_fair_keys row), no walk at all.
+WITH counts AS (
+    SELECT i.fairness_key,
+           SUM(i.visible_at <= :now AND (i.status = 'ready' OR i.attempts < q.max_attempts)) AS ready,
+           SUM(i.status = 'leased' AND i.visible_at > :now) AS leased
+    FROM sq_queues AS q
+    JOIN sq_items AS i INDEXED BY sq_items_visible ON i.queue = q.name AND i.status IN ('ready', 'leased')
+    WHERE q.name = :queue AND EXISTS (SELECT 1 FROM sq_fair_keys AS f WHERE f.queue = :queue)
+    GROUP BY i.fairness_key
+)
+SELECT c.fairness_key, c.ready, c.leased, COALESCE(k.max_leased, q.max_leased_per_key) AS max_leased
+FROM counts AS c
+JOIN sq_queues AS q ON q.name = :queue
+LEFT JOIN sq_fair_keys AS k ON k.queue = :queue AND k.fairness_key = c.fairness_key
+WHERE c.ready > 0 OR c.leased > 0
+ORDER BY c.ready DESC, c.leased DESC, c.fairness_key IS NULL, c.fairness_key
+LIMIT :limit
+
 -- name: key_limited
 -- The queue's `limited` after its keys' settings changed: a key's own limits make its pops careful.
 UPDATE sq_queues
