@@ -171,3 +171,30 @@ async def test_a_lapsed_lease_pops_again_in_its_rank(store: Store, queue: str, c
     await push(store, new_item(queue, "new", priority=2, created_at=at + timedelta(seconds=3 * PERIOD)))
     clock.advance(31)  # old's lease runs out: it pops again ahead of new, as three periods older
     assert await order(store, queue) == ["old", "new"]
+
+
+async def test_a_push_and_a_rerank_rank_alike_before_the_epoch_and_within_a_second(
+    store: Store, queue: str
+) -> None:
+    aging = 7  # not a divisor of a minute: periods fall across the clock's seconds
+    times = [
+        datetime(315, 3, 1, 12, 0, 0, tzinfo=UTC),
+        datetime(1969, 12, 31, 23, 59, 59, 500000, tzinfo=UTC),
+        datetime(1970, 1, 1, tzinfo=UTC),
+        datetime(1970, 1, 1, 0, 0, 6, 999999, tzinfo=UTC),
+        datetime(2026, 11, 29, 5, 0, 0, 123456, tzinfo=UTC),
+    ]
+    expected = sorted(rank_priority(n, at, aging) for n, at in enumerate(times))
+
+    async def ranks() -> list[int]:
+        popped = await store.pop(queue, 10, 30)
+        for item in popped:
+            await store.fail(item.id, Failure("again", item.lease_token, retry_after_seconds=0))
+        return sorted(p.rank_priority or 0 for p in popped)
+
+    await configure(store, queue, priority_aging_seconds=aging)
+    await push(store, *[new_item(queue, n, priority=n, created_at=at) for n, at in enumerate(times)])
+    assert await ranks() == expected  # as the push ranked them
+    await configure(store, queue)
+    await configure(store, queue, priority_aging_seconds=aging)
+    assert await ranks() == expected  # as the re-rank did

@@ -25,9 +25,13 @@ FROM sq_queues AS q WHERE q.name IN (SELECT value FROM json_each(:queues))
 -- fragment: aged_rank
 -- An item's rank (domain/aging.py) from g.priority, g.created_at and g.aging (NULL: no aging): its
 -- priority less the whole periods from the epoch to its created_at, floored before the epoch too
--- (SQLite's % and / truncate toward zero). Built-in functions only, as the push's statements.
-g.priority - COALESCE((CAST(strftime('%s', g.created_at) AS INTEGER)
-                       - ((CAST(strftime('%s', g.created_at) AS INTEGER) % g.aging) + g.aging) % g.aging) / g.aging, 0)
+-- (SQLite's % and / truncate toward zero). The whole seconds are those of the text cut before its
+-- fraction: strftime rounds the fraction to milliseconds first (06.999999 would count as 7). The
+-- push ranks in Python (domain.aging.rank_priority); this is the same rule over rows, for a re-rank
+-- and a dead-letter move.
+g.priority - COALESCE((CAST(strftime('%s', substr(g.created_at, 1, 19)) AS INTEGER)
+                       - ((CAST(strftime('%s', substr(g.created_at, 1, 19)) AS INTEGER) % g.aging) + g.aging)
+                         % g.aging) / g.aging, 0)
 
 -- name: existing_ids
 SELECT id, queue, created_at FROM sq_items WHERE id IN (SELECT value FROM json_each(:ids))
