@@ -576,6 +576,7 @@ def test_settings_are_edited_and_the_queue_deleted(chromium: str, service: str, 
         page.fill("#set-message_retention_seconds", "86400")
         page.fill("#set-max_leased", "4")
         page.fill("#set-rate_per_second", "2.5")
+        page.fill("#set-priority_aging_seconds", "300")
         page.click("#save-settings")
         expect(page.locator("#settings-message")).to_contain_text("Saved")
         settings = api.get("/queues/mail").json()["settings"]
@@ -583,7 +584,9 @@ def test_settings_are_edited_and_the_queue_deleted(chromium: str, service: str, 
         assert (settings["max_leased"], settings["rate_per_second"], settings["rate_burst"]) == (4, 2.5, None)
         assert settings["dedup_window_from"] == "send", "a save keeps every setting the form shows"
         assert (settings["dead_letter_queue"], settings["message_retention_seconds"]) == ("mail-dlq", 86400)
+        assert settings["priority_aging_seconds"] == 300
         page.reload()
+        expect(page.locator("#set-priority_aging_seconds")).to_have_value("300")
         expect(page.locator("#set-dedup_window_from")).to_have_value("send")
         expect(page.locator("#set-dead_letter_queue")).to_have_value("mail-dlq")
         # A dead-letter queue that does not exist is refused next to its field; emptied, it is none.

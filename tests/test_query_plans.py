@@ -157,7 +157,25 @@ async def test_a_fair_queues_pop_walks_the_same_index_in_rank_order(schema: tupl
     await conn.close()
 
     plan = await pop_plan(schema, PLANNER_SETTINGS)
-    assert_claims_by_its_indexes(plan)  # in (priority, fair_rank, created_at, seq) order: no sort
+    assert_claims_by_its_indexes(plan)  # in (rank_priority, fair_rank, created_at, seq) order: no sort
+    assert '"Node Type": "Seq Scan"' not in plan, plan
+
+
+async def test_an_aging_queues_pop_walks_the_same_index_in_rank_order(schema: tuple[str, str]) -> None:
+    await fill(schema, "q", "ready", 30_000)
+    url, name = schema
+    conn = await asyncpg.connect(url, server_settings={"search_path": name})
+    # Ranks as a queue with aging of a minute leaves them: priorities less the minutes to created_at.
+    await conn.execute("UPDATE sq_queues SET priority_aging_seconds = 60 WHERE name = 'q'")
+    await conn.execute(
+        "UPDATE sq_items SET priority = seq % 4, created_at = now() - (seq % 3000) * interval '1 second'"
+    )
+    await conn.execute("UPDATE sq_items SET rank_priority = sq_rank_priority(priority, created_at, 60)")
+    await conn.execute("ANALYZE sq_items")
+    await conn.close()
+
+    plan = await pop_plan(schema, PLANNER_SETTINGS)
+    assert_claims_by_its_indexes(plan)  # in (rank_priority, fair_rank, created_at, seq) order: no sort
     assert '"Node Type": "Seq Scan"' not in plan, plan
 
 

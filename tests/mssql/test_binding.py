@@ -111,6 +111,7 @@ PARAMETERS = {
         "rate_per_second",
         "rate_burst",
         "max_leased_per_key",
+        "priority_aging_seconds",
         "limited",
     ),
     "next_visible_at": ("now", "queues"),
@@ -315,7 +316,9 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     conn.reply("delete_queue", result(found=1, leased=0, deleted=1, items=2, history=3))
     head = item_row(uuid4(), status="leased", lease_token=token, group_key="g")
     conn.reply(
-        "pop", Result(["seq"], []), Result(["seq", *head.columns, "fair_rank"], [(7, *head.rows[0], 0.0)])
+        "pop",
+        Result(["seq"], []),
+        Result(["seq", *head.columns, "fair_rank", "rank_priority"], [(7, *head.rows[0], 0.0, 0)]),
     )
 
     await store.push_batch([keyed], skip_existing=False)

@@ -40,6 +40,9 @@ class QueueSettings:
     # Live items older than this (from their push) are never handed out, and the sweep deletes them
     # (SQS's MessageRetentionPeriod). None: kept until they finish.
     message_retention_seconds: int | None = None
+    # A waiting item's effective priority rises by one per this many seconds (domain/aging.py).
+    # None: priorities never age.
+    priority_aging_seconds: int | None = None
     # How many items may be leased at once and how fast pops hand them out (domain/limits.py).
     limits: FlowLimits = NO_LIMITS
 

@@ -101,8 +101,9 @@ class Delivery(Protocol):
     async def pop(
         self, queue: str, max_items: int, lease_seconds: int | None, *, group_runs: bool = False
     ) -> list[LeasedItem]:
-        """Lease up to max_items poppable items: highest priority first, then oldest created_at,
-        then first pushed. Of an ordered group, only its head (its earliest live item) is poppable.
+        """Lease up to max_items poppable items: highest rank first (the priority, aged when the
+        queue ages priorities: domain.aging), then lowest fair rank, then oldest created_at, then
+        first pushed. Of an ordered group, only its head (its earliest live item) is poppable.
         lease_seconds None: the queue's setting. group_runs: a head taken brings the run of due
         items behind it in its group (ready, or leased with the lease run out before the last
         attempt; up to max_items in all), for a caller that handles one group's items of a pop

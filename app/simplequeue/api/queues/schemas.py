@@ -17,6 +17,7 @@ from simplequeue.api.responses import with_payload
 from simplequeue.domain import HistoryRecord, Outcome, QueueStats
 from simplequeue.domain.activity import ActivityBucket
 from simplequeue.domain.keys import TOP_KEYS, KeyLoad
+from simplequeue.domain.aging import AGING_RANGE
 from simplequeue.domain.limits import FlowLimits
 from simplequeue.domain.queues import MESSAGE_RETENTION_RANGE, DedupWindowFrom
 
@@ -105,6 +106,18 @@ class QueueSettingsRequest(Body):
         "replica: a pop passes over a key at its limit and hands out the others' items. A key's own "
         "max_leased (PUT /queues/{name}/keys/{key}) replaces it. null: no limit.",
     )
+    priority_aging_seconds: Annotated[int, Field(ge=AGING_RANGE[0], le=AGING_RANGE[1]), Number] | None = (
+        Field(
+            DEFAULTS.priority_aging_seconds,
+            description="A waiting item's effective priority rises by one for each period of this many "
+            "seconds it has waited, so that a steady stream of high-priority items cannot starve a "
+            "low-priority one: an item created n periods before another pops first when n reaches their "
+            "priorities' difference. Periods are counted on a fixed grid (whole multiples of this many "
+            "seconds since 1970-01-01 UTC), so the order of two items never changes as time passes. A "
+            "change re-ranks the queue's items in the same request (its cost grows with them). The items' "
+            "own priority is unchanged. null: priorities never age.",
+        )
+    )
 
     @field_validator("rate_burst")
     @classmethod
@@ -126,6 +139,7 @@ class QueueSettingsRequest(Body):
             history_payload=self.history_payload,
             dead_letter_queue=self.dead_letter_queue,
             message_retention_seconds=self.message_retention_seconds,
+            priority_aging_seconds=self.priority_aging_seconds,
             limits=FlowLimits(
                 self.max_leased, self.rate_per_second, self.rate_burst, self.max_leased_per_key
             ),
@@ -158,6 +172,7 @@ class QueueSettings(BaseModel):
     rate_per_second: float | None
     rate_burst: int | None
     max_leased_per_key: int | None
+    priority_aging_seconds: int | None
 
     @classmethod
     def of(cls, settings: domain.QueueSettings) -> QueueSettings:
@@ -178,6 +193,7 @@ class QueueSettings(BaseModel):
             rate_per_second=settings.limits.rate_per_second,
             rate_burst=settings.limits.rate_burst,
             max_leased_per_key=settings.limits.max_leased_per_key,
+            priority_aging_seconds=settings.priority_aging_seconds,
         )
 
 

@@ -852,6 +852,7 @@ const OPTIONAL_SETTINGS = [
   ["max_leased", "Max leased", "At most this many items are leased at once, across every replica. Empty: no limit.", "decimal"],
   ["rate_per_second", "Rate (items/s)", "Pops hand out at most this many items a second, on average, across every replica. Empty: no limit.", "decimal"],
   ["rate_burst", "Rate burst", "How many may go at once after a quiet spell (needs a rate). Empty: one second's worth.", "decimal"],
+  ["priority_aging_seconds", "Priority aging (s)", "A waiting item's effective priority rises by one per this many seconds; a change re-ranks the items here. Empty: priorities never age.", "decimal"],
 ];
 
 function dig(object, path) { return path.split(".").reduce((o, k) => (o == null ? undefined : o[k]), object); }

@@ -85,7 +85,8 @@ DECLARE @max_items INT = CAST(:max_items AS INT);
 -- An atomic test-and-set: the CTE picks the first poppable rows and the UPDATE leases exactly the
 -- rows it picked. Poppable: due; not an expired lease on its last attempt (the sweep makes that one
 -- dead); not past its queue's retention (see retained); and for a grouped item, the head of its group: no live item of the group has a smaller seq.
--- Pop order: highest priority, then oldest created_at, then first pushed. Two walks claim the
+-- Pop order: highest rank (its priority, aged: domain/aging.py), then lowest fair rank, then oldest
+-- created_at, then first pushed. Two walks claim the
 -- candidates: ready items along sq_items_ready (which holds no lease, so the walk never passes over
 -- the leases in flight), and leases that ran out along sq_items_lapsed (a seek to the queue's range
 -- cut off at @now: only those, sorted). Each locks at most TOP rows; the CTE keeps the first TOP of
@@ -99,7 +100,7 @@ DECLARE @max_items INT = CAST(:max_items AS INT);
 -- READPAST: skip rows that another popper has locked instead of waiting for it.
 -- UPDLOCK: take an update lock as each row is read, so that no other popper can claim it between
 --   this SELECT and the UPDATE (no lost update, no double lease).
--- INDEX(sq_items_ready): walk the filtered ready index in (priority DESC, fair_rank, created_at, seq) order and
+-- INDEX(sq_items_ready): walk the filtered ready index in (rank_priority DESC, fair_rank, created_at, seq) order and
 --   stop after TOP rows; INDEX(sq_items_lapsed): seek the queue's expired leases. A queue table's
 --   size swings faster than statistics follow it; with stale ones the optimizer may scan another
 --   index and sort every ready row on each pop (PostgreSQL was seen doing exactly that: see
@@ -117,7 +118,7 @@ DECLARE @max_items INT = CAST(:max_items AS INT);
 WITH claimable AS (
     SELECT TOP (@max_items) x.seq, x.id, x.queue, x.payload, x.created_at, x.status, x.attempts,
            x.lease_token, x.visible_at, x.first_popped_at, x.priority, x.group_key, x.attributes, x.fairness_key,
-           x.fair_rank
+           x.fair_rank, x.rank_priority
     FROM dbo.sq_items AS x WITH (FORCESEEK, ROWLOCK)
     WHERE x.seq IN (
         SELECT r.seq FROM (
@@ -130,7 +131,7 @@ WITH claimable AS (
                   FROM dbo.sq_items AS e WITH (INDEX(sq_items_group), READCOMMITTEDLOCK)
                   WHERE e.queue = w.queue AND e.group_key = w.group_key AND e.seq < w.seq
                     AND e.group_key IS NOT NULL AND e.status IN ('ready', 'leased')))
-            ORDER BY w.priority DESC, w.fair_rank, w.created_at, w.seq
+            ORDER BY w.rank_priority DESC, w.fair_rank, w.created_at, w.seq
         ) AS r
         UNION ALL
         SELECT l.seq FROM (
@@ -144,10 +145,10 @@ WITH claimable AS (
                   FROM dbo.sq_items AS e WITH (INDEX(sq_items_group), READCOMMITTEDLOCK)
                   WHERE e.queue = w.queue AND e.group_key = w.group_key AND e.seq < w.seq
                     AND e.group_key IS NOT NULL AND e.status IN ('ready', 'leased')))
-            ORDER BY w.priority DESC, w.fair_rank, w.created_at, w.seq
+            ORDER BY w.rank_priority DESC, w.fair_rank, w.created_at, w.seq
         ) AS l
     )
-    ORDER BY x.priority DESC, x.fair_rank, x.created_at, x.seq
+    ORDER BY x.rank_priority DESC, x.fair_rank, x.created_at, x.seq
 )
 UPDATE claimable
 SET status = 'leased',
@@ -157,7 +158,7 @@ SET status = 'leased',
     first_popped_at = COALESCE(first_popped_at, @now)
 OUTPUT inserted.seq, inserted.id, inserted.queue, inserted.payload, inserted.created_at, inserted.attempts,
        inserted.lease_token, inserted.visible_at, inserted.priority, inserted.group_key, inserted.attributes,
-       inserted.fairness_key, inserted.fair_rank;
+       inserted.fairness_key, inserted.fair_rank, inserted.rank_priority;
 
 -- name: pop_keyed
 -- pop, for a queue whose keys have limits (store.py: _pop, after lock_limits locked the queue's row
@@ -172,9 +173,9 @@ DECLARE @full NVARCHAR(MAX) = :full;
 DECLARE @rooms NVARCHAR(MAX) = :rooms;
 DECLARE @default_room INT = CAST(NULLIF(:default_room, N'') AS INT);
 WITH walked AS (
-    SELECT x.seq, x.priority, x.fair_rank, x.created_at, COALESCE(x.fairness_key, N'') AS k,
+    SELECT x.seq, x.rank_priority, x.fair_rank, x.created_at, COALESCE(x.fairness_key, N'') AS k,
            ROW_NUMBER() OVER (PARTITION BY COALESCE(x.fairness_key, N'')
-                              ORDER BY x.priority DESC, x.fair_rank, x.created_at, x.seq) AS nth
+                              ORDER BY x.rank_priority DESC, x.fair_rank, x.created_at, x.seq) AS nth
     FROM dbo.sq_items AS x WITH (FORCESEEK, ROWLOCK)
     WHERE x.seq IN (
         SELECT r.seq FROM (
@@ -189,7 +190,7 @@ WITH walked AS (
                   FROM dbo.sq_items AS e WITH (INDEX(sq_items_group), READCOMMITTEDLOCK)
                   WHERE e.queue = w.queue AND e.group_key = w.group_key AND e.seq < w.seq
                     AND e.group_key IS NOT NULL AND e.status IN ('ready', 'leased')))
-            ORDER BY w.priority DESC, w.fair_rank, w.created_at, w.seq
+            ORDER BY w.rank_priority DESC, w.fair_rank, w.created_at, w.seq
         ) AS r
         UNION ALL
         SELECT l.seq FROM (
@@ -205,7 +206,7 @@ WITH walked AS (
                   FROM dbo.sq_items AS e WITH (INDEX(sq_items_group), READCOMMITTEDLOCK)
                   WHERE e.queue = w.queue AND e.group_key = w.group_key AND e.seq < w.seq
                     AND e.group_key IS NOT NULL AND e.status IN ('ready', 'leased')))
-            ORDER BY w.priority DESC, w.fair_rank, w.created_at, w.seq
+            ORDER BY w.rank_priority DESC, w.fair_rank, w.created_at, w.seq
         ) AS l
     )
 ),
@@ -213,15 +214,15 @@ allowed AS (
     SELECT TOP (@max_items) w.seq FROM walked AS w
     LEFT JOIN OPENJSON(@rooms) AS r ON r.[key] COLLATE Latin1_General_100_BIN2 = w.k
     WHERE w.nth <= COALESCE(CAST(r.value AS INT), @default_room, w.nth)
-    ORDER BY w.priority DESC, w.fair_rank, w.created_at, w.seq
+    ORDER BY w.rank_priority DESC, w.fair_rank, w.created_at, w.seq
 ),
 claimable AS (
     SELECT TOP (@max_items) x.seq, x.id, x.queue, x.payload, x.created_at, x.status, x.attempts,
            x.lease_token, x.visible_at, x.first_popped_at, x.priority, x.group_key, x.attributes, x.fairness_key,
-           x.fair_rank
+           x.fair_rank, x.rank_priority
     FROM dbo.sq_items AS x WITH (FORCESEEK, ROWLOCK)
     WHERE x.seq IN (SELECT seq FROM allowed)
-    ORDER BY x.priority DESC, x.fair_rank, x.created_at, x.seq
+    ORDER BY x.rank_priority DESC, x.fair_rank, x.created_at, x.seq
 )
 UPDATE claimable
 SET status = 'leased',
@@ -231,7 +232,7 @@ SET status = 'leased',
     first_popped_at = COALESCE(first_popped_at, @now)
 OUTPUT inserted.seq, inserted.id, inserted.queue, inserted.payload, inserted.created_at, inserted.attempts,
        inserted.lease_token, inserted.visible_at, inserted.priority, inserted.group_key, inserted.attributes,
-       inserted.fairness_key, inserted.fair_rank;
+       inserted.fairness_key, inserted.fair_rank, inserted.rank_priority;
 
 
 -- fragment: item_row
@@ -364,12 +365,13 @@ DECLARE @moving TABLE (
     dedup_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
     remember_id BIT NOT NULL,
     attributes NVARCHAR(MAX) NULL,
-    fairness_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL
+    fairness_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
+    aging INT NULL
 );
 DELETE i
 OUTPUT deleted.seq, deleted.id, deleted.queue, t.name, deleted.payload, deleted.created_at, deleted.errors,
        deleted.priority, deleted.group_key, deleted.dedup_key, deleted.remember_id, deleted.attributes,
-       deleted.fairness_key
+       deleted.fairness_key, t.priority_aging_seconds
 INTO @moving
 FROM dbo.sq_items AS i
 JOIN @dead AS d ON d.id = i.id
@@ -388,11 +390,15 @@ FROM dbo.sq_client_ids AS c
 JOIN @moving AS m ON c.id = m.id
 WHERE m.remember_id = 1;
 -- The fairness key goes along; the fair rank was the source's, so the item ranks 0 in its target.
+-- Its rank is the target's aging's (as in dbo.sq_push_items).
 INSERT INTO dbo.sq_items (id, queue, payload, created_at, status, attempts, visible_at, errors, priority,
-                          group_key, dedup_key, first_popped_at, remember_id, attributes, fairness_key)
+                          group_key, dedup_key, first_popped_at, remember_id, attributes, fairness_key, rank_priority)
 SELECT m.id, m.target, m.payload, m.created_at, 'ready', 0, @now, m.errors, m.priority, m.group_key,
-       m.dedup_key, NULL, m.remember_id, m.attributes, m.fairness_key
+       m.dedup_key, NULL, m.remember_id, m.attributes, m.fairness_key,
+       CASE WHEN m.aging IS NULL THEN m.priority
+            ELSE m.priority - (e.s - ((e.s % m.aging) + m.aging) % m.aging) / m.aging END
 FROM @moving AS m
+CROSS APPLY (SELECT DATEDIFF_BIG(SECOND, CAST('1970-01-01' AS DATETIME2(7)), m.created_at) AS s) AS e
 ORDER BY m.seq;
 
 -- name: fail
@@ -594,24 +600,26 @@ DECLARE @gone TABLE (
     remember_id BIT NOT NULL,
     attributes NVARCHAR(MAX) NULL,
     fairness_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
-    fair_rank FLOAT NOT NULL
+    fair_rank FLOAT NOT NULL,
+    rank_priority BIGINT NOT NULL
 );
 INSERT INTO @locked (queue)
 SELECT q.name FROM dbo.sq_queues AS q WITH (UPDLOCK, HOLDLOCK) WHERE q.name = @queue;
 DELETE i
 OUTPUT deleted.seq, deleted.id, deleted.queue, deleted.payload, deleted.created_at, deleted.errors,
        deleted.priority, deleted.group_key, deleted.dedup_key, deleted.first_popped_at, deleted.remember_id,
-       deleted.attributes, deleted.fairness_key, deleted.fair_rank
+       deleted.attributes, deleted.fairness_key, deleted.fair_rank, deleted.rank_priority
 INTO @gone
 FROM dbo.sq_items AS i WITH (FORCESEEK)
 JOIN OPENJSON(@plan) WITH (seq BIGINT) AS p ON i.seq = p.seq
 WHERE i.queue = @queue AND i.status = 'dead';
 INSERT INTO dbo.sq_items (id, queue, payload, created_at, status, attempts, visible_at, errors, priority,
-                          group_key, dedup_key, first_popped_at, remember_id, attributes, fairness_key, fair_rank)
+                          group_key, dedup_key, first_popped_at, remember_id, attributes, fairness_key, fair_rank,
+                          rank_priority)
 SELECT g.id, g.queue, g.payload, g.created_at, 'ready', 0,
        DATEADD(MICROSECOND, p.micros, DATEADD(SECOND, p.seconds, @now)),
        g.errors, g.priority, g.group_key, g.dedup_key, g.first_popped_at, g.remember_id, g.attributes,
-       g.fairness_key, g.fair_rank
+       g.fairness_key, g.fair_rank, g.rank_priority
 FROM @gone AS g
 JOIN OPENJSON(@plan) WITH (n INT, seq BIGINT, seconds INT, micros INT) AS p ON p.seq = g.seq
 ORDER BY p.n;
@@ -796,13 +804,14 @@ DECLARE @max_leased INT = CAST(NULLIF(:max_leased, N'') AS INT);
 DECLARE @rate_per_second FLOAT = CAST(NULLIF(:rate_per_second, N'') AS FLOAT);
 DECLARE @rate_burst INT = CAST(NULLIF(:rate_burst, N'') AS INT);
 DECLARE @max_leased_per_key INT = CAST(NULLIF(:max_leased_per_key, N'') AS INT);
+DECLARE @priority_aging_seconds INT = CAST(NULLIF(:priority_aging_seconds, N'') AS INT);
 DECLARE @limited BIT = :limited;
 -- A key's own limits keep the queue limited whatever its own settings.
 SET @limited = CASE WHEN @limited = 1 OR EXISTS (
                     SELECT 1 FROM dbo.sq_fair_keys AS k
                     WHERE k.queue = @queue AND (k.max_leased IS NOT NULL OR k.rate_per_second IS NOT NULL))
                THEN 1 ELSE 0 END;
-DECLARE @updated TABLE (name NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL);
+DECLARE @updated TABLE (name NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL, aging INT NULL);
 UPDATE dbo.sq_queues WITH (UPDLOCK, HOLDLOCK)
 SET max_attempts = @max_attempts, lease_seconds = @lease_seconds, backoff_base_seconds = @backoff_base_seconds,
     backoff_factor = @backoff_factor, backoff_cap_seconds = @backoff_cap_seconds, backoff_jitter = @backoff_jitter,
@@ -810,19 +819,34 @@ SET max_attempts = @max_attempts, lease_seconds = @lease_seconds, backoff_base_s
     dedup_window_from = @dedup_window_from, history_payload = @history_payload,
     dead_letter_queue = @dead_letter_queue, message_retention_seconds = @message_retention_seconds,
     max_leased = @max_leased, rate_per_second = @rate_per_second, rate_burst = @rate_burst,
-    max_leased_per_key = @max_leased_per_key, limited = @limited, modified_at = @now
-OUTPUT inserted.name INTO @updated
+    max_leased_per_key = @max_leased_per_key, priority_aging_seconds = @priority_aging_seconds,
+    limited = @limited, modified_at = @now
+OUTPUT inserted.name, deleted.priority_aging_seconds INTO @updated
 WHERE name = @queue;
+-- A change of priority_aging_seconds re-ranks every item the queue holds (as dbo.sq_push_items
+-- ranks), in this batch, so that items ranked with and without aging, or with two periods, never
+-- meet in one pop order; its cost grows with the queue's items. A queue made here has none yet.
+UPDATE i
+SET rank_priority = CASE WHEN @priority_aging_seconds IS NULL THEN i.priority
+                         ELSE i.priority - (e.s - ((e.s % @priority_aging_seconds) + @priority_aging_seconds)
+                                                  % @priority_aging_seconds) / @priority_aging_seconds END
+FROM dbo.sq_items AS i
+CROSS APPLY (SELECT DATEDIFF_BIG(SECOND, CAST('1970-01-01' AS DATETIME2(7)), i.created_at) AS s) AS e
+WHERE i.queue = @queue
+  AND EXISTS (SELECT 1 FROM @updated AS u
+              WHERE u.aging <> @priority_aging_seconds OR (u.aging IS NULL AND @priority_aging_seconds IS NOT NULL)
+                 OR (u.aging IS NOT NULL AND @priority_aging_seconds IS NULL));
 SELECT CASE WHEN EXISTS (SELECT 1 FROM @updated) THEN 0 ELSE 1 END AS created;
 IF NOT EXISTS (SELECT 1 FROM @updated)
     INSERT INTO dbo.sq_queues (name, created_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_factor,
                                backoff_cap_seconds, backoff_jitter, retention_seconds, dedup_window_seconds,
                                dedup_window_from, history_payload, dead_letter_queue, message_retention_seconds,
-                               max_leased, rate_per_second, rate_burst, max_leased_per_key, limited)
+                               max_leased, rate_per_second, rate_burst, max_leased_per_key,
+                               priority_aging_seconds, limited)
     VALUES (@queue, @now, @max_attempts, @lease_seconds, @backoff_base_seconds, @backoff_factor,
             @backoff_cap_seconds, @backoff_jitter, @retention_seconds, @dedup_window_seconds, @dedup_window_from,
             @history_payload, @dead_letter_queue, @message_retention_seconds,
-            @max_leased, @rate_per_second, @rate_burst, @max_leased_per_key, @limited);
+            @max_leased, @rate_per_second, @rate_burst, @max_leased_per_key, @priority_aging_seconds, @limited);
 
 -- name: next_visible_at
 -- The long-poll watcher's probe for every queue it waits on: the clock, then one row per queue with
@@ -1026,7 +1050,7 @@ SELECT @found AS found, @leased AS leased, @deleted AS deleted, @items AS items,
 -- sum is added to. The SELECT's head is each statement's own (TOP for a page).
 q.name AS name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backoff_factor,
 q.backoff_cap_seconds, q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds, q.dedup_window_from,
-q.history_payload, q.dead_letter_queue, q.message_retention_seconds, q.max_leased, q.rate_per_second, q.rate_burst, q.max_leased_per_key, q.limited, q.paused,
+q.history_payload, q.dead_letter_queue, q.message_retention_seconds, q.priority_aging_seconds, q.max_leased, q.rate_per_second, q.rate_burst, q.max_leased_per_key, q.limited, q.paused,
 live.ready, live.leased, live.delayed, live.retrying, dead.dead + COALESCE(live.expired_dead, 0) AS dead,
 live.oldest_ready, hist.completed_in_history, hist.dead_in_history, @now AS now
 FROM dbo.sq_queues AS q
@@ -1219,7 +1243,7 @@ SET status = 'leased',
     first_popped_at = COALESCE(i.first_popped_at, @now)
 OUTPUT inserted.seq, inserted.id, inserted.queue, inserted.payload, inserted.created_at, inserted.attempts,
        inserted.lease_token, inserted.visible_at, inserted.priority, inserted.group_key, inserted.attributes,
-       inserted.fairness_key, inserted.fair_rank
+       inserted.fairness_key, inserted.fair_rank, inserted.rank_priority
 FROM dbo.sq_items AS i
 JOIN runs ON runs.seq = i.seq
 WHERE i.status IN ('ready', 'leased');

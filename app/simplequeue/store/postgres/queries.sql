@@ -65,8 +65,8 @@ COALESCE((SELECT COALESCE(:now::timestamptz, now()) - r.message_retention_second
 -- completed (gone, for the group probe): see complete_and_pop. A pop alone completes nothing
 -- (nothing_completed).
 SELECT c.seq FROM (
-    SELECT r.seq, r.priority, r.fair_rank, r.created_at FROM (
-        SELECT x.seq, x.priority, x.fair_rank, x.created_at FROM sq_items AS x
+    SELECT r.seq, r.rank_priority, r.fair_rank, r.created_at FROM (
+        SELECT x.seq, x.rank_priority, x.fair_rank, x.created_at FROM sq_items AS x
         WHERE x.queue = :queue AND x.status = 'ready' AND x.visible_at <= COALESCE(:now::timestamptz, now())
           AND x.id <> ALL (ARRAY(SELECT id FROM requested))
           AND x.created_at >= (
@@ -74,13 +74,13 @@ SELECT c.seq FROM (
           )
           AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND (paused OR (limited AND NOT :limits_checked::boolean)))
           -- include: group_head
-        ORDER BY x.priority DESC, x.fair_rank, x.created_at, x.seq
+        ORDER BY x.rank_priority DESC, x.fair_rank, x.created_at, x.seq
         LIMIT :max_items
         FOR UPDATE SKIP LOCKED
     ) AS r
     UNION ALL
-    SELECT l.seq, l.priority, l.fair_rank, l.created_at FROM (
-        SELECT x.seq, x.priority, x.fair_rank, x.created_at FROM sq_items AS x
+    SELECT l.seq, l.rank_priority, l.fair_rank, l.created_at FROM (
+        SELECT x.seq, x.rank_priority, x.fair_rank, x.created_at FROM sq_items AS x
         WHERE x.queue = :queue AND x.status = 'leased' AND x.visible_at <= COALESCE(:now::timestamptz, now())
           AND x.id <> ALL (ARRAY(SELECT id FROM requested))
           AND x.created_at >= (
@@ -89,12 +89,12 @@ SELECT c.seq FROM (
           AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND (paused OR (limited AND NOT :limits_checked::boolean)))
           AND x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)
           -- include: group_head
-        ORDER BY x.priority DESC, x.fair_rank, x.created_at, x.seq
+        ORDER BY x.rank_priority DESC, x.fair_rank, x.created_at, x.seq
         LIMIT :max_items
         FOR UPDATE SKIP LOCKED
     ) AS l
 ) AS c
-ORDER BY c.priority DESC, c.fair_rank, c.created_at, c.seq
+ORDER BY c.rank_priority DESC, c.fair_rank, c.created_at, c.seq
 LIMIT :max_items
 
 -- fragment: claim_keyed
@@ -104,12 +104,12 @@ LIMIT :max_items
 -- out no more than its room (:room_keys and :rooms; :default_room for any other key, NULL: no
 -- limit), in pop order, :max_items at most. Rows walked and not taken stay locked until commit.
 SELECT w.seq FROM (
-SELECT u.seq, u.priority, u.fair_rank, u.created_at, COALESCE(u.fairness_key, '') AS k,
+SELECT u.seq, u.rank_priority, u.fair_rank, u.created_at, COALESCE(u.fairness_key, '') AS k,
        row_number() OVER (PARTITION BY COALESCE(u.fairness_key, '')
-                          ORDER BY u.priority DESC, u.fair_rank, u.created_at, u.seq) AS nth
+                          ORDER BY u.rank_priority DESC, u.fair_rank, u.created_at, u.seq) AS nth
 FROM (
-    SELECT r.seq, r.priority, r.fair_rank, r.created_at, r.fairness_key FROM (
-        SELECT x.seq, x.priority, x.fair_rank, x.created_at, x.fairness_key FROM sq_items AS x
+    SELECT r.seq, r.rank_priority, r.fair_rank, r.created_at, r.fairness_key FROM (
+        SELECT x.seq, x.rank_priority, x.fair_rank, x.created_at, x.fairness_key FROM sq_items AS x
         WHERE x.queue = :queue AND x.status = 'ready' AND x.visible_at <= COALESCE(:now::timestamptz, now())
           AND x.id <> ALL (ARRAY(SELECT id FROM requested))
           AND x.created_at >= (
@@ -118,13 +118,13 @@ FROM (
           AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
           AND COALESCE(x.fairness_key, '') <> ALL (:full::text[])
           -- include: group_head
-        ORDER BY x.priority DESC, x.fair_rank, x.created_at, x.seq
+        ORDER BY x.rank_priority DESC, x.fair_rank, x.created_at, x.seq
         LIMIT :walk
         FOR UPDATE SKIP LOCKED
     ) AS r
     UNION ALL
-    SELECT l.seq, l.priority, l.fair_rank, l.created_at, l.fairness_key FROM (
-        SELECT x.seq, x.priority, x.fair_rank, x.created_at, x.fairness_key FROM sq_items AS x
+    SELECT l.seq, l.rank_priority, l.fair_rank, l.created_at, l.fairness_key FROM (
+        SELECT x.seq, x.rank_priority, x.fair_rank, x.created_at, x.fairness_key FROM sq_items AS x
         WHERE x.queue = :queue AND x.status = 'leased' AND x.visible_at <= COALESCE(:now::timestamptz, now())
           AND x.id <> ALL (ARRAY(SELECT id FROM requested))
           AND x.created_at >= (
@@ -134,7 +134,7 @@ FROM (
           AND COALESCE(x.fairness_key, '') <> ALL (:full::text[])
           AND x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)
           -- include: group_head
-        ORDER BY x.priority DESC, x.fair_rank, x.created_at, x.seq
+        ORDER BY x.rank_priority DESC, x.fair_rank, x.created_at, x.seq
         LIMIT :walk
         FOR UPDATE SKIP LOCKED
     ) AS l
@@ -142,7 +142,7 @@ FROM (
 ) AS w
 LEFT JOIN unnest(:room_keys::text[], :rooms::integer[]) AS r(k, n) ON r.k = w.k
 WHERE w.nth <= COALESCE(r.n, :default_room::integer, w.nth)
-ORDER BY w.priority DESC, w.fair_rank, w.created_at, w.seq
+ORDER BY w.rank_priority DESC, w.fair_rank, w.created_at, w.seq
 LIMIT :max_items
 
 
@@ -175,7 +175,7 @@ WHERE seq = ANY (ARRAY(
     -- include: claim
 ))
 RETURNING seq, id, queue, payload::text AS payload, created_at, attempts, lease_token, visible_at,
-          priority, group_key, attributes, fairness_key, fair_rank
+          priority, group_key, attributes, fairness_key, fair_rank, rank_priority
 
 -- name: pop_keyed
 -- pop, with claim_keyed: a careful pop of a queue whose keys have limits.
@@ -185,7 +185,7 @@ WHERE seq = ANY (ARRAY(
     -- include: claim_keyed
 ))
 RETURNING seq, id, queue, payload::text AS payload, created_at, attempts, lease_token, visible_at,
-          priority, group_key, attributes, fairness_key, fair_rank
+          priority, group_key, attributes, fairness_key, fair_rank, rank_priority
 
 -- name: pop_runs
 -- pop, where a group's head brings the run behind it: the group's next live items in seq order, as
@@ -230,7 +230,7 @@ WHERE seq = ANY (ARRAY(
 ))
   AND status IN ('ready', 'leased')
 RETURNING seq, id, queue, payload::text AS payload, created_at, attempts, lease_token, visible_at,
-          priority, group_key, attributes, fairness_key, fair_rank
+          priority, group_key, attributes, fairness_key, fair_rank, rank_priority
 
 -- name: extend
 -- The row is found by its id alone: a generic plan may otherwise walk sq_items_leased, every
@@ -319,15 +319,15 @@ WITH
         -- include: claim
     ))
     RETURNING seq, id, queue, payload::text AS payload, created_at, attempts, lease_token, visible_at,
-              priority, group_key, attributes, fairness_key, fair_rank
+              priority, group_key, attributes, fairness_key, fair_rank, rank_priority
 )
 SELECT 'popped' AS kind, p.seq, p.id, p.queue, p.payload, p.created_at, p.attempts, p.lease_token,
-       p.visible_at, p.priority, p.group_key, p.attributes, p.fairness_key, p.fair_rank, NULL AS status,
-       NULL::boolean AS completed
+       p.visible_at, p.priority, p.group_key, p.attributes, p.fairness_key, p.fair_rank, p.rank_priority,
+       NULL AS status, NULL::boolean AS completed
 FROM popped AS p
 UNION ALL
 SELECT 'completion', NULL, present.id, done.queue, NULL, NULL, NULL, present.lease_token, NULL, NULL, NULL, NULL,
-       NULL, NULL, present.status, done.id IS NOT NULL
+       NULL, NULL, NULL, present.status, done.id IS NOT NULL
 FROM present LEFT JOIN done ON done.id = present.id
 
 -- name: wait_on
@@ -408,6 +408,12 @@ WITH f AS (
         queue = CASE WHEN f.dies AND f.target IS NOT NULL THEN f.target ELSE i.queue END,
         -- A fair rank is its queue's: a moved item ranks 0 in its target (as on every engine).
         fair_rank = CASE WHEN f.dies AND f.target IS NOT NULL THEN 0 ELSE i.fair_rank END,
+        -- So is a rank: a moved item ranks by its target's aging.
+        rank_priority = CASE WHEN f.dies AND f.target IS NOT NULL
+                             THEN sq_rank_priority(i.priority, i.created_at,
+                                                   (SELECT a.priority_aging_seconds FROM sq_queues AS a
+                                                    WHERE a.name = f.target))
+                             ELSE i.rank_priority END,
         status = CASE WHEN f.dies AND f.target IS NULL THEN 'dead' ELSE 'ready' END,
         attempts = CASE WHEN f.dies AND f.target IS NOT NULL THEN 0 ELSE i.attempts END,
         first_popped_at = CASE WHEN f.dies AND f.target IS NOT NULL THEN NULL ELSE i.first_popped_at END,
@@ -446,6 +452,10 @@ FROM failed AS d CROSS JOIN woken
     SET seq = CASE WHEN e.target IS NOT NULL THEN nextval(pg_get_serial_sequence('sq_items', 'seq')) ELSE i.seq END,
         queue = COALESCE(e.target, i.queue),
         fair_rank = CASE WHEN e.target IS NULL THEN i.fair_rank ELSE 0 END,
+        rank_priority = CASE WHEN e.target IS NULL THEN i.rank_priority
+                             ELSE sq_rank_priority(i.priority, i.created_at,
+                                                   (SELECT a.priority_aging_seconds FROM sq_queues AS a
+                                                    WHERE a.name = e.target)) END,
         status = CASE WHEN e.target IS NULL THEN 'dead' ELSE 'ready' END,
         attempts = CASE WHEN e.target IS NULL THEN i.attempts ELSE 0 END,
         first_popped_at = CASE WHEN e.target IS NULL THEN i.first_popped_at END,
@@ -661,12 +671,24 @@ SELECT (SELECT count(*) FROM old) AS history, (SELECT count(*) FROM keys) AS key
        (SELECT count(*) FROM ids) AS ids
 
 -- name: put_queue
+-- A change of priority_aging_seconds re-ranks every item the queue holds (sq_rank_priority), in this
+-- statement, so that items ranked with and without aging, or with two periods, never meet in one
+-- pop order; its cost grows with the queue's items. A push in flight (its rank computed, not yet
+-- committed) keeps the rank of the setting it read.
+WITH previous AS (
+    SELECT q.priority_aging_seconds AS aging FROM sq_queues AS q WHERE q.name = :queue
+), reranked AS (
+    UPDATE sq_items AS i SET rank_priority = sq_rank_priority(i.priority, i.created_at, :priority_aging_seconds::integer)
+    WHERE i.queue = :queue
+      AND EXISTS (SELECT 1 FROM previous AS p WHERE p.aging IS DISTINCT FROM :priority_aging_seconds::integer)
+), put AS (
 INSERT INTO sq_queues (name, created_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_factor,
                        backoff_cap_seconds, backoff_jitter, retention_seconds, dedup_window_seconds, dedup_window_from,
                        history_payload, dead_letter_queue, message_retention_seconds, max_leased,
-                       rate_per_second, rate_burst, max_leased_per_key, limited)
+                       rate_per_second, rate_burst, max_leased_per_key, priority_aging_seconds, limited)
 VALUES (:queue, COALESCE(:now::timestamptz, now()), :max_attempts, :lease_seconds, :backoff_base_seconds, :backoff_factor, :backoff_cap_seconds, :backoff_jitter, :retention_seconds, :dedup_window_seconds, :dedup_window_from, :history_payload,
         :dead_letter_queue, :message_retention_seconds, :max_leased, :rate_per_second, :rate_burst, :max_leased_per_key,
+        :priority_aging_seconds::integer,
         -- A key's own limits keep the queue limited whatever its own settings.
         :limited::boolean OR EXISTS (SELECT 1 FROM sq_fair_keys AS k WHERE k.queue = :queue AND (k.max_leased IS NOT NULL OR k.rate_per_second IS NOT NULL)))
 ON CONFLICT (name) DO UPDATE
@@ -677,8 +699,11 @@ SET max_attempts = excluded.max_attempts, lease_seconds = excluded.lease_seconds
     dedup_window_from = excluded.dedup_window_from, history_payload = excluded.history_payload,
     dead_letter_queue = excluded.dead_letter_queue, message_retention_seconds = excluded.message_retention_seconds,
     max_leased = excluded.max_leased, rate_per_second = excluded.rate_per_second, rate_burst = excluded.rate_burst,
-    max_leased_per_key = excluded.max_leased_per_key, limited = excluded.limited, modified_at = excluded.created_at
+    max_leased_per_key = excluded.max_leased_per_key, priority_aging_seconds = excluded.priority_aging_seconds,
+    limited = excluded.limited, modified_at = excluded.created_at
 RETURNING xmax = 0 AS created
+)
+SELECT created FROM put
 
 -- name: queue_exists
 SELECT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue)
@@ -815,7 +840,7 @@ SELECT (SELECT count(*) FROM q) AS found, (SELECT leased FROM busy) AS leased,
 -- slow the live figures down. An expired lease on its last attempt counts as dead already.
 SELECT q.name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backoff_factor, q.backoff_cap_seconds,
        q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds, q.dedup_window_from, q.history_payload,
-       q.dead_letter_queue, q.message_retention_seconds, q.max_leased, q.rate_per_second, q.rate_burst, q.max_leased_per_key, q.limited, q.paused, live.ready, live.leased, live.delayed, live.retrying, dead.dead + live.expired_dead AS dead,
+       q.dead_letter_queue, q.message_retention_seconds, q.priority_aging_seconds, q.max_leased, q.rate_per_second, q.rate_burst, q.max_leased_per_key, q.limited, q.paused, live.ready, live.leased, live.delayed, live.retrying, dead.dead + live.expired_dead AS dead,
        live.oldest_ready, hist.completed_in_history, hist.dead_in_history, c.now
 FROM (SELECT COALESCE(:now::timestamptz, now()) AS now) AS c
 CROSS JOIN sq_queues AS q
