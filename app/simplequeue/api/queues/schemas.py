@@ -16,8 +16,8 @@ from simplequeue.api.items.schemas import Item
 from simplequeue.api.responses import with_payload
 from simplequeue.domain import HistoryRecord, Outcome, QueueStats
 from simplequeue.domain.activity import ActivityBucket
-from simplequeue.domain.keys import TOP_KEYS, KeyLoad
 from simplequeue.domain.aging import AGING_RANGE
+from simplequeue.domain.keys import TOP_KEYS, KeyLoad
 from simplequeue.domain.limits import FlowLimits
 from simplequeue.domain.queues import MESSAGE_RETENTION_RANGE, DedupWindowFrom
 
