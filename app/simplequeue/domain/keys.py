@@ -86,3 +86,35 @@ what lies beyond the walk waits for the next pop."""
 def walk_for(max_items: int) -> int:
     """How many items each walk of a pop with key limits looks at."""
     return max_items * WALK_FACTOR
+
+
+@dataclass(frozen=True, slots=True)
+class KeyTurn:
+    """A key a careful pop holds the turn of (its row locked): its cap on leases (None: none), its
+    unexpired leases counted after the lock, and the seqs of its items the pop's walk found, in pop
+    order, with their places in the walk."""
+
+    key: str
+    cap: int | None
+    leased: int
+    seqs: Sequence[int]
+    places: Sequence[int]
+
+    @property
+    def room(self) -> int:
+        return UNLIMITED_ROOM if self.cap is None else max(0, self.cap - self.leased)
+
+
+def pick(turns: Sequence[KeyTurn], take: int) -> tuple[list[int], bool]:
+    """The seqs a pop leases from the keys it holds: up to each key's room of its items, the first
+    `take` of them in pop order; and whether some key's room cut what it found short (then a pop
+    with fewer items than it asked for was bound by the keys' limits)."""
+    chosen: list[tuple[int, int]] = []
+    filled = False
+    for turn in turns:
+        room = turn.room
+        if room < len(turn.seqs):
+            filled = True
+        chosen += list(zip(turn.places[:room], turn.seqs[:room], strict=True))
+    chosen.sort()
+    return [seq for _, seq in chosen[:take]], filled

@@ -97,55 +97,6 @@ SELECT c.seq FROM (
 ORDER BY c.priority DESC, c.fair_rank, c.created_at, c.seq
 LIMIT :max_items
 
--- fragment: claim_keyed
--- claim, for a queue whose keys have limits (store.py: _pop_within_limits, after the queue's row
--- was locked and its keys' leases counted): each walk passes over the keys with no room left
--- (:full; '' for unkeyed items) and takes up to :walk items, and of what they found each key hands
--- out no more than its room (:room_keys and :rooms; :default_room for any other key, NULL: no
--- limit), in pop order, :max_items at most. Rows walked and not taken stay locked until commit.
-SELECT w.seq FROM (
-SELECT u.seq, u.priority, u.fair_rank, u.created_at, COALESCE(u.fairness_key, '') AS k,
-       row_number() OVER (PARTITION BY COALESCE(u.fairness_key, '')
-                          ORDER BY u.priority DESC, u.fair_rank, u.created_at, u.seq) AS nth
-FROM (
-    SELECT r.seq, r.priority, r.fair_rank, r.created_at, r.fairness_key FROM (
-        SELECT x.seq, x.priority, x.fair_rank, x.created_at, x.fairness_key FROM sq_items AS x
-        WHERE x.queue = :queue AND x.status = 'ready' AND x.visible_at <= COALESCE(:now::timestamptz, now())
-          AND x.id <> ALL (ARRAY(SELECT id FROM requested))
-          AND x.created_at >= (
-              -- include: retained
-          )
-          AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
-          AND COALESCE(x.fairness_key, '') <> ALL (:full::text[])
-          -- include: group_head
-        ORDER BY x.priority DESC, x.fair_rank, x.created_at, x.seq
-        LIMIT :walk
-        FOR UPDATE SKIP LOCKED
-    ) AS r
-    UNION ALL
-    SELECT l.seq, l.priority, l.fair_rank, l.created_at, l.fairness_key FROM (
-        SELECT x.seq, x.priority, x.fair_rank, x.created_at, x.fairness_key FROM sq_items AS x
-        WHERE x.queue = :queue AND x.status = 'leased' AND x.visible_at <= COALESCE(:now::timestamptz, now())
-          AND x.id <> ALL (ARRAY(SELECT id FROM requested))
-          AND x.created_at >= (
-              -- include: retained
-          )
-          AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
-          AND COALESCE(x.fairness_key, '') <> ALL (:full::text[])
-          AND x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)
-          -- include: group_head
-        ORDER BY x.priority DESC, x.fair_rank, x.created_at, x.seq
-        LIMIT :walk
-        FOR UPDATE SKIP LOCKED
-    ) AS l
-) AS u
-) AS w
-LEFT JOIN unnest(:room_keys::text[], :rooms::integer[]) AS r(k, n) ON r.k = w.k
-WHERE w.nth <= COALESCE(r.n, :default_room::integer, w.nth)
-ORDER BY w.priority DESC, w.fair_rank, w.created_at, w.seq
-LIMIT :max_items
-
-
 -- fragment: nothing_completed
 -- The claim's `requested` and `done` for a statement that completes nothing: empty. The claim
 -- reads `requested` as an array, made once per statement (an init plan), so each row it walks
@@ -177,13 +128,15 @@ WHERE seq = ANY (ARRAY(
 RETURNING seq, id, queue, payload::text AS payload, created_at, attempts, lease_token, visible_at,
           priority, group_key, attributes, fairness_key, fair_rank
 
--- name: pop_keyed
--- pop, with claim_keyed: a careful pop of a queue whose keys have limits.
--- include: nothing_completed
+-- name: lease_keyed
+-- The careful pop's claim for a queue whose keys have limits (store.py: _pop_by_keys): the items
+-- picked from lock_keys' walk, by seq, with the same lease as pop. The walk read them before the
+-- keys' rows were locked, so each is checked again here: an item another popper leased or a
+-- completion ended in between is left (the UPDATE re-reads a row changed since its snapshot).
 -- include: lease
-WHERE seq = ANY (ARRAY(
-    -- include: claim_keyed
-))
+WHERE seq = ANY (:seqs::bigint[]) AND queue = :queue AND visible_at <= COALESCE(:now::timestamptz, now())
+  AND (status = 'ready'
+       OR (status = 'leased' AND attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)))
 RETURNING seq, id, queue, payload::text AS payload, created_at, attempts, lease_token, visible_at,
           priority, group_key, attributes, fairness_key, fair_rank
 
@@ -1181,19 +1134,101 @@ SET limited = (max_leased IS NOT NULL OR rate_per_second IS NOT NULL OR max_leas
                           WHERE k.queue = :queue AND (k.max_leased IS NOT NULL OR k.rate_per_second IS NOT NULL)))
 WHERE name = :queue
 
--- name: key_caps
--- The queue's keys with a max_leased of their own (a careful pop's, store.py).
-SELECT fairness_key AS key, max_leased FROM sq_fair_keys WHERE queue = :queue AND max_leased IS NOT NULL
+-- fragment: key_walk
+-- The first :walk poppable items of the queue in pop order (ready along sq_items_ready, leases that
+-- ran out along sq_items_lapsed; neither locked nor counted as taken), by key ('' for unkeyed
+-- items): `keys`, each key with the seqs of its items in pop order and their places in the walk.
+WITH done AS (SELECT NULL::uuid AS id WHERE false),  -- for group_head: nothing completed here
+walked AS (
+    SELECT u.seq, COALESCE(u.fairness_key, '') AS k,
+           row_number() OVER (ORDER BY u.priority DESC, u.fair_rank, u.created_at, u.seq) AS place
+    FROM (
+        SELECT r.* FROM (
+            SELECT x.seq, x.priority, x.fair_rank, x.created_at, x.fairness_key FROM sq_items AS x
+            WHERE x.queue = :queue AND x.status = 'ready' AND x.visible_at <= COALESCE(:now::timestamptz, now())
+              AND x.created_at >= (
+                  -- include: retained
+              )
+              AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
+              -- include: group_head
+            ORDER BY x.priority DESC, x.fair_rank, x.created_at, x.seq
+            LIMIT :walk
+        ) AS r
+        UNION ALL
+        SELECT l.* FROM (
+            SELECT x.seq, x.priority, x.fair_rank, x.created_at, x.fairness_key FROM sq_items AS x
+            WHERE x.queue = :queue AND x.status = 'leased' AND x.visible_at <= COALESCE(:now::timestamptz, now())
+              AND x.created_at >= (
+                  -- include: retained
+              )
+              AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
+              AND x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)
+              -- include: group_head
+            ORDER BY x.priority DESC, x.fair_rank, x.created_at, x.seq
+            LIMIT :walk
+        ) AS l
+    ) AS u
+),
+keys AS (
+    SELECT w.k, min(w.place) AS first, array_agg(w.seq ORDER BY w.place) AS seqs,
+           array_agg(w.place ORDER BY w.place) AS places
+    FROM walked AS w WHERE w.place <= :walk GROUP BY w.k
+)
+
+-- name: lock_keys
+-- A careful pop's turn on the keys it takes from (store.py: _pop_by_keys), instead of a turn on
+-- the queue: the rows of the keys of its first items (key_walk), in the order of each key's first
+-- item, at most :max_keys of them, locked. SKIP LOCKED: a key another popper holds is passed over,
+-- never waited on, so poppers of one queue take different keys side by side, and never wait on
+-- one another in a cycle. A key with no row yet is passed over too (add_keys makes it). Each key
+-- comes with its cap (its own max_leased, else the queue's max_leased_per_key; NULL: none) and its
+-- walked items.
+-- include: key_walk
+SELECT f.fairness_key AS key, COALESCE(f.max_leased, q.max_leased_per_key) AS cap, k.seqs, k.places
+FROM keys AS k
+JOIN sq_fair_keys AS f ON f.queue = :queue AND f.fairness_key = k.k
+JOIN sq_queues AS q ON q.name = :queue
+ORDER BY k.first
+LIMIT :max_keys
+FOR UPDATE OF f SKIP LOCKED
+
+-- name: wait_keys
+-- lock_keys, when other poppers held every key it walked: waits for one of them instead, so that a
+-- queue of few keys is still handed out while others pop it. The pop holds no key's row while it
+-- waits (lock_keys locked none), so no two pops wait on each other. It then walks again
+-- (lock_keys, which does not pass over its own locks) to see what the pops before it left.
+-- include: key_walk
+SELECT f.fairness_key AS key FROM keys AS k
+JOIN sq_fair_keys AS f ON f.queue = :queue AND f.fairness_key = k.k
+ORDER BY f.fairness_key
+LIMIT 1
+FOR UPDATE OF f
+
+-- name: add_keys
+-- The row lock_keys finds missing: the unkeyed items' key ('') of a queue that never saw a key
+-- (every key given to a push has its row: sq_fair_ranks). The row makes the queue fair: its pushes
+-- are ranked from then on, in push order while they have one key.
+INSERT INTO sq_fair_keys (queue, fairness_key, last_rank)
+SELECT q.name, '', 0 FROM sq_queues AS q WHERE q.name = :queue
+ON CONFLICT (queue, fairness_key) DO NOTHING
+
+-- name: keys_limited
+-- Whether some key of the queue has limits of its own (a careful pop of a queue with queue-wide
+-- limits asks: then it takes its keys' turns too).
+SELECT EXISTS (SELECT 1 FROM sq_fair_keys
+               WHERE queue = :queue AND (max_leased IS NOT NULL OR rate_per_second IS NOT NULL)) AS limited
 
 -- name: key_leases
--- The queue's unexpired leases by key ('' for unkeyed items): a range of sq_items_key_leased. Run
--- after sq_flow_room locked the queue's row, in a snapshot of its own: it sees every lease the
--- pops before this one committed.
-SELECT fairness_key AS key, count(*) AS leased FROM sq_items
-WHERE queue = :queue AND status = 'leased' AND fairness_key IS NOT NULL
-  AND visible_at > COALESCE(:now::timestamptz, now())
-GROUP BY fairness_key
-UNION ALL
-SELECT '' AS key, count(*) AS leased FROM sq_items
-WHERE queue = :queue AND status = 'leased' AND fairness_key IS NULL
-  AND visible_at > COALESCE(:now::timestamptz, now())
+-- The unexpired leases of the keys :keys ('' for unkeyed items): a seek of sq_items_key_leased each,
+-- the unkeyed items' a range of sq_items_lapsed. Run after lock_keys locked their rows, in a
+-- snapshot of its own: it sees every lease the pops of those keys before this one committed.
+SELECT k.key, CASE WHEN k.key = '' THEN (
+           SELECT count(*) FROM sq_items AS i
+           WHERE i.queue = :queue AND i.status = 'leased' AND i.fairness_key IS NULL
+             AND i.visible_at > COALESCE(:now::timestamptz, now()))
+       ELSE (
+           SELECT count(*) FROM sq_items AS i
+           WHERE i.queue = :queue AND i.status = 'leased' AND i.fairness_key = k.key
+             AND i.visible_at > COALESCE(:now::timestamptz, now()))
+       END AS leased
+FROM unnest(:keys::text[]) AS k(key)
