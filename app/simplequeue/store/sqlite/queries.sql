@@ -110,23 +110,17 @@ WHERE seq IN (
 RETURNING seq, id, queue, payload, created_at, attempts, lease_token, visible_at, priority, group_key, attributes,
           fairness_key, fair_rank
 
--- name: pop_keyed
--- pop, for a queue whose keys have limits (transactions.py: within_limits): each walk passes over
--- the keys with no room left (:full, a JSON array; '' for unkeyed items) and takes up to :walk
--- items, and of what they found each key hands out no more than its room (:rooms, a JSON object
--- of key to room; :default_room for any other key, NULL: no limit), in pop order, :max_items at
--- most. Under the writer's lock: the rooms were counted in this transaction.
-UPDATE sq_items
-SET status = 'leased',
-    attempts = attempts + 1,
-    lease_token = :lease_token,
-    visible_at = sq_add_seconds(:now, COALESCE(:lease_seconds, (SELECT lease_seconds FROM sq_queues WHERE name = :queue))),
-    first_popped_at = COALESCE(first_popped_at, :now)
-WHERE seq IN (
-    SELECT w.seq FROM (
-    SELECT c.seq, c.priority, c.fair_rank, c.created_at, COALESCE(c.fairness_key, '') AS k,
-           row_number() OVER (PARTITION BY COALESCE(c.fairness_key, '')
-                              ORDER BY c.priority DESC, c.fair_rank, c.created_at, c.seq) AS nth
+-- name: key_walk
+-- The careful pop of a queue whose keys have limits (transactions.py: pop_by_keys), its first step:
+-- the first :walk poppable items in pop order (the two walks of pop), by key ('' for unkeyed
+-- items), each key with its cap (its own max_leased, else the queue's max_leased_per_key; NULL:
+-- none), its unexpired leases when it has a cap (a seek of sq_items_key_leased; the unkeyed
+-- items', a range of sq_items_lapsed), and its walked items' seqs and places in the walk (JSON
+-- arrays). Only the keys the pop may take from are counted; under the writer's lock, the counts
+-- hold until the pop commits.
+WITH walked AS (
+    SELECT c.seq, COALESCE(c.fairness_key, '') AS k,
+           row_number() OVER (ORDER BY c.priority DESC, c.fair_rank, c.created_at, c.seq) AS place
     FROM (
         SELECT * FROM (
             SELECT x.seq, x.priority, x.fair_rank, x.created_at, x.fairness_key FROM sq_items AS x INDEXED BY sq_items_ready
@@ -135,7 +129,6 @@ WHERE seq IN (
                   -- include: retained
               )
               AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
-              AND COALESCE(x.fairness_key, '') NOT IN (SELECT value FROM json_each(:full))
               AND (x.group_key IS NULL OR NOT EXISTS (
                   SELECT 1 FROM sq_items AS e INDEXED BY sq_items_group
                   WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
@@ -151,7 +144,6 @@ WHERE seq IN (
                   -- include: retained
               )
               AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
-              AND COALESCE(x.fairness_key, '') NOT IN (SELECT value FROM json_each(:full))
               AND x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)
               AND (x.group_key IS NULL OR NOT EXISTS (
                   SELECT 1 FROM sq_items AS e INDEXED BY sq_items_group
@@ -161,11 +153,39 @@ WHERE seq IN (
             LIMIT :walk
         )
     ) AS c
-    ) AS w
-    WHERE w.nth <= COALESCE((SELECT r.value FROM json_each(:rooms) AS r WHERE r.key = w.k), :default_room, w.nth)
-    ORDER BY w.priority DESC, w.fair_rank, w.created_at, w.seq
-    LIMIT :max_items
+),
+keys AS (
+    SELECT w.k, min(w.place) AS first, json_group_array(w.seq) AS seqs, json_group_array(w.place) AS places
+    FROM walked AS w WHERE w.place <= :walk GROUP BY w.k
+),
+capped AS (
+    SELECT y.k, y.first, y.seqs, y.places,
+           COALESCE((SELECT f.max_leased FROM sq_fair_keys AS f WHERE f.queue = :queue AND f.fairness_key = y.k),
+                    (SELECT q.max_leased_per_key FROM sq_queues AS q WHERE q.name = :queue)) AS cap
+    FROM keys AS y
 )
+SELECT z.k AS key, z.cap, z.seqs, z.places,
+       CASE WHEN z.cap IS NULL THEN 0
+            WHEN z.k = '' THEN (
+                SELECT count(*) FROM sq_items AS i INDEXED BY sq_items_lapsed
+                WHERE i.queue = :queue AND i.status = 'leased' AND i.visible_at > :now AND i.fairness_key IS NULL)
+            ELSE (
+                SELECT count(*) FROM sq_items AS i INDEXED BY sq_items_key_leased
+                WHERE i.queue = :queue AND i.status = 'leased' AND i.fairness_key = z.k AND i.visible_at > :now)
+       END AS leased
+FROM capped AS z
+ORDER BY z.first
+
+-- name: lease_keyed
+-- The items a careful pop picked from key_walk (:seqs, a JSON array), leased as pop leases them;
+-- in the same write transaction as the walk, so they are as it found them.
+UPDATE sq_items
+SET status = 'leased',
+    attempts = attempts + 1,
+    lease_token = :lease_token,
+    visible_at = sq_add_seconds(:now, COALESCE(:lease_seconds, (SELECT lease_seconds FROM sq_queues WHERE name = :queue))),
+    first_popped_at = COALESCE(first_popped_at, :now)
+WHERE seq IN (SELECT value FROM json_each(:seqs)) AND queue = :queue
 RETURNING seq, id, queue, payload, created_at, attempts, lease_token, visible_at, priority, group_key, attributes,
           fairness_key, fair_rank
 
@@ -957,16 +977,8 @@ SET limited = (max_leased IS NOT NULL OR rate_per_second IS NOT NULL OR max_leas
                           WHERE k.queue = :queue AND (k.max_leased IS NOT NULL OR k.rate_per_second IS NOT NULL)))
 WHERE name = :queue
 
--- name: key_caps
--- The queue's keys with a max_leased of their own (a careful pop's, transactions.py).
-SELECT fairness_key AS key, max_leased FROM sq_fair_keys WHERE queue = :queue AND max_leased IS NOT NULL
-
--- name: key_leases
--- The queue's unexpired leases by key: a range of sq_items_key_leased; then the unkeyed items' (key
--- ''), a range of sq_items_lapsed.
-SELECT fairness_key AS key, count(*) AS leased FROM sq_items INDEXED BY sq_items_key_leased
-WHERE queue = :queue AND status = 'leased' AND fairness_key IS NOT NULL AND visible_at > :now
-GROUP BY fairness_key
-UNION ALL
-SELECT '' AS key, count(*) AS leased FROM sq_items INDEXED BY sq_items_lapsed
-WHERE queue = :queue AND status = 'leased' AND visible_at > :now AND fairness_key IS NULL
+-- name: keys_limited
+-- Whether some key of the queue has limits of its own (a careful pop of a queue with queue-wide
+-- limits asks: then its keys are counted too).
+SELECT EXISTS (SELECT 1 FROM sq_fair_keys
+               WHERE queue = :queue AND (max_leased IS NOT NULL OR rate_per_second IS NOT NULL)) AS limited

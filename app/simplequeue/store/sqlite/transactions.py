@@ -24,7 +24,7 @@ from simplequeue.domain import (
     Outcome,
     Pushed,
 )
-from simplequeue.domain.keys import KeyRooms, key_rooms, some_key_filled, walk_for
+from simplequeue.domain.keys import KeyTurn, pick, walk_for
 from simplequeue.domain.limits import NO_LIMITS, Bucket, FlowLimits, Room, room
 from simplequeue.domain.rules import complete_outcomes, in_pop_order, why_refused
 from simplequeue.store import rows
@@ -148,30 +148,12 @@ def pop(
     asked = max_items
     limits, allowed = within_limits(conn, queue, max_items, now)
     max_items = allowed.items if allowed is not None else max_items
-    keys = key_limits(conn, queue, limits, now) if limits.per_key else None
-    if keys is not None:
-        limits = replace(limits, keys_limited=True)
+    if limits.per_key:
         group_runs = False  # a run would pass the keys' rooms
-    found = []
-    if max_items > 0 and keys is not None:
-        found = statements.rows(
-            conn,
-            "pop_keyed",
-            queue=queue,
-            max_items=max_items,
-            walk=walk_for(max_items),
-            now=now,
-            lease_token=token,
-            lease_seconds=lease_seconds,
-            full=json.dumps(keys.full),
-            rooms=json.dumps(keys.rooms),
-            default_room=keys.default,
-        )
-        if (
-            len(found) < max_items
-            and allowed is not None
-            and some_key_filled(keys, [r["fairness_key"] for r in found])
-        ):
+    found: list[sqlite3.Row] = []
+    if max_items > 0 and limits.per_key:
+        found, filled = pop_by_keys(conn, queue, max_items, lease_seconds, now, token)
+        if len(found) < max_items and allowed is not None and filled:
             allowed = replace(allowed, bound_by="max_leased_per_key")
     elif max_items > 0:
         found = statements.rows(
@@ -215,7 +197,10 @@ def within_limits(
     if row is None or not row["limited"]:
         return NO_LIMITS, None
     limits = rows.flow_limits(row)
-    if not limits.limited:  # limited by its keys' own limits alone
+    # Limited, yet not by the queue's settings: by its keys' own.
+    if not limits.limited or (
+        not limits.per_key and statements.first(conn, "keys_limited", queue=queue)["limited"]
+    ):
         limits = replace(limits, keys_limited=True)
     leased = 0
     if limits.max_leased is not None:
@@ -224,16 +209,31 @@ def within_limits(
     return limits, room(limits, asked, leased, bucket, rows.as_utc(now))
 
 
-def key_limits(conn: sqlite3.Connection, queue: str, limits: FlowLimits, now: str) -> KeyRooms | None:
-    """Each key's room (domain/keys.py) for a queue whose keys may have limits; None when neither
-    the queue nor any key of it has one."""
-    caps = {row["key"]: int(row["max_leased"]) for row in statements.rows(conn, "key_caps", queue=queue)}
-    if limits.max_leased_per_key is None and not caps:
-        return None
-    leased = {
-        row["key"]: int(row["leased"]) for row in statements.rows(conn, "key_leases", queue=queue, now=now)
-    }
-    return key_rooms(limits.max_leased_per_key, caps, leased)
+def pop_by_keys(
+    conn: sqlite3.Connection, queue: str, take: int, lease_seconds: int | None, now: str, token: str
+) -> tuple[list[sqlite3.Row], bool]:
+    """A pop of a queue whose keys have limits: its first items by key, with the leases of just
+    those keys counted (key_walk), then up to each key's room of them leased (domain/keys.py:
+    pick). The rows leased, and whether some key's room cut the pop short."""
+    turns = []
+    for row in statements.rows(conn, "key_walk", queue=queue, now=now, walk=walk_for(take)):
+        walked = sorted(zip(json.loads(row["places"]), json.loads(row["seqs"]), strict=True))
+        places, seqs = [place for place, _ in walked], [seq for _, seq in walked]
+        cap = None if row["cap"] is None else int(row["cap"])
+        turns.append(KeyTurn(row["key"], cap, int(row["leased"]), seqs, places))
+    seqs, filled = pick(turns, take)
+    if not seqs:
+        return [], filled
+    leased = statements.rows(
+        conn,
+        "lease_keyed",
+        queue=queue,
+        now=now,
+        seqs=json.dumps(seqs),
+        lease_token=token,
+        lease_seconds=lease_seconds,
+    )
+    return leased, filled
 
 
 REAP_AT_POP = 100  # the most a pop reaps
