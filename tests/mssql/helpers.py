@@ -41,7 +41,16 @@ SQLITE_TYPED_SETTINGS = load_migrations("sqlite")[9]  # v10: the same columns
 OPTIONAL_SETTINGS = frozenset({"dead_letter_queue", "message_retention_seconds"})
 """Queue settings that may be NULL (none), which no release before v11 had."""
 
-FLOW_LIMITS = frozenset({"max_leased", "rate_per_second", "rate_burst", "limited", "max_leased_per_key"})
+FLOW_LIMITS = frozenset(
+    {
+        "max_leased",
+        "rate_per_second",
+        "rate_burst",
+        "limited",
+        "max_leased_per_key",
+        "rate_per_key_per_second",
+    }
+)
 """Queue settings of v13 (flow limits) and v16 (per-key limits): tests/mssql/test_limits.py holds
 their columns."""
 
@@ -455,6 +464,7 @@ def stats_row(name: str, oldest: datetime | None) -> tuple[Any, ...]:
         None,
         None,
         None,
+        None,
         False,
     )
     return (name, *settings, False, 2, 1, 3, None, 4, oldest, 7, 8, NOW.replace(tzinfo=None))
@@ -476,6 +486,7 @@ def limits_row(
         rate_per_second=rate_per_second,
         rate_burst=rate_burst,
         max_leased_per_key=max_leased_per_key,
+        rate_per_key_per_second=None,
         rate_tokens=rate_tokens,
         rate_at=rate_at,
         now=NOW.replace(tzinfo=None),

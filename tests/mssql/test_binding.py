@@ -111,6 +111,7 @@ PARAMETERS = {
         "rate_per_second",
         "rate_burst",
         "max_leased_per_key",
+        "rate_per_key_per_second",
         "limited",
     ),
     "next_visible_at": ("now", "queues"),

@@ -9,6 +9,9 @@ from __future__ import annotations
 import re
 
 import pytest
+from simplequeue.domain import InvalidSettings, QueueSettings
+from simplequeue.domain.keys import KeySettings
+from simplequeue.domain.limits import FlowLimits
 from simplequeue.store.migrations import load_migrations
 from simplequeue.store.mssql.store import MssqlStore
 from sqlglot import exp
@@ -124,3 +127,15 @@ async def test_a_queue_without_limits_pops_at_once_after_the_look(
 
     assert conn.names == ["lock_limits", "pop"]
     assert conn.params("pop")[3:5] == (1, 10)
+
+
+async def test_a_rate_per_key_is_refused_rather_than_stored_and_not_held(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    with pytest.raises(InvalidSettings) as queue_wide:
+        await store.put_queue("q", QueueSettings(limits=FlowLimits(rate_per_key_per_second=2)))
+    with pytest.raises(InvalidSettings) as own:
+        await store.put_key("q", "acme", KeySettings(rate_per_second=2))
+    assert (queue_wide.value.field, own.value.field) == ("rate_per_key_per_second", "rate_per_second")
+    assert conn.names == []

@@ -90,31 +90,41 @@ def walk_for(max_items: int) -> int:
 
 @dataclass(frozen=True, slots=True)
 class KeyTurn:
-    """A key a careful pop holds the turn of (its row locked): its cap on leases (None: none), its
-    unexpired leases counted after the lock, and the seqs of its items the pop's walk found, in pop
-    order, with their places in the walk."""
+    """A key a careful pop holds the turn of: its cap on leases (None: none), its unexpired leases
+    counted after it took the turn, the seqs of its items the pop's walk found, in pop order, with
+    their places in the walk, and the whole tokens its bucket holds now (None: no rate)."""
 
     key: str
     cap: int | None
     leased: int
     seqs: Sequence[int]
     places: Sequence[int]
+    tokens: int | None = None
 
     @property
     def room(self) -> int:
-        return UNLIMITED_ROOM if self.cap is None else max(0, self.cap - self.leased)
+        by_cap = UNLIMITED_ROOM if self.cap is None else max(0, self.cap - self.leased)
+        return by_cap if self.tokens is None else max(0, min(by_cap, self.tokens))
+
+    @property
+    def bound_by(self) -> str:
+        """What limits its room: its rate when its tokens are fewer than its cap leaves."""
+        by_cap = UNLIMITED_ROOM if self.cap is None else self.cap - self.leased
+        return "rate_per_key" if self.tokens is not None and self.tokens < by_cap else "max_leased_per_key"
 
 
-def pick(turns: Sequence[KeyTurn], take: int) -> tuple[list[int], bool]:
+def pick(turns: Sequence[KeyTurn], take: int) -> tuple[list[int], str | None]:
     """The seqs a pop leases from the keys it holds: up to each key's room of its items, the first
-    `take` of them in pop order; and whether some key's room cut what it found short (then a pop
-    with fewer items than it asked for was bound by the keys' limits)."""
+    `take` of them in pop order; and the limit that cut some key's items short ('rate_per_key'
+    when a rate did, else 'max_leased_per_key'; None: none did). A pop with fewer items than it
+    asked for and a limit here was bound by the keys' limits."""
     chosen: list[tuple[int, int]] = []
-    filled = False
+    cut: set[str] = set()
     for turn in turns:
         room = turn.room
         if room < len(turn.seqs):
-            filled = True
+            cut.add(turn.bound_by)
         chosen += list(zip(turn.places[:room], turn.seqs[:room], strict=True))
     chosen.sort()
-    return [seq for _, seq in chosen[:take]], filled
+    bound_by = "rate_per_key" if "rate_per_key" in cut else next(iter(cut), None)
+    return [seq for _, seq in chosen[:take]], bound_by

@@ -30,12 +30,14 @@ LEASES_HOLD_SECONDS = 0.25
 @dataclass(frozen=True, slots=True)
 class Limited:
     """What a careful pop found: the queue's limits, the room they left (None: no limits), how many
-    items it took of how many asked."""
+    items it took of how many asked; when its keys' rates cut it short, how long until one of
+    their buckets holds a token again."""
 
     limits: FlowLimits
     room: Room | None
     taken: int
     asked: int
+    key_refill_seconds: float | None = None
 
 
 @dataclass(slots=True)
@@ -79,7 +81,9 @@ class FlowState:
             self._holds.pop(queue, None)
             return
         refill = room.refill_seconds(limits, taken)
-        if room.bound_by == "rate" and refill is not None:
+        if room.bound_by == "rate_per_key":
+            refill = found.key_refill_seconds
+        if room.bound_by in ("rate", "rate_per_key") and refill is not None:
             self._holds[queue] = Hold(self._monotonic() + refill, by_leases=False)
         else:
             self._holds[queue] = Hold(self._monotonic() + LEASES_HOLD_SECONDS, by_leases=True)

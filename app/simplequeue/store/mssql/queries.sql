@@ -796,6 +796,7 @@ DECLARE @max_leased INT = CAST(NULLIF(:max_leased, N'') AS INT);
 DECLARE @rate_per_second FLOAT = CAST(NULLIF(:rate_per_second, N'') AS FLOAT);
 DECLARE @rate_burst INT = CAST(NULLIF(:rate_burst, N'') AS INT);
 DECLARE @max_leased_per_key INT = CAST(NULLIF(:max_leased_per_key, N'') AS INT);
+DECLARE @rate_per_key_per_second FLOAT = CAST(NULLIF(:rate_per_key_per_second, N'') AS FLOAT);
 DECLARE @limited BIT = :limited;
 -- A key's own limits keep the queue limited whatever its own settings.
 SET @limited = CASE WHEN @limited = 1 OR EXISTS (
@@ -810,7 +811,8 @@ SET max_attempts = @max_attempts, lease_seconds = @lease_seconds, backoff_base_s
     dedup_window_from = @dedup_window_from, history_payload = @history_payload,
     dead_letter_queue = @dead_letter_queue, message_retention_seconds = @message_retention_seconds,
     max_leased = @max_leased, rate_per_second = @rate_per_second, rate_burst = @rate_burst,
-    max_leased_per_key = @max_leased_per_key, limited = @limited, modified_at = @now
+    max_leased_per_key = @max_leased_per_key, rate_per_key_per_second = @rate_per_key_per_second,
+    limited = @limited, modified_at = @now
 OUTPUT inserted.name INTO @updated
 WHERE name = @queue;
 SELECT CASE WHEN EXISTS (SELECT 1 FROM @updated) THEN 0 ELSE 1 END AS created;
@@ -818,11 +820,13 @@ IF NOT EXISTS (SELECT 1 FROM @updated)
     INSERT INTO dbo.sq_queues (name, created_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_factor,
                                backoff_cap_seconds, backoff_jitter, retention_seconds, dedup_window_seconds,
                                dedup_window_from, history_payload, dead_letter_queue, message_retention_seconds,
-                               max_leased, rate_per_second, rate_burst, max_leased_per_key, limited)
+                               max_leased, rate_per_second, rate_burst, max_leased_per_key,
+                               rate_per_key_per_second, limited)
     VALUES (@queue, @now, @max_attempts, @lease_seconds, @backoff_base_seconds, @backoff_factor,
             @backoff_cap_seconds, @backoff_jitter, @retention_seconds, @dedup_window_seconds, @dedup_window_from,
             @history_payload, @dead_letter_queue, @message_retention_seconds,
-            @max_leased, @rate_per_second, @rate_burst, @max_leased_per_key, @limited);
+            @max_leased, @rate_per_second, @rate_burst, @max_leased_per_key, @rate_per_key_per_second,
+            @limited);
 
 -- name: next_visible_at
 -- The long-poll watcher's probe for every queue it waits on: the clock, then one row per queue with
@@ -1026,7 +1030,8 @@ SELECT @found AS found, @leased AS leased, @deleted AS deleted, @items AS items,
 -- sum is added to. The SELECT's head is each statement's own (TOP for a page).
 q.name AS name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backoff_factor,
 q.backoff_cap_seconds, q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds, q.dedup_window_from,
-q.history_payload, q.dead_letter_queue, q.message_retention_seconds, q.max_leased, q.rate_per_second, q.rate_burst, q.max_leased_per_key, q.limited, q.paused,
+q.history_payload, q.dead_letter_queue, q.message_retention_seconds, q.max_leased, q.rate_per_second, q.rate_burst, q.max_leased_per_key,
+q.rate_per_key_per_second, q.limited, q.paused,
 live.ready, live.leased, live.delayed, live.retrying, dead.dead + COALESCE(live.expired_dead, 0) AS dead,
 live.oldest_ready, hist.completed_in_history, hist.dead_in_history, @now AS now
 FROM dbo.sq_queues AS q
@@ -1388,7 +1393,7 @@ SELECT private_pem, certificate_pem FROM dbo.sq_signing_keys WHERE name = @name;
 -- SYSUTCDATETIME() is read after the lock is had: the bucket's time is then, not when the pop began.
 SET NOCOUNT ON;
 DECLARE @queue NVARCHAR(4000) = :queue;
-SELECT limited, max_leased, rate_per_second, rate_burst, max_leased_per_key, rate_tokens, rate_at,
+SELECT limited, max_leased, rate_per_second, rate_burst, max_leased_per_key, rate_per_key_per_second, rate_tokens, rate_at,
        COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME()) AS now
 FROM dbo.sq_queues WITH (UPDLOCK, HOLDLOCK, ROWLOCK)
 WHERE name = @queue;
@@ -1588,6 +1593,7 @@ IF @@ROWCOUNT = 0
 -- The queue's `limited` after its keys' settings changed: a key's own limits make its pops careful.
 UPDATE dbo.sq_queues
 SET limited = CASE WHEN max_leased IS NOT NULL OR rate_per_second IS NOT NULL OR max_leased_per_key IS NOT NULL
+                        OR rate_per_key_per_second IS NOT NULL
                         OR EXISTS (SELECT 1 FROM dbo.sq_fair_keys AS k
                                    WHERE k.queue = @queue AND (k.max_leased IS NOT NULL OR k.rate_per_second IS NOT NULL))
                    THEN 1 ELSE 0 END
@@ -1605,6 +1611,7 @@ WHERE queue = @queue AND fairness_key = @key;
 -- The queue's `limited` after its keys' settings changed: a key's own limits make its pops careful.
 UPDATE dbo.sq_queues
 SET limited = CASE WHEN max_leased IS NOT NULL OR rate_per_second IS NOT NULL OR max_leased_per_key IS NOT NULL
+                        OR rate_per_key_per_second IS NOT NULL
                         OR EXISTS (SELECT 1 FROM dbo.sq_fair_keys AS k
                                    WHERE k.queue = @queue AND (k.max_leased IS NOT NULL OR k.rate_per_second IS NOT NULL))
                    THEN 1 ELSE 0 END

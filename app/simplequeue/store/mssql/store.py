@@ -29,6 +29,7 @@ from simplequeue.domain import (
     DeletedQueue,
     Failure,
     FinishedHook,
+    InvalidSettings,
     ItemExists,
     ItemNotFound,
     ItemStatus,
@@ -56,7 +57,7 @@ from simplequeue.domain.rules import (
     why_refused,
 )
 from simplequeue.store import rows
-from simplequeue.store.keys import KeyStore
+from simplequeue.store.keys import KEY_RATES_REFUSED, KeyStore
 from simplequeue.store.limits import FlowState, Limited
 from simplequeue.store.metadata import change_params, metadata_of
 from simplequeue.store.migrations import latest_version
@@ -79,6 +80,7 @@ from simplequeue.store.topics import Step, TopicStore
 
 
 class MssqlStore(QueueReads, TopicStore, ScheduleStore, KeyStore):
+    _KEY_RATES = False  # not held by SQL Server's pop yet: refused rather than stored and not held
     _KEYS_SET_LIMITED = True  # put_key's and reset_key's batches set the queue's `limited` themselves
     dialect = "mssql"
     reaps_at_pop = False  # the service reaps after a pop with room (service.waiting)
@@ -448,6 +450,8 @@ class MssqlStore(QueueReads, TopicStore, ScheduleStore, KeyStore):
 
     @retry_deadlocks
     async def put_queue(self, name: str, settings: QueueSettings) -> bool:
+        if settings.limits.rate_per_key_per_second is not None:
+            raise InvalidSettings("rate_per_key_per_second", KEY_RATES_REFUSED)
         given = rows.settings_params(settings)
         values: dict[str, Param] = {
             "now": self._now(),
@@ -468,6 +472,7 @@ class MssqlStore(QueueReads, TopicStore, ScheduleStore, KeyStore):
             "rate_per_second": params.optional_float(given["rate_per_second"]),
             "rate_burst": params.optional(given["rate_burst"]),
             "max_leased_per_key": params.optional(given["max_leased_per_key"]),
+            "rate_per_key_per_second": params.optional_float(given["rate_per_key_per_second"]),
             "limited": int(given["limited"]),
         }
         async with self._transaction() as conn:

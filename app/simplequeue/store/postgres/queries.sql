@@ -617,9 +617,10 @@ SELECT (SELECT count(*) FROM old) AS history, (SELECT count(*) FROM keys) AS key
 INSERT INTO sq_queues (name, created_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_factor,
                        backoff_cap_seconds, backoff_jitter, retention_seconds, dedup_window_seconds, dedup_window_from,
                        history_payload, dead_letter_queue, message_retention_seconds, max_leased,
-                       rate_per_second, rate_burst, max_leased_per_key, limited)
+                       rate_per_second, rate_burst, max_leased_per_key, rate_per_key_per_second, limited)
 VALUES (:queue, COALESCE(:now::timestamptz, now()), :max_attempts, :lease_seconds, :backoff_base_seconds, :backoff_factor, :backoff_cap_seconds, :backoff_jitter, :retention_seconds, :dedup_window_seconds, :dedup_window_from, :history_payload,
         :dead_letter_queue, :message_retention_seconds, :max_leased, :rate_per_second, :rate_burst, :max_leased_per_key,
+        :rate_per_key_per_second,
         -- A key's own limits keep the queue limited whatever its own settings.
         :limited::boolean OR EXISTS (SELECT 1 FROM sq_fair_keys AS k WHERE k.queue = :queue AND (k.max_leased IS NOT NULL OR k.rate_per_second IS NOT NULL)))
 ON CONFLICT (name) DO UPDATE
@@ -630,7 +631,8 @@ SET max_attempts = excluded.max_attempts, lease_seconds = excluded.lease_seconds
     dedup_window_from = excluded.dedup_window_from, history_payload = excluded.history_payload,
     dead_letter_queue = excluded.dead_letter_queue, message_retention_seconds = excluded.message_retention_seconds,
     max_leased = excluded.max_leased, rate_per_second = excluded.rate_per_second, rate_burst = excluded.rate_burst,
-    max_leased_per_key = excluded.max_leased_per_key, limited = excluded.limited, modified_at = excluded.created_at
+    max_leased_per_key = excluded.max_leased_per_key, rate_per_key_per_second = excluded.rate_per_key_per_second,
+    limited = excluded.limited, modified_at = excluded.created_at
 RETURNING xmax = 0 AS created
 
 -- name: queue_exists
@@ -768,7 +770,7 @@ SELECT (SELECT count(*) FROM q) AS found, (SELECT leased FROM busy) AS leased,
 -- slow the live figures down. An expired lease on its last attempt counts as dead already.
 SELECT q.name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backoff_factor, q.backoff_cap_seconds,
        q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds, q.dedup_window_from, q.history_payload,
-       q.dead_letter_queue, q.message_retention_seconds, q.max_leased, q.rate_per_second, q.rate_burst, q.max_leased_per_key, q.limited, q.paused, live.ready, live.leased, live.delayed, live.retrying, dead.dead + live.expired_dead AS dead,
+       q.dead_letter_queue, q.message_retention_seconds, q.max_leased, q.rate_per_second, q.rate_burst, q.max_leased_per_key, q.rate_per_key_per_second, q.limited, q.paused, live.ready, live.leased, live.delayed, live.retrying, dead.dead + live.expired_dead AS dead,
        live.oldest_ready, hist.completed_in_history, hist.dead_in_history, c.now
 FROM (SELECT COALESCE(:now::timestamptz, now()) AS now) AS c
 CROSS JOIN sq_queues AS q
@@ -969,11 +971,22 @@ SELECT private_pem, certificate_pem FROM sq_signing_keys WHERE name = :name
 -- then claims what the limits allow and takes the tokens, before the lock goes at commit.
 
 -- name: flow_room
-SELECT * FROM sq_flow_room(:queue, :now::timestamptz)
+-- With the queue's rate_per_key_per_second, a setting read beside the function (which returns
+-- what its lock guards).
+SELECT r.*, q.rate_per_key_per_second
+FROM sq_flow_room(:queue, :now::timestamptz) AS r
+CROSS JOIN LATERAL (SELECT s.rate_per_key_per_second FROM sq_queues AS s WHERE s.name = :queue) AS q
 
 -- name: take_tokens
 -- The bucket after a pop: its tokens as counted at :at, less the items the pop took.
 UPDATE sq_queues SET rate_tokens = :tokens, rate_at = :at WHERE name = :queue
+
+-- name: take_key_tokens
+-- The keys' buckets after a pop (rows it locked: lock_keys): each key's tokens as counted at its
+-- :ats, less the items the pop took of it.
+UPDATE sq_fair_keys AS f SET rate_tokens = t.tokens, rate_at = t.at
+FROM unnest(:keys::text[], :tokens::float8[], :ats::timestamptz[]) AS t(key, tokens, at)
+WHERE f.queue = :queue AND f.fairness_key = t.key
 
 -- fragment: schedule_columns
 -- Schedules (store/schedules.py holds the flow, written once for every dialect). previous_live:
@@ -1130,6 +1143,7 @@ ORDER BY p.fairness_key
 -- The queue's `limited` after its keys' settings changed: a key's own limits make its pops careful.
 UPDATE sq_queues
 SET limited = (max_leased IS NOT NULL OR rate_per_second IS NOT NULL OR max_leased_per_key IS NOT NULL
+               OR rate_per_key_per_second IS NOT NULL
                OR EXISTS (SELECT 1 FROM sq_fair_keys AS k
                           WHERE k.queue = :queue AND (k.max_leased IS NOT NULL OR k.rate_per_second IS NOT NULL)))
 WHERE name = :queue
@@ -1181,10 +1195,12 @@ keys AS (
 -- item, at most :max_keys of them, locked. SKIP LOCKED: a key another popper holds is passed over,
 -- never waited on, so poppers of one queue take different keys side by side, and never wait on
 -- one another in a cycle. A key with no row yet is passed over too (add_keys makes it). Each key
--- comes with its cap (its own max_leased, else the queue's max_leased_per_key; NULL: none) and its
--- walked items.
+-- comes with its cap (its own max_leased, else the queue's max_leased_per_key; NULL: none), its rate
+-- (its own rate_per_second, else the queue's rate_per_key_per_second; NULL: none) and bucket (as
+-- locked: the latest), and its walked items.
 -- include: key_walk
-SELECT f.fairness_key AS key, COALESCE(f.max_leased, q.max_leased_per_key) AS cap, k.seqs, k.places
+SELECT f.fairness_key AS key, COALESCE(f.max_leased, q.max_leased_per_key) AS cap, k.seqs, k.places,
+       COALESCE(f.rate_per_second, q.rate_per_key_per_second) AS rate, f.rate_tokens, f.rate_at
 FROM keys AS k
 JOIN sq_fair_keys AS f ON f.queue = :queue AND f.fairness_key = k.k
 JOIN sq_queues AS q ON q.name = :queue
@@ -1213,10 +1229,11 @@ SELECT q.name, '', 0 FROM sq_queues AS q WHERE q.name = :queue
 ON CONFLICT (queue, fairness_key) DO NOTHING
 
 -- name: keys_limited
--- Whether some key of the queue has limits of its own (a careful pop of a queue with queue-wide
--- limits asks: then it takes its keys' turns too).
-SELECT EXISTS (SELECT 1 FROM sq_fair_keys
-               WHERE queue = :queue AND (max_leased IS NOT NULL OR rate_per_second IS NOT NULL)) AS limited
+-- Whether the queue's keys have limits besides max_leased_per_key: a rate per key, or limits of
+-- their own (a careful pop of a queue with queue-wide limits asks: then it takes its keys' turns too).
+SELECT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND rate_per_key_per_second IS NOT NULL)
+       OR EXISTS (SELECT 1 FROM sq_fair_keys
+                  WHERE queue = :queue AND (max_leased IS NOT NULL OR rate_per_second IS NOT NULL)) AS limited
 
 -- name: key_leases
 -- The unexpired leases of the keys :keys ('' for unkeyed items): a seek of sq_items_key_leased each,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -37,7 +38,7 @@ from simplequeue.domain import (
     tell,
 )
 from simplequeue.domain.keys import KeyTurn, pick, walk_for
-from simplequeue.domain.limits import NO_LIMITS, Bucket, Room, room
+from simplequeue.domain.limits import NO_LIMITS, Bucket, Room, key_bucket, key_refill, room
 from simplequeue.domain.metadata import MetadataChange, QueueMetadata
 from simplequeue.domain.rules import (
     complete_outcomes,
@@ -316,24 +317,35 @@ class PostgresStore(QueueReads, TopicStore, ScheduleStore, KeyStore):
             allowed = room(limits, max_items, settings["leased"], bucket, settings["now"])
         take = max_items if allowed is None else allowed.items
         found: list[Any] = []
+        refill: float | None = None
         if take > 0 and per_key:
-            found, filled = await self._pop_by_keys(conn, queue, take, lease_seconds, now)
-            if allowed is not None and len(found) < take and filled:
-                allowed = replace(allowed, bound_by="max_leased_per_key")
+            assert settings is not None
+            found, bound_by, refill = await self._pop_by_keys(
+                conn, queue, take, lease_seconds, now, settings["now"]
+            )
+            if allowed is not None and len(found) < take and bound_by is not None:
+                allowed = replace(allowed, bound_by=bound_by)
         elif take > 0:
             found = await self._claim(conn, queue, take, lease_seconds, group_runs, limits_checked=True)
         if allowed is not None and allowed.tokens is not None:
             await execute(conn, "take_tokens", queue=queue, tokens=allowed.tokens - len(found), at=allowed.at)
-        self.flow.popped(queue, Limited(limits, allowed, len(found), max_items))
+        self.flow.popped(queue, Limited(limits, allowed, len(found), max_items, refill))
         return in_pop_order([(r["seq"], rows.leased_item(r)) for r in found])
 
     async def _pop_by_keys(
-        self, conn: asyncpg.Connection, queue: str, take: int, lease_seconds: int | None, now: datetime | None
-    ) -> tuple[list[Any], bool]:
+        self,
+        conn: asyncpg.Connection,
+        queue: str,
+        take: int,
+        lease_seconds: int | None,
+        now: datetime | None,
+        clock: datetime,
+    ) -> tuple[list[Any], str | None, float | None]:
         """A pop of a queue whose keys have limits: the turns of the keys of its first items
         (lock_keys: their rows locked, passing over those other poppers hold), those keys'
-        leases counted after the lock, then up to each one's room of its items leased. The rows it
-        leased, and whether some key's room cut it short (domain/keys.py: pick)."""
+        leases counted after the lock and their buckets read at `clock`, then up to each one's
+        room of its items leased and the tokens taken. The rows it leased, the limit that cut it
+        short (domain/keys.py: pick), and how long until a key's bucket refills (None: none cut)."""
         walk: dict[str, Any] = {"queue": queue, "now": now, "walk": walk_for(take)}
         locked = await fetch(conn, "lock_keys", **walk, max_keys=take)
         if not locked and await execute(conn, "add_keys", queue=queue):
@@ -341,23 +353,50 @@ class PostgresStore(QueueReads, TopicStore, ScheduleStore, KeyStore):
         if not locked and await fetch(conn, "wait_keys", **walk):
             locked = await fetch(conn, "lock_keys", **walk, max_keys=take)
         if not locked:
-            return [], False
+            return [], None, None
         counted = await fetch(conn, "key_leases", queue=queue, now=now, keys=[r["key"] for r in locked])
         leased = {r["key"]: r["leased"] for r in counted}
-        turns = [KeyTurn(r["key"], r["cap"], leased[r["key"]], r["seqs"], r["places"]) for r in locked]
-        seqs, filled = pick(turns, take)
-        if not seqs:
-            return [], filled
-        found = await fetch(
+        buckets = {
+            r["key"]: key_bucket(r["rate"], Bucket(r["rate_tokens"], r["rate_at"]), clock)
+            for r in locked
+            if r["rate"] is not None
+        }
+        turns = [
+            KeyTurn(
+                r["key"],
+                r["cap"],
+                leased[r["key"]],
+                r["seqs"],
+                r["places"],
+                buckets[r["key"]].whole if r["key"] in buckets else None,
+            )
+            for r in locked
+        ]
+        seqs, bound_by = pick(turns, take)
+        found = []
+        if seqs:
+            found = await fetch(
+                conn,
+                "lease_keyed",
+                queue=queue,
+                now=now,
+                seqs=seqs,
+                lease_token=uuid4(),
+                lease_seconds=lease_seconds,
+            )
+        if not buckets:
+            return found, bound_by, None
+        taken = Counter(r["fairness_key"] or "" for r in found)
+        keys = list(buckets)
+        await execute(
             conn,
-            "lease_keyed",
+            "take_key_tokens",
             queue=queue,
-            now=now,
-            seqs=seqs,
-            lease_token=uuid4(),
-            lease_seconds=lease_seconds,
+            keys=keys,
+            tokens=[buckets[k].tokens - taken[k] for k in keys],
+            ats=[buckets[k].at for k in keys],
         )
-        return found, filled
+        return found, bound_by, key_refill(buckets, taken)
 
     async def extend(self, item_id: UUID, lease_token: UUID, lease_seconds: int) -> ItemView:
         async with self._conn() as conn:

@@ -115,8 +115,9 @@ RETURNING seq, id, queue, payload, created_at, attempts, lease_token, visible_at
 -- the first :walk poppable items in pop order (the two walks of pop), by key ('' for unkeyed
 -- items), each key with its cap (its own max_leased, else the queue's max_leased_per_key; NULL:
 -- none), its unexpired leases when it has a cap (a seek of sq_items_key_leased; the unkeyed
--- items', a range of sq_items_lapsed), and its walked items' seqs and places in the walk (JSON
--- arrays). Only the keys the pop may take from are counted; under the writer's lock, the counts
+-- items', a range of sq_items_lapsed), its rate (its own rate_per_second, else the queue's
+-- rate_per_key_per_second; NULL: none) and bucket, and its walked items' seqs and places in the
+-- walk (JSON arrays). Only the keys the pop may take from are counted; under the writer's lock, the counts
 -- hold until the pop commits.
 WITH walked AS (
     SELECT c.seq, COALESCE(c.fairness_key, '') AS k,
@@ -160,11 +161,13 @@ keys AS (
 ),
 capped AS (
     SELECT y.k, y.first, y.seqs, y.places,
-           COALESCE((SELECT f.max_leased FROM sq_fair_keys AS f WHERE f.queue = :queue AND f.fairness_key = y.k),
-                    (SELECT q.max_leased_per_key FROM sq_queues AS q WHERE q.name = :queue)) AS cap
+           COALESCE(f.max_leased, q.max_leased_per_key) AS cap,
+           COALESCE(f.rate_per_second, q.rate_per_key_per_second) AS rate, f.rate_tokens, f.rate_at
     FROM keys AS y
+    JOIN sq_queues AS q ON q.name = :queue
+    LEFT JOIN sq_fair_keys AS f ON f.queue = :queue AND f.fairness_key = y.k
 )
-SELECT z.k AS key, z.cap, z.seqs, z.places,
+SELECT z.k AS key, z.cap, z.seqs, z.places, z.rate, z.rate_tokens, z.rate_at,
        CASE WHEN z.cap IS NULL THEN 0
             WHEN z.k = '' THEN (
                 SELECT count(*) FROM sq_items AS i INDEXED BY sq_items_lapsed
@@ -472,10 +475,11 @@ UPDATE sq_queues SET modified_at = :now WHERE name = :queue
 INSERT INTO sq_queues (name, created_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_factor,
                        backoff_cap_seconds, backoff_jitter, retention_seconds, dedup_window_seconds, dedup_window_from,
                        history_payload, dead_letter_queue, message_retention_seconds, max_leased,
-                       rate_per_second, rate_burst, max_leased_per_key, limited)
+                       rate_per_second, rate_burst, max_leased_per_key, rate_per_key_per_second, limited)
 VALUES (:queue, :now, :max_attempts, :lease_seconds, :backoff_base_seconds, :backoff_factor,
         :backoff_cap_seconds, :backoff_jitter, :retention_seconds, :dedup_window_seconds, :dedup_window_from,
         :history_payload, :dead_letter_queue, :message_retention_seconds, :max_leased, :rate_per_second, :rate_burst, :max_leased_per_key,
+        :rate_per_key_per_second,
         -- A key's own limits keep the queue limited whatever its own settings.
         :limited OR EXISTS (SELECT 1 FROM sq_fair_keys AS k WHERE k.queue = :queue AND (k.max_leased IS NOT NULL OR k.rate_per_second IS NOT NULL)))
 ON CONFLICT (name) DO UPDATE
@@ -486,7 +490,8 @@ SET max_attempts = excluded.max_attempts, lease_seconds = excluded.lease_seconds
     dedup_window_from = excluded.dedup_window_from, history_payload = excluded.history_payload,
     dead_letter_queue = excluded.dead_letter_queue, message_retention_seconds = excluded.message_retention_seconds,
     max_leased = excluded.max_leased, rate_per_second = excluded.rate_per_second, rate_burst = excluded.rate_burst,
-    max_leased_per_key = excluded.max_leased_per_key, limited = excluded.limited, modified_at = excluded.created_at
+    max_leased_per_key = excluded.max_leased_per_key, rate_per_key_per_second = excluded.rate_per_key_per_second,
+    limited = excluded.limited, modified_at = excluded.created_at
 
 -- name: set_paused
 UPDATE sq_queues SET paused = :paused WHERE name = :queue
@@ -560,7 +565,7 @@ DELETE FROM sq_queues WHERE name = :queue
 -- slow the live figures down. An expired lease on its last attempt counts as dead already.
 SELECT q.name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backoff_factor,
        q.backoff_cap_seconds, q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds,
-       q.dedup_window_from, q.history_payload, q.dead_letter_queue, q.message_retention_seconds, q.max_leased, q.rate_per_second, q.rate_burst, q.max_leased_per_key, q.limited, q.paused,
+       q.dedup_window_from, q.history_payload, q.dead_letter_queue, q.message_retention_seconds, q.max_leased, q.rate_per_second, q.rate_burst, q.max_leased_per_key, q.rate_per_key_per_second, q.limited, q.paused,
        (SELECT COUNT(*) FROM sq_items AS i INDEXED BY sq_items_visible
         WHERE i.queue = q.name AND i.status IN ('ready', 'leased') AND i.visible_at <= :now
           AND (i.status = 'ready' OR i.attempts < q.max_attempts)) AS ready,
@@ -794,7 +799,8 @@ SELECT private_pem, certificate_pem FROM sq_signing_keys WHERE name = :name
 -- interleaves with.
 
 -- name: queue_limits
-SELECT limited, max_leased, rate_per_second, rate_burst, max_leased_per_key, rate_tokens, rate_at FROM sq_queues
+SELECT limited, max_leased, rate_per_second, rate_burst, max_leased_per_key, rate_per_key_per_second, rate_tokens,
+       rate_at FROM sq_queues
 WHERE name = :queue
 
 -- name: count_leased
@@ -808,6 +814,15 @@ SELECT count(*) AS leased FROM (
 -- name: take_tokens
 -- The bucket after a pop: its tokens as counted at :at, less the items the pop took.
 UPDATE sq_queues SET rate_tokens = :tokens, rate_at = :at WHERE name = :queue
+
+-- name: take_key_tokens
+-- The keys' buckets after a pop: :buckets, a JSON array of {"key", "tokens", "at"} (each key's
+-- tokens as counted at its at, less the items the pop took of it). A key with no row yet (the
+-- unkeyed items' of a queue that never saw a key) gets one.
+INSERT INTO sq_fair_keys (queue, fairness_key, last_rank, rate_tokens, rate_at)
+SELECT :queue, json_extract(b.value, '$.key'), 0, json_extract(b.value, '$.tokens'), json_extract(b.value, '$.at')
+FROM json_each(:buckets) AS b WHERE true
+ON CONFLICT (queue, fairness_key) DO UPDATE SET rate_tokens = excluded.rate_tokens, rate_at = excluded.rate_at
 
 -- fragment: schedule_columns
 -- Schedules (store/schedules.py holds the flow, written once for every dialect). previous_live:
@@ -973,12 +988,13 @@ ORDER BY p.fairness_key
 -- The queue's `limited` after its keys' settings changed: a key's own limits make its pops careful.
 UPDATE sq_queues
 SET limited = (max_leased IS NOT NULL OR rate_per_second IS NOT NULL OR max_leased_per_key IS NOT NULL
+               OR rate_per_key_per_second IS NOT NULL
                OR EXISTS (SELECT 1 FROM sq_fair_keys AS k
                           WHERE k.queue = :queue AND (k.max_leased IS NOT NULL OR k.rate_per_second IS NOT NULL)))
 WHERE name = :queue
 
 -- name: keys_limited
 -- Whether some key of the queue has limits of its own (a careful pop of a queue with queue-wide
--- limits asks: then its keys are counted too).
+-- limits and no per-key default asks: then its keys are counted too).
 SELECT EXISTS (SELECT 1 FROM sq_fair_keys
                WHERE queue = :queue AND (max_leased IS NOT NULL OR rate_per_second IS NOT NULL)) AS limited

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -25,7 +26,16 @@ from simplequeue.domain import (
     Pushed,
 )
 from simplequeue.domain.keys import KeyTurn, pick, walk_for
-from simplequeue.domain.limits import NO_LIMITS, Bucket, FlowLimits, Room, room
+from simplequeue.domain.limits import (
+    NO_LIMITS,
+    Bucket,
+    FlowLimits,
+    KeyBucket,
+    Room,
+    key_bucket,
+    key_refill,
+    room,
+)
 from simplequeue.domain.rules import complete_outcomes, in_pop_order, why_refused
 from simplequeue.store import rows
 from simplequeue.store.limits import Limited
@@ -151,10 +161,11 @@ def pop(
     if limits.per_key:
         group_runs = False  # a run would pass the keys' rooms
     found: list[sqlite3.Row] = []
+    refill: float | None = None
     if max_items > 0 and limits.per_key:
-        found, filled = pop_by_keys(conn, queue, max_items, lease_seconds, now, token)
-        if len(found) < max_items and allowed is not None and filled:
-            allowed = replace(allowed, bound_by="max_leased_per_key")
+        found, bound_by, refill = pop_by_keys(conn, queue, max_items, lease_seconds, now, token)
+        if len(found) < max_items and allowed is not None and bound_by is not None:
+            allowed = replace(allowed, bound_by=bound_by)
     elif max_items > 0:
         found = statements.rows(
             conn,
@@ -184,7 +195,7 @@ def pop(
             conn, "take_tokens", queue=queue, tokens=allowed.tokens - len(found), at=to_text(allowed.at)
         )
     if flow is not None:
-        flow.append(Limited(limits, allowed, len(found), asked))
+        flow.append(Limited(limits, allowed, len(found), asked, refill))
     return in_pop_order([(row["seq"], rows.leased_item(row)) for row in found])
 
 
@@ -211,29 +222,41 @@ def within_limits(
 
 def pop_by_keys(
     conn: sqlite3.Connection, queue: str, take: int, lease_seconds: int | None, now: str, token: str
-) -> tuple[list[sqlite3.Row], bool]:
+) -> tuple[list[sqlite3.Row], str | None, float | None]:
     """A pop of a queue whose keys have limits: its first items by key, with the leases of just
-    those keys counted (key_walk), then up to each key's room of them leased (domain/keys.py:
-    pick). The rows leased, and whether some key's room cut the pop short."""
+    those keys counted and their buckets read (key_walk), then up to each key's room of them
+    leased (domain/keys.py: pick) and the tokens taken. The rows leased, the limit that cut the pop
+    short, and how long until a key's bucket refills (None: none ran dry)."""
     turns = []
+    buckets: dict[str, KeyBucket] = {}
+    clock = rows.as_utc(now)
     for row in statements.rows(conn, "key_walk", queue=queue, now=now, walk=walk_for(take)):
         walked = sorted(zip(json.loads(row["places"]), json.loads(row["seqs"]), strict=True))
         places, seqs = [place for place, _ in walked], [seq for _, seq in walked]
         cap = None if row["cap"] is None else int(row["cap"])
-        turns.append(KeyTurn(row["key"], cap, int(row["leased"]), seqs, places))
-    seqs, filled = pick(turns, take)
-    if not seqs:
-        return [], filled
-    leased = statements.rows(
-        conn,
-        "lease_keyed",
-        queue=queue,
-        now=now,
-        seqs=json.dumps(seqs),
-        lease_token=token,
-        lease_seconds=lease_seconds,
-    )
-    return leased, filled
+        if row["rate"] is not None:
+            stored = Bucket(row["rate_tokens"], rows.as_utc_or_none(row["rate_at"]))
+            buckets[row["key"]] = key_bucket(float(row["rate"]), stored, clock)
+        tokens = buckets[row["key"]].whole if row["key"] in buckets else None
+        turns.append(KeyTurn(row["key"], cap, int(row["leased"]), seqs, places, tokens))
+    seqs, bound_by = pick(turns, take)
+    leased: list[sqlite3.Row] = []
+    if seqs:
+        leased = statements.rows(
+            conn,
+            "lease_keyed",
+            queue=queue,
+            now=now,
+            seqs=json.dumps(seqs),
+            lease_token=token,
+            lease_seconds=lease_seconds,
+        )
+    if not buckets:
+        return leased, bound_by, None
+    taken = Counter(row["fairness_key"] or "" for row in leased)
+    spent = [{"key": k, "tokens": b.tokens - taken[k], "at": to_text(b.at)} for k, b in buckets.items()]
+    statements.run(conn, "take_key_tokens", queue=queue, buckets=json.dumps(spent))
+    return leased, bound_by, key_refill(buckets, taken)
 
 
 REAP_AT_POP = 100  # the most a pop reaps
