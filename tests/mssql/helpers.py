@@ -373,7 +373,7 @@ def fake_store(monkeypatch: pytest.MonkeyPatch, *, clock: bool = True) -> tuple[
 
     monkeypatch.setattr(store, "_acquire", acquire)
     # Queues seen without flow limits pop the one-batch way; tests of the careful pop (with its
-    # lock_limits and count_leased batches) undo this (test_limits.py).
+    # queue_limits and lock_limits batches) undo this (test_limits.py).
     monkeypatch.setattr(store.flow, "careful", lambda queue: False)
     return store, conn
 
@@ -479,7 +479,7 @@ def limits_row(
     rate_at: datetime | None = None,
     max_leased_per_key: int | None = None,
 ) -> Result:
-    """lock_limits' row, as pyodbc gives it (naive UTC times; BIT as bool)."""
+    """queue_limits' and lock_limits' row, as pyodbc gives it (naive UTC times; BIT as bool)."""
     return result(
         limited=max_leased is not None or rate_per_second is not None or max_leased_per_key is not None,
         max_leased=max_leased,
@@ -490,6 +490,7 @@ def limits_row(
         rate_tokens=rate_tokens,
         rate_at=rate_at,
         now=NOW.replace(tzinfo=None),
+        keys_limited=False,
     )
 
 

@@ -971,11 +971,21 @@ SELECT private_pem, certificate_pem FROM sq_signing_keys WHERE name = :name
 -- then claims what the limits allow and takes the tokens, before the lock goes at commit.
 
 -- name: flow_room
--- With the queue's rate_per_key_per_second, a setting read beside the function (which returns
--- what its lock guards).
-SELECT r.*, q.rate_per_key_per_second
+-- With what the function does not return, read beside it: the queue's rate_per_key_per_second, and
+-- whether some key of it has limits of its own (keys_limited: then its pops take the keys' turns),
+-- looked up only when nothing else says so (queue-wide limits, no per-key default): a queue limited
+-- per key pops by its keys anyway, and reading all its keys' rows would cost every pop.
+SELECT r.*, q.rate_per_key_per_second, q.keys_limited
 FROM sq_flow_room(:queue, :now::timestamptz) AS r
-CROSS JOIN LATERAL (SELECT s.rate_per_key_per_second FROM sq_queues AS s WHERE s.name = :queue) AS q
+CROSS JOIN LATERAL (
+    SELECT s.rate_per_key_per_second,
+           CASE WHEN (s.max_leased IS NOT NULL OR s.rate_per_second IS NOT NULL)
+                     AND s.max_leased_per_key IS NULL AND s.rate_per_key_per_second IS NULL
+                THEN EXISTS (SELECT 1 FROM sq_fair_keys AS k
+                             WHERE k.queue = :queue AND (k.max_leased IS NOT NULL OR k.rate_per_second IS NOT NULL))
+                ELSE false END AS keys_limited
+    FROM sq_queues AS s WHERE s.name = :queue
+) AS q
 
 -- name: take_tokens
 -- The bucket after a pop: its tokens as counted at :at, less the items the pop took.
@@ -1227,13 +1237,6 @@ FOR UPDATE OF f
 INSERT INTO sq_fair_keys (queue, fairness_key, last_rank)
 SELECT q.name, '', 0 FROM sq_queues AS q WHERE q.name = :queue
 ON CONFLICT (queue, fairness_key) DO NOTHING
-
--- name: keys_limited
--- Whether the queue's keys have limits besides max_leased_per_key: a rate per key, or limits of
--- their own (a careful pop of a queue with queue-wide limits asks: then it takes its keys' turns too).
-SELECT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND rate_per_key_per_second IS NOT NULL)
-       OR EXISTS (SELECT 1 FROM sq_fair_keys
-                  WHERE queue = :queue AND (max_leased IS NOT NULL OR rate_per_second IS NOT NULL)) AS limited
 
 -- name: key_leases
 -- The unexpired leases of the keys :keys ('' for unkeyed items): a seek of sq_items_key_leased each,

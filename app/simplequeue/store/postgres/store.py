@@ -308,9 +308,7 @@ class PostgresStore(QueueReads, TopicStore, ScheduleStore, KeyStore):
         if settings is not None and settings["limited"]:
             limits = rows.flow_limits(settings)
             # Limited, yet not by the queue's settings: by its keys' own.
-            per_key = limits.per_key or not limits.limited
-            if not per_key:
-                per_key = bool(await fetch_value(conn, "keys_limited", queue=queue))
+            per_key = limits.per_key or not limits.limited or settings["keys_limited"]
             if per_key:
                 limits = replace(limits, keys_limited=True)
             bucket = Bucket(settings["rate_tokens"], settings["rate_at"])

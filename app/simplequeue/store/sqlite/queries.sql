@@ -799,8 +799,17 @@ SELECT private_pem, certificate_pem FROM sq_signing_keys WHERE name = :name
 -- interleaves with.
 
 -- name: queue_limits
+-- keys_limited: whether some key of the queue has limits of its own (then its pops count its keys),
+-- looked up only when nothing else says so (queue-wide limits, no per-key default): a queue limited
+-- per key pops by its keys anyway, and reading all its keys' rows would cost every pop.
 SELECT limited, max_leased, rate_per_second, rate_burst, max_leased_per_key, rate_per_key_per_second, rate_tokens,
-       rate_at FROM sq_queues
+       rate_at,
+       CASE WHEN (max_leased IS NOT NULL OR rate_per_second IS NOT NULL)
+                 AND max_leased_per_key IS NULL AND rate_per_key_per_second IS NULL
+            THEN EXISTS (SELECT 1 FROM sq_fair_keys AS k
+                         WHERE k.queue = :queue AND (k.max_leased IS NOT NULL OR k.rate_per_second IS NOT NULL))
+            ELSE 0 END AS keys_limited
+FROM sq_queues
 WHERE name = :queue
 
 -- name: count_leased
@@ -992,9 +1001,3 @@ SET limited = (max_leased IS NOT NULL OR rate_per_second IS NOT NULL OR max_leas
                OR EXISTS (SELECT 1 FROM sq_fair_keys AS k
                           WHERE k.queue = :queue AND (k.max_leased IS NOT NULL OR k.rate_per_second IS NOT NULL)))
 WHERE name = :queue
-
--- name: keys_limited
--- Whether some key of the queue has limits of its own (a careful pop of a queue with queue-wide
--- limits and no per-key default asks: then its keys are counted too).
-SELECT EXISTS (SELECT 1 FROM sq_fair_keys
-               WHERE queue = :queue AND (max_leased IS NOT NULL OR rate_per_second IS NOT NULL)) AS limited

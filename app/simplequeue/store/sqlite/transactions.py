@@ -209,9 +209,7 @@ def within_limits(
         return NO_LIMITS, None
     limits = rows.flow_limits(row)
     # Limited, yet not by the queue's settings: by its keys' own.
-    if not limits.limited or (
-        not limits.per_key and statements.first(conn, "keys_limited", queue=queue)["limited"]
-    ):
+    if not limits.limited or row["keys_limited"]:
         limits = replace(limits, keys_limited=True)
     leased = 0
     if limits.max_leased is not None:
