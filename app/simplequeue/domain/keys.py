@@ -41,42 +41,6 @@ UNLIMITED_ROOM = 2**31 - 1
 """A key's room when neither it nor its queue limits its leases."""
 
 
-@dataclass(frozen=True, slots=True)
-class KeyRooms:
-    """How many more items of each key a pop may lease now: `rooms` for the keys that have leases
-    or limits of their own, `default` (None: no limit) for every other key; `full`, the keys with
-    no room, which the claim's walks pass over."""
-
-    rooms: dict[str, int]
-    default: int | None
-    full: list[str]
-
-
-def key_rooms(default: int | None, caps: dict[str, int], leased: dict[str, int]) -> KeyRooms:
-    """From the queue's max_leased_per_key, the keys' own max_leased and their unexpired leases (the
-    unkeyed items' key is NO_KEY, '')."""
-    rooms: dict[str, int] = {}
-    for key in caps.keys() | leased.keys():
-        cap = caps.get(key, default)
-        rooms[key] = UNLIMITED_ROOM if cap is None else max(0, cap - leased.get(key, 0))
-    return KeyRooms(rooms, default, sorted(k for k, n in rooms.items() if n <= 0))
-
-
-def some_key_filled(rooms: KeyRooms, taken: Sequence[str | None]) -> bool:
-    """Whether, after a pop took items of these keys, some key has no room left: then a pop that
-    got fewer items than it asked for was cut short by the keys' limits (or may have been)."""
-    counts: dict[str, int] = {}
-    for key in taken:
-        counts[key or ""] = counts.get(key or "", 0) + 1
-    if rooms.full:
-        return True
-    for key, n in counts.items():
-        room = rooms.rooms.get(key, rooms.default)
-        if room is not None and n >= room:
-            return True
-    return False
-
-
 WALK_FACTOR = 4
 """How far past what a pop asks for its walks look when keys have limits: the keys' items
 alternate (fairness), so a key with little room rarely holds more than a few of the first items;
