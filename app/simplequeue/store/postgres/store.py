@@ -38,7 +38,7 @@ from simplequeue.domain import (
     tell,
 )
 from simplequeue.domain.keys import KeyTurn, pick, walk_for
-from simplequeue.domain.limits import NO_LIMITS, Bucket, Room, key_bucket, key_refill, room
+from simplequeue.domain.limits import NO_LIMITS, Bucket, KeyBucket, Room, key_bucket, key_refill, room
 from simplequeue.domain.metadata import MetadataChange, QueueMetadata
 from simplequeue.domain.rules import (
     complete_outcomes,
@@ -382,19 +382,22 @@ class PostgresStore(QueueReads, TopicStore, ScheduleStore, KeyStore):
                 lease_token=uuid4(),
                 lease_seconds=lease_seconds,
             )
+        return found, bound_by, await self._take_key_tokens(conn, queue, buckets, found)
+
+    async def _take_key_tokens(
+        self, conn: asyncpg.Connection, queue: str, buckets: dict[str, KeyBucket], found: list[Any]
+    ) -> float | None:
+        """The keys' buckets less what the pop took of each, written to their locked rows; how long
+        until the first that ran dry holds a token again (None: none did)."""
         if not buckets:
-            return found, bound_by, None
+            return None
         taken = Counter(r["fairness_key"] or "" for r in found)
         keys = list(buckets)
+        tokens = [buckets[k].tokens - taken[k] for k in keys]
         await execute(
-            conn,
-            "take_key_tokens",
-            queue=queue,
-            keys=keys,
-            tokens=[buckets[k].tokens - taken[k] for k in keys],
-            ats=[buckets[k].at for k in keys],
+            conn, "take_key_tokens", queue=queue, keys=keys, tokens=tokens, ats=[buckets[k].at for k in keys]
         )
-        return found, bound_by, key_refill(buckets, taken)
+        return key_refill(buckets, taken)
 
     async def extend(self, item_id: UUID, lease_token: UUID, lease_seconds: int) -> ItemView:
         async with self._conn() as conn:
