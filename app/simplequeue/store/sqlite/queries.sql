@@ -112,13 +112,8 @@ RETURNING seq, id, queue, payload, created_at, attempts, lease_token, visible_at
 
 -- name: key_walk
 -- The careful pop of a queue whose keys have limits (transactions.py: pop_by_keys), its first step:
--- the first :walk poppable items in pop order (the two walks of pop), by key ('' for unkeyed
--- items), each key with its cap (its own max_leased, else the queue's max_leased_per_key; NULL:
--- none), its unexpired leases when it has a cap (a seek of sq_items_key_leased; the unkeyed
--- items', a range of sq_items_lapsed), its rate (its own rate_per_second, else the queue's
--- rate_per_key_per_second; NULL: none) and bucket, and its walked items' seqs and places in the
--- walk (JSON arrays). Only the keys the pop may take from are counted; under the writer's lock, the counts
--- hold until the pop commits.
+-- the first :walk poppable items in pop order (the two walks of pop), each with its key ('' for
+-- unkeyed items) and its place in the walk.
 WITH walked AS (
     SELECT c.seq, COALESCE(c.fairness_key, '') AS k,
            row_number() OVER (ORDER BY c.priority DESC, c.fair_rank, c.created_at, c.seq) AS place
@@ -154,20 +149,23 @@ WITH walked AS (
             LIMIT :walk
         )
     ) AS c
-),
-keys AS (
-    SELECT w.k, min(w.place) AS first, json_group_array(w.seq) AS seqs, json_group_array(w.place) AS places
-    FROM walked AS w WHERE w.place <= :walk GROUP BY w.k
-),
-capped AS (
-    SELECT y.k, y.first, y.seqs, y.places,
-           COALESCE(f.max_leased, q.max_leased_per_key) AS cap,
-           COALESCE(f.rate_per_second, q.rate_per_key_per_second) AS rate, f.rate_tokens, f.rate_at
-    FROM keys AS y
-    JOIN sq_queues AS q ON q.name = :queue
-    LEFT JOIN sq_fair_keys AS f ON f.queue = :queue AND f.fairness_key = y.k
 )
-SELECT z.k AS key, z.cap, z.seqs, z.places, z.rate, z.rate_tokens, z.rate_at,
+SELECT w.k AS key, w.seq, w.place FROM walked AS w WHERE w.place <= :walk ORDER BY w.place
+
+-- name: key_rooms
+-- The keys a careful pop's walk found (:keys, a JSON array), each with its cap (its own max_leased,
+-- else the queue's max_leased_per_key; NULL: none), its unexpired leases when it has a cap (a seek
+-- of sq_items_key_leased; the unkeyed items', a range of sq_items_lapsed), and its rate (its own
+-- rate_per_second, else the queue's rate_per_key_per_second; NULL: none) and bucket. Only the keys
+-- the pop may take from are counted; under the writer's lock, the counts hold until it commits.
+WITH keys AS (
+    SELECT y.value AS k, COALESCE(f.max_leased, q.max_leased_per_key) AS cap,
+           COALESCE(f.rate_per_second, q.rate_per_key_per_second) AS rate, f.rate_tokens, f.rate_at
+    FROM json_each(:keys) AS y
+    JOIN sq_queues AS q ON q.name = :queue
+    LEFT JOIN sq_fair_keys AS f ON f.queue = :queue AND f.fairness_key = y.value
+)
+SELECT z.k AS key, z.cap, z.rate, z.rate_tokens, z.rate_at,
        CASE WHEN z.cap IS NULL THEN 0
             WHEN z.k = '' THEN (
                 SELECT count(*) FROM sq_items AS i INDEXED BY sq_items_lapsed
@@ -176,8 +174,7 @@ SELECT z.k AS key, z.cap, z.seqs, z.places, z.rate, z.rate_tokens, z.rate_at,
                 SELECT count(*) FROM sq_items AS i INDEXED BY sq_items_key_leased
                 WHERE i.queue = :queue AND i.status = 'leased' AND i.fairness_key = z.k AND i.visible_at > :now)
        END AS leased
-FROM capped AS z
-ORDER BY z.first
+FROM keys AS z
 
 -- name: lease_keyed
 -- The items a careful pop picked from key_walk (:seqs, a JSON array), leased as pop leases them;

@@ -221,22 +221,28 @@ def within_limits(
 def pop_by_keys(
     conn: sqlite3.Connection, queue: str, take: int, lease_seconds: int | None, now: str, token: str
 ) -> tuple[list[sqlite3.Row], str | None, float | None]:
-    """A pop of a queue whose keys have limits: its first items by key, with the leases of just
-    those keys counted and their buckets read (key_walk), then up to each key's room of them
-    leased (domain/keys.py: pick) and the tokens taken. The rows leased, the limit that cut the pop
+    """A pop of a queue whose keys have limits: its first items by key (key_walk), with the leases
+    of just those keys counted and their buckets read (key_rooms), then up to each key's room of
+    them leased (domain/keys.py: pick) and the tokens taken. The rows leased, the limit that cut the pop
     short, and how long until a key's bucket refills (None: none ran dry)."""
-    turns = []
+    walked: dict[str, tuple[list[int], list[int]]] = {}
+    for row in statements.rows(conn, "key_walk", queue=queue, now=now, walk=walk_for(take)):
+        seqs, places = walked.setdefault(row["key"], ([], []))
+        seqs.append(row["seq"])
+        places.append(row["place"])
+    if not walked:
+        return [], None, None
     buckets: dict[str, KeyBucket] = {}
     clock = rows.as_utc(now)
-    for row in statements.rows(conn, "key_walk", queue=queue, now=now, walk=walk_for(take)):
-        walked = sorted(zip(json.loads(row["places"]), json.loads(row["seqs"]), strict=True))
-        places, seqs = [place for place, _ in walked], [seq for _, seq in walked]
-        cap = None if row["cap"] is None else int(row["cap"])
+    turns = []
+    for row in statements.rows(conn, "key_rooms", queue=queue, now=now, keys=json.dumps(list(walked))):
+        key = row["key"]
         if row["rate"] is not None:
             stored = Bucket(row["rate_tokens"], rows.as_utc_or_none(row["rate_at"]))
-            buckets[row["key"]] = key_bucket(float(row["rate"]), stored, clock)
-        tokens = buckets[row["key"]].whole if row["key"] in buckets else None
-        turns.append(KeyTurn(row["key"], cap, int(row["leased"]), seqs, places, tokens))
+            buckets[key] = key_bucket(float(row["rate"]), stored, clock)
+        cap = None if row["cap"] is None else int(row["cap"])
+        tokens = buckets[key].whole if key in buckets else None
+        turns.append(KeyTurn(key, cap, int(row["leased"]), *walked[key], tokens))
     seqs, bound_by = pick(turns, take)
     leased: list[sqlite3.Row] = []
     if seqs:
