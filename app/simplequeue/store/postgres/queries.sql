@@ -132,11 +132,17 @@ RETURNING seq, id, queue, payload::text AS payload, created_at, attempts, lease_
 -- The careful pop's claim for a queue whose keys have limits (store.py: _pop_by_keys): the items
 -- picked from lock_keys' walk, by seq, with the same lease as pop. The walk read them before the
 -- keys' rows were locked, so each is checked again here: an item another popper leased or a
--- completion ended in between is left (the UPDATE re-reads a row changed since its snapshot).
+-- completion ended in between is left (the UPDATE re-reads a row changed since its snapshot). The
+-- check is a CASE so that the rows are found by primary key alone: as plain conditions, the
+-- generic plan read the queue's visible items along sq_items_visible too (6 ms for 50 of 20,000).
 -- include: lease
-WHERE seq = ANY (:seqs::bigint[]) AND queue = :queue AND visible_at <= COALESCE(:now::timestamptz, now())
-  AND (status = 'ready'
-       OR (status = 'leased' AND attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)))
+WHERE seq = ANY (:seqs::bigint[])
+  AND CASE status
+          WHEN 'ready' THEN visible_at <= COALESCE(:now::timestamptz, now())
+          WHEN 'leased' THEN visible_at <= COALESCE(:now::timestamptz, now())
+                             AND attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)
+          ELSE false
+      END
 RETURNING seq, id, queue, payload::text AS payload, created_at, attempts, lease_token, visible_at,
           priority, group_key, attributes, fairness_key, fair_rank
 
@@ -1239,16 +1245,15 @@ SELECT q.name, '', 0 FROM sq_queues AS q WHERE q.name = :queue
 ON CONFLICT (queue, fairness_key) DO NOTHING
 
 -- name: key_leases
--- The unexpired leases of the keys :keys ('' for unkeyed items): a seek of sq_items_key_leased each,
--- the unkeyed items' a range of sq_items_lapsed. Run after lock_keys locked their rows, in a
--- snapshot of its own: it sees every lease the pops of those keys before this one committed.
-SELECT k.key, CASE WHEN k.key = '' THEN (
-           SELECT count(*) FROM sq_items AS i
-           WHERE i.queue = :queue AND i.status = 'leased' AND i.fairness_key IS NULL
-             AND i.visible_at > COALESCE(:now::timestamptz, now()))
-       ELSE (
-           SELECT count(*) FROM sq_items AS i
-           WHERE i.queue = :queue AND i.status = 'leased' AND i.fairness_key = k.key
-             AND i.visible_at > COALESCE(:now::timestamptz, now()))
-       END AS leased
-FROM unnest(:keys::text[]) AS k(key)
+-- The unexpired leases of the keys :keys ('' for unkeyed items), one row per key that has any: a
+-- seek of sq_items_key_leased per key, the unkeyed items' a range of sq_items_lapsed. Run after
+-- lock_keys locked their rows, in a snapshot of its own: it sees every lease the pops of those keys
+-- before this one committed.
+SELECT i.fairness_key AS key, count(*) AS leased FROM sq_items AS i
+WHERE i.queue = :queue AND i.status = 'leased' AND i.fairness_key IS NOT NULL
+  AND i.fairness_key = ANY (:keys::text[]) AND i.visible_at > COALESCE(:now::timestamptz, now())
+GROUP BY i.fairness_key
+UNION ALL
+SELECT '' AS key, count(*) AS leased FROM sq_items AS i
+WHERE '' = ANY (:keys::text[]) AND i.queue = :queue AND i.status = 'leased' AND i.fairness_key IS NULL
+  AND i.visible_at > COALESCE(:now::timestamptz, now())

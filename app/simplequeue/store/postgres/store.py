@@ -363,7 +363,7 @@ class PostgresStore(QueueReads, TopicStore, ScheduleStore, KeyStore):
             KeyTurn(
                 r["key"],
                 r["cap"],
-                leased[r["key"]],
+                leased.get(r["key"], 0),
                 r["seqs"],
                 r["places"],
                 buckets[r["key"]].whole if r["key"] in buckets else None,
