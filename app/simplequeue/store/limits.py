@@ -1,7 +1,9 @@
 """What one process knows of its queues' flow limits (domain/limits.py), shared by the stores.
 
-A queue with limits is popped the careful way: its row locked, its leases counted, its bucket's
-tokens taken, then the claim (several statements in one transaction). Every other queue keeps the
+A queue with limits is popped the careful way, several statements in one transaction: with
+queue-wide limits, its row locked, its leases counted and its bucket's tokens taken; with limits per
+key, the rows of the keys it takes from locked (passing over keys other pops hold), just those keys'
+leases counted and their buckets' tokens taken; then the claim. Every other queue keeps the
 one-statement pop, which claims nothing of a queue whose row says `limited`; so a process that has
 not yet seen a queue's new limits hands out nothing of it rather than too much, and learns of them
 within FRESH_SECONDS, when it pops that queue carefully once more.
