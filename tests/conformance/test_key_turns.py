@@ -52,6 +52,26 @@ async def test_a_popper_passes_over_a_key_another_holds_without_waiting(
         await holder.close()
 
 
+async def test_a_pop_limited_per_key_takes_no_turn_on_the_queues_row(
+    settings: Settings, store: Store, queue: str
+) -> None:
+    if store.dialect != "postgresql":
+        pytest.skip("row locks: PostgreSQL")
+    await configure(store, queue, limits=FlowLimits(max_leased_per_key=1))
+    await fill(store, queue, {"a": 2, "b": 2})
+    holder = await asyncpg.connect(settings.database_url)
+    try:
+        held = holder.transaction()
+        await held.start()
+        # What a pop of a queue with queue-wide limits takes (sq_flow_room): its pops take turns.
+        await holder.execute("SELECT 1 FROM sq_queues WHERE name = $1 FOR NO KEY UPDATE", queue)
+        popped = await asyncio.wait_for(store.pop(queue, 10, 30), 3)
+        assert keys_of(popped) == {"a": 1, "b": 1}
+        await held.rollback()
+    finally:
+        await holder.close()
+
+
 async def test_a_popper_that_finds_every_key_held_waits_for_one(
     settings: Settings, store: Store, queue: str
 ) -> None:
