@@ -106,6 +106,18 @@ async def test_fairness_keys_go_in_and_come_back(sq: AsyncClient, queue: str) ->
         await sq.push("c", queue=queue, fairness_key="")
 
 
+async def test_stats_carry_the_busiest_keys_and_the_limits_that_cut_pops_short(
+    sq: AsyncClient, queue: str, clock: FakeClock
+) -> None:
+    await sq.put_queue(queue, max_leased_per_key=1)
+    items = [{"payload": n, "fairness_key": "a" if n < 3 else "b"} for n in range(4)]
+    await sq.push_batch(items, queue=queue)
+    assert len(await sq.pop(queue, max_items=4)) == 2
+    stats = await sq.stats(queue)
+    assert stats.top_keys == (sdk.TopKey("a", 2, 1, 1, True), sdk.TopKey("b", 0, 1, 1, True))
+    assert stats.limits_binding == (sdk.LimitBinding("max_leased_per_key", 1, clock.now),)
+
+
 async def test_fail_extend_and_get_item(sq: AsyncClient, queue: str) -> None:
     pushed = await sq.push({"job": 1}, queue=queue)
     [item] = await sq.pop(queue, lease_seconds=10)

@@ -576,6 +576,7 @@ def test_settings_are_edited_and_the_queue_deleted(chromium: str, service: str, 
         page.fill("#set-message_retention_seconds", "86400")
         page.fill("#set-max_leased", "4")
         page.fill("#set-rate_per_second", "2.5")
+        page.fill("#set-priority_aging_seconds", "300")
         page.click("#save-settings")
         expect(page.locator("#settings-message")).to_contain_text("Saved")
         settings = api.get("/queues/mail").json()["settings"]
@@ -583,7 +584,9 @@ def test_settings_are_edited_and_the_queue_deleted(chromium: str, service: str, 
         assert (settings["max_leased"], settings["rate_per_second"], settings["rate_burst"]) == (4, 2.5, None)
         assert settings["dedup_window_from"] == "send", "a save keeps every setting the form shows"
         assert (settings["dead_letter_queue"], settings["message_retention_seconds"]) == ("mail-dlq", 86400)
+        assert settings["priority_aging_seconds"] == 300
         page.reload()
+        expect(page.locator("#set-priority_aging_seconds")).to_have_value("300")
         expect(page.locator("#set-dedup_window_from")).to_have_value("send")
         expect(page.locator("#set-dead_letter_queue")).to_have_value("mail-dlq")
         # A dead-letter queue that does not exist is refused next to its field; emptied, it is none.
@@ -1013,6 +1016,50 @@ def test_a_queue_with_flow_limits_says_so_and_when_it_is_at_them(
         page.goto(f"{service}/ui/#/queues/orders/ready")
         expect(page.locator("h1")).to_contain_text("orders")
         expect(page.locator("#limits")).to_have_count(0)  # no limits: no line
+        tab.clean()
+
+
+def test_a_queues_busiest_keys_and_the_limits_that_cut_its_pops_short_are_shown(
+    chromium: str, service: str, api: httpx.Client
+) -> None:
+    from playwright.sync_api import expect
+
+    api.put("/queues/tenants", json={"max_leased_per_key": 2}).raise_for_status()
+    api.put("/queues/tenants/keys/enterprise", json={"max_leased": 4}).raise_for_status()
+    counts = {"enterprise": 40, "acme-corp": 25, "globex": 12, "initech": 3}
+    items = [{"payload": n, "fairness_key": key} for key, count in counts.items() for n in range(count)]
+    api.post("/push/batch", json={"queue": "tenants", "items": [*items, {"payload": "a"}, {"payload": "b"}]})
+    pop = {"queue": "tenants", "max_items": 20, "lease_seconds": 600}
+    popped = api.post("/pop", json=pop).json()["items"]
+    assert len(popped) == 4 + 2 + 2 + 2 + 2  # each key up to its cap: the pop was cut short
+    for key in ("globex", None):  # one lease of each ends: room again
+        done = next(item for item in popped if item["fairness_key"] == key)
+        api.delete(f"/items/{done['id']}", params={"lease_token": done["lease_token"]}).raise_for_status()
+    with browsing(chromium, service) as tab:
+        page = tab.page
+        page.goto(f"{service}/ui/#/queues/tenants/ready")
+        rows = page.locator("#top-keys tbody tr")
+        expect(rows).to_have_count(5)
+        expect(rows.first).to_contain_text("enterprise")
+        expect(page.locator("#top-keys tr[data-key='enterprise'] td")).to_have_text(
+            ["enterprise", "36", "4", "4", "at its limit"]
+        )
+        globex = page.locator("#top-keys tr[data-key='globex'] td")
+        expect(globex).to_have_text(["globex", "10", "1", "2", ""])
+        expect(page.locator("#top-keys tr[data-key='']")).to_contain_text("(no key)")
+        expect(page.locator("#top-keys .at-limit")).to_have_count(3)
+        expect(page.locator("#limits")).to_contain_text("at most 2 of one key leased at once")
+        expect(page.locator("#binding [data-limit='max_leased_per_key']")).to_have_text("max_leased_per_key")
+        expect(page.locator("#binding")).to_contain_text("1 pop, last")
+        shoot(page, "images/dashboard-keys.png", full_page=False)
+        page.set_viewport_size({"width": 400, "height": 900})
+        # Narrow: the table fits the window (long keys wrap) rather than pushing the page wider.
+        assert page.evaluate("document.querySelector('#top-keys').scrollWidth <= window.innerWidth")
+        shoot(page, "keys-narrow.png", full_page=False)
+        page.goto(f"{service}/ui/#/queues/orders/ready")
+        expect(page.locator("h1")).to_contain_text("orders")
+        expect(page.locator("#top-keys")).to_have_count(0)  # no keys: no table
+        expect(page.locator("#binding")).to_have_count(0)
         tab.clean()
 
 

@@ -1,12 +1,15 @@
 """A fair queue's keys over REST: their weight and limits set, read, listed and reset; bad values
-a 422 naming the field with nothing written; an unknown queue a 404; a weight obeyed by pops."""
+a 422 naming the field with nothing written; an unknown queue a 404; a weight obeyed by pops; the
+busiest keys and the limits that cut pops short in the queue's stats."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import pytest
 
+from tests.engines import FakeClock
 from tests.http import Client, assert_error
 
 
@@ -107,3 +110,40 @@ async def test_a_bad_max_leased_per_key_is_a_422_naming_it_and_nothing_changes(
     assert_error(answer, 422, "ValidationError")
     assert "max_leased_per_key" in answer.text
     assert (await client.get(f"/queues/{queue}")).json()["settings"]["max_leased_per_key"] == 3
+
+
+async def test_a_queues_stats_show_its_busiest_keys_and_the_limits_that_cut_its_pops_short(
+    client: Client, queue: str, clock: FakeClock
+) -> None:
+    await client.put(f"/queues/{queue}", json={"max_leased_per_key": 1})
+    await client.put(f"/queues/{queue}/keys/gold", json={"max_leased": 2})
+    items = [{"payload": n, "fairness_key": "gold" if n < 5 else "free"} for n in range(8)]
+    await client.post("/push/batch", json={"queue": queue, "items": items})
+    fresh = (await client.get(f"/queues/{queue}")).json()
+    assert [(k["key"], k["ready"], k["at_limit"]) for k in fresh["top_keys"]] == [
+        ("gold", 5, False),
+        ("free", 3, False),
+    ]
+    assert fresh["limits_binding"] == []
+
+    assert len((await client.post("/pop", json={"queue": queue, "max_items": 10})).json()["items"]) == 3
+    clock.advance(5)
+    assert (await client.post("/pop", json={"queue": queue, "max_items": 10})).json()["items"] == []
+    stats = (await client.get(f"/queues/{queue}")).json()
+    assert stats["top_keys"] == [
+        {"key": "gold", "ready": 3, "leased": 2, "max_leased": 2, "at_limit": True},
+        {"key": "free", "ready": 2, "leased": 1, "max_leased": 1, "at_limit": True},
+    ]
+    [binding] = stats["limits_binding"]
+    assert (binding["limit"], binding["pops"]) == ("max_leased_per_key", 2)
+    assert datetime.fromisoformat(binding["last_seen"]) == clock.now  # the later pop's
+    # A page of queues keeps its counts only: no walk of each queue's keys.
+    [listed] = [q for q in (await client.get("/queues")).json()["queues"] if q["name"] == queue]
+    assert "top_keys" not in listed
+
+
+async def test_a_queue_without_keys_or_limits_shows_none(client: Client, queue: str) -> None:
+    await client.post("/push/batch", json={"queue": queue, "items": [{"payload": 1}, {"payload": 2}]})
+    await client.post("/pop", json={"queue": queue, "max_items": 5})
+    stats = (await client.get(f"/queues/{queue}")).json()
+    assert (stats["top_keys"], stats["limits_binding"]) == ([], [])

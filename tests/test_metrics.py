@@ -81,6 +81,19 @@ async def test_pops_cut_short_by_a_flow_limit_are_counted_by_limit(client: Clien
     assert value(found, "simplequeue_pops_throttled_total", queue=queue, limit="rate") == 0
 
 
+async def test_pops_cut_short_by_a_keys_limit_are_counted_as_max_leased_per_key(
+    client: Client, queue: str
+) -> None:
+    await client.put(f"/queues/{queue}", json={"max_leased_per_key": 1})
+    items = [{"payload": n, "fairness_key": f"k{n % 2}"} for n in range(4)]
+    await client.post("/push/batch", json={"queue": queue, "items": items})
+    assert len((await client.post("/pop", json={"queue": queue, "max_items": 4})).json()["items"]) == 2
+    found = samples((await client.get("/metrics")).text)
+    assert value(found, "simplequeue_pops_throttled_total", queue=queue, limit="max_leased_per_key") == 1
+    assert value(found, "simplequeue_pops_throttled_total", queue=queue, limit="max_leased") == 0
+    assert "k0" not in (await client.get("/metrics")).text  # keys never become labels
+
+
 def test_several_workers_count_together(tmp_path: Path) -> None:
     port = free_port()
     env = {

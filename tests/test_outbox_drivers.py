@@ -9,6 +9,7 @@ import random
 import sqlite3
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from uuid import uuid4
@@ -16,7 +17,8 @@ from uuid import uuid4
 import asyncpg
 import pytest
 from simplequeue import outbox
-from simplequeue.domain import InvalidPayload, ItemExists, PayloadTooLarge, SchemaNotReady
+from simplequeue.domain import InvalidPayload, ItemExists, PayloadTooLarge, QueueSettings, SchemaNotReady
+from simplequeue.domain.aging import rank_priority
 from simplequeue.main import store_for
 from simplequeue.service.waiting import Waiting
 from simplequeue.settings import Settings
@@ -118,6 +120,21 @@ async def test_a_committed_push_is_popped_once_with_its_payload_and_options(case
         "customer-1",
     )
     assert await store.pop(queue, 10, 30) == []
+
+
+async def test_a_push_into_a_queue_that_ages_priorities_is_ranked_as_the_services(case: Case) -> None:
+    caller, store = case.caller, case.store
+    queue = _queue()
+    await store.put_queue(queue, QueueSettings(priority_aging_seconds=60))
+    old = datetime.now(UTC) - timedelta(minutes=30)
+    await caller.begin()
+    await caller.push(queue, "old", created_at=old)
+    await caller.push(queue, "urgent", priority=5)
+    await caller.commit()
+
+    popped = await store.pop(queue, 10, 30)
+    assert [i.payload for i in popped] == ["old", "urgent"]  # thirty periods lift 0 past 5
+    assert popped[0].rank_priority == rank_priority(0, popped[0].created_at, 60)
 
 
 async def test_a_rollback_leaves_no_trace_and_frees_the_dedup_key(case: Case) -> None:

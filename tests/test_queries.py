@@ -56,7 +56,7 @@ def test_postgresql_pops_share_one_lease_and_one_claim() -> None:
     queries = load_queries("simplequeue.store.postgres", "numbered")
     for line in (
         "first_popped_at = COALESCE(first_popped_at,",
-        "ORDER BY c.priority DESC, c.fair_rank, c.created_at, c.seq",
+        "ORDER BY c.rank_priority DESC, c.fair_rank, c.created_at, c.seq",
     ):
         assert text.count(line) == 1, line
         for name in ("pop", "pop_runs", "complete_and_pop"):

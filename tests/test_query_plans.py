@@ -157,7 +157,25 @@ async def test_a_fair_queues_pop_walks_the_same_index_in_rank_order(schema: tupl
     await conn.close()
 
     plan = await pop_plan(schema, PLANNER_SETTINGS)
-    assert_claims_by_its_indexes(plan)  # in (priority, fair_rank, created_at, seq) order: no sort
+    assert_claims_by_its_indexes(plan)  # in (rank_priority, fair_rank, created_at, seq) order: no sort
+    assert '"Node Type": "Seq Scan"' not in plan, plan
+
+
+async def test_an_aging_queues_pop_walks_the_same_index_in_rank_order(schema: tuple[str, str]) -> None:
+    await fill(schema, "q", "ready", 30_000)
+    url, name = schema
+    conn = await asyncpg.connect(url, server_settings={"search_path": name})
+    # Ranks as a queue with aging of a minute leaves them: priorities less the minutes to created_at.
+    await conn.execute("UPDATE sq_queues SET priority_aging_seconds = 60 WHERE name = 'q'")
+    await conn.execute(
+        "UPDATE sq_items SET priority = seq % 4, created_at = now() - (seq % 3000) * interval '1 second'"
+    )
+    await conn.execute("UPDATE sq_items SET rank_priority = sq_rank_priority(priority, created_at, 60)")
+    await conn.execute("ANALYZE sq_items")
+    await conn.close()
+
+    plan = await pop_plan(schema, PLANNER_SETTINGS)
+    assert_claims_by_its_indexes(plan)  # in (rank_priority, fair_rank, created_at, seq) order: no sort
     assert '"Node Type": "Seq Scan"' not in plan, plan
 
 
@@ -778,3 +796,36 @@ async def test_the_keyed_pops_statements_read_items_by_index_at_scale(
     assert '"Index Name": "sq_items_lapsed"' in walk
     counted = await generic_plan_of(schema, "key_leases", **KEYED_STATEMENTS["key_leases"])
     assert '"Index Name": "sq_items_key_leased"' in counted
+
+
+@pytest.mark.parametrize("statistics", ["stale", "analysed"])
+async def test_top_keys_read_their_queues_live_items_only_and_a_queue_without_keys_none(
+    schema: tuple[str, str], statistics: str
+) -> None:
+    await crowd(schema)  # 100,000 items of 50 other queues
+    await fill(schema, "fair", "ready", 100_000)
+    url, name = schema
+    conn = await asyncpg.connect(url, server_settings={"search_path": name})
+    try:  # one key's 100,000 items but a hundred, which seven quiet keys share
+        await conn.execute(
+            "UPDATE sq_items SET fairness_key = CASE WHEN seq % 1000 = 0 THEN 'quiet-' || (seq % 7)"
+            " ELSE 'noisy' END WHERE queue = 'fair'"
+        )
+        await conn.execute(
+            "INSERT INTO sq_fair_keys (queue, fairness_key, last_rank)"
+            " SELECT DISTINCT 'fair', fairness_key, 0 FROM sq_items WHERE queue = 'fair'"
+        )
+    finally:
+        await conn.close()
+    if statistics == "analysed":
+        await analyze(schema)
+
+    nodes = await executed_generic_plan(schema, "top_keys", queue="fair", now=None, limit=10)
+    scans = [n for n in nodes if n.get("Relation Name") == "sq_items" and "Scan" in str(n["Node Type"])]
+    assert scans, nodes
+    assert not [n for n in scans if n["Node Type"] == "Seq Scan"], nodes
+    # The queue's own live items, each once: none of the other queues' 100,000.
+    assert sum(int(str(n["Actual Rows"])) * int(str(n["Actual Loops"])) for n in scans) == 100_000, nodes
+
+    none = await executed_generic_plan(schema, "top_keys", queue="q7", now=None, limit=10)
+    assert reads_of(none, "sq_items") == 0, none  # no key: its 2,000 items are never walked

@@ -5,6 +5,7 @@ checked against the queues that exist (a clear 422, never a 500), and acted on b
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
@@ -134,3 +135,35 @@ async def test_the_sdk_sets_and_reads_flow_limits(sq: AsyncClient, queue: str) -
     assert stats.settings["rate_burst"] is None
     with pytest.raises(ValidationError):
         await sq.put_queue(queue, rate_burst=4)
+
+
+@pytest.mark.parametrize("seconds", [0, -5, 1.5, "60", True, 2**31])
+async def test_a_priority_aging_that_is_not_a_whole_positive_number_of_seconds_is_422_naming_it(
+    client: Client, queue: str, seconds: object
+) -> None:
+    await client.put(f"/queues/{queue}", json={"priority_aging_seconds": 60})
+    answer = await client.put(f"/queues/{queue}", json={"priority_aging_seconds": seconds})
+    body = assert_error(answer, 422, "ValidationError")
+    assert [f["loc"][:2] for f in body["fields"]] == [["body", "priority_aging_seconds"]]
+    assert (await client.get(f"/queues/{queue}")).json()["settings"]["priority_aging_seconds"] == 60
+
+
+async def test_priority_aging_set_over_rest_orders_the_pops(
+    client: Client, queue: str, clock: FakeClock
+) -> None:
+    answer = await client.put(f"/queues/{queue}", json={"priority_aging_seconds": 60})
+    assert answer.json()["settings"]["priority_aging_seconds"] == 60
+    old = (clock.now - timedelta(minutes=10)).isoformat()
+    await client.post("/push", json={"queue": queue, "payload": "old", "priority": 0, "created_at": old})
+    await client.post("/push", json={"queue": queue, "payload": "urgent", "priority": 5})
+    popped = (await client.post("/pop", json={"queue": queue, "max_items": 2})).json()["items"]
+    assert [(p["payload"], p["priority"]) for p in popped] == [("old", 0), ("urgent", 5)]
+    unset = await client.put(f"/queues/{queue}", json={"priority_aging_seconds": None})
+    assert unset.json()["settings"]["priority_aging_seconds"] is None
+
+
+async def test_the_sdk_sets_and_reads_priority_aging(sq: AsyncClient, queue: str) -> None:
+    stats = await sq.put_queue(queue, priority_aging_seconds=300)
+    assert stats.settings["priority_aging_seconds"] == 300
+    with pytest.raises(ValidationError):
+        await sq.put_queue(queue, priority_aging_seconds=0)

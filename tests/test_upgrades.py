@@ -203,3 +203,67 @@ def test_the_sqs_doors_attributes_become_typed_settings_with_their_values(
 
     with database(engine, tmp_path) as url:
         asyncio.run(upgrade(url))
+
+
+# --- priority aging (SQLite's 16, PostgreSQL's 18): the items' ranks ---------------------------------
+
+RANKED_AS_KEPT = """
+INSERT INTO sq_queues (name, created_at) VALUES ('ranked', {at});
+INSERT INTO sq_items (id, queue, payload, created_at, visible_at, priority) VALUES
+    ('{a}', 'ranked', '"old-low"', {old}, {old}, 0),
+    ('{b}', 'ranked', '"new-high"', {at}, {at}, 5),
+    ('{c}', 'ranked', '"new-low"', {at}, {at}, 0),
+    ('{d}', 'ranked', '"old-mid"', {old}, {old}, 2);
+"""
+"""Items the release before wrote, with no rank: their order was priority, then created_at."""
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "postgresql"])
+def test_items_from_before_aging_keep_their_order(
+    engine: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    latest = migrations.load_migrations(engine)
+    [aging] = [m for m in latest if m.name.endswith("priority_aging")]
+    ids = {k: uuid4() for k in "abcd"}
+
+    async def write_old(url: str) -> None:
+        if engine == "postgresql":
+            sql = RANKED_AS_KEPT.format(at="now() - interval '1 hour'", old="now() - interval '1 day'", **ids)
+            conn = await asyncpg.connect(url, timeout=5)
+            try:
+                await conn.execute(sql)
+            finally:
+                await conn.close()
+        else:
+            sql = RANKED_AS_KEPT.format(at=AT, old="'2025-01-01T00:00:00.000000Z'", **ids)
+            with sqlite3.connect(url.removeprefix("sqlite:///")) as lite:
+                lite.executescript(sql)
+
+    async def upgrade(url: str) -> None:
+        settings = Settings(database_url=url)
+        before = [m for m in latest if m.version < aging.version]
+        if engine == "postgresql":  # tables only: the functions of this release need the new column
+            monkeypatch.setattr(f"{MIGRATE}.load_migrations", lambda dialect: before)
+            monkeypatch.setattr(f"{MIGRATE}.load_routines", lambda dialect: None)
+        else:
+            monkeypatch.setattr("simplequeue.store.sqlite.store.load_migrations", lambda dialect: before)
+        old = store_for(settings, FakeClock())
+        await old.open()
+        await old.migrate()
+        await old.close()
+        await write_old(url)
+
+        monkeypatch.undo()
+        new = store_for(settings, FakeClock())
+        await new.open()
+        try:
+            assert aging.version in await new.migrate()
+            popped = await new.pop("ranked", 10, 30)
+            assert [p.payload for p in popped] == ["new-high", "old-mid", "old-low", "new-low"]
+            assert [p.rank_priority for p in popped] == [5, 2, 0, 0]
+            assert (await new.get_queue("ranked")).settings.priority_aging_seconds is None
+        finally:
+            await new.close()
+
+    with database(engine, tmp_path) as url:
+        asyncio.run(upgrade(url))

@@ -158,7 +158,7 @@ async def test_a_pop_cut_short_by_a_keys_cap_holds_its_waiters_until_room_frees(
     await fill(store, queue, {"a": 3})
     [held] = await store.pop(queue, 3, 30)
     # Items are there, but not for this key now: waiters are not woken for them...
-    assert store.flow.held_by(queue) == "max_leased"
+    assert store.flow.held_by(queue) == "max_leased_per_key"
     # ...until a completion through this process frees room.
     await store.complete(held.id, held.lease_token)
     assert queue in store.flow.room_freed()  # (the service calls it at a completion)

@@ -112,6 +112,26 @@ async def test_put_read_list_pause_resume_delete(
         await one.schedules.delete(name)
 
 
+async def test_a_put_that_must_make_leaves_a_taken_name_and_one_that_must_replace_makes_none(
+    one: Replica, name: str, queue: str, at_minute: datetime
+) -> None:
+    with pytest.raises(ScheduleNotFound):
+        await one.schedules.put(name, ScheduleSpec(queue, "1", Timing(every_seconds=60)), must="existing")
+    with pytest.raises(ScheduleNotFound):
+        await one.schedules.get(name)
+    kept_form = '{"ScheduleExpression":"rate(1 minute)"}'
+    made = await put(one, name, queue, description="nightly", aws_json=kept_form)
+    assert (made.spec.description, made.spec.aws_json) == ("nightly", kept_form)
+    other = ScheduleSpec(queue, "2", Timing(every_seconds=120))
+    kept, created = await one.schedules.put(name, other, must="new")
+    assert not created
+    assert kept.spec == made.spec
+    assert (await one.schedules.get(name)).spec == made.spec
+    replaced, created = await one.schedules.put(name, other, must="existing")
+    assert not created
+    assert replaced.spec == other  # the description and the kept form go with what they described
+
+
 async def test_a_page_of_schedules_leads_to_the_next(one: Replica, queue: str) -> None:
     names = sorted(f"p-{uuid4().hex[:8]}" for _ in range(3))
     for n in names:

@@ -41,6 +41,9 @@ SQLITE_TYPED_SETTINGS = load_migrations("sqlite")[9]  # v10: the same columns
 OPTIONAL_SETTINGS = frozenset({"dead_letter_queue", "message_retention_seconds"})
 """Queue settings that may be NULL (none), which no release before v11 had."""
 
+AGING = frozenset({"priority_aging_seconds"})
+"""The queue setting of v17 (priority aging): test_schema.py holds its column."""
+
 FLOW_LIMITS = frozenset(
     {
         "max_leased",

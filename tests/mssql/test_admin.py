@@ -31,7 +31,7 @@ from tests.mssql.helpers import (
 
 
 def test_put_queue_updates_under_a_key_lock_or_inserts_and_says_which() -> None:
-    update, created, insert = statements("put_queue")
+    update, rerank, created, insert = statements("put_queue")
     assert placeholders(Q["put_queue"].sql) == 20
     # A key's own limits keep the queue limited (per-key limits), whatever :limited says.
     assert "SET @limited = CASE WHEN @limited = 1 OR EXISTS (" in Q["put_queue"].sql
@@ -48,6 +48,18 @@ def test_put_queue_updates_under_a_key_lock_or_inserts_and_says_which() -> None:
     )
     assert isinstance(insert, exp.IfBlock)
     assert insert.this.sql("tsql") == "NOT EXISTS(SELECT 1 FROM @updated)"
+    # A change of priority_aging_seconds (the UPDATE's old value against the new) re-ranks the
+    # queue's items, as the push ranks them.
+    assert "OUTPUT inserted.name, deleted.priority_aging_seconds INTO @updated" in Q["put_queue"].sql
+    assert isinstance(rerank, exp.Update)
+    assert rerank.this.sql("tsql") == "i"
+    where = rerank.args["where"].sql("tsql")
+    assert "i.queue = @queue" in where
+    assert "u.aging <> @priority_aging_seconds" in where
+    assert "u.aging IS NULL AND NOT @priority_aging_seconds IS NULL" in where
+    assert "NOT u.aging IS NULL AND @priority_aging_seconds IS NULL" in where
+    assert [eq.this.name for eq in rerank.expressions] == ["rank_priority"]
+    assert "WHEN @priority_aging_seconds IS NULL THEN i.priority" in rerank.expressions[0].sql("tsql")
 
 
 def test_queue_stats_rows_carry_every_column_queue_stats_reads() -> None:

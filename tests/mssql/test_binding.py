@@ -19,7 +19,7 @@ from simplequeue.domain import (
     QueueSettings,
 )
 from simplequeue.domain.activity import ActivityWindow
-from simplequeue.domain.keys import KeySettings, KeyStats
+from simplequeue.domain.keys import KeyLoad, KeySettings, KeyStats
 from simplequeue.domain.metadata import MetadataChange
 from simplequeue.domain.schedules import Fired, ScheduleSpec, Timing
 from simplequeue.domain.topics import Subscription, TopicChange
@@ -102,6 +102,7 @@ PARAMETERS = {
         "rate_burst",
         "max_leased_per_key",
         "rate_per_key_per_second",
+        "priority_aging_seconds",
         "limited",
     ),
     "next_visible_at": ("now", "queues"),
@@ -140,6 +141,7 @@ PARAMETERS = {
     "put_key": ("queue", "key", "weight", "max_leased", "rate_per_second"),
     "reset_key": ("queue", "key"),
     "key_page": ("queue", "after", "key", "limit"),
+    "top_keys": ("now", "queue", "limit"),
     "topic_update": ("now", "name", "attributes", "tags", "old_attributes", "old_tags"),
     "topic_delete_subscriptions": ("name",),
     "topic_delete": ("name",),
@@ -172,6 +174,9 @@ PARAMETERS = {
         "overlap",
         "catch_up",
         "next_run_at",
+        "description",
+        "aws",
+        "must",
     ),
     "schedule_get": ("name",),
     "schedule_page": ("after", "limit"),
@@ -303,7 +308,9 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     conn.reply("delete_queue", result(found=1, leased=0, deleted=1, items=2, history=3))
     head = item_row(uuid4(), status="leased", lease_token=token, group_key="g")
     conn.reply(
-        "pop", Result(["seq"], []), Result(["seq", *head.columns, "fair_rank"], [(7, *head.rows[0], 0.0)])
+        "pop",
+        Result(["seq"], []),
+        Result(["seq", *head.columns, "fair_rank", "rank_priority"], [(7, *head.rows[0], 0.0, 0)]),
     )
 
     await store.push_batch([keyed], skip_existing=False)
@@ -380,6 +387,11 @@ async def _keys(store: MssqlStore, conn: FakeConnection) -> None:
     assert await store.get_key("orders", "acme") == KeyStats("acme", KeySettings(2.0, 3, None), 4, 1)
     assert [k.key for k in (await store.list_keys("orders", 10, None)).items] == ["acme"]
     await store.reset_key("orders", "acme")
+    conn.reply(
+        "top_keys",
+        Result(["fairness_key", "ready", "leased", "max_leased"], [("acme", 4, 3, 3), (None, 1, 0, 2)]),
+    )
+    assert await store.top_keys("orders", 10) == [KeyLoad("acme", 4, 3, 3), KeyLoad(None, 1, 0, 2)]
 
 
 async def _topics(store: MssqlStore, conn: FakeConnection) -> None:
@@ -485,11 +497,13 @@ async def _schedules(store: MssqlStore, conn: FakeConnection) -> None:
         next_run_at=naive,
         last_run_at=None,
         last_item_id=None,
+        description=None,
+        aws=None,
         previous_live=0,
     )
     none = Result(row.columns, [])
     conn.reply("schedule_get", none, *[row] * 6)
-    conn.reply("schedule_put", Result([], []))
+    conn.reply("schedule_put", result(name="nightly"))
     conn.reply("schedule_page", row)
     conn.reply("schedule_pause", result(name="nightly"))
     conn.reply("schedule_resume", result(name="nightly"))

@@ -113,14 +113,16 @@ def test_revive_moves_items_to_the_back_of_their_groups_with_new_seqs() -> None:
     # A dead item's claim on its id still holds; the revived item goes on holding it.
     assert values["remember_id"] == "g.remember_id"
     assert values["attributes"] == "g.attributes", "message attributes are kept"
-    assert [col.sql("tsql") for col in delete.args["returning"].expressions][-4:] == [
+    assert [col.sql("tsql") for col in delete.args["returning"].expressions][-5:] == [
         "deleted.remember_id",
         "deleted.attributes",
         "deleted.fairness_key",
         "deleted.fair_rank",
+        "deleted.rank_priority",
     ]
     # A revived item keeps its tenant and its place among the queue's tenants.
     assert (values["fairness_key"], values["fair_rank"]) == ("g.fairness_key", "g.fair_rank")
+    assert values["rank_priority"] == "g.rank_priority", "and its rank: the queue is the same"
     assert [o.sql("tsql") for o in insert.expression.args["order"].expressions] == ["p.n"]
     assert count.sql("tsql") == "SELECT COUNT(*) AS revived FROM @gone"
 
@@ -332,3 +334,16 @@ def test_an_item_that_dies_in_a_queue_with_a_target_moves_there_in_the_same_batc
     for kept in ("id", "payload", "created_at", "errors", "priority", "group_key", "dedup_key", "attributes"):
         assert values[kept] == f"m.{kept}"
     assert [o.sql("tsql") for o in insert.expression.args["order"].expressions] == ["m.seq"]
+
+
+@pytest.mark.parametrize("batch", ["fail", "reap_expired"])
+def test_an_item_moved_to_its_dead_letter_target_ranks_by_the_targets_aging(batch: str) -> None:
+    text = " ".join(Q[batch].sql.split())
+    # The target's setting travels with the moving rows, and the insert ranks as the push does.
+    assert "deleted.fairness_key, t.priority_aging_seconds INTO @moving" in text
+    assert "remember_id, attributes, fairness_key, rank_priority)" in text
+    assert (
+        "CASE WHEN m.aging IS NULL THEN m.priority "
+        "ELSE m.priority - (e.s - ((e.s % m.aging) + m.aging) % m.aging) / m.aging END"
+    ) in text
+    assert "DATEDIFF_BIG(SECOND, CAST('1970-01-01' AS DATETIME2(7)), m.created_at) AS s" in text

@@ -81,6 +81,7 @@ def row(seq: int, group: str | None, token: str) -> tuple[object, ...]:
         None,
         None,
         0.0,
+        0,
     )
 
 

@@ -60,11 +60,11 @@ def test_the_procedure_inserts_each_items_attributes() -> None:
     at = lines.index(f"{INSERT} remember_id,")
     assert lines[at : at + 6] == [
         f"{INSERT} remember_id,",
-        "                          attributes, fairness_key, fair_rank)",
+        "                          attributes, fairness_key, fair_rank, rank_priority)",
         "OUTPUT inserted.id, inserted.queue INTO @inserted",
         "SELECT i.id, i.queue, j.payload, i.created_at, i.visible_at, i.priority, i.group_key, i.dedup_key, "
         "i.remember,",
-        "       j.attributes, i.fairness_key, i.fair_rank",
+        "       j.attributes, i.fairness_key, i.fair_rank, COALESCE(i.rank_priority, i.priority)",
         "FROM OPENJSON(@items) WITH (n INT, payload NVARCHAR(MAX), attributes NVARCHAR(MAX)) AS j",
     ]
 

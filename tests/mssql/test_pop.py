@@ -35,8 +35,9 @@ from tests.mssql.helpers import (
 )
 
 READY_POP = next(m for m in load_migrations("mssql") if m.name == "ready_pop_index")
-# The pop indexes as they are now: fairness (v15) put fair_rank into their order and included columns.
-FAIRNESS = next(m for m in load_migrations("mssql") if m.name == "fairness")
+# The pop indexes as they are now: fairness (v15) put fair_rank into their order and included columns,
+# priority aging (v17) put the items' rank in place of their priority.
+AGING = next(m for m in load_migrations("mssql") if m.name == "priority_aging")
 
 
 def pop_update() -> exp.Update:
@@ -84,7 +85,7 @@ def order_of(select: exp.Select) -> list[tuple[str, bool]]:
     return [(o.this.name, bool(o.args.get("desc"))) for o in select.args["order"].expressions]
 
 
-POP_ORDER = [("priority", True), ("fair_rank", False), ("created_at", False), ("seq", False)]
+POP_ORDER = [("rank_priority", True), ("fair_rank", False), ("created_at", False), ("seq", False)]
 
 
 def test_pop_claims_through_two_walks_each_top_n_rows_with_the_four_locking_hints_on_its_index() -> None:
@@ -113,15 +114,16 @@ def test_pop_takes_the_highest_priority_then_the_lowest_fair_rank_then_the_oldes
         assert order_of(walk) == POP_ORDER
     # The ready index has the same order, so the ready walk stops after TOP rows; the expired
     # leases are sorted from the lapsed index's included columns, without visiting the table.
-    ready = create_index("sq_items_ready", FAIRNESS).this.args["params"]
+    ready = create_index("sq_items_ready", AGING).this.args["params"]
     assert [(o.this.name, bool(o.args.get("desc"))) for o in ready.args["columns"]] == [
         ("queue", False),
         *POP_ORDER,
     ]
-    lapsed = create_index("sq_items_lapsed", FAIRNESS).this.args["params"]
+    lapsed = create_index("sq_items_lapsed", AGING).this.args["params"]
     assert [o.this.name for o in lapsed.args["columns"]] == ["queue", "visible_at"]
     assert {i.name for i in lapsed.args["include"]} >= {
         "priority",
+        "rank_priority",
         "fair_rank",
         "created_at",
         "attempts",
@@ -137,7 +139,7 @@ def test_pop_claims_only_due_rows_and_no_expired_lease_on_its_last_attempt() -> 
         assert where.sql("tsql").startswith(
             f"w.queue = @queue AND w.status = '{status}' AND w.visible_at <= @now"
         )
-        for migration in (READY_POP, FAIRNESS):
+        for migration in (READY_POP, AGING):
             index = create_index(name, migration).this.args["params"]
             assert index.args["where"].this.sql("tsql") == f"status = '{status}'"
         cutoffs = [node for node in where.find_all(exp.LTE) if node.this.name == "visible_at"]
@@ -225,6 +227,7 @@ def test_pop_leases_for_the_given_seconds_or_the_queues_and_outputs_the_leased_r
         "attributes",
         "fairness_key",
         "fair_rank",
+        "rank_priority",
     ]
     assert not update.args["returning"].args.get("into"), "OUTPUT rows go to the client"
 
@@ -284,6 +287,7 @@ POP_COLUMNS = [
     "attributes",
     "fairness_key",
     "fair_rank",
+    "rank_priority",
 ]
 ATTRIBUTES = '{"trace":{"type":"String","value":"abc"}}'
 
@@ -317,6 +321,7 @@ async def test_pop_binds_a_fresh_lease_and_returns_items_in_pop_order(
                     None,
                     None,
                     0.0,
+                    0,
                 ),
                 (
                     7,
@@ -332,6 +337,7 @@ async def test_pop_binds_a_fresh_lease_and_returns_items_in_pop_order(
                     ATTRIBUTES,
                     None,
                     0.0,
+                    0,
                 ),
                 (
                     9,
@@ -347,6 +353,7 @@ async def test_pop_binds_a_fresh_lease_and_returns_items_in_pop_order(
                     None,
                     None,
                     0.0,
+                    5,
                 ),
             ],
         ),

@@ -52,6 +52,7 @@ class PushBatch:
     lock_claims: exp.Insert  # their claims in sq_client_ids, locked
     take_over: exp.Update  # claims whose window passed
     claim: exp.Insert  # new claims
+    aged: exp.Update  # the ranks of items whose queue ages priorities
     fair: exp.IfBlock  # the fair ranks, when an item has a key or its queue saw one
     insert: exp.Insert  # the items
     holders: exp.Insert  # what holds each remembered id not inserted
@@ -111,13 +112,15 @@ def test_the_push_reads_every_item_from_one_json_parameter_into_a_table_by_place
         "attributes",
         "fairness_key",
         "fair_rank",
+        "rank_priority",
     ]
-    assert [e.sql("tsql") for e in insert.expression.expressions[-4:]] == [
+    assert [e.sql("tsql") for e in insert.expression.expressions[-5:]] == [
         "i.remember",
         "j.attributes",
         "i.fairness_key",
         "i.fair_rank",
-    ], "the flag the store sends, the attributes' text as sent, the key and its rank"
+        "COALESCE(i.rank_priority, i.priority)",
+    ], "the flag the store sends, the attributes' text as sent, the key and its ranks"
 
 
 def test_the_push_makes_an_item_visible_at_the_later_of_not_before_and_its_delay_from_the_servers_now() -> (
@@ -568,10 +571,34 @@ def test_the_push_ranks_fair_items_under_locks_on_their_keys_only_when_a_queue_i
     assert "dbo.sq_fair_keys" in condition
     # Each fair key of the call is locked as the dedup keys are: present or not, until commit.
     assert text.count("dbo.sq_fair_keys AS f WITH (UPDLOCK, HOLDLOCK, FORCESEEK)") == 2
-    # The virtual time: one less than the lowest due ready rank of the priority, else the queue's top.
+    # The virtual time: one less than the lowest due ready fair rank of the first item's rank (its
+    # priority, aged), else the queue's top.
     assert "SELECT TOP (1) x.fair_rank - 1 FROM dbo.sq_items AS x" in text
-    assert "ORDER BY x.priority DESC, x.fair_rank" in text
+    assert "x.rank_priority = c.priority" in text
+    assert "ORDER BY x.rank_priority DESC, x.fair_rank" in text
+    assert "COALESCE(i.rank_priority, i.priority) AS priority" in text
     assert "SELECT MAX(k.last_rank) FROM dbo.sq_fair_keys AS k WHERE k.queue = c.queue" in text
     # A key's items take consecutive ranks, in the call's order.
     assert "ROW_NUMBER() OVER (PARTITION BY i.queue, COALESCE(i.fairness_key, N'') ORDER BY i.n)" in text
     assert "SET last_rank = c.start + c.items" in text
+
+
+def test_the_push_ranks_the_items_of_queues_that_age_priorities_by_their_periods() -> None:
+    aged = push_batch_statements().aged
+    sql = aged.sql("tsql")
+    assert aged.this.sql("tsql") == "i"
+    assert "JOIN dbo.sq_queues AS q ON q.name = i.queue" in sql
+    assert "WHERE NOT q.priority_aging_seconds IS NULL" in sql
+    # Whole seconds from the epoch, floored to periods before the epoch too (% and / truncate).
+    assert (
+        "DATEDIFF_BIG(SECOND, CAST('1970-01-01' AS DATETIME2(7)), CAST(i.created_at AS DATETIME2)) AS s"
+        in sql
+    )
+    assert (
+        "i.priority - (e.s - ((e.s % q.priority_aging_seconds) + q.priority_aging_seconds) "
+        "% q.priority_aging_seconds) / q.priority_aging_seconds"
+    ) in sql
+    # An item of a queue without aging ranks by its priority.
+    insert = push_batch_statements().insert.sql("tsql")
+    assert "fair_rank, rank_priority)" in insert
+    assert "i.fair_rank, COALESCE(i.rank_priority, i.priority)" in insert

@@ -9,11 +9,12 @@ import re
 import pytest
 from simplequeue.domain import QueueSettings
 from simplequeue.store import rows
-from simplequeue.store.migrations import Migration
+from simplequeue.store.migrations import Migration, load_migrations
 from sqlglot import exp
 
 from tests.mssql.helpers import (
     ADMIN,
+    AGING,
     CLIENT_IDS,
     DELIVERY,
     FLOW_LIMITS,
@@ -202,7 +203,7 @@ def test_queue_settings_have_sqlites_defaults_and_ranges() -> None:
     assert (
         set(columns)
         == set(reference)
-        == set(rows.settings_params(QueueSettings())) - OPTIONAL_SETTINGS - FLOW_LIMITS
+        == set(rows.settings_params(QueueSettings())) - OPTIONAL_SETTINGS - FLOW_LIMITS - AGING
     )
     replaced = replaced_checks()
     assert set(replaced) == {"lease_seconds"}
@@ -235,7 +236,7 @@ def test_a_queue_made_by_a_push_gets_the_domains_default_settings() -> None:
     row = {
         name: value if name == "dedup_window_from" else float(value) if "." in value else int(value)
         for name, value in defaults.items()
-    } | dict.fromkeys(OPTIONAL_SETTINGS | FLOW_LIMITS)
+    } | dict.fromkeys(OPTIONAL_SETTINGS | FLOW_LIMITS | AGING)
     assert rows.queue_settings(row) == QueueSettings()
 
 
@@ -453,3 +454,26 @@ def test_the_sweep_finds_claims_past_their_window_by_a_filtered_index() -> None:
     params = create_index("sq_client_ids_expires", CLIENT_IDS).this.args["params"]
     assert [o.this.name for o in params.args["columns"]] == ["expires_at"]
     assert params.args["where"].this.sql("tsql") == "NOT expires_at IS NULL"
+
+
+PRIORITY_AGING = next(m for m in load_migrations("mssql") if m.name == "priority_aging")
+
+
+def test_priority_aging_adds_a_nullable_setting_and_a_bigint_rank_filled_from_priority() -> None:
+    setting = added_columns("sq_queues", (PRIORITY_AGING,))
+    assert set(setting) == AGING
+    column = setting["priority_aging_seconds"]
+    assert column.args["kind"].sql("tsql") == "INTEGER"
+    assert constraint(column, exp.CheckColumnConstraint).this.sql("tsql") == "priority_aging_seconds >= 1"
+    [sqlite] = [m for m in load_migrations("sqlite") if m.name == "priority_aging"]
+    assert "CHECK (priority_aging_seconds >= 1)" in sqlite.sql
+    [rank] = added_columns("sq_items", (PRIORITY_AGING,)).values()
+    assert rank.args["kind"].sql("tsql") == "BIGINT", "with a period of a second, INT runs out in 2038"
+    assert constraint(rank, exp.NotNullColumnConstraint) is not None
+    # The items already there rank by their priority, so that they keep their order; once more changes
+    # nothing.
+    updates = [parse(s)[0] for s in migration_statements(PRIORITY_AGING)]
+    [backfill] = [u for u in updates if isinstance(u, exp.Update)]
+    assert backfill.sql("tsql") == (
+        "UPDATE dbo.sq_items SET rank_priority = priority WHERE rank_priority <> priority"
+    )

@@ -17,7 +17,7 @@ from starlette.types import ASGIApp
 from simplequeue.api import aws
 from simplequeue.api.access_log import Observer
 from simplequeue.api.auth import Keyring
-from simplequeue.api.aws import aws_routes
+from simplequeue.api.aws import aws_routes, scheduler_routes
 from simplequeue.api.errors import install_error_handlers
 from simplequeue.api.front import DoorRules, FrontDoor
 from simplequeue.api.hot import HotRoutes
@@ -122,6 +122,9 @@ def build_api(
     # and a GET of either that names an Action, outside the spec. Before the redirect below, which
     # takes every other GET /.
     app.router.routes.extend(aws_routes())
+    # EventBridge Scheduler's door (simplequeue.api.scheduler): /schedules and /schedules/{Name}
+    # signed for `scheduler`, so ahead of the REST API's routes of the same paths.
+    app.router.routes[:0] = scheduler_routes()
     # A person who opens the service's address finds the dashboard (POST / is the SQS door's).
     app.add_route("/", to_the_dashboard, methods=["GET", "HEAD"], include_in_schema=False)
     declare_security(app)

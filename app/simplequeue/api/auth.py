@@ -28,6 +28,7 @@ from starlette.responses import Response
 from starlette.types import Scope
 
 from simplequeue.api.errors import BEARER_CHALLENGE, Forbidden, Unauthenticated, envelope
+from simplequeue.api.sqs.sigv4 import scope_service
 from simplequeue.service.topics import CERTIFICATE_PATH
 
 OPEN_PATHS = frozenset(
@@ -45,19 +46,31 @@ def is_open(path: str) -> bool:
 
 
 SIGV4_PATH = re.compile(r"/(\d{12}/[^/]+)?")
+SCHEDULER_PATH = re.compile(r"/schedules(?:/([^/]+))?")
 QUERY_ACTION = re.compile(rb"(?:^|&)Action=")
 
 
 def signs_itself(scope: Scope) -> bool:
     """A request to the Amazon SQS door (simplequeue.api.sqs): POST / or POST /{account_id}/{queue},
-    or a GET of either whose query names an Action (the query protocol may be sent so). It
-    carries an AWS SigV4 signature rather than a Bearer key, and the door checks it itself."""
+    or a GET of either whose query names an Action (the query protocol may be sent so); or one to
+    the EventBridge Scheduler door (to_scheduler). It carries an AWS SigV4 signature rather than a
+    Bearer key, and the door checks it itself."""
     if SIGV4_PATH.fullmatch(scope["path"]) is None:
-        return False
+        return to_scheduler(scope)
     method = scope["method"]
     return method == "POST" or (
         method == "GET" and QUERY_ACTION.search(scope.get("query_string", b"")) is not None
     )
+
+
+def to_scheduler(scope: Scope) -> bool:
+    """A request to the EventBridge Scheduler door (simplequeue.api.scheduler): to `/schedules` or
+    `/schedules/{Name}`, signed with SigV4 for the service `scheduler` (the signature unchecked
+    yet). Any other request there, a Bearer key's or none, is the REST API's."""
+    if SCHEDULER_PATH.fullmatch(scope["path"]) is None:
+        return False
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+    return scope_service(headers, scope.get("query_string", b"").decode("latin-1")) == "scheduler"
 
 
 class Role(StrEnum):

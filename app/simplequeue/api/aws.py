@@ -22,6 +22,9 @@ from starlette.types import Scope
 
 from simplequeue.api.front import sqs_refusal
 from simplequeue.api.request_ids import REQUEST_ID
+from simplequeue.api.scheduler.errors import SchedulerError
+from simplequeue.api.scheduler.errors import response as scheduler_response
+from simplequeue.api.scheduler.routes import scheduler_routes
 from simplequeue.api.sns import routes as sns
 from simplequeue.api.sns.errors import SnsError
 from simplequeue.api.sns.errors import response as sns_response
@@ -52,11 +55,18 @@ async def _is_sns(request: Request) -> bool:
 
 def refusal(scope: Scope, status: int, code: str, message: str) -> Response:
     """The front door's refusal (a body too large or too slow) in the shape of the door the
-    request's signature names: SNS's XML for `sns`, else SQS's, in its protocol."""
+    request's signature names: SNS's XML for `sns`, EventBridge Scheduler's JSON for `scheduler`,
+    else SQS's, in its protocol."""
     headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-    if scope_service(headers, scope.get("query_string", b"").decode("latin-1")) == "sns":
+    service = scope_service(headers, scope.get("query_string", b"").decode("latin-1"))
+    if service == "sns":
         return sns_response(SnsError(code, message, status), REQUEST_ID.get())
+    if service == "scheduler":
+        return scheduler_response(SchedulerError(code, message, status), REQUEST_ID.get())
     return sqs_refusal(scope, status, code, message)
+
+
+__all__ = ["aws_routes", "dispatch", "refusal", "scheduler_routes"]
 
 
 def aws_routes() -> list[Route]:

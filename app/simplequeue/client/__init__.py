@@ -61,6 +61,7 @@ from simplequeue.client.models import (
     HistoryPage,
     Item,
     ItemInfo,
+    LimitBinding,
     Published,
     PushResult,
     QueuePage,
@@ -68,6 +69,7 @@ from simplequeue.client.models import (
     Schedule,
     Subscription,
     Topic,
+    TopKey,
 )
 from simplequeue.client.retries import NO_RETRY, RetryPolicy
 from simplequeue.client.sync import Client
@@ -102,6 +104,7 @@ __all__ = [
     "ItemNotFound",
     "LeaseExpired",
     "LeaseMismatch",
+    "LimitBinding",
     "MalformedJSON",
     "MethodNotAllowed",
     "NotFound",
@@ -122,6 +125,7 @@ __all__ = [
     "Subscription",
     "SubscriptionNotFound",
     "TooManyQueues",
+    "TopKey",
     "Topic",
     "TopicExists",
     "TopicNotFound",

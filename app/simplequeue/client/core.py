@@ -412,7 +412,8 @@ class AsyncClient:
     async def put_queue(self, queue: str, /, **settings: Any) -> QueueStats:
         """Set a queue's settings (PUT replaces them all: an omitted one takes its default), such as
         max_attempts=3, dead_letter_queue="orders-dlq" (where items that die move; it must exist),
-        message_retention_seconds=3600 (live items older are never handed out, then deleted)."""
+        message_retention_seconds=3600 (live items older are never handed out, then deleted),
+        priority_aging_seconds=300 (a waiting item's priority rises by one per 300 seconds)."""
         return QueueStats.of(await self._json("PUT", f"/queues/{queue}", retry=Repeat.ANY, json=settings))
 
     async def put_key(

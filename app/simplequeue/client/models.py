@@ -138,6 +138,36 @@ class CompleteResult:
 
 
 @dataclass(frozen=True, slots=True)
+class TopKey:
+    """One of a queue's busiest fairness keys (None: its items pushed without a key)."""
+
+    key: str | None
+    ready: int
+    leased: int
+    max_leased: int | None
+    """Its cap: its own max_leased, else the queue's max_leased_per_key; None: none."""
+    at_limit: bool
+
+    @classmethod
+    def of(cls, body: dict[str, Any]) -> TopKey:
+        return cls(body.get("key"), body["ready"], body["leased"], body.get("max_leased"), body["at_limit"])
+
+
+@dataclass(frozen=True, slots=True)
+class LimitBinding:
+    """A flow limit that cut pops of a queue short on the replica that answered."""
+
+    limit: str
+    """max_leased, max_leased_per_key or rate."""
+    pops: int
+    last_seen: datetime
+
+    @classmethod
+    def of(cls, body: dict[str, Any]) -> LimitBinding:
+        return cls(body["limit"], body["pops"], _req_time(body["last_seen"]))
+
+
+@dataclass(frozen=True, slots=True)
 class QueueStats:
     name: str
     ready: int
@@ -152,6 +182,10 @@ class QueueStats:
     """max_attempts, lease_seconds, backoff, retention_seconds, dedup_window_seconds, dedup_window_from,
     history_payload, dead_letter_queue, message_retention_seconds."""
     paused: bool = False
+    top_keys: tuple[TopKey, ...] = ()
+    """The busiest keys, most ready first: in `stats` only (pages of queues leave them out)."""
+    limits_binding: tuple[LimitBinding, ...] = ()
+    """The limits that cut the queue's pops short, the latest first: in `stats` only."""
 
     @classmethod
     def of(cls, body: dict[str, Any]) -> QueueStats:
@@ -167,6 +201,8 @@ class QueueStats:
             dead_in_history=body["history"]["dead"],
             settings=body["settings"],
             paused=bool(body.get("paused", False)),
+            top_keys=tuple(TopKey.of(k) for k in body.get("top_keys", ())),
+            limits_binding=tuple(LimitBinding.of(b) for b in body.get("limits_binding", ())),
         )
 
 

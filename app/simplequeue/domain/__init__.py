@@ -53,7 +53,7 @@ from simplequeue.domain.items import (
     effective_status,
 )
 from simplequeue.domain.payloads import MAX_PAYLOAD_DEPTH, encode_payload
-from simplequeue.domain.queues import Backoff, DeletedQueue, QueueSettings, QueueStats
+from simplequeue.domain.queues import Backoff, DeletedQueue, QueueDetail, QueueSettings, QueueStats
 from simplequeue.domain.time import Clock, system_clock
 
 __all__ = [
@@ -95,6 +95,7 @@ __all__ = [
     "Page",
     "PayloadTooLarge",
     "Pushed",
+    "QueueDetail",
     "QueueError",
     "QueueInUse",
     "QueueNotFound",

@@ -68,10 +68,14 @@ class Cron:
         return in_days and in_weekdays
 
 
+def expanded(expression: str) -> str:
+    """The expression with a macro (@daily) written out as its five fields; any other as it is."""
+    return _MACROS.get(expression.strip().lower(), expression)
+
+
 def parse_cron(expression: str) -> Cron:
     """Raises CronError naming the field and the value that is wrong."""
-    text = _MACROS.get(expression.strip().lower(), expression)
-    parts = text.split()
+    parts = expanded(expression).split()
     if len(parts) != 5:
         raise CronError(f"cron needs 5 fields (minute hour day-of-month month day-of-week), got {len(parts)}")
     values = [_field(part, *spec) for part, spec in zip(parts, _FIELDS, strict=True)]

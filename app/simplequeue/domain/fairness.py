@@ -1,7 +1,9 @@
 """Fairness between tenants: start-time fair queueing over an item's fairness_key.
 
 Pops order a queue's ready items by priority, then by fair rank (then created_at, then
-insertion). A push ranks the items of a *fair* queue (one that has seen a fairness key):
+insertion). The priority here is the item's rank (domain.aging): its priority, aged when the queue
+ages priorities, so keys take turns within one effective priority. A push ranks the items of a
+*fair* queue (one that has seen a fairness key):
 
 - the items of one key of the queue take consecutive ranks, in the push's order, after
   ``max(last, clock)``: the key's last rank (0 for a new key) and the queue's virtual time at the

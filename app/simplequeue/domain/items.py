@@ -132,6 +132,8 @@ class LeasedItem:
     seq: int | None = None  # the store's insertion order: a group's items pop in this order
     fairness_key: str | None = None
     fair_rank: float = 0.0  # its place among its queue's tenants (domain.fairness); 0 in a queue without
+    # Its sort key among priorities (domain.aging): None for its priority, as without aging.
+    rank_priority: int | None = None
 
     @property
     def payload(self) -> Any:

@@ -37,6 +37,26 @@ class KeyStats:
     leased: int
 
 
+TOP_KEYS = 10
+"""How many keys a queue's stats show: those with the most ready items."""
+
+
+@dataclass(frozen=True, slots=True)
+class KeyLoad:
+    """One of a queue's busiest keys (None: its unkeyed items, one more key): its items ready and
+    leased (unexpired leases, as a pop counts them) and its cap (None: none)."""
+
+    key: str | None
+    ready: int
+    leased: int
+    max_leased: int | None
+
+    @property
+    def at_limit(self) -> bool:
+        """Whether a pop hands out none of its items now: it holds as many leases as its cap."""
+        return self.max_leased is not None and self.leased >= self.max_leased
+
+
 UNLIMITED_ROOM = 2**31 - 1
 """A key's room when neither it nor its queue limits its leases."""
 

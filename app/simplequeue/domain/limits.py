@@ -65,6 +65,18 @@ class FlowLimits:
 
 NO_LIMITS = FlowLimits()
 
+LIMIT_NAMES = ("max_leased", "max_leased_per_key", "rate", "rate_per_key")
+"""The limits that may cut a pop short (Room.bound_by)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """A limit that cut pops of a queue short in this process: how many pops, and when the last."""
+
+    limit: str
+    pops: int
+    last_seen: datetime
+
 
 @dataclass(frozen=True, slots=True)
 class Bucket:
@@ -93,8 +105,7 @@ class Room:
     """The bucket's tokens at `at`, before the pop takes its items (None: no rate)."""
     at: datetime | None
     bound_by: str | None
-    """Which limit cut the pop short ('max_leased', 'rate', 'max_leased_per_key', 'rate_per_key'), None
-    when none did."""
+    """Which limit cut the pop short (one of LIMIT_NAMES), None when none did."""
 
     def refill_seconds(self, limits: FlowLimits, taken: int) -> float | None:
         """After `taken` items: how long until the bucket holds a whole token again (None: it

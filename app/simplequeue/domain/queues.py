@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from simplequeue.domain.limits import NO_LIMITS, FlowLimits
+from simplequeue.domain.keys import KeyLoad
+from simplequeue.domain.limits import NO_LIMITS, Binding, FlowLimits
 
 DedupWindowFrom = Literal["finish", "send"]
 """Where a dedup key's window starts: when its item finishes (the key matches while the item lives,
@@ -38,6 +40,9 @@ class QueueSettings:
     # Live items older than this (from their push) are never handed out, and the sweep deletes them
     # (SQS's MessageRetentionPeriod). None: kept until they finish.
     message_retention_seconds: int | None = None
+    # A waiting item's effective priority rises by one per this many seconds (domain/aging.py).
+    # None: priorities never age.
+    priority_aging_seconds: int | None = None
     # How many items may be leased at once and how fast pops hand them out (domain/limits.py).
     limits: FlowLimits = NO_LIMITS
 
@@ -59,6 +64,16 @@ class QueueStats:
     completed_in_history: int
     dead_in_history: int
     paused: bool = False  # accepts pushes, hands out nothing
+
+
+@dataclass(frozen=True, slots=True)
+class QueueDetail:
+    """One queue's counts, its busiest keys (domain/keys.py) and the limits that cut its pops short
+    in this process, the latest first."""
+
+    stats: QueueStats
+    top_keys: Sequence[KeyLoad] = ()
+    bindings: Sequence[Binding] = ()
 
 
 @dataclass(frozen=True, slots=True)

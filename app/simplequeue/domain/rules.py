@@ -120,10 +120,11 @@ def redrive_delay(position: int, rate_per_second: float | None) -> timedelta:
 
 def in_pop_order(items: Sequence[tuple[Any, LeasedItem]]) -> list[LeasedItem]:
     """(seq, item) pairs, as RETURNING/OUTPUT gives them in no defined order, in the order pops
-    hand items out: highest priority, then lowest fair rank, then oldest created_at, then first pushed."""
-    return [
-        item
-        for _, item in sorted(
-            items, key=lambda pair: (-pair[1].priority, pair[1].fair_rank, pair[1].created_at, pair[0])
-        )
-    ]
+    hand items out: highest rank (domain.aging), then lowest fair rank, then oldest created_at, then
+    first pushed."""
+    return [item for _, item in sorted(items, key=lambda pair: _pop_key(*pair))]
+
+
+def _pop_key(seq: Any, item: LeasedItem) -> tuple[int, float, datetime, Any]:
+    rank = item.priority if item.rank_priority is None else item.rank_priority
+    return (-rank, item.fair_rank, item.created_at, seq)

@@ -31,6 +31,9 @@ from simplequeue.domain.errors import InvalidSettings, NotFound
 from simplequeue.domain.items import NewItem
 
 Overlap = Literal["allow", "skip"]
+PutMode = Literal["any", "new", "existing"]
+"""What a put asks of the name: nothing ("any": make or replace), that it is free ("new"), or that
+it is taken ("existing")."""
 CatchUp = Literal["none", "latest", "all"]
 OVERLAPS: tuple[Overlap, ...] = ("allow", "skip")
 CATCH_UPS: tuple[CatchUp, ...] = ("none", "latest", "all")
@@ -122,6 +125,10 @@ class ScheduleSpec:
     jitter_seconds: int = 0
     overlap: Overlap = "allow"
     catch_up: CatchUp = "latest"
+    description: str | None = None
+    aws_json: str | None = None
+    """The schedule as Amazon EventBridge Scheduler's API gave it (its expression, time zone, target
+    and time window; JSON text), kept to be answered back as given; None when the REST API made it."""
 
     def check(self, now: datetime) -> None:
         self.timing.check(now)

@@ -19,7 +19,7 @@ class Events(Protocol):
 
     def throttled(self, queue: str, limit: str) -> None:
         """A pop of the queue handed out fewer items than it asked for, cut short by `limit`
-        (max_leased, rate) while more were ready."""
+        (max_leased, max_leased_per_key, rate) while more were ready."""
 
 
 class NoEvents:

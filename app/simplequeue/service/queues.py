@@ -42,10 +42,12 @@ from simplequeue.domain import (
     encode_payload,
 )
 from simplequeue.domain.activity import ActivityBucket, activity_window
-from simplequeue.domain.keys import KeySettings, KeyStats
+from simplequeue.domain.keys import TOP_KEYS, KeySettings, KeyStats
 from simplequeue.domain.metadata import MetadataChange, QueueMetadata
+from simplequeue.domain.queues import QueueDetail
 from simplequeue.domain.rules import repeat_rounds
 from simplequeue.service import batches
+from simplequeue.service.binding import Bindings
 from simplequeue.service.creating import QueueLimit, check_dead_letter_queue
 from simplequeue.service.events import Events, NoEvents
 from simplequeue.service.pushing import PushCoalescer
@@ -94,6 +96,7 @@ class QueueService:
         self._limits = limits
         self._upkeep = upkeep
         self._waiting = Waiting(store, recheck_seconds=recheck_seconds)
+        self._bindings = Bindings(clock)
         self._pusher = PushCoalescer(store)
         self._queue_limit = QueueLimit(store, limits.max_queues)
         self._sweeper: asyncio.Task[None] | None = None
@@ -276,6 +279,7 @@ class QueueService:
     def _count_throttled(self, queue: str, got: int, asked: int) -> None:
         if got < asked and (limit := self._store.flow.held_by(queue)) is not None:
             self._events.throttled(queue, limit)
+            self._bindings.seen(queue, limit)
 
     async def complete_and_pop(
         self,
@@ -394,6 +398,12 @@ class QueueService:
 
     async def get_queue(self, name: str) -> QueueStats:
         return await self._store.get_queue(name)
+
+    async def queue_detail(self, name: str) -> QueueDetail:
+        """The queue's counts, its busiest keys, and the limits that cut its pops short here."""
+        stats = await self._store.get_queue(name)
+        top = await self._store.top_keys(name, TOP_KEYS)
+        return QueueDetail(stats, top, self._bindings.of(name))
 
     async def list_dead(
         self, queue: str, where: DeadFilter, limit: int, cursor: str | None
@@ -532,6 +542,7 @@ class QueueService:
     async def delete_queue(self, queue: str, force: bool) -> DeletedQueue:
         deleted = await self._store.delete_queue(queue, force)
         self._queue_limit.forget(queue)
+        self._bindings.forget(queue)
         self._deleted.note(queue)
         return deleted
 

@@ -35,6 +35,7 @@ from simplequeue.domain.names import is_queue_name, key_problem, text_problem
 from simplequeue.domain.schedules import (
     Fired,
     InvalidSchedule,
+    PutMode,
     Schedule,
     ScheduleNotFound,
     ScheduleSpec,
@@ -78,8 +79,10 @@ class ScheduleService:
         self.changed = asyncio.Event()
         """Set when a schedule changes through this replica: its scheduler looks again at once."""
 
-    async def put(self, name: str, spec: ScheduleSpec) -> tuple[Schedule, bool]:
-        """Make or replace the schedule; its next slot is the first after now. Raises InvalidSchedule."""
+    async def put(self, name: str, spec: ScheduleSpec, must: PutMode = "any") -> tuple[Schedule, bool]:
+        """Make or replace the schedule; its next slot is the first after now. Raises InvalidSchedule;
+        `must` "new": a taken name's schedule is answered unchanged, with False; "existing":
+        ScheduleNotFound for a free name."""
         now = self._clock()
         check_name(name)
         spec.check(now)
@@ -89,7 +92,7 @@ class ScheduleService:
             raise InvalidSchedule("group", problem)
         self._queues.require_ready()
         await self._check_room(spec.queue)
-        made = await self._store.put_schedule(name, spec, first_slot(spec.timing, now), now)
+        made = await self._store.put_schedule(name, spec, first_slot(spec.timing, now), now, must)
         self.changed.set()
         return made
 

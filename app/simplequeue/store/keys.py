@@ -1,6 +1,7 @@
 """A fair queue's keys and their own settings (domain/keys.py), the same way on every dialect: a
 key's settings are columns of its sq_fair_keys row, written by one statement (`_topic_run`) and
-read a page at a time (`_fetch_page`), in key order with a name cursor as pages of queues are."""
+read a page at a time (`_fetch_page`), in key order with a name cursor as pages of queues are; its
+busiest keys (`top_keys`) are one statement too."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from simplequeue.domain import InvalidSettings, Page, QueueNotFound
-from simplequeue.domain.keys import KeySettings, KeyStats
+from simplequeue.domain.keys import KeyLoad, KeySettings, KeyStats
 from simplequeue.domain.names import key_problem
 from simplequeue.store.cursors import decode_name_cursor, encode_name_cursor
 from simplequeue.store.limits import FlowState
@@ -34,8 +35,18 @@ def key_stats(row: Row) -> KeyStats:
     return KeyStats(str(row["fairness_key"]), settings, int(row["ready"] or 0), int(row["leased"] or 0))
 
 
+def key_load(row: Row) -> KeyLoad:
+    key, cap = row["fairness_key"], row["max_leased"]
+    return KeyLoad(
+        str(key) if key is not None else None,
+        int(row["ready"] or 0),
+        int(row["leased"] or 0),
+        int(cap) if cap is not None else None,
+    )
+
+
 class KeyStore:
-    """put_key, get_key, reset_key and list_keys, over a dialect's `_topic_run` (statements in one
+    """put_key, get_key, reset_key, list_keys and top_keys, over a dialect's `_topic_run` (statements in one
     transaction) and `_fetch_page`."""
 
     flow: FlowState
@@ -92,3 +103,8 @@ class KeyStore:
         page = await self._fetch_page("key_page", limit, queue=queue, key=None, after=after)
         found = [key_stats(row) for row in page]
         return Page(found, encode_name_cursor(found[-1].key, _KEY_MARK) if len(found) == limit else None)
+
+    async def top_keys(self, queue: str, limit: int) -> list[KeyLoad]:
+        """The queue's busiest keys (see Store.top_keys)."""
+        found = await self._fetch_page("top_keys", limit, queue=queue, now=self._now())
+        return [key_load(row) for row in found]

@@ -45,11 +45,12 @@ class Limited:
 @dataclass(slots=True)
 class Hold:
     until: float  # monotonic
-    by_leases: bool
+    limit: str  # the one that cut the pop short (domain/limits.py's LIMIT_NAMES)
 
     @property
-    def limit(self) -> str:
-        return "max_leased" if self.by_leases else "rate"
+    def by_leases(self) -> bool:
+        """Whether a completion or failure may free its room (max_leased, max_leased_per_key)."""
+        return self.limit not in ("rate", "rate_per_key")
 
 
 class FlowState:
@@ -86,9 +87,12 @@ class FlowState:
         if room.bound_by == "rate_per_key":
             refill = found.key_refill_seconds
         if room.bound_by in ("rate", "rate_per_key") and refill is not None:
-            self._holds[queue] = Hold(self._monotonic() + refill, by_leases=False)
+            self._holds[queue] = Hold(self._monotonic() + refill, room.bound_by)
         else:
-            self._holds[queue] = Hold(self._monotonic() + LEASES_HOLD_SECONDS, by_leases=True)
+            # (A rate-bound pop whose bucket still holds a whole token found fewer items than the
+            # bucket allowed: held briefly, as for leases, and named so, as it always was.)
+            limit = "max_leased" if room.bound_by == "rate" else room.bound_by
+            self._holds[queue] = Hold(self._monotonic() + LEASES_HOLD_SECONDS, limit)
 
     def hold_seconds(self, queue: str) -> float:
         """How much longer the queue's waiters should not be woken for items already there (0: none)."""
@@ -102,8 +106,8 @@ class FlowState:
         return left
 
     def held_by(self, queue: str) -> str | None:
-        """The limit that cut the queue's last careful pop short ('max_leased', 'rate'), while
-        its hold lasts; None when none did."""
+        """The limit that cut the queue's last careful pop short ('max_leased',
+        'max_leased_per_key', 'rate'), while its hold lasts; None when none did."""
         return self._holds[queue].limit if self.hold_seconds(queue) > 0 else None
 
     def room_freed(self) -> list[str]:

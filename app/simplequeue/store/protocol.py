@@ -31,9 +31,9 @@ from simplequeue.domain import (
     QueueStats,
 )
 from simplequeue.domain.activity import ActivityBucket, ActivityWindow
-from simplequeue.domain.keys import KeySettings, KeyStats
+from simplequeue.domain.keys import KeyLoad, KeySettings, KeyStats
 from simplequeue.domain.metadata import MetadataChange, QueueMetadata
-from simplequeue.domain.schedules import Fired, Schedule, ScheduleSpec
+from simplequeue.domain.schedules import Fired, PutMode, Schedule, ScheduleSpec
 from simplequeue.domain.topics import Subscription, Topic, TopicChange
 from simplequeue.store.limits import FlowState
 
@@ -101,8 +101,9 @@ class Delivery(Protocol):
     async def pop(
         self, queue: str, max_items: int, lease_seconds: int | None, *, group_runs: bool = False
     ) -> list[LeasedItem]:
-        """Lease up to max_items poppable items: highest priority first, then oldest created_at,
-        then first pushed. Of an ordered group, only its head (its earliest live item) is poppable.
+        """Lease up to max_items poppable items: highest rank first (the priority, aged when the
+        queue ages priorities: domain.aging), then lowest fair rank, then oldest created_at, then
+        first pushed. Of an ordered group, only its head (its earliest live item) is poppable.
         lease_seconds None: the queue's setting. group_runs: a head taken brings the run of due
         items behind it in its group (ready, or leased with the lease run out before the last
         attempt; up to max_items in all), for a caller that handles one group's items of a pop
@@ -249,6 +250,10 @@ class Administration(Protocol):
     async def list_keys(self, queue: str, limit: int, cursor: str | None) -> Page[KeyStats]:
         """A page of the queue's keys in key order. InvalidCursor."""
 
+    async def top_keys(self, queue: str, limit: int) -> list[KeyLoad]:
+        """The queue's keys with the most ready items, then the most leased (unkeyed items one
+        more key, None), at most `limit`; none for a queue that never saw a key."""
+
 
 class Sweeping(Protocol):
     """The background upkeep every replica runs (and `simplequeue purge` runs once)."""
@@ -315,7 +320,12 @@ class Schedules(Protocol):
     next_run_at, then the push of its items; times are the caller's clock."""
 
     async def put_schedule(
-        self, name: str, spec: ScheduleSpec, next_run_at: datetime | None, now: datetime
+        self,
+        name: str,
+        spec: ScheduleSpec,
+        next_run_at: datetime | None,
+        now: datetime,
+        must: PutMode = "any",
     ) -> tuple[Schedule, bool]: ...
 
     async def get_schedule(self, name: str) -> Schedule: ...

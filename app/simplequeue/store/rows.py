@@ -77,6 +77,7 @@ def leased_item(row: Row) -> LeasedItem:
         seq=row["seq"],
         fairness_key=row["fairness_key"],
         fair_rank=float(row["fair_rank"]),
+        rank_priority=int(row["rank_priority"]),
     )
 
 
@@ -126,6 +127,7 @@ def queue_settings(row: Row) -> QueueSettings:
         history_payload=bool(row["history_payload"]),
         dead_letter_queue=row["dead_letter_queue"],
         message_retention_seconds=row["message_retention_seconds"],
+        priority_aging_seconds=row["priority_aging_seconds"],
         limits=flow_limits(row),
     )
 
@@ -157,6 +159,7 @@ def settings_params(settings: QueueSettings) -> dict[str, Any]:
         "history_payload": settings.history_payload,
         "dead_letter_queue": settings.dead_letter_queue,
         "message_retention_seconds": settings.message_retention_seconds,
+        "priority_aging_seconds": settings.priority_aging_seconds,
         "max_leased": settings.limits.max_leased,
         "rate_per_second": settings.limits.rate_per_second,
         "rate_burst": settings.limits.rate_burst,

@@ -19,6 +19,7 @@ from typing import Any
 from simplequeue.domain import NewItem, Page
 from simplequeue.domain.schedules import (
     Fired,
+    PutMode,
     Schedule,
     ScheduleNotFound,
     ScheduleSpec,
@@ -54,6 +55,8 @@ def schedule_of(row: Row) -> Schedule:
         jitter_seconds=int(row["jitter_seconds"]),
         overlap=row["overlap"],
         catch_up=row["catch_up"],
+        description=row["description"],
+        aws_json=row["aws"],
     )
     last_item = row["last_item_id"]
     return Schedule(
@@ -83,6 +86,8 @@ def _spec_values(spec: ScheduleSpec) -> dict[str, Any]:
         "jitter_seconds": spec.jitter_seconds,
         "overlap": spec.overlap,
         "catch_up": spec.catch_up,
+        "description": spec.description,
+        "aws": spec.aws_json,
     }
 
 
@@ -121,14 +126,27 @@ class ScheduleStore:
         raise NotImplementedError
 
     async def put_schedule(
-        self, name: str, spec: ScheduleSpec, next_run_at: datetime | None, now: datetime
+        self,
+        name: str,
+        spec: ScheduleSpec,
+        next_run_at: datetime | None,
+        now: datetime,
+        must: PutMode = "any",
     ) -> tuple[Schedule, bool]:
-        """Make or replace the schedule (its last run and item are kept); (it, whether this made it)."""
-        values = {"name": name, "now": now, "next_run_at": next_run_at, **_spec_values(spec)}
-        before, _, after = await self._topic_run(
+        """Make or replace the schedule (its last run and item are kept); (it, whether this made it).
+        `must` "new": a taken name's schedule is left as it is, and answered with False;
+        "existing": ScheduleNotFound when the name is free (nothing is made)."""
+        values = {"name": name, "now": now, "next_run_at": next_run_at, **_spec_values(spec), "must": must}
+        before, changed, after = await self._topic_run(
             [("schedule_get", {"name": name}), ("schedule_put", values), ("schedule_get", {"name": name})]
         )
-        return schedule_of(after[0]), not before
+        # The put's own answer, not the read before it, says what it did: that read may be stale
+        # by the time the put runs (another replica's put of the same name in between).
+        if not after or (not changed and must == "existing"):
+            raise ScheduleNotFound(f"There is no schedule named {name!r}.")
+        if not changed:
+            return schedule_of(after[0]), False
+        return schedule_of(after[0]), (not before if must == "any" else must == "new")
 
     async def get_schedule(self, name: str) -> Schedule:
         [found] = await self._topic_run([("schedule_get", {"name": name})])

@@ -26,6 +26,7 @@ from simplequeue.api.queues.schemas import (
     PeekState,
     PurgeResponse,
     Queue,
+    QueueDetail,
     QueueList,
     QueueSettingsRequest,
     RedriveRequest,
@@ -72,10 +73,11 @@ async def list_queues(
 
 
 @router.get("/queues/{name}", operation_id="getQueue", responses=errors(404, 422, 503))
-async def get_queue(name: QueuePath, sq: ServiceDep, who: Caller) -> Queue:
-    """One queue's settings and counts."""
+async def get_queue(name: QueuePath, sq: ServiceDep, who: Caller) -> QueueDetail:
+    """One queue's settings and counts, its busiest fairness keys, and the flow limits that cut its
+    pops short."""
     who.require(Action.READ_STATS, name)
-    return Queue.of(await sq.get_queue(name))
+    return QueueDetail.of_detail(await sq.queue_detail(name))
 
 
 @router.put(

@@ -16,6 +16,8 @@ from simplequeue.api.items.schemas import Item
 from simplequeue.api.responses import with_payload
 from simplequeue.domain import HistoryRecord, Outcome, QueueStats
 from simplequeue.domain.activity import ActivityBucket
+from simplequeue.domain.aging import AGING_RANGE
+from simplequeue.domain.keys import TOP_KEYS, KeyLoad
 from simplequeue.domain.limits import FlowLimits
 from simplequeue.domain.queues import MESSAGE_RETENTION_RANGE, DedupWindowFrom
 
@@ -112,6 +114,18 @@ class QueueSettingsRequest(Body):
         "rate_per_second (PUT /queues/{name}/keys/{key}) replaces it. null: no limit. Not on SQL "
         "Server yet (422).",
     )
+    priority_aging_seconds: Annotated[int, Field(ge=AGING_RANGE[0], le=AGING_RANGE[1]), Number] | None = (
+        Field(
+            DEFAULTS.priority_aging_seconds,
+            description="A waiting item's effective priority rises by one for each period of this many "
+            "seconds it has waited, so that a steady stream of high-priority items cannot starve a "
+            "low-priority one: an item created n periods before another pops first when n reaches their "
+            "priorities' difference. Periods are counted on a fixed grid (whole multiples of this many "
+            "seconds since 1970-01-01 UTC), so the order of two items never changes as time passes. A "
+            "change re-ranks the queue's items in the same request (its cost grows with them). The items' "
+            "own priority is unchanged. null: priorities never age.",
+        )
+    )
 
     @field_validator("rate_burst")
     @classmethod
@@ -133,6 +147,7 @@ class QueueSettingsRequest(Body):
             history_payload=self.history_payload,
             dead_letter_queue=self.dead_letter_queue,
             message_retention_seconds=self.message_retention_seconds,
+            priority_aging_seconds=self.priority_aging_seconds,
             limits=FlowLimits(
                 self.max_leased,
                 self.rate_per_second,
@@ -170,6 +185,7 @@ class QueueSettings(BaseModel):
     rate_burst: int | None
     max_leased_per_key: int | None
     rate_per_key_per_second: float | None
+    priority_aging_seconds: int | None
 
     @classmethod
     def of(cls, settings: domain.QueueSettings) -> QueueSettings:
@@ -191,6 +207,7 @@ class QueueSettings(BaseModel):
             rate_burst=settings.limits.rate_burst,
             max_leased_per_key=settings.limits.max_leased_per_key,
             rate_per_key_per_second=settings.limits.rate_per_key_per_second,
+            priority_aging_seconds=settings.priority_aging_seconds,
         )
 
 
@@ -224,6 +241,62 @@ class Queue(BaseModel):
             history=HistoryCounts(completed=stats.completed_in_history, dead=stats.dead_in_history),
             settings=QueueSettings.of(stats.settings),
             paused=stats.paused,
+        )
+
+
+class BindingLimit(StrEnum):
+    MAX_LEASED = "max_leased"
+    MAX_LEASED_PER_KEY = "max_leased_per_key"
+    RATE = "rate"
+    RATE_PER_KEY = "rate_per_key"
+
+
+class TopKey(BaseModel):
+    key: str | None = Field(description="The fairness key; null: the items pushed without one.")
+    ready: int
+    leased: int = Field(description="Unexpired leases, as a pop counts them against the cap.")
+    max_leased: int | None = Field(
+        description="The key's cap: its own max_leased, else the queue's max_leased_per_key; null: none."
+    )
+    at_limit: bool = Field(description="Leased up to its cap: pops pass its items over until a lease ends.")
+
+    @classmethod
+    def of(cls, load: KeyLoad) -> TopKey:
+        return cls(
+            key=load.key,
+            ready=load.ready,
+            leased=load.leased,
+            max_leased=load.max_leased,
+            at_limit=load.at_limit,
+        )
+
+
+class LimitBinding(BaseModel):
+    limit: BindingLimit
+    pops: int = Field(description="Pops it cut short on this replica since it started.")
+    last_seen: datetime = Field(description="When it last cut a pop short.")
+
+
+class QueueDetail(Queue):
+    top_keys: list[TopKey] = Field(
+        description=f"The queue's keys with the most ready items (then the most leased), at most {TOP_KEYS}, "
+        "in that order. Empty for a queue that never saw a fairness key."
+    )
+    limits_binding: list[LimitBinding] = Field(
+        description="The flow limits that cut pops of the queue short (handed out fewer items than "
+        "asked while more were ready), the latest first, as the replica that answers saw them: its "
+        "own pops since it started."
+    )
+
+    @classmethod
+    def of_detail(cls, detail: domain.QueueDetail) -> QueueDetail:
+        return cls(
+            **Queue.of(detail.stats).model_dump(),
+            top_keys=[TopKey.of(k) for k in detail.top_keys],
+            limits_binding=[
+                LimitBinding(limit=BindingLimit(b.limit), pops=b.pops, last_seen=b.last_seen)
+                for b in detail.bindings
+            ],
         )
 
 

@@ -47,6 +47,8 @@ tools ask first (the account of the signing key) on the same endpoint."""
 SNS_SERVICES = frozenset({"sns"})
 """The scope a signature to the SNS door (simplequeue.api.sns, on the same port) names: each door
 takes its own only, so a signature made for one service is never accepted by the other."""
+SCHEDULER_SERVICES = frozenset({"scheduler"})
+"""The scope a signature to the EventBridge Scheduler door (simplequeue.api.scheduler) names."""
 TERMINATOR = "aws4_request"
 MAX_SKEW = timedelta(minutes=15)
 MAX_PRESIGNED_EXPIRES = 7 * 24 * 3600  # seconds, as AWS allows

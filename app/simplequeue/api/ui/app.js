@@ -715,7 +715,7 @@ function pager(page) {
 
 function queueHead(q) {
   return [el("p", {}, el("a", { href: "#/" }, "← Queues")),
-    el("h1", {}, q.name, " ", badge(q.paused ? "paused" : "live")), limitsLine(q)];
+    el("h1", {}, q.name, " ", badge(q.paused ? "paused" : "live")), limitsLine(q), bindingLine(q)];
 }
 
 // The queue's flow limits, if it has any, and whether its leases are at max_leased now.
@@ -723,10 +723,39 @@ function limitsLine(q) {
   const s = q.settings;
   const parts = [];
   if (s.max_leased != null) parts.push(`at most ${s.max_leased} leased at once (${q.leased} now)`);
+  if (s.max_leased_per_key != null) parts.push(`at most ${s.max_leased_per_key} of one key leased at once`);
   if (s.rate_per_second != null) parts.push(`${s.rate_per_second} items/s, bursts of ${s.rate_burst ?? Math.max(1, Math.ceil(s.rate_per_second))}`);
   if (!parts.length) return "";
   const full = s.max_leased != null && q.leased >= s.max_leased;
   return el("p", { id: "limits", class: "muted" }, "Flow limits: ", parts.join("; "), full ? [" ", el("span", { class: "badge at-limit" }, "at its limit")] : "");
+}
+
+// Which limits cut the queue's pops short, the latest first, as the replica that answered saw them
+// (its own pops since it started: another replica may have seen others).
+function bindingLine(q) {
+  const seen = q.limits_binding || [];
+  if (!seen.length) return "";
+  const ago = (at) => age(Math.max(0, (Date.now() - Date.parse(at)) / 1000));
+  return el("p", { id: "binding", class: "muted" }, "Pops cut short by: ",
+    ...seen.flatMap((b, n) => [n ? "; " : "", el("span", { class: "badge at-limit", "data-limit": b.limit }, b.limit),
+      ` ${b.pops} pop${b.pops === 1 ? "" : "s"}, last ${ago(b.last_seen)} ago`]),
+    el("span", { class: "small" }, " (this replica)"));
+}
+
+// The queue's busiest fairness keys: the most ready first, each with its leases and its cap.
+function keysPanel(q) {
+  const keys = q.top_keys || [];
+  if (!keys.length) return "";
+  const rows = keys.map((k) => el("tr", { "data-key": k.key ?? "" },
+    el("td", { class: "key-cell" }, k.key === null ? el("span", { class: "muted" }, "(no key)") : k.key),
+    el("td", { class: "num" }, k.ready), el("td", { class: k.at_limit ? "num full" : "num" }, k.leased),
+    el("td", { class: "num" }, k.max_leased ?? "—"),
+    el("td", { class: "mark" }, k.at_limit ? badge("at its limit", "at-limit") : "")));
+  const head = el("tr", {}, el("th", {}, "Key"), el("th", { class: "num" }, "Ready"), el("th", { class: "num" }, "Leased"),
+    el("th", { class: "num" }, "Limit"), el("th", { class: "mark" }, ""));
+  return el("section", { class: "panel", id: "top-keys" },
+    el("h2", {}, "Busiest keys ", el("span", { class: "muted small" }, `the ${keys.length === 1 ? "one" : keys.length} with the most ready items`)),
+    el("div", { class: "table-wrap" }, el("table", {}, el("thead", {}, head), el("tbody", {}, rows))));
 }
 
 function cards(q) {
@@ -766,7 +795,7 @@ async function queuePage(show, name, tab) {
   if (page.refused) {
     administers.set(name, false);
     if (show.latest()) here = name;
-    return show(...queueHead(q), cards(q), chartSection(activity, "Activity"),
+    return show(...queueHead(q), cards(q), keysPanel(q), chartSection(activity, "Activity"),
       readOnlyNote(`This key may read the counts of ${name} only: its items, history, settings and actions need an admin key that covers it.`));
   }
   administers.set(name, true);
@@ -778,7 +807,7 @@ async function queuePage(show, name, tab) {
   const unkept = tab === "history" && q.settings.retention_seconds === 0
     ? el("p", { class: "muted", id: "no-history" }, "This queue keeps no history: its retention_seconds is 0, so its items finish without a record. Set a retention in its settings to keep some.")
     : "";
-  show(...queueHead(q), cards(q), chartSection(activity, "Activity", q.settings.retention_seconds === 0), toolbar(q, tab, page), tabsNav(q, tab), unkept,
+  show(...queueHead(q), cards(q), keysPanel(q), chartSection(activity, "Activity", q.settings.retention_seconds === 0), toolbar(q, tab, page), tabsNav(q, tab), unkept,
     el("div", { class: "above-table" }, page.items.length ? bulkBar : "", page.next_cursor || p.before.length ? pager(page) : ""),
     page.items.length === 0 && p.before.length === 0 ? (unkept ? "" : el("p", { class: "muted", id: "empty" }, empty)) : table);
 }
@@ -823,6 +852,7 @@ const OPTIONAL_SETTINGS = [
   ["max_leased", "Max leased", "At most this many items are leased at once, across every replica. Empty: no limit.", "decimal"],
   ["rate_per_second", "Rate (items/s)", "Pops hand out at most this many items a second, on average, across every replica. Empty: no limit.", "decimal"],
   ["rate_burst", "Rate burst", "How many may go at once after a quiet spell (needs a rate). Empty: one second's worth.", "decimal"],
+  ["priority_aging_seconds", "Priority aging (s)", "A waiting item's effective priority rises by one per this many seconds; a change re-ranks the items here. Empty: priorities never age.", "decimal"],
 ];
 
 function dig(object, path) { return path.split(".").reduce((o, k) => (o == null ? undefined : o[k]), object); }

@@ -162,6 +162,7 @@ DECLARE @item TABLE (
     dedup_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
     fairness_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
     fair_rank FLOAT NOT NULL DEFAULT 0,
+    rank_priority BIGINT NULL,  -- NULL: its priority (its queue does not age priorities)
     remember BIT NOT NULL,
     leader INT NULL,
     key_taken BIT NULL,
@@ -208,7 +209,7 @@ DECLARE @fair TABLE (
     queue NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL,
     fairness_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL,
     items INT NOT NULL,
-    priority INT NOT NULL,
+    priority BIGINT NOT NULL,  -- the rank of the key's first item in the call
     start FLOAT NULL,
     weight FLOAT NOT NULL DEFAULT 1,
     PRIMARY KEY (queue, fairness_key)
@@ -334,13 +335,23 @@ SELECT r.id, r.queue, r.created_at, NULL
 FROM @remember AS r
 WHERE NOT EXISTS (SELECT 1 FROM @held AS h WHERE h.id = r.id)
   AND NOT EXISTS (SELECT 1 FROM @taken AS t WHERE t.id = r.id);
+-- An item's rank (domain/aging.py): its priority, less the whole periods of its queue's
+-- priority_aging_seconds from the epoch to its created_at (floored before the epoch too: T-SQL's %
+-- and / truncate toward zero). A seek of each item's queue; nothing changes when none ages priorities.
+UPDATE i
+SET rank_priority = i.priority - (e.s - ((e.s % q.priority_aging_seconds) + q.priority_aging_seconds)
+                                      % q.priority_aging_seconds) / q.priority_aging_seconds
+FROM @item AS i
+JOIN dbo.sq_queues AS q ON q.name = i.queue
+CROSS APPLY (SELECT DATEDIFF_BIG(SECOND, CAST('1970-01-01' AS DATETIME2(7)), i.created_at) AS s) AS e
+WHERE q.priority_aging_seconds IS NOT NULL;
 IF EXISTS (SELECT 1 FROM @item AS i WHERE i.fairness_key IS NOT NULL)
    OR EXISTS (SELECT 1 FROM @item AS i WHERE EXISTS (SELECT 1 FROM dbo.sq_fair_keys AS f WHERE f.queue = i.queue))
 BEGIN
     INSERT INTO @fair (queue, fairness_key, items, priority)
     SELECT s.queue, s.fairness_key, s.items, s.priority
     FROM (
-        SELECT i.queue, COALESCE(i.fairness_key, N'') AS fairness_key, i.priority,
+        SELECT i.queue, COALESCE(i.fairness_key, N'') AS fairness_key, COALESCE(i.rank_priority, i.priority) AS priority,
                ROW_NUMBER() OVER (PARTITION BY i.queue, COALESCE(i.fairness_key, N'') ORDER BY i.n) AS nth,
                COUNT(*) OVER (PARTITION BY i.queue, COALESCE(i.fairness_key, N'')) AS items
         FROM @item AS i
@@ -358,8 +369,8 @@ BEGIN
     UPDATE c
     SET start = (SELECT MAX(v.r) FROM (VALUES (f.last_rank), (COALESCE(
         (SELECT TOP (1) x.fair_rank - 1 FROM dbo.sq_items AS x
-         WHERE x.queue = c.queue AND x.status = 'ready' AND x.priority = c.priority AND x.visible_at <= @now
-         ORDER BY x.priority DESC, x.fair_rank),
+         WHERE x.queue = c.queue AND x.status = 'ready' AND x.rank_priority = c.priority AND x.visible_at <= @now
+         ORDER BY x.rank_priority DESC, x.fair_rank),
         (SELECT MAX(k.last_rank) FROM dbo.sq_fair_keys AS k WHERE k.queue = c.queue),
         0))) AS v(r)),
         weight = f.weight
@@ -380,10 +391,10 @@ BEGIN
     UPDATE ranked SET fair_rank = rank;
 END;
 INSERT INTO dbo.sq_items (id, queue, payload, created_at, visible_at, priority, group_key, dedup_key, remember_id,
-                          attributes, fairness_key, fair_rank)
+                          attributes, fairness_key, fair_rank, rank_priority)
 OUTPUT inserted.id, inserted.queue INTO @inserted
 SELECT i.id, i.queue, j.payload, i.created_at, i.visible_at, i.priority, i.group_key, i.dedup_key, i.remember,
-       j.attributes, i.fairness_key, i.fair_rank
+       j.attributes, i.fairness_key, i.fair_rank, COALESCE(i.rank_priority, i.priority)
 FROM OPENJSON(@items) WITH (n INT, payload NVARCHAR(MAX), attributes NVARCHAR(MAX)) AS j
 JOIN @item AS i ON i.n = j.n
 WHERE i.fresh = 1

@@ -85,7 +85,8 @@ DECLARE @max_items INT = CAST(:max_items AS INT);
 -- An atomic test-and-set: the CTE picks the first poppable rows and the UPDATE leases exactly the
 -- rows it picked. Poppable: due; not an expired lease on its last attempt (the sweep makes that one
 -- dead); not past its queue's retention (see retained); and for a grouped item, the head of its group: no live item of the group has a smaller seq.
--- Pop order: highest priority, then oldest created_at, then first pushed. Two walks claim the
+-- Pop order: highest rank (its priority, aged: domain/aging.py), then lowest fair rank, then oldest
+-- created_at, then first pushed. Two walks claim the
 -- candidates: ready items along sq_items_ready (which holds no lease, so the walk never passes over
 -- the leases in flight), and leases that ran out along sq_items_lapsed (a seek to the queue's range
 -- cut off at @now: only those, sorted). Each locks at most TOP rows; the CTE keeps the first TOP of
@@ -99,7 +100,7 @@ DECLARE @max_items INT = CAST(:max_items AS INT);
 -- READPAST: skip rows that another popper has locked instead of waiting for it.
 -- UPDLOCK: take an update lock as each row is read, so that no other popper can claim it between
 --   this SELECT and the UPDATE (no lost update, no double lease).
--- INDEX(sq_items_ready): walk the filtered ready index in (priority DESC, fair_rank, created_at, seq) order and
+-- INDEX(sq_items_ready): walk the filtered ready index in (rank_priority DESC, fair_rank, created_at, seq) order and
 --   stop after TOP rows; INDEX(sq_items_lapsed): seek the queue's expired leases. A queue table's
 --   size swings faster than statistics follow it; with stale ones the optimizer may scan another
 --   index and sort every ready row on each pop (PostgreSQL was seen doing exactly that: see
@@ -117,7 +118,7 @@ DECLARE @max_items INT = CAST(:max_items AS INT);
 WITH claimable AS (
     SELECT TOP (@max_items) x.seq, x.id, x.queue, x.payload, x.created_at, x.status, x.attempts,
            x.lease_token, x.visible_at, x.first_popped_at, x.priority, x.group_key, x.attributes, x.fairness_key,
-           x.fair_rank
+           x.fair_rank, x.rank_priority
     FROM dbo.sq_items AS x WITH (FORCESEEK, ROWLOCK)
     WHERE x.seq IN (
         SELECT r.seq FROM (
@@ -130,7 +131,7 @@ WITH claimable AS (
                   FROM dbo.sq_items AS e WITH (INDEX(sq_items_group), READCOMMITTEDLOCK)
                   WHERE e.queue = w.queue AND e.group_key = w.group_key AND e.seq < w.seq
                     AND e.group_key IS NOT NULL AND e.status IN ('ready', 'leased')))
-            ORDER BY w.priority DESC, w.fair_rank, w.created_at, w.seq
+            ORDER BY w.rank_priority DESC, w.fair_rank, w.created_at, w.seq
         ) AS r
         UNION ALL
         SELECT l.seq FROM (
@@ -144,10 +145,10 @@ WITH claimable AS (
                   FROM dbo.sq_items AS e WITH (INDEX(sq_items_group), READCOMMITTEDLOCK)
                   WHERE e.queue = w.queue AND e.group_key = w.group_key AND e.seq < w.seq
                     AND e.group_key IS NOT NULL AND e.status IN ('ready', 'leased')))
-            ORDER BY w.priority DESC, w.fair_rank, w.created_at, w.seq
+            ORDER BY w.rank_priority DESC, w.fair_rank, w.created_at, w.seq
         ) AS l
     )
-    ORDER BY x.priority DESC, x.fair_rank, x.created_at, x.seq
+    ORDER BY x.rank_priority DESC, x.fair_rank, x.created_at, x.seq
 )
 UPDATE claimable
 SET status = 'leased',
@@ -157,7 +158,7 @@ SET status = 'leased',
     first_popped_at = COALESCE(first_popped_at, @now)
 OUTPUT inserted.seq, inserted.id, inserted.queue, inserted.payload, inserted.created_at, inserted.attempts,
        inserted.lease_token, inserted.visible_at, inserted.priority, inserted.group_key, inserted.attributes,
-       inserted.fairness_key, inserted.fair_rank;
+       inserted.fairness_key, inserted.fair_rank, inserted.rank_priority;
 
 -- name: lock_keys
 -- The careful pop of a queue whose keys have limits (store.py: _pop_by_keys), its turn on the keys
@@ -184,10 +185,10 @@ DECLARE @walked TABLE (seq BIGINT NOT NULL PRIMARY KEY, k NVARCHAR(128) COLLATE 
 DECLARE @locked TABLE (k NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL PRIMARY KEY);
 INSERT INTO @walked (seq, k, place)
 SELECT TOP (@walk) c.seq, COALESCE(c.fairness_key, N''),
-       ROW_NUMBER() OVER (ORDER BY c.priority DESC, c.fair_rank, c.created_at, c.seq)
+       ROW_NUMBER() OVER (ORDER BY c.rank_priority DESC, c.fair_rank, c.created_at, c.seq)
 FROM (
-    SELECT r.seq, r.priority, r.fair_rank, r.created_at, r.fairness_key FROM (
-        SELECT TOP (@walk) w.seq, w.priority, w.fair_rank, w.created_at, w.fairness_key
+    SELECT r.seq, r.rank_priority, r.fair_rank, r.created_at, r.fairness_key FROM (
+        SELECT TOP (@walk) w.seq, w.rank_priority, w.fair_rank, w.created_at, w.fairness_key
         FROM dbo.sq_items AS w WITH (INDEX(sq_items_ready), READCOMMITTEDLOCK)
         WHERE w.queue = @queue AND w.status = 'ready' AND w.visible_at <= @now AND @paused = 0
           AND w.created_at >= @retained
@@ -196,11 +197,11 @@ FROM (
               FROM dbo.sq_items AS e WITH (INDEX(sq_items_group), READCOMMITTEDLOCK)
               WHERE e.queue = w.queue AND e.group_key = w.group_key AND e.seq < w.seq
                 AND e.group_key IS NOT NULL AND e.status IN ('ready', 'leased')))
-        ORDER BY w.priority DESC, w.fair_rank, w.created_at, w.seq
+        ORDER BY w.rank_priority DESC, w.fair_rank, w.created_at, w.seq
     ) AS r
     UNION ALL
-    SELECT l.seq, l.priority, l.fair_rank, l.created_at, l.fairness_key FROM (
-        SELECT TOP (@walk) w.seq, w.priority, w.fair_rank, w.created_at, w.fairness_key
+    SELECT l.seq, l.rank_priority, l.fair_rank, l.created_at, l.fairness_key FROM (
+        SELECT TOP (@walk) w.seq, w.rank_priority, w.fair_rank, w.created_at, w.fairness_key
         FROM dbo.sq_items AS w WITH (INDEX(sq_items_lapsed), READCOMMITTEDLOCK)
         WHERE w.queue = @queue AND w.status = 'leased' AND w.visible_at <= @now AND @paused = 0
           AND w.created_at >= @retained
@@ -210,10 +211,10 @@ FROM (
               FROM dbo.sq_items AS e WITH (INDEX(sq_items_group), READCOMMITTEDLOCK)
               WHERE e.queue = w.queue AND e.group_key = w.group_key AND e.seq < w.seq
                 AND e.group_key IS NOT NULL AND e.status IN ('ready', 'leased')))
-        ORDER BY w.priority DESC, w.fair_rank, w.created_at, w.seq
+        ORDER BY w.rank_priority DESC, w.fair_rank, w.created_at, w.seq
     ) AS l
 ) AS c
-ORDER BY c.priority DESC, c.fair_rank, c.created_at, c.seq;
+ORDER BY c.rank_priority DESC, c.fair_rank, c.created_at, c.seq;
 INSERT INTO @locked (k)
 SELECT TOP (@max_keys) f.fairness_key
 FROM (SELECT k, MIN(place) AS first FROM @walked GROUP BY k) AS w
@@ -249,7 +250,7 @@ DECLARE @first NVARCHAR(128) = (
     SELECT TOP (1) COALESCE(w.fairness_key, N'')
     FROM dbo.sq_items AS w WITH (INDEX(sq_items_ready), READCOMMITTEDLOCK)
     WHERE w.queue = @queue AND w.status = 'ready' AND w.visible_at <= @now
-    ORDER BY w.priority DESC, w.fair_rank, w.created_at, w.seq
+    ORDER BY w.rank_priority DESC, w.fair_rank, w.created_at, w.seq
 );
 SELECT f.fairness_key AS [key]
 FROM dbo.sq_fair_keys AS f WITH (UPDLOCK, ROWLOCK, READCOMMITTEDLOCK)
@@ -283,7 +284,7 @@ SET status = 'leased',
     first_popped_at = COALESCE(first_popped_at, @now)
 OUTPUT inserted.seq, inserted.id, inserted.queue, inserted.payload, inserted.created_at, inserted.attempts,
        inserted.lease_token, inserted.visible_at, inserted.priority, inserted.group_key, inserted.attributes,
-       inserted.fairness_key, inserted.fair_rank
+       inserted.fairness_key, inserted.fair_rank, inserted.rank_priority
 FROM dbo.sq_items AS x WITH (FORCESEEK, ROWLOCK)
 WHERE x.seq IN (SELECT CAST(j.value AS BIGINT) FROM OPENJSON(@seqs) AS j)
   AND x.queue = @queue AND x.visible_at <= @now AND @paused = 0 AND @max_items > 0
@@ -419,12 +420,13 @@ DECLARE @moving TABLE (
     dedup_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
     remember_id BIT NOT NULL,
     attributes NVARCHAR(MAX) NULL,
-    fairness_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL
+    fairness_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
+    aging INT NULL
 );
 DELETE i
 OUTPUT deleted.seq, deleted.id, deleted.queue, t.name, deleted.payload, deleted.created_at, deleted.errors,
        deleted.priority, deleted.group_key, deleted.dedup_key, deleted.remember_id, deleted.attributes,
-       deleted.fairness_key
+       deleted.fairness_key, t.priority_aging_seconds
 INTO @moving
 FROM dbo.sq_items AS i
 JOIN @dead AS d ON d.id = i.id
@@ -443,11 +445,15 @@ FROM dbo.sq_client_ids AS c
 JOIN @moving AS m ON c.id = m.id
 WHERE m.remember_id = 1;
 -- The fairness key goes along; the fair rank was the source's, so the item ranks 0 in its target.
+-- Its rank is the target's aging's (as in dbo.sq_push_items).
 INSERT INTO dbo.sq_items (id, queue, payload, created_at, status, attempts, visible_at, errors, priority,
-                          group_key, dedup_key, first_popped_at, remember_id, attributes, fairness_key)
+                          group_key, dedup_key, first_popped_at, remember_id, attributes, fairness_key, rank_priority)
 SELECT m.id, m.target, m.payload, m.created_at, 'ready', 0, @now, m.errors, m.priority, m.group_key,
-       m.dedup_key, NULL, m.remember_id, m.attributes, m.fairness_key
+       m.dedup_key, NULL, m.remember_id, m.attributes, m.fairness_key,
+       CASE WHEN m.aging IS NULL THEN m.priority
+            ELSE m.priority - (e.s - ((e.s % m.aging) + m.aging) % m.aging) / m.aging END
 FROM @moving AS m
+CROSS APPLY (SELECT DATEDIFF_BIG(SECOND, CAST('1970-01-01' AS DATETIME2(7)), m.created_at) AS s) AS e
 ORDER BY m.seq;
 
 -- name: fail
@@ -649,24 +655,26 @@ DECLARE @gone TABLE (
     remember_id BIT NOT NULL,
     attributes NVARCHAR(MAX) NULL,
     fairness_key NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NULL,
-    fair_rank FLOAT NOT NULL
+    fair_rank FLOAT NOT NULL,
+    rank_priority BIGINT NOT NULL
 );
 INSERT INTO @locked (queue)
 SELECT q.name FROM dbo.sq_queues AS q WITH (UPDLOCK, HOLDLOCK) WHERE q.name = @queue;
 DELETE i
 OUTPUT deleted.seq, deleted.id, deleted.queue, deleted.payload, deleted.created_at, deleted.errors,
        deleted.priority, deleted.group_key, deleted.dedup_key, deleted.first_popped_at, deleted.remember_id,
-       deleted.attributes, deleted.fairness_key, deleted.fair_rank
+       deleted.attributes, deleted.fairness_key, deleted.fair_rank, deleted.rank_priority
 INTO @gone
 FROM dbo.sq_items AS i WITH (FORCESEEK)
 JOIN OPENJSON(@plan) WITH (seq BIGINT) AS p ON i.seq = p.seq
 WHERE i.queue = @queue AND i.status = 'dead';
 INSERT INTO dbo.sq_items (id, queue, payload, created_at, status, attempts, visible_at, errors, priority,
-                          group_key, dedup_key, first_popped_at, remember_id, attributes, fairness_key, fair_rank)
+                          group_key, dedup_key, first_popped_at, remember_id, attributes, fairness_key, fair_rank,
+                          rank_priority)
 SELECT g.id, g.queue, g.payload, g.created_at, 'ready', 0,
        DATEADD(MICROSECOND, p.micros, DATEADD(SECOND, p.seconds, @now)),
        g.errors, g.priority, g.group_key, g.dedup_key, g.first_popped_at, g.remember_id, g.attributes,
-       g.fairness_key, g.fair_rank
+       g.fairness_key, g.fair_rank, g.rank_priority
 FROM @gone AS g
 JOIN OPENJSON(@plan) WITH (n INT, seq BIGINT, seconds INT, micros INT) AS p ON p.seq = g.seq
 ORDER BY p.n;
@@ -852,13 +860,14 @@ DECLARE @rate_per_second FLOAT = CAST(NULLIF(:rate_per_second, N'') AS FLOAT);
 DECLARE @rate_burst INT = CAST(NULLIF(:rate_burst, N'') AS INT);
 DECLARE @max_leased_per_key INT = CAST(NULLIF(:max_leased_per_key, N'') AS INT);
 DECLARE @rate_per_key_per_second FLOAT = CAST(NULLIF(:rate_per_key_per_second, N'') AS FLOAT);
+DECLARE @priority_aging_seconds INT = CAST(NULLIF(:priority_aging_seconds, N'') AS INT);
 DECLARE @limited BIT = :limited;
 -- A key's own limits keep the queue limited whatever its own settings.
 SET @limited = CASE WHEN @limited = 1 OR EXISTS (
                     SELECT 1 FROM dbo.sq_fair_keys AS k
                     WHERE k.queue = @queue AND (k.max_leased IS NOT NULL OR k.rate_per_second IS NOT NULL))
                THEN 1 ELSE 0 END;
-DECLARE @updated TABLE (name NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL);
+DECLARE @updated TABLE (name NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL, aging INT NULL);
 UPDATE dbo.sq_queues WITH (UPDLOCK, HOLDLOCK)
 SET max_attempts = @max_attempts, lease_seconds = @lease_seconds, backoff_base_seconds = @backoff_base_seconds,
     backoff_factor = @backoff_factor, backoff_cap_seconds = @backoff_cap_seconds, backoff_jitter = @backoff_jitter,
@@ -867,21 +876,35 @@ SET max_attempts = @max_attempts, lease_seconds = @lease_seconds, backoff_base_s
     dead_letter_queue = @dead_letter_queue, message_retention_seconds = @message_retention_seconds,
     max_leased = @max_leased, rate_per_second = @rate_per_second, rate_burst = @rate_burst,
     max_leased_per_key = @max_leased_per_key, rate_per_key_per_second = @rate_per_key_per_second,
+    priority_aging_seconds = @priority_aging_seconds,
     limited = @limited, modified_at = @now
-OUTPUT inserted.name INTO @updated
+OUTPUT inserted.name, deleted.priority_aging_seconds INTO @updated
 WHERE name = @queue;
+-- A change of priority_aging_seconds re-ranks every item the queue holds (as dbo.sq_push_items
+-- ranks), in this batch, so that items ranked with and without aging, or with two periods, never
+-- meet in one pop order; its cost grows with the queue's items. A queue made here has none yet.
+UPDATE i
+SET rank_priority = CASE WHEN @priority_aging_seconds IS NULL THEN i.priority
+                         ELSE i.priority - (e.s - ((e.s % @priority_aging_seconds) + @priority_aging_seconds)
+                                                  % @priority_aging_seconds) / @priority_aging_seconds END
+FROM dbo.sq_items AS i
+CROSS APPLY (SELECT DATEDIFF_BIG(SECOND, CAST('1970-01-01' AS DATETIME2(7)), i.created_at) AS s) AS e
+WHERE i.queue = @queue
+  AND EXISTS (SELECT 1 FROM @updated AS u
+              WHERE u.aging <> @priority_aging_seconds OR (u.aging IS NULL AND @priority_aging_seconds IS NOT NULL)
+                 OR (u.aging IS NOT NULL AND @priority_aging_seconds IS NULL));
 SELECT CASE WHEN EXISTS (SELECT 1 FROM @updated) THEN 0 ELSE 1 END AS created;
 IF NOT EXISTS (SELECT 1 FROM @updated)
     INSERT INTO dbo.sq_queues (name, created_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_factor,
                                backoff_cap_seconds, backoff_jitter, retention_seconds, dedup_window_seconds,
                                dedup_window_from, history_payload, dead_letter_queue, message_retention_seconds,
                                max_leased, rate_per_second, rate_burst, max_leased_per_key,
-                               rate_per_key_per_second, limited)
+                               rate_per_key_per_second, priority_aging_seconds, limited)
     VALUES (@queue, @now, @max_attempts, @lease_seconds, @backoff_base_seconds, @backoff_factor,
             @backoff_cap_seconds, @backoff_jitter, @retention_seconds, @dedup_window_seconds, @dedup_window_from,
             @history_payload, @dead_letter_queue, @message_retention_seconds,
             @max_leased, @rate_per_second, @rate_burst, @max_leased_per_key, @rate_per_key_per_second,
-            @limited);
+            @priority_aging_seconds, @limited);
 
 -- name: next_visible_at
 -- The long-poll watcher's probe for every queue it waits on: the clock, then one row per queue with
@@ -1086,7 +1109,7 @@ SELECT @found AS found, @leased AS leased, @deleted AS deleted, @items AS items,
 q.name AS name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backoff_factor,
 q.backoff_cap_seconds, q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds, q.dedup_window_from,
 q.history_payload, q.dead_letter_queue, q.message_retention_seconds, q.max_leased, q.rate_per_second, q.rate_burst, q.max_leased_per_key,
-q.rate_per_key_per_second, q.limited, q.paused,
+q.rate_per_key_per_second, q.priority_aging_seconds, q.limited, q.paused,
 live.ready, live.leased, live.delayed, live.retrying, dead.dead + COALESCE(live.expired_dead, 0) AS dead,
 live.oldest_ready, hist.completed_in_history, hist.dead_in_history, @now AS now
 FROM dbo.sq_queues AS q
@@ -1279,7 +1302,7 @@ SET status = 'leased',
     first_popped_at = COALESCE(i.first_popped_at, @now)
 OUTPUT inserted.seq, inserted.id, inserted.queue, inserted.payload, inserted.created_at, inserted.attempts,
        inserted.lease_token, inserted.visible_at, inserted.priority, inserted.group_key, inserted.attributes,
-       inserted.fairness_key, inserted.fair_rank
+       inserted.fairness_key, inserted.fair_rank, inserted.rank_priority
 FROM dbo.sq_items AS i
 JOIN runs ON runs.seq = i.seq
 WHERE i.status IN ('ready', 'leased');
@@ -1501,14 +1524,16 @@ SELECT @@ROWCOUNT AS changed;
 -- whether the item the last firing pushed is still live, read for overlap 'skip' only.
 s.name, s.queue, s.payload, s.every_seconds, s.cron, s.timezone, s.at, s.priority, s.group_key,
 s.paused, s.jitter_seconds, s.overlap, s.catch_up, s.created_at, s.modified_at, s.next_run_at,
-s.last_run_at, s.last_item_id,
+s.last_run_at, s.last_item_id, s.description, s.aws,
 CASE WHEN s.overlap = 'skip' AND s.last_item_id IS NOT NULL
           AND EXISTS (SELECT 1 FROM dbo.sq_items AS i WHERE i.id = s.last_item_id AND i.status <> 'dead')
      THEN 1 ELSE 0 END AS previous_live
 
 -- name: schedule_put
 -- Optional values come as '' (params.bound); the key's range lock (UPDLOCK, HOLDLOCK) makes two
--- racing puts of one name take turns.
+-- racing puts of one name take turns. @must says what the name must be: 'new' (CreateSchedule:
+-- an existing one is left as it is), 'existing' (UpdateSchedule: none is made), 'any' (the REST
+-- API's PUT). Returns the name when it made or replaced the schedule.
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
 DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
@@ -1519,15 +1544,22 @@ DECLARE @at DATETIME2(7) = CAST(NULLIF(:at, N'') AS DATETIME2(7));
 DECLARE @priority INT = :priority, @group_key NVARCHAR(128) = NULLIF(:group_key, N''), @paused INT = :paused;
 DECLARE @jitter_seconds INT = :jitter_seconds, @overlap VARCHAR(8) = :overlap, @catch_up VARCHAR(8) = :catch_up;
 DECLARE @next_run_at DATETIME2(7) = CAST(NULLIF(:next_run_at, N'') AS DATETIME2(7));
+DECLARE @description NVARCHAR(512) = NULLIF(:description, N''), @aws NVARCHAR(MAX) = NULLIF(:aws, N'');
+DECLARE @must VARCHAR(8) = :must, @found INT = 0, @changed INT = 0;
+SELECT @found = 1 FROM dbo.sq_schedules AS s WITH (UPDLOCK, HOLDLOCK) WHERE s.name = @name;
 UPDATE s SET queue = @queue, payload = @payload, every_seconds = @every_seconds, cron = @cron, timezone = @timezone,
              at = @at, priority = @priority, group_key = @group_key, paused = @paused, jitter_seconds = @jitter_seconds,
-             overlap = @overlap, catch_up = @catch_up, modified_at = @now, next_run_at = @next_run_at
-FROM dbo.sq_schedules AS s WITH (UPDLOCK, HOLDLOCK) WHERE s.name = @name;
-IF @@ROWCOUNT = 0
-    INSERT INTO dbo.sq_schedules (name, queue, payload, every_seconds, cron, timezone, at, priority, group_key,
-                                  paused, jitter_seconds, overlap, catch_up, created_at, next_run_at)
-    VALUES (@name, @queue, @payload, @every_seconds, @cron, @timezone, @at, @priority, @group_key,
-            @paused, @jitter_seconds, @overlap, @catch_up, @now, @next_run_at);
+             overlap = @overlap, catch_up = @catch_up, modified_at = @now, next_run_at = @next_run_at,
+             description = @description, aws = @aws
+FROM dbo.sq_schedules AS s WHERE s.name = @name AND @found = 1 AND @must <> 'new';
+SET @changed = @@ROWCOUNT;
+INSERT INTO dbo.sq_schedules (name, queue, payload, every_seconds, cron, timezone, at, priority, group_key,
+                              paused, jitter_seconds, overlap, catch_up, created_at, next_run_at, description, aws)
+SELECT @name, @queue, @payload, @every_seconds, @cron, @timezone, @at, @priority, @group_key,
+       @paused, @jitter_seconds, @overlap, @catch_up, @now, @next_run_at, @description, @aws
+WHERE @found = 0 AND @must <> 'existing';
+SET @changed = @changed + @@ROWCOUNT;
+SELECT @name AS name WHERE @changed = 1;
 
 -- name: schedule_get
 SET NOCOUNT ON;
@@ -1707,3 +1739,28 @@ SELECT TOP (:limit) k.fairness_key, k.weight, k.max_leased, k.rate_per_second,
 FROM dbo.sq_fair_keys AS k
 WHERE k.queue = @queue AND k.fairness_key > @after AND (@key = N'' OR k.fairness_key = @key)
 ORDER BY k.fairness_key;
+
+-- name: top_keys
+-- The queue's busiest keys: the most ready items first, then the most leased, at most :limit, each
+-- with its unexpired leases (as a pop counts them) and its cap (its own max_leased, else the
+-- queue's max_leased_per_key). Unkeyed items are the NULL key. One walk of the queue's range of
+-- sq_items_visible, as the queue's own counts walk it; for a queue that never saw a key (no
+-- sq_fair_keys row), no walk at all.
+SET NOCOUNT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @queue NVARCHAR(128) = :queue;
+SELECT TOP (:limit) c.fairness_key, c.ready, c.leased, COALESCE(k.max_leased, q.max_leased_per_key) AS max_leased
+FROM dbo.sq_queues AS q
+CROSS APPLY (
+    SELECT i.fairness_key,
+           SUM(CASE WHEN i.visible_at <= @now AND (i.status = 'ready' OR i.attempts < q.max_attempts)
+                    THEN 1 ELSE 0 END) AS ready,
+           SUM(CASE WHEN i.status = 'leased' AND i.visible_at > @now THEN 1 ELSE 0 END) AS leased
+    FROM dbo.sq_items AS i
+    WHERE i.queue = q.name AND i.status IN ('ready', 'leased')
+    GROUP BY i.fairness_key
+) AS c
+LEFT JOIN dbo.sq_fair_keys AS k ON k.queue = q.name AND k.fairness_key = c.fairness_key
+WHERE q.name = @queue AND EXISTS (SELECT 1 FROM dbo.sq_fair_keys AS f WHERE f.queue = @queue)
+  AND (c.ready > 0 OR c.leased > 0)
+ORDER BY c.ready DESC, c.leased DESC, CASE WHEN c.fairness_key IS NULL THEN 1 ELSE 0 END, c.fairness_key;

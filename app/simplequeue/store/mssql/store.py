@@ -491,6 +491,7 @@ class MssqlStore(QueueReads, TopicStore, ScheduleStore, KeyStore):
             "rate_burst": params.optional(given["rate_burst"]),
             "max_leased_per_key": params.optional(given["max_leased_per_key"]),
             "rate_per_key_per_second": params.optional_float(given["rate_per_key_per_second"]),
+            "priority_aging_seconds": params.optional(given["priority_aging_seconds"]),
             "limited": int(given["limited"]),
         }
         async with self._transaction() as conn:

@@ -36,6 +36,18 @@ EXCEPTION WHEN duplicate_object THEN NULL;
 END
 $$;
 
+-- An item's rank, the static key pops sort priorities by (domain/aging.py): its priority, less the
+-- whole periods of p_aging seconds from the epoch to its created_at when its queue ages priorities
+-- (p_aging not NULL). bigint: with a period of a second, that count passes int4 in 2038. A SQL
+-- function, inlined where it is called.
+CREATE OR REPLACE FUNCTION sq_rank_priority(p_priority integer, p_created_at timestamptz, p_aging integer)
+RETURNS bigint
+LANGUAGE sql STABLE
+AS $$
+    SELECT CASE WHEN p_aging IS NULL THEN p_priority::bigint
+                ELSE p_priority - floor(extract(epoch FROM p_created_at) / p_aging)::bigint END
+$$;
+
 -- A queue is registered by an INSERT only where a look-up finds none: ON CONFLICT DO NOTHING alone
 -- builds and checks the whole row before it finds the conflict, about 80 us a push for a queue that
 -- is there (nearly every push), five times the look-up.
@@ -53,6 +65,8 @@ $$;
 -- `attributes`) as the JSON text the service writes (domain/attributes.py), by place (NULL, or a
 -- shorter array: none). sq_push_batch and sq_push push none: they call sq_push_rows by position.
 -- p_fairness_keys: each item's tenant, by place (NULL: none); sq_fair_ranks ranks the items.
+-- Each item's rank (sq_rank_priority) is its priority unless its queue ages priorities (one probe
+-- of sq_queues answers that for the call).
 CREATE OR REPLACE FUNCTION sq_push_rows(
     p_ids uuid[], p_queues text[], p_payloads text[], p_created_ats timestamptz[], p_priorities integer[],
     p_groups text[], p_dedup_keys text[], p_delays double precision[], p_not_befores timestamptz[],
@@ -70,26 +84,32 @@ DECLARE
     v_created boolean[];
     v_id uuid;
     v_ranks double precision[];  -- by place; NULL: no queue of the call is fair (every rank 0)
+    v_rank_priorities bigint[] := p_priorities;  -- by place (sq_rank_priority)
 BEGIN
     -- Every branch's queues first (see above: a look-up, and an INSERT only for a new one).
     INSERT INTO sq_queues (name, created_at)
     SELECT DISTINCT q, v_now FROM unnest(p_queues) AS q
     WHERE NOT EXISTS (SELECT 1 FROM sq_queues AS e WHERE e.name = q)
     ON CONFLICT (name) DO NOTHING;
+    IF EXISTS (SELECT 1 FROM sq_queues AS a WHERE a.name = ANY (p_queues) AND a.priority_aging_seconds IS NOT NULL) THEN
+        SELECT array_agg(sq_rank_priority(t.pr, t.c, a.priority_aging_seconds) ORDER BY t.o) INTO v_rank_priorities
+        FROM unnest(p_queues, p_priorities, p_created_ats) WITH ORDINALITY AS t(q, pr, c, o)
+        JOIN sq_queues AS a ON a.name = t.q;
+    END IF;
     -- Fair ranks only for a call with keys, or into a queue that saw some (one probe of sq_fair_keys):
     -- every other push ranks 0 without a call.
     IF p_fairness_keys IS NOT NULL OR EXISTS (SELECT 1 FROM sq_fair_keys AS f WHERE f.queue = ANY (p_queues)) THEN
-        v_ranks := sq_fair_ranks(p_queues, p_fairness_keys, p_priorities, v_now);
+        v_ranks := sq_fair_ranks(p_queues, p_fairness_keys, v_rank_priorities, v_now);
     END IF;
     IF cardinality(p_ids) = 1 AND p_dedup_keys[1] IS NULL AND p_groups[1] IS NULL AND p_remember[1] IS NOT TRUE THEN
         -- One plain item (an outbox's push, a push the service's coalescer found alone): the row
         -- the common case below writes, without its arrays' bookkeeping, which is about half of
         -- that statement's time for one item.
         INSERT INTO sq_items (id, queue, payload, created_at, visible_at, priority, attributes, fairness_key,
-                              fair_rank)
+                              fair_rank, rank_priority)
         VALUES (p_ids[1], p_queues[1], p_payloads[1]::json, p_created_ats[1],
                 GREATEST(p_not_befores[1], v_now + p_delays[1] * interval '1 second'), p_priorities[1],
-                p_attributes[1], p_fairness_keys[1], COALESCE(v_ranks[1], 0))
+                p_attributes[1], p_fairness_keys[1], COALESCE(v_ranks[1], 0), v_rank_priorities[1])
         ON CONFLICT (id) DO NOTHING
         RETURNING sq_items.id INTO v_id;
         v_ids := ARRAY[v_id];
@@ -100,9 +120,9 @@ BEGIN
         -- id already there, or given twice, goes in (and answers) once; the rest answer NULL.
         WITH inserted AS (
             INSERT INTO sq_items (id, queue, payload, created_at, visible_at, priority, attributes, fairness_key,
-                                  fair_rank)
+                                  fair_rank, rank_priority)
             SELECT t.i, t.q, t.p::json, t.c, GREATEST(t.nb, v_now + t.d * interval '1 second'), t.pr, p_attributes[t.o],
-                   p_fairness_keys[t.o], COALESCE(v_ranks[t.o], 0)
+                   p_fairness_keys[t.o], COALESCE(v_ranks[t.o], 0), v_rank_priorities[t.o]
             FROM unnest(p_ids, p_queues, p_payloads, p_created_ats, p_priorities, p_delays, p_not_befores)
                 WITH ORDINALITY AS t(i, q, p, c, pr, d, nb, o)
             ORDER BY t.o
@@ -123,7 +143,8 @@ BEGIN
         SELECT r.ids, r.ats, r.created INTO v_ids, v_ats, v_created
         FROM sq_push_planned(
             p_ids, p_queues, p_payloads, p_created_ats, p_priorities, p_groups, p_dedup_keys, p_delays,
-            p_not_befores, p_remember, p_skip_existing, v_now, p_attributes, p_fairness_keys, v_ranks
+            p_not_befores, p_remember, p_skip_existing, v_now, p_attributes, p_fairness_keys, v_ranks,
+            v_rank_priorities
         ) AS r;
     END IF;
     IF NOT p_skip_existing AND array_position(v_ids, NULL) IS NOT NULL THEN
@@ -148,7 +169,7 @@ $$;
 -- The keys' rows are locked in sorted order, so that two pushes never wait on each other's locks
 -- in opposite orders; a concurrent push of the same key waits, then reads the rank it left.
 CREATE OR REPLACE FUNCTION sq_fair_ranks(
-    p_queues text[], p_fairness_keys text[], p_priorities integer[], p_now timestamptz
+    p_queues text[], p_fairness_keys text[], p_priorities bigint[], p_now timestamptz
 ) RETURNS double precision[]
 LANGUAGE plpgsql
 AS $$
@@ -168,8 +189,8 @@ BEGIN
     SELECT array_agg(t.q ORDER BY t.q, t.k), array_agg(t.k ORDER BY t.q, t.k), array_agg(t.n ORDER BY t.q, t.k),
            array_agg(COALESCE(
                (SELECT x.fair_rank - 1 FROM sq_items AS x
-                WHERE x.queue = t.q AND x.status = 'ready' AND x.priority = t.pr AND x.visible_at <= p_now
-                ORDER BY x.priority DESC, x.fair_rank
+                WHERE x.queue = t.q AND x.status = 'ready' AND x.rank_priority = t.pr AND x.visible_at <= p_now
+                ORDER BY x.rank_priority DESC, x.fair_rank
                 LIMIT 1),
                (SELECT f.last_rank FROM sq_fair_keys AS f WHERE f.queue = t.q ORDER BY f.last_rank DESC LIMIT 1),
                0) ORDER BY t.q, t.k)
@@ -214,7 +235,7 @@ CREATE OR REPLACE FUNCTION sq_push_planned(
     p_ids uuid[], p_queues text[], p_payloads text[], p_created_ats timestamptz[], p_priorities integer[],
     p_groups text[], p_dedup_keys text[], p_delays double precision[], p_not_befores timestamptz[],
     p_remember boolean[], p_skip_existing boolean, v_now timestamptz, p_attributes text[],
-    p_fairness_keys text[], p_ranks double precision[],
+    p_fairness_keys text[], p_ranks double precision[], p_rank_priorities bigint[],
     OUT ids uuid[], OUT ats timestamptz[], OUT created boolean[]
 )
 LANGUAGE plpgsql
@@ -320,9 +341,9 @@ BEGIN
         RETURNING id
     ), inserted AS (
         INSERT INTO sq_items (id, queue, payload, created_at, visible_at, priority, group_key, dedup_key, remember_id,
-                              attributes, fairness_key, fair_rank)
+                              attributes, fairness_key, fair_rank, rank_priority)
         SELECT t.i, t.q, t.p::json, t.c, GREATEST(t.nb, v_now + t.d * interval '1 second'), t.pr, t.g, t.k, t.r,
-               p_attributes[t.o], p_fairness_keys[t.o], COALESCE(p_ranks[t.o], 0)
+               p_attributes[t.o], p_fairness_keys[t.o], COALESCE(p_ranks[t.o], 0), p_rank_priorities[t.o]
         FROM unnest(p_ids, p_queues, p_payloads, p_created_ats, p_priorities, p_groups, p_dedup_keys,
                     p_delays, p_not_befores, p_remember, v_fresh) WITH ORDINALITY
             AS t(i, q, p, c, pr, g, k, d, nb, r, f, o)
@@ -777,9 +798,10 @@ $$;
 REVOKE ALL ON FUNCTION sq_push_rows(uuid[], text[], text[], timestamptz[], integer[], text[], text[],
     double precision[], timestamptz[], boolean[], boolean, timestamptz, text[], text[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION sq_push_planned(uuid[], text[], text[], timestamptz[], integer[], text[], text[],
-    double precision[], timestamptz[], boolean[], boolean, timestamptz, text[], text[], double precision[])
+    double precision[], timestamptz[], boolean[], boolean, timestamptz, text[], text[], double precision[], bigint[])
     FROM PUBLIC;
-REVOKE ALL ON FUNCTION sq_fair_ranks(text[], text[], integer[], timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION sq_fair_ranks(text[], text[], bigint[], timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION sq_rank_priority(integer, timestamptz, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION sq_checked_key(json, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION sq_checked_number(json, text, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION sq_checked_time(json, text) FROM PUBLIC;

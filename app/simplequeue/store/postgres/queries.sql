@@ -65,8 +65,8 @@ COALESCE((SELECT COALESCE(:now::timestamptz, now()) - r.message_retention_second
 -- completed (gone, for the group probe): see complete_and_pop. A pop alone completes nothing
 -- (nothing_completed).
 SELECT c.seq FROM (
-    SELECT r.seq, r.priority, r.fair_rank, r.created_at FROM (
-        SELECT x.seq, x.priority, x.fair_rank, x.created_at FROM sq_items AS x
+    SELECT r.seq, r.rank_priority, r.fair_rank, r.created_at FROM (
+        SELECT x.seq, x.rank_priority, x.fair_rank, x.created_at FROM sq_items AS x
         WHERE x.queue = :queue AND x.status = 'ready' AND x.visible_at <= COALESCE(:now::timestamptz, now())
           AND x.id <> ALL (ARRAY(SELECT id FROM requested))
           AND x.created_at >= (
@@ -74,13 +74,13 @@ SELECT c.seq FROM (
           )
           AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND (paused OR (limited AND NOT :limits_checked::boolean)))
           -- include: group_head
-        ORDER BY x.priority DESC, x.fair_rank, x.created_at, x.seq
+        ORDER BY x.rank_priority DESC, x.fair_rank, x.created_at, x.seq
         LIMIT :max_items
         FOR UPDATE SKIP LOCKED
     ) AS r
     UNION ALL
-    SELECT l.seq, l.priority, l.fair_rank, l.created_at FROM (
-        SELECT x.seq, x.priority, x.fair_rank, x.created_at FROM sq_items AS x
+    SELECT l.seq, l.rank_priority, l.fair_rank, l.created_at FROM (
+        SELECT x.seq, x.rank_priority, x.fair_rank, x.created_at FROM sq_items AS x
         WHERE x.queue = :queue AND x.status = 'leased' AND x.visible_at <= COALESCE(:now::timestamptz, now())
           AND x.id <> ALL (ARRAY(SELECT id FROM requested))
           AND x.created_at >= (
@@ -89,12 +89,12 @@ SELECT c.seq FROM (
           AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND (paused OR (limited AND NOT :limits_checked::boolean)))
           AND x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)
           -- include: group_head
-        ORDER BY x.priority DESC, x.fair_rank, x.created_at, x.seq
+        ORDER BY x.rank_priority DESC, x.fair_rank, x.created_at, x.seq
         LIMIT :max_items
         FOR UPDATE SKIP LOCKED
     ) AS l
 ) AS c
-ORDER BY c.priority DESC, c.fair_rank, c.created_at, c.seq
+ORDER BY c.rank_priority DESC, c.fair_rank, c.created_at, c.seq
 LIMIT :max_items
 
 -- fragment: nothing_completed
@@ -126,7 +126,7 @@ WHERE seq = ANY (ARRAY(
     -- include: claim
 ))
 RETURNING seq, id, queue, payload::text AS payload, created_at, attempts, lease_token, visible_at,
-          priority, group_key, attributes, fairness_key, fair_rank
+          priority, group_key, attributes, fairness_key, fair_rank, rank_priority
 
 -- name: lease_keyed
 -- The careful pop's claim for a queue whose keys have limits (store.py: _pop_by_keys): the items
@@ -144,7 +144,7 @@ WHERE seq = ANY (:seqs::bigint[])
           ELSE false
       END
 RETURNING seq, id, queue, payload::text AS payload, created_at, attempts, lease_token, visible_at,
-          priority, group_key, attributes, fairness_key, fair_rank
+          priority, group_key, attributes, fairness_key, fair_rank, rank_priority
 
 -- name: pop_runs
 -- pop, where a group's head brings the run behind it: the group's next live items in seq order, as
@@ -189,7 +189,7 @@ WHERE seq = ANY (ARRAY(
 ))
   AND status IN ('ready', 'leased')
 RETURNING seq, id, queue, payload::text AS payload, created_at, attempts, lease_token, visible_at,
-          priority, group_key, attributes, fairness_key, fair_rank
+          priority, group_key, attributes, fairness_key, fair_rank, rank_priority
 
 -- name: extend
 -- The row is found by its id alone: a generic plan may otherwise walk sq_items_leased, every
@@ -278,15 +278,15 @@ WITH
         -- include: claim
     ))
     RETURNING seq, id, queue, payload::text AS payload, created_at, attempts, lease_token, visible_at,
-              priority, group_key, attributes, fairness_key, fair_rank
+              priority, group_key, attributes, fairness_key, fair_rank, rank_priority
 )
 SELECT 'popped' AS kind, p.seq, p.id, p.queue, p.payload, p.created_at, p.attempts, p.lease_token,
-       p.visible_at, p.priority, p.group_key, p.attributes, p.fairness_key, p.fair_rank, NULL AS status,
-       NULL::boolean AS completed
+       p.visible_at, p.priority, p.group_key, p.attributes, p.fairness_key, p.fair_rank, p.rank_priority,
+       NULL AS status, NULL::boolean AS completed
 FROM popped AS p
 UNION ALL
 SELECT 'completion', NULL, present.id, done.queue, NULL, NULL, NULL, present.lease_token, NULL, NULL, NULL, NULL,
-       NULL, NULL, present.status, done.id IS NOT NULL
+       NULL, NULL, NULL, present.status, done.id IS NOT NULL
 FROM present LEFT JOIN done ON done.id = present.id
 
 -- name: wait_on
@@ -367,6 +367,12 @@ WITH f AS (
         queue = CASE WHEN f.dies AND f.target IS NOT NULL THEN f.target ELSE i.queue END,
         -- A fair rank is its queue's: a moved item ranks 0 in its target (as on every engine).
         fair_rank = CASE WHEN f.dies AND f.target IS NOT NULL THEN 0 ELSE i.fair_rank END,
+        -- So is a rank: a moved item ranks by its target's aging.
+        rank_priority = CASE WHEN f.dies AND f.target IS NOT NULL
+                             THEN sq_rank_priority(i.priority, i.created_at,
+                                                   (SELECT a.priority_aging_seconds FROM sq_queues AS a
+                                                    WHERE a.name = f.target))
+                             ELSE i.rank_priority END,
         status = CASE WHEN f.dies AND f.target IS NULL THEN 'dead' ELSE 'ready' END,
         attempts = CASE WHEN f.dies AND f.target IS NOT NULL THEN 0 ELSE i.attempts END,
         first_popped_at = CASE WHEN f.dies AND f.target IS NOT NULL THEN NULL ELSE i.first_popped_at END,
@@ -405,6 +411,10 @@ FROM failed AS d CROSS JOIN woken
     SET seq = CASE WHEN e.target IS NOT NULL THEN nextval(pg_get_serial_sequence('sq_items', 'seq')) ELSE i.seq END,
         queue = COALESCE(e.target, i.queue),
         fair_rank = CASE WHEN e.target IS NULL THEN i.fair_rank ELSE 0 END,
+        rank_priority = CASE WHEN e.target IS NULL THEN i.rank_priority
+                             ELSE sq_rank_priority(i.priority, i.created_at,
+                                                   (SELECT a.priority_aging_seconds FROM sq_queues AS a
+                                                    WHERE a.name = e.target)) END,
         status = CASE WHEN e.target IS NULL THEN 'dead' ELSE 'ready' END,
         attempts = CASE WHEN e.target IS NULL THEN i.attempts ELSE 0 END,
         first_popped_at = CASE WHEN e.target IS NULL THEN i.first_popped_at END,
@@ -620,13 +630,24 @@ SELECT (SELECT count(*) FROM old) AS history, (SELECT count(*) FROM keys) AS key
        (SELECT count(*) FROM ids) AS ids
 
 -- name: put_queue
+-- A change of priority_aging_seconds re-ranks every item the queue holds (sq_rank_priority), in this
+-- statement, so that items ranked with and without aging, or with two periods, never meet in one
+-- pop order; its cost grows with the queue's items. A push in flight (its rank computed, not yet
+-- committed) keeps the rank of the setting it read.
+WITH previous AS (
+    SELECT q.priority_aging_seconds AS aging FROM sq_queues AS q WHERE q.name = :queue
+), reranked AS (
+    UPDATE sq_items AS i SET rank_priority = sq_rank_priority(i.priority, i.created_at, :priority_aging_seconds::integer)
+    WHERE i.queue = :queue
+      AND EXISTS (SELECT 1 FROM previous AS p WHERE p.aging IS DISTINCT FROM :priority_aging_seconds::integer)
+), put AS (
 INSERT INTO sq_queues (name, created_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_factor,
                        backoff_cap_seconds, backoff_jitter, retention_seconds, dedup_window_seconds, dedup_window_from,
                        history_payload, dead_letter_queue, message_retention_seconds, max_leased,
-                       rate_per_second, rate_burst, max_leased_per_key, rate_per_key_per_second, limited)
+                       rate_per_second, rate_burst, max_leased_per_key, rate_per_key_per_second, priority_aging_seconds, limited)
 VALUES (:queue, COALESCE(:now::timestamptz, now()), :max_attempts, :lease_seconds, :backoff_base_seconds, :backoff_factor, :backoff_cap_seconds, :backoff_jitter, :retention_seconds, :dedup_window_seconds, :dedup_window_from, :history_payload,
         :dead_letter_queue, :message_retention_seconds, :max_leased, :rate_per_second, :rate_burst, :max_leased_per_key,
-        :rate_per_key_per_second,
+        :rate_per_key_per_second, :priority_aging_seconds::integer,
         -- A key's own limits keep the queue limited whatever its own settings.
         :limited::boolean OR EXISTS (SELECT 1 FROM sq_fair_keys AS k WHERE k.queue = :queue AND (k.max_leased IS NOT NULL OR k.rate_per_second IS NOT NULL)))
 ON CONFLICT (name) DO UPDATE
@@ -638,8 +659,11 @@ SET max_attempts = excluded.max_attempts, lease_seconds = excluded.lease_seconds
     dead_letter_queue = excluded.dead_letter_queue, message_retention_seconds = excluded.message_retention_seconds,
     max_leased = excluded.max_leased, rate_per_second = excluded.rate_per_second, rate_burst = excluded.rate_burst,
     max_leased_per_key = excluded.max_leased_per_key, rate_per_key_per_second = excluded.rate_per_key_per_second,
+    priority_aging_seconds = excluded.priority_aging_seconds,
     limited = excluded.limited, modified_at = excluded.created_at
 RETURNING xmax = 0 AS created
+)
+SELECT created FROM put
 
 -- name: queue_exists
 SELECT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue)
@@ -776,7 +800,7 @@ SELECT (SELECT count(*) FROM q) AS found, (SELECT leased FROM busy) AS leased,
 -- slow the live figures down. An expired lease on its last attempt counts as dead already.
 SELECT q.name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backoff_factor, q.backoff_cap_seconds,
        q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds, q.dedup_window_from, q.history_payload,
-       q.dead_letter_queue, q.message_retention_seconds, q.max_leased, q.rate_per_second, q.rate_burst, q.max_leased_per_key, q.rate_per_key_per_second, q.limited, q.paused, live.ready, live.leased, live.delayed, live.retrying, dead.dead + live.expired_dead AS dead,
+       q.dead_letter_queue, q.message_retention_seconds, q.max_leased, q.rate_per_second, q.rate_burst, q.max_leased_per_key, q.rate_per_key_per_second, q.priority_aging_seconds, q.limited, q.paused, live.ready, live.leased, live.delayed, live.retrying, dead.dead + live.expired_dead AS dead,
        live.oldest_ready, hist.completed_in_history, hist.dead_in_history, c.now
 FROM (SELECT COALESCE(:now::timestamptz, now()) AS now) AS c
 CROSS JOIN sq_queues AS q
@@ -1010,7 +1034,7 @@ WHERE f.queue = :queue AND f.fairness_key = t.key
 -- schedule_previous.
 s.name, s.queue, s.payload, s.every_seconds, s.cron, s.timezone, s.at, s.priority, s.group_key,
 s.paused, s.jitter_seconds, s.overlap, s.catch_up, s.created_at, s.modified_at, s.next_run_at,
-s.last_run_at, s.last_item_id, coalesce(p.live, false) AS previous_live
+s.last_run_at, s.last_item_id, s.description, s.aws, coalesce(p.live, false) AS previous_live
 
 -- fragment: schedule_previous
 -- A seek of sq_items' id per schedule read, in a LATERAL join: as an EXISTS, the planner hashed
@@ -1022,16 +1046,26 @@ LEFT JOIN LATERAL (
 ) AS p ON true
 
 -- name: schedule_put
+-- :must says what the name must be: 'new' (CreateSchedule: an existing one is left as it is),
+-- 'existing' (UpdateSchedule: none is made), 'any' (the REST API's PUT). Returns the name when
+-- it made or replaced the schedule: of two racing creates, the one whose insert waited on the
+-- other's returns nothing (its DO UPDATE's WHERE is false), whatever either read before.
 INSERT INTO sq_schedules (name, queue, payload, every_seconds, cron, timezone, at, priority, group_key,
-                          paused, jitter_seconds, overlap, catch_up, created_at, next_run_at)
-VALUES (:name, :queue, :payload, :every_seconds, :cron, :timezone, :at, :priority, :group_key,
-        :paused, :jitter_seconds, :overlap, :catch_up, :now, :next_run_at)
+                          paused, jitter_seconds, overlap, catch_up, created_at, next_run_at,
+                          description, aws)
+SELECT :name::text, :queue::text, :payload::text, :every_seconds::integer, :cron::text, :timezone::text,
+       :at::timestamptz, :priority::integer, :group_key::text, :paused::boolean, :jitter_seconds::integer,
+       :overlap::text, :catch_up::text, :now::timestamptz, :next_run_at::timestamptz, :description::text,
+       :aws::text
+WHERE :must::text <> 'existing' OR EXISTS (SELECT 1 FROM sq_schedules WHERE name = :name)
 ON CONFLICT (name) DO UPDATE SET
     queue = excluded.queue, payload = excluded.payload, every_seconds = excluded.every_seconds,
     cron = excluded.cron, timezone = excluded.timezone, at = excluded.at, priority = excluded.priority,
     group_key = excluded.group_key, paused = excluded.paused, jitter_seconds = excluded.jitter_seconds,
     overlap = excluded.overlap, catch_up = excluded.catch_up, modified_at = excluded.created_at,
-    next_run_at = excluded.next_run_at
+    next_run_at = excluded.next_run_at, description = excluded.description, aws = excluded.aws
+WHERE :must::text <> 'new'
+RETURNING name
 
 -- name: schedule_get
 SELECT
@@ -1155,6 +1189,30 @@ SELECT p.fairness_key, p.weight, p.max_leased, p.rate_per_second,
 FROM page AS p
 ORDER BY p.fairness_key
 
+-- name: top_keys
+-- The queue's busiest keys: the most ready items first, then the most leased, at most :limit, each
+-- with its unexpired leases (as a pop counts them) and its cap (its own max_leased, else the
+-- queue's max_leased_per_key). Unkeyed items are the NULL key. One walk of the queue's live items,
+-- by its range of sq_items_visible as the queue's own counts walk them, whatever other queues hold;
+-- for a queue that never saw a key (no sq_fair_keys row), no walk at all.
+SELECT c.fairness_key, c.ready, c.leased, COALESCE(k.max_leased, q.max_leased_per_key) AS max_leased
+FROM (SELECT COALESCE(:now::timestamptz, now()) AS now) AS n
+CROSS JOIN sq_queues AS q
+CROSS JOIN LATERAL (
+    SELECT i.fairness_key,
+           count(*) FILTER (WHERE i.visible_at <= n.now
+                              AND (i.status = 'ready' OR i.attempts < q.max_attempts)) AS ready,
+           count(*) FILTER (WHERE i.status = 'leased' AND i.visible_at > n.now) AS leased
+    FROM sq_items AS i
+    WHERE i.queue = q.name AND i.status IN ('ready', 'leased')
+    GROUP BY i.fairness_key
+) AS c
+LEFT JOIN sq_fair_keys AS k ON k.queue = q.name AND k.fairness_key = c.fairness_key
+WHERE q.name = :queue AND EXISTS (SELECT 1 FROM sq_fair_keys AS f WHERE f.queue = :queue)
+  AND (c.ready > 0 OR c.leased > 0)
+ORDER BY c.ready DESC, c.leased DESC, c.fairness_key NULLS LAST
+LIMIT :limit
+
 -- name: key_limited
 -- The queue's `limited` after its keys' settings changed: a key's own limits make its pops careful.
 UPDATE sq_queues
@@ -1171,22 +1229,22 @@ WHERE name = :queue
 WITH done AS (SELECT NULL::uuid AS id WHERE false),  -- for group_head: nothing completed here
 walked AS (
     SELECT u.seq, COALESCE(u.fairness_key, '') AS k,
-           row_number() OVER (ORDER BY u.priority DESC, u.fair_rank, u.created_at, u.seq) AS place
+           row_number() OVER (ORDER BY u.rank_priority DESC, u.fair_rank, u.created_at, u.seq) AS place
     FROM (
         SELECT r.* FROM (
-            SELECT x.seq, x.priority, x.fair_rank, x.created_at, x.fairness_key FROM sq_items AS x
+            SELECT x.seq, x.rank_priority, x.fair_rank, x.created_at, x.fairness_key FROM sq_items AS x
             WHERE x.queue = :queue AND x.status = 'ready' AND x.visible_at <= COALESCE(:now::timestamptz, now())
               AND x.created_at >= (
                   -- include: retained
               )
               AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
               -- include: group_head
-            ORDER BY x.priority DESC, x.fair_rank, x.created_at, x.seq
+            ORDER BY x.rank_priority DESC, x.fair_rank, x.created_at, x.seq
             LIMIT :walk
         ) AS r
         UNION ALL
         SELECT l.* FROM (
-            SELECT x.seq, x.priority, x.fair_rank, x.created_at, x.fairness_key FROM sq_items AS x
+            SELECT x.seq, x.rank_priority, x.fair_rank, x.created_at, x.fairness_key FROM sq_items AS x
             WHERE x.queue = :queue AND x.status = 'leased' AND x.visible_at <= COALESCE(:now::timestamptz, now())
               AND x.created_at >= (
                   -- include: retained
@@ -1194,7 +1252,7 @@ walked AS (
               AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
               AND x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)
               -- include: group_head
-            ORDER BY x.priority DESC, x.fair_rank, x.created_at, x.seq
+            ORDER BY x.rank_priority DESC, x.fair_rank, x.created_at, x.seq
             LIMIT :walk
         ) AS l
     ) AS u

@@ -3,7 +3,6 @@ the push's write lock no other writer moves a key's last rank between the look-u
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from simplequeue.domain import NewItem
@@ -11,12 +10,13 @@ from simplequeue.domain.fairness import ranks, shares
 from simplequeue.store.sqlite import statements
 
 
-def fair_ranks(items: Sequence[NewItem], now: str) -> statements.Steps[list[float]]:
-    """Each item's rank by place. A push into queues that never saw a key, with no key of its own,
-    costs one look-up and writes nothing."""
-    queues = sorted({i.queue for i in items})
-    keyed = [(i.queue, i.fairness_key, i.priority) for i in items]
-    fair = {row["queue"] for row in (yield "fair_queues", {"queues": json.dumps(queues)})}
+def fair_ranks(
+    items: Sequence[NewItem], ranked: Sequence[int], fair: set[str], now: str
+) -> statements.Steps[list[float]]:
+    """Each item's fair rank by place, among the items of its rank (`ranked`, by place: domain.aging);
+    `fair`: the push's queues that saw a key. A push into queues that never saw one, with no key of
+    its own, writes nothing."""
+    keyed = [(i.queue, i.fairness_key, r) for i, r in zip(items, ranked, strict=True)]
     if not fair and all(i.fairness_key is None for i in items):
         return [0.0] * len(items)
     starts: dict[tuple[str, str], float] = {}

@@ -9,10 +9,29 @@ INSERT INTO sq_queues (name, created_at) VALUES (:queue, :now)
 ON CONFLICT (name) DO NOTHING
 
 -- name: insert_item
+-- :rank_priority: the item's rank (domain/aging.py), from its queue's aging read by push_queues.
 INSERT INTO sq_items (id, queue, payload, created_at, visible_at, priority, group_key, dedup_key, remember_id,
-                      attributes, fairness_key, fair_rank)
+                      attributes, fairness_key, fair_rank, rank_priority)
 VALUES (:id, :queue, :payload, :created_at, :visible_at, :priority, :group_key, :dedup_key, :remember_id,
-        :attributes, :fairness_key, :fair_rank)
+        :attributes, :fairness_key, :fair_rank, :rank_priority)
+
+-- name: push_queues
+-- Of :queues (a JSON array), each that exists: its priority_aging_seconds, and whether it saw a
+-- fairness key (domain/fairness.py). One look-up for both, as a push needs both.
+SELECT q.name AS queue, q.priority_aging_seconds AS aging,
+       EXISTS (SELECT 1 FROM sq_fair_keys AS f WHERE f.queue = q.name) AS fair
+FROM sq_queues AS q WHERE q.name IN (SELECT value FROM json_each(:queues))
+
+-- fragment: aged_rank
+-- An item's rank (domain/aging.py) from g.priority, g.created_at and g.aging (NULL: no aging): its
+-- priority less the whole periods from the epoch to its created_at, floored before the epoch too
+-- (SQLite's % and / truncate toward zero). The whole seconds are those of the text cut before its
+-- fraction: strftime rounds the fraction to milliseconds first (06.999999 would count as 7). The
+-- push ranks in Python (domain.aging.rank_priority); this is the same rule over rows, for a re-rank
+-- and a dead-letter move.
+g.priority - COALESCE((CAST(strftime('%s', substr(g.created_at, 1, 19)) AS INTEGER)
+                       - ((CAST(strftime('%s', substr(g.created_at, 1, 19)) AS INTEGER) % g.aging) + g.aging)
+                         % g.aging) / g.aging, 0)
 
 -- name: existing_ids
 SELECT id, queue, created_at FROM sq_items WHERE id IN (SELECT value FROM json_each(:ids))
@@ -74,7 +93,7 @@ SET status = 'leased',
 WHERE seq IN (
     SELECT c.seq FROM (
         SELECT * FROM (
-            SELECT x.seq, x.priority, x.fair_rank, x.created_at FROM sq_items AS x INDEXED BY sq_items_ready
+            SELECT x.seq, x.rank_priority, x.fair_rank, x.created_at FROM sq_items AS x INDEXED BY sq_items_ready
             WHERE x.queue = :queue AND x.status = 'ready' AND x.visible_at <= :now
               AND x.created_at >= (
                   -- include: retained
@@ -84,12 +103,12 @@ WHERE seq IN (
                   SELECT 1 FROM sq_items AS e INDEXED BY sq_items_group
                   WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
                     AND e.group_key IS NOT NULL AND e.status <> 'dead'))
-            ORDER BY x.priority DESC, x.fair_rank, x.created_at, x.seq
+            ORDER BY x.rank_priority DESC, x.fair_rank, x.created_at, x.seq
             LIMIT :max_items
         )
         UNION ALL
         SELECT * FROM (
-            SELECT x.seq, x.priority, x.fair_rank, x.created_at FROM sq_items AS x INDEXED BY sq_items_lapsed
+            SELECT x.seq, x.rank_priority, x.fair_rank, x.created_at FROM sq_items AS x INDEXED BY sq_items_lapsed
             WHERE x.queue = :queue AND x.status = 'leased' AND x.visible_at <= :now
               AND x.created_at >= (
                   -- include: retained
@@ -100,15 +119,15 @@ WHERE seq IN (
                   SELECT 1 FROM sq_items AS e INDEXED BY sq_items_group
                   WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
                     AND e.group_key IS NOT NULL AND e.status <> 'dead'))
-            ORDER BY x.priority DESC, x.fair_rank, x.created_at, x.seq
+            ORDER BY x.rank_priority DESC, x.fair_rank, x.created_at, x.seq
             LIMIT :max_items
         )
     ) AS c
-    ORDER BY c.priority DESC, c.fair_rank, c.created_at, c.seq
+    ORDER BY c.rank_priority DESC, c.fair_rank, c.created_at, c.seq
     LIMIT :max_items
 )
 RETURNING seq, id, queue, payload, created_at, attempts, lease_token, visible_at, priority, group_key, attributes,
-          fairness_key, fair_rank
+          fairness_key, fair_rank, rank_priority
 
 -- name: key_walk
 -- The careful pop of a queue whose keys have limits (transactions.py: pop_by_keys), its first step:
@@ -116,10 +135,10 @@ RETURNING seq, id, queue, payload, created_at, attempts, lease_token, visible_at
 -- unkeyed items) and its place in the walk.
 WITH walked AS (
     SELECT c.seq, COALESCE(c.fairness_key, '') AS k,
-           row_number() OVER (ORDER BY c.priority DESC, c.fair_rank, c.created_at, c.seq) AS place
+           row_number() OVER (ORDER BY c.rank_priority DESC, c.fair_rank, c.created_at, c.seq) AS place
     FROM (
         SELECT * FROM (
-            SELECT x.seq, x.priority, x.fair_rank, x.created_at, x.fairness_key FROM sq_items AS x INDEXED BY sq_items_ready
+            SELECT x.seq, x.rank_priority, x.fair_rank, x.created_at, x.fairness_key FROM sq_items AS x INDEXED BY sq_items_ready
             WHERE x.queue = :queue AND x.status = 'ready' AND x.visible_at <= :now
               AND x.created_at >= (
                   -- include: retained
@@ -129,12 +148,12 @@ WITH walked AS (
                   SELECT 1 FROM sq_items AS e INDEXED BY sq_items_group
                   WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
                     AND e.group_key IS NOT NULL AND e.status <> 'dead'))
-            ORDER BY x.priority DESC, x.fair_rank, x.created_at, x.seq
+            ORDER BY x.rank_priority DESC, x.fair_rank, x.created_at, x.seq
             LIMIT :walk
         )
         UNION ALL
         SELECT * FROM (
-            SELECT x.seq, x.priority, x.fair_rank, x.created_at, x.fairness_key FROM sq_items AS x INDEXED BY sq_items_lapsed
+            SELECT x.seq, x.rank_priority, x.fair_rank, x.created_at, x.fairness_key FROM sq_items AS x INDEXED BY sq_items_lapsed
             WHERE x.queue = :queue AND x.status = 'leased' AND x.visible_at <= :now
               AND x.created_at >= (
                   -- include: retained
@@ -145,7 +164,7 @@ WITH walked AS (
                   SELECT 1 FROM sq_items AS e INDEXED BY sq_items_group
                   WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
                     AND e.group_key IS NOT NULL AND e.status <> 'dead'))
-            ORDER BY x.priority DESC, x.fair_rank, x.created_at, x.seq
+            ORDER BY x.rank_priority DESC, x.fair_rank, x.created_at, x.seq
             LIMIT :walk
         )
     ) AS c
@@ -187,7 +206,7 @@ SET status = 'leased',
     first_popped_at = COALESCE(first_popped_at, :now)
 WHERE seq IN (SELECT value FROM json_each(:seqs)) AND queue = :queue
 RETURNING seq, id, queue, payload, created_at, attempts, lease_token, visible_at, priority, group_key, attributes,
-          fairness_key, fair_rank
+          fairness_key, fair_rank, rank_priority
 
 -- name: extend
 UPDATE sq_items SET visible_at = sq_add_seconds(:now, :lease_seconds)
@@ -328,12 +347,19 @@ WHERE i.seq IN (SELECT value FROM json_each(:seqs)) AND i.status = 'dead' AND i.
 -- Dead items of a queue with a dead-letter target move there in the transaction that killed them:
 -- ready now, attempts reset, keeping id, payload, attributes, created_at, group, fairness key and
 -- errors. New seqs, above every other, in their old order: a moved item joins its group at the back.
--- Its fair rank was its source's: there it ranks 0, first among the target's keys' turns.
+-- Its fair rank was its source's: there it ranks 0, first among the target's keys' turns. Its rank
+-- is the target's aging's.
 UPDATE sq_items
 SET seq = m.top + x.n, queue = x.target, status = 'ready', attempts = 0, first_popped_at = NULL,
-    visible_at = :now, died_at = NULL, lease_token = NULL, fair_rank = 0
+    visible_at = :now, died_at = NULL, lease_token = NULL, fair_rank = 0,
+    rank_priority = (
+        SELECT
+            -- include: aged_rank
+        FROM (SELECT x.priority, x.created_at, x.aging) AS g
+    )
 FROM (
-    SELECT i.seq AS old, t.name AS target, row_number() OVER (ORDER BY i.seq) AS n
+    SELECT i.seq AS old, t.name AS target, i.priority, i.created_at, t.priority_aging_seconds AS aging,
+           row_number() OVER (ORDER BY i.seq) AS n
     -- include: dead_letter_target
     WHERE i.seq IN (SELECT value FROM json_each(:seqs)) AND i.status = 'dead'
 ) AS x, (SELECT max(seq) AS top FROM sq_items) AS m
@@ -472,11 +498,11 @@ UPDATE sq_queues SET modified_at = :now WHERE name = :queue
 INSERT INTO sq_queues (name, created_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_factor,
                        backoff_cap_seconds, backoff_jitter, retention_seconds, dedup_window_seconds, dedup_window_from,
                        history_payload, dead_letter_queue, message_retention_seconds, max_leased,
-                       rate_per_second, rate_burst, max_leased_per_key, rate_per_key_per_second, limited)
+                       rate_per_second, rate_burst, max_leased_per_key, rate_per_key_per_second, priority_aging_seconds, limited)
 VALUES (:queue, :now, :max_attempts, :lease_seconds, :backoff_base_seconds, :backoff_factor,
         :backoff_cap_seconds, :backoff_jitter, :retention_seconds, :dedup_window_seconds, :dedup_window_from,
         :history_payload, :dead_letter_queue, :message_retention_seconds, :max_leased, :rate_per_second, :rate_burst, :max_leased_per_key,
-        :rate_per_key_per_second,
+        :rate_per_key_per_second, :priority_aging_seconds,
         -- A key's own limits keep the queue limited whatever its own settings.
         :limited OR EXISTS (SELECT 1 FROM sq_fair_keys AS k WHERE k.queue = :queue AND (k.max_leased IS NOT NULL OR k.rate_per_second IS NOT NULL)))
 ON CONFLICT (name) DO UPDATE
@@ -488,7 +514,24 @@ SET max_attempts = excluded.max_attempts, lease_seconds = excluded.lease_seconds
     dead_letter_queue = excluded.dead_letter_queue, message_retention_seconds = excluded.message_retention_seconds,
     max_leased = excluded.max_leased, rate_per_second = excluded.rate_per_second, rate_burst = excluded.rate_burst,
     max_leased_per_key = excluded.max_leased_per_key, rate_per_key_per_second = excluded.rate_per_key_per_second,
+    priority_aging_seconds = excluded.priority_aging_seconds,
     limited = excluded.limited, modified_at = excluded.created_at
+
+-- name: rerank_queue
+-- Run before put_queue in its transaction: a change of priority_aging_seconds re-ranks every item
+-- the queue holds, so that items ranked with and without aging, or with two periods, never meet
+-- in one pop order; its cost grows with the queue's items. Under the writer's lock no push reads
+-- the old setting meanwhile.
+UPDATE sq_items
+SET rank_priority = (
+    SELECT
+        -- include: aged_rank
+    FROM (SELECT sq_items.priority AS priority, sq_items.created_at AS created_at,
+                 :priority_aging_seconds AS aging) AS g
+)
+WHERE queue = :queue
+  AND EXISTS (SELECT 1 FROM sq_queues AS q WHERE q.name = :queue
+              AND q.priority_aging_seconds IS NOT :priority_aging_seconds)
 
 -- name: set_paused
 UPDATE sq_queues SET paused = :paused WHERE name = :queue
@@ -562,7 +605,7 @@ DELETE FROM sq_queues WHERE name = :queue
 -- slow the live figures down. An expired lease on its last attempt counts as dead already.
 SELECT q.name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backoff_factor,
        q.backoff_cap_seconds, q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds,
-       q.dedup_window_from, q.history_payload, q.dead_letter_queue, q.message_retention_seconds, q.max_leased, q.rate_per_second, q.rate_burst, q.max_leased_per_key, q.rate_per_key_per_second, q.limited, q.paused,
+       q.dedup_window_from, q.history_payload, q.dead_letter_queue, q.message_retention_seconds, q.max_leased, q.rate_per_second, q.rate_burst, q.max_leased_per_key, q.rate_per_key_per_second, q.priority_aging_seconds, q.limited, q.paused,
        (SELECT COUNT(*) FROM sq_items AS i INDEXED BY sq_items_visible
         WHERE i.queue = q.name AND i.status IN ('ready', 'leased') AND i.visible_at <= :now
           AND (i.status = 'ready' OR i.attempts < q.max_attempts)) AS ready,
@@ -709,7 +752,7 @@ SET status = 'leased',
     first_popped_at = COALESCE(first_popped_at, :now)
 WHERE seq IN (SELECT seq FROM runs) AND status IN ('ready', 'leased')
 RETURNING seq, id, queue, payload, created_at, attempts, lease_token, visible_at, priority, group_key, attributes,
-          fairness_key, fair_rank
+          fairness_key, fair_rank, rank_priority
 
 -- Topics and subscriptions (store/topics.py holds the flow; attributes and tags are JSON text).
 
@@ -835,22 +878,30 @@ ON CONFLICT (queue, fairness_key) DO UPDATE SET rate_tokens = excluded.rate_toke
 -- whether the item the last firing pushed is still live, read for overlap 'skip' only.
 s.name, s.queue, s.payload, s.every_seconds, s.cron, s.timezone, s.at, s.priority, s.group_key,
 s.paused, s.jitter_seconds, s.overlap, s.catch_up, s.created_at, s.modified_at, s.next_run_at,
-s.last_run_at, s.last_item_id,
+s.last_run_at, s.last_item_id, s.description, s.aws,
 CASE WHEN s.overlap = 'skip' AND s.last_item_id IS NOT NULL
      THEN EXISTS (SELECT 1 FROM sq_items AS i WHERE i.id = s.last_item_id AND i.status <> 'dead')
      ELSE 0 END AS previous_live
 
 -- name: schedule_put
+-- :must says what the name must be: 'new' (CreateSchedule: an existing one is left as it is),
+-- 'existing' (UpdateSchedule: none is made), 'any' (the REST API's PUT). Returns the name when
+-- it made or replaced the schedule, so that a caller tells a refusal from a change by this one
+-- statement, not by a read before it.
 INSERT INTO sq_schedules (name, queue, payload, every_seconds, cron, timezone, at, priority, group_key,
-                          paused, jitter_seconds, overlap, catch_up, created_at, next_run_at)
-VALUES (:name, :queue, :payload, :every_seconds, :cron, :timezone, :at, :priority, :group_key,
-        :paused, :jitter_seconds, :overlap, :catch_up, :now, :next_run_at)
+                          paused, jitter_seconds, overlap, catch_up, created_at, next_run_at,
+                          description, aws)
+SELECT :name, :queue, :payload, :every_seconds, :cron, :timezone, :at, :priority, :group_key,
+       :paused, :jitter_seconds, :overlap, :catch_up, :now, :next_run_at, :description, :aws
+WHERE :must <> 'existing' OR EXISTS (SELECT 1 FROM sq_schedules WHERE name = :name)
 ON CONFLICT (name) DO UPDATE SET
     queue = excluded.queue, payload = excluded.payload, every_seconds = excluded.every_seconds,
     cron = excluded.cron, timezone = excluded.timezone, at = excluded.at, priority = excluded.priority,
     group_key = excluded.group_key, paused = excluded.paused, jitter_seconds = excluded.jitter_seconds,
     overlap = excluded.overlap, catch_up = excluded.catch_up, modified_at = :now,
-    next_run_at = excluded.next_run_at
+    next_run_at = excluded.next_run_at, description = excluded.description, aws = excluded.aws
+WHERE :must <> 'new'
+RETURNING name
 
 -- name: schedule_get
 SELECT
@@ -930,21 +981,17 @@ RETURNING name
 -- name: schedule_triggered
 UPDATE sq_schedules SET last_run_at = :now, last_item_id = :last_item_id WHERE name = :name RETURNING name
 
--- name: fair_queues
--- Of :queues (a JSON array), those that saw a fairness key (domain/fairness.py).
-SELECT DISTINCT queue FROM sq_fair_keys WHERE queue IN (SELECT value FROM json_each(:queues))
-
 -- name: fair_start
 -- Where a key's items of a push start ranking after: the later of its last rank and the queue's
--- virtual time at :priority (one less than the lowest rank of its due ready items of that
--- priority, a seek of sq_items_ready; with none, the highest rank the queue handed out, a seek of
+-- virtual time at :priority, a rank (one less than the lowest fair rank of its due ready items of
+-- that rank, a seek of sq_items_ready; with none, the highest rank the queue handed out, a seek of
 -- sq_fair_keys_clock). With the key's weight (1 for a new key). See domain/fairness.py.
 SELECT max(
     COALESCE((SELECT last_rank FROM sq_fair_keys WHERE queue = :queue AND fairness_key = :key), 0),
     COALESCE(
         (SELECT x.fair_rank - 1 FROM sq_items AS x INDEXED BY sq_items_ready
-         WHERE x.queue = :queue AND x.status = 'ready' AND x.priority = :priority AND x.visible_at <= :now
-         ORDER BY x.priority DESC, x.fair_rank
+         WHERE x.queue = :queue AND x.status = 'ready' AND x.rank_priority = :priority AND x.visible_at <= :now
+         ORDER BY x.rank_priority DESC, x.fair_rank
          LIMIT 1),
         (SELECT max(f.last_rank) FROM sq_fair_keys AS f WHERE f.queue = :queue),
         0)
@@ -989,6 +1036,29 @@ SELECT p.fairness_key, p.weight, p.max_leased, p.rate_per_second,
           AND i.fairness_key IS NOT NULL) AS leased
 FROM page AS p
 ORDER BY p.fairness_key
+
+-- name: top_keys
+-- The queue's busiest keys: the most ready items first, then the most leased, at most :limit, each
+-- with its unexpired leases (as a pop counts them) and its cap (its own max_leased, else the
+-- queue's max_leased_per_key). Unkeyed items are the NULL key. One walk of the queue's range of
+-- sq_items_visible, as the queue's own counts walk it; for a queue that never saw a key (no
+-- sq_fair_keys row), no walk at all.
+WITH counts AS (
+    SELECT i.fairness_key,
+           SUM(i.visible_at <= :now AND (i.status = 'ready' OR i.attempts < q.max_attempts)) AS ready,
+           SUM(i.status = 'leased' AND i.visible_at > :now) AS leased
+    FROM sq_queues AS q
+    JOIN sq_items AS i INDEXED BY sq_items_visible ON i.queue = q.name AND i.status IN ('ready', 'leased')
+    WHERE q.name = :queue AND EXISTS (SELECT 1 FROM sq_fair_keys AS f WHERE f.queue = :queue)
+    GROUP BY i.fairness_key
+)
+SELECT c.fairness_key, c.ready, c.leased, COALESCE(k.max_leased, q.max_leased_per_key) AS max_leased
+FROM counts AS c
+JOIN sq_queues AS q ON q.name = :queue
+LEFT JOIN sq_fair_keys AS k ON k.queue = :queue AND k.fairness_key = c.fairness_key
+WHERE c.ready > 0 OR c.leased > 0
+ORDER BY c.ready DESC, c.leased DESC, c.fairness_key IS NULL, c.fairness_key
+LIMIT :limit
 
 -- name: key_limited
 -- The queue's `limited` after its keys' settings changed: a key's own limits make its pops careful.

@@ -379,6 +379,9 @@ class SqliteStore(QueueReads, TopicStore, ScheduleStore, KeyStore):
         params = {"queue": name, "now": to_text(self._clock()), **rows.settings_params(settings)}
         async with self._write() as conn:
             existed = await fetch_one(conn, "queue_exists", queue=name)
+            await execute(
+                conn, "rerank_queue", queue=name, priority_aging_seconds=settings.priority_aging_seconds
+            )
             await execute(conn, "put_queue", **params)
         self.flow.forget(name)
         return existed is None

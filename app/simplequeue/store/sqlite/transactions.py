@@ -25,6 +25,7 @@ from simplequeue.domain import (
     Outcome,
     Pushed,
 )
+from simplequeue.domain.aging import rank_priority
 from simplequeue.domain.keys import KeyTurn, pick, walk_for
 from simplequeue.domain.limits import (
     NO_LIMITS,
@@ -100,14 +101,20 @@ def push_steps(
     holders = yield from id_holders(fresh, to_text(now))
     new = [i for i in fresh if str(i.id) not in holders]
     yield "ensure_queue", [{"queue": q, "now": to_text(now)} for q in {i.queue for i in new}]
-    ranks = (yield from fair_ranks(new, to_text(now))) if new else []
-    yield (
-        "insert_item",
-        [
-            {**insert_params(i, now), "remember_id": i.remembers_id, "fair_rank": rank}
-            for i, rank in zip(new, ranks, strict=True)
-        ],
-    )
+    if new:
+        found = yield "push_queues", {"queues": json.dumps(sorted({i.queue for i in new}))}
+        aging = {row["queue"]: row["aging"] for row in found}
+        ranked = [rank_priority(i.priority, i.created_at, aging.get(i.queue)) for i in new]
+        fair = yield from fair_ranks(
+            new, ranked, {row["queue"] for row in found if row["fair"]}, to_text(now)
+        )
+        yield (
+            "insert_item",
+            [
+                {**insert_params(i, now), "remember_id": i.remembers_id, "fair_rank": f, "rank_priority": r}
+                for i, f, r in zip(new, fair, ranked, strict=True)
+            ],
+        )
     held = {rows.as_uuid(k): (row["queue"], rows.as_utc(row["created_at"])) for k, row in holders.items()}
     return plan.results(by_place, {i.id for i in new}, held)
 
