@@ -104,6 +104,6 @@ async def test_a_pop_cut_short_by_a_keys_rate_holds_its_waiters_until_the_bucket
     await configure(store, queue, limits=FlowLimits(rate_per_key_per_second=2))
     await fill(store, queue, {"a": 5})
     assert len(await store.pop(queue, 5, 30)) == 2
-    assert store.flow.held_by(queue) == "rate"
+    assert store.flow.held_by(queue) == "rate_per_key"
     assert 0 < store.flow.hold_seconds(queue) <= 0.5  # half a second at 2/s, at most
     assert queue not in store.flow.room_freed()  # a completion frees no tokens

@@ -468,6 +468,7 @@ def stats_row(name: str, oldest: datetime | None) -> tuple[Any, ...]:
         None,
         None,
         None,
+        None,
         False,
     )
     return (name, *settings, False, 2, 1, 3, None, 4, oldest, 7, 8, NOW.replace(tzinfo=None))

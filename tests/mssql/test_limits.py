@@ -172,4 +172,4 @@ async def test_a_keyed_pop_leases_up_to_each_keys_room_of_what_it_walked(
     await store.pop("orders", 10, 30)
     assert conn.names == ["queue_limits", "lock_keys", "lease_keyed"]
     assert "[11, 12, 14]" in conn.params("lease_keyed")  # a: room 1 of 2; b: room 2 of 3
-    assert store.flow.held_by("orders") == "max_leased"  # cut short by the keys' caps
+    assert store.flow.held_by("orders") == "max_leased_per_key"  # cut short by the keys' caps
