@@ -110,6 +110,7 @@ async def test_push_pop_fail_complete_and_inspect(client: Client, queue: str, cl
             "rate_per_second": None,
             "rate_burst": None,
             "max_leased_per_key": None,
+            "rate_per_key_per_second": None,
             "priority_aging_seconds": None,
         },
         "paused": False,

@@ -69,7 +69,7 @@ async def test_an_unknown_queue_is_a_404(client: Client) -> None:
         ({"weight": "heavy"}, "weight"),
         ({"max_leased": 0}, "max_leased"),
         ({"rate_per_second": 0}, "rate_per_second"),
-        ({"rate_per_second": 2}, "rate_per_second"),  # not enforced yet: refused, not ignored
+        ({"rate_per_second": -2}, "rate_per_second"),
         ({"colour": "red"}, "colour"),
     ],
 )

@@ -766,6 +766,38 @@ async def test_a_schedulers_wake_and_a_firings_claims_seek_their_index(
     assert '"Node Type": "Seq Scan"' not in locked, locked
 
 
+KEYED_STATEMENTS: dict[str, dict[str, object]] = {
+    "lock_keys": {"queue": "q1", "now": None, "walk": 200, "max_keys": 50},
+    "key_leases": {"queue": "q1", "now": None, "keys": ["a", ""]},
+    "lease_keyed": {
+        "queue": "q1",
+        "now": None,
+        "seqs": [1, 2],
+        "lease_token": uuid.uuid4(),
+        "lease_seconds": None,
+    },
+}
+
+
+@pytest.mark.parametrize("statistics", ["stale", "analysed"])
+async def test_the_keyed_pops_statements_read_items_by_index_at_scale(
+    schema: tuple[str, str], statistics: str
+) -> None:
+    """A queue limited per key: its walk, its keys' leases and its lease read sq_items by index,
+    never a scan of the table, whatever it holds."""
+    await crowd(schema)
+    if statistics == "analysed":
+        await analyze(schema)
+    for query, values in KEYED_STATEMENTS.items():
+        plan = await generic_plan_of(schema, query, **values)
+        assert "sq_items" not in _seq_scans(plan, but_of=set()), (query, plan)
+    walk = await generic_plan_of(schema, "lock_keys", **KEYED_STATEMENTS["lock_keys"])
+    assert '"Index Name": "sq_items_ready"' in walk
+    assert '"Index Name": "sq_items_lapsed"' in walk
+    counted = await generic_plan_of(schema, "key_leases", **KEYED_STATEMENTS["key_leases"])
+    assert '"Index Name": "sq_items_key_leased"' in counted
+
+
 @pytest.mark.parametrize("statistics", ["stale", "analysed"])
 async def test_top_keys_read_their_queues_live_items_only_and_a_queue_without_keys_none(
     schema: tuple[str, str], statistics: str

@@ -44,7 +44,16 @@ OPTIONAL_SETTINGS = frozenset({"dead_letter_queue", "message_retention_seconds"}
 AGING = frozenset({"priority_aging_seconds"})
 """The queue setting of v17 (priority aging): test_schema.py holds its column."""
 
-FLOW_LIMITS = frozenset({"max_leased", "rate_per_second", "rate_burst", "limited", "max_leased_per_key"})
+FLOW_LIMITS = frozenset(
+    {
+        "max_leased",
+        "rate_per_second",
+        "rate_burst",
+        "limited",
+        "max_leased_per_key",
+        "rate_per_key_per_second",
+    }
+)
 """Queue settings of v13 (flow limits) and v16 (per-key limits): tests/mssql/test_limits.py holds
 their columns."""
 
@@ -367,7 +376,7 @@ def fake_store(monkeypatch: pytest.MonkeyPatch, *, clock: bool = True) -> tuple[
 
     monkeypatch.setattr(store, "_acquire", acquire)
     # Queues seen without flow limits pop the one-batch way; tests of the careful pop (with its
-    # lock_limits and count_leased batches) undo this (test_limits.py).
+    # queue_limits and lock_limits batches) undo this (test_limits.py).
     monkeypatch.setattr(store.flow, "careful", lambda queue: False)
     return store, conn
 
@@ -459,6 +468,7 @@ def stats_row(name: str, oldest: datetime | None) -> tuple[Any, ...]:
         None,
         None,
         None,
+        None,
         False,
     )
     return (name, *settings, False, 2, 1, 3, None, 4, oldest, 7, 8, NOW.replace(tzinfo=None))
@@ -473,16 +483,18 @@ def limits_row(
     rate_at: datetime | None = None,
     max_leased_per_key: int | None = None,
 ) -> Result:
-    """lock_limits' row, as pyodbc gives it (naive UTC times; BIT as bool)."""
+    """queue_limits' and lock_limits' row, as pyodbc gives it (naive UTC times; BIT as bool)."""
     return result(
         limited=max_leased is not None or rate_per_second is not None or max_leased_per_key is not None,
         max_leased=max_leased,
         rate_per_second=rate_per_second,
         rate_burst=rate_burst,
         max_leased_per_key=max_leased_per_key,
+        rate_per_key_per_second=None,
         rate_tokens=rate_tokens,
         rate_at=rate_at,
         now=NOW.replace(tzinfo=None),
+        keys_limited=False,
     )
 
 

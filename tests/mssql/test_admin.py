@@ -32,7 +32,7 @@ from tests.mssql.helpers import (
 
 def test_put_queue_updates_under_a_key_lock_or_inserts_and_says_which() -> None:
     update, rerank, created, insert = statements("put_queue")
-    assert placeholders(Q["put_queue"].sql) == 20
+    assert placeholders(Q["put_queue"].sql) == 21
     # A key's own limits keep the queue limited (per-key limits), whatever :limited says.
     assert "SET @limited = CASE WHEN @limited = 1 OR EXISTS (" in Q["put_queue"].sql
     # The optional settings come as text, '' for none (params.optional), as NULL.
@@ -233,6 +233,7 @@ async def test_put_queue_binds_every_setting_and_says_whether_it_created_the_que
         "",
         "4",
         "2.5",
+        "",
         "",
         "",
         "",

@@ -64,20 +64,10 @@ TAGS = '[{"n":"a","v":"b"}]'  # FOR JSON PATH's text
 PARAMETERS = {
     "push_batch": ("now", "items"),
     "pop": ("now", "queue", "lease_seconds", "limits_checked", "max_items", "lease_token"),
-    "pop_keyed": (
-        "now",
-        "queue",
-        "lease_seconds",
-        "limits_checked",
-        "max_items",
-        "walk",
-        "full",
-        "rooms",
-        "default_room",
-        "lease_token",
-    ),
-    "key_caps": ("queue",),
-    "key_leases": ("now", "queue"),
+    "lock_keys": ("now", "queue", "walk", "max_keys"),
+    "wait_keys": ("now", "queue"),
+    "add_keys": ("queue",),
+    "lease_keyed": ("now", "queue", "lease_seconds", "limits_checked", "max_items", "seqs", "lease_token"),
     "lease_runs": ("now", "queue", "room", "heads", "lease_seconds", "lease_token"),
     "extend": ("now", "id", "lease_token", "lease_seconds"),
     "complete_batch": ("now", "items"),
@@ -111,6 +101,7 @@ PARAMETERS = {
         "rate_per_second",
         "rate_burst",
         "max_leased_per_key",
+        "rate_per_key_per_second",
         "priority_aging_seconds",
         "limited",
     ),
@@ -164,6 +155,7 @@ PARAMETERS = {
     "signing_key_insert": ("now", "name", "private_pem", "certificate_pem"),
     "signing_key_get": ("name",),
     "lock_limits": ("queue", "now"),
+    "queue_limits": ("queue", "now"),
     "count_leased": ("now", "queue", "cap"),
     "take_tokens": ("queue", "tokens", "at"),
     "schedule_put": (
@@ -359,16 +351,22 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     await _keys(store, conn)
     # A queue with flow limits pops the careful way (test_limits.py).
     monkeypatch.setattr(store.flow, "careful", lambda queue: True)
+    conn.reply("queue_limits", limits_row(max_leased=5, rate_per_second=2.0))
     conn.reply("lock_limits", limits_row(max_leased=5, rate_per_second=2.0))
     conn.reply("count_leased", result(leased=1))
     conn.reply("pop", Result(["seq"], []))
     conn.reply("take_tokens", result(changed=1))
     await store.pop("orders", 3, None)
-    # A queue with per-key limits: its keys' leases counted, then pop_keyed (test_key_limits.py).
-    conn.reply("lock_limits", limits_row(max_leased_per_key=2))
-    conn.reply("key_caps", result(key="gold", max_leased=5))
-    conn.reply("key_leases", Result(["key", "leased"], [("gold", 5), ("", 0)]))
-    conn.reply("pop_keyed", Result(["seq"], []))
+    # A queue with per-key limits: its keys' turns taken and their leases counted (lock_keys),
+    # then what their rooms allow leased (test_key_limits.py).
+    conn.reply("queue_limits", limits_row(max_leased_per_key=2))
+    conn.reply("lock_keys", Result(["key", "seq", "place", "cap", "leased"], [("gold", 7, 1, 5, 4)]))
+    conn.reply("lease_keyed", Result(["seq"], []))
+    await store.pop("orders", 3, None)
+    # Every key held by other pops: the missing row made (add_keys), one key waited for.
+    conn.reply("queue_limits", limits_row(max_leased_per_key=2))
+    conn.reply("add_keys", result(added=0))
+    conn.reply("wait_keys", result(key="gold"))
     await store.pop("orders", 3, None)
     await _schedules(store, conn)
 

@@ -1,34 +1,49 @@
-"""SQL Server's pop of a queue whose keys have limits (pop_keyed), read from its text: the same
-locking walks as pop, each passing over the full keys and looking at up to @walk rows, then each
-key's room applied in pop order. Shape and binding only: no SQL Server runs here."""
+"""SQL Server's pop of a queue whose keys have limits, read from its text: a walk of the first items
+that claims none, the rows of their keys locked as a claim locks items (UPDLOCK, ROWLOCK, READPAST:
+a key another pop holds is passed over), those keys' leases counted in a statement after the lock,
+then the picked items leased by seq with their state checked again. Shape and binding only: no SQL
+Server runs here."""
 
 from __future__ import annotations
 
-from tests.mssql.helpers import Q
+from sqlglot import exp
+
+from tests.mssql.helpers import Q, hints, index_hint, statements
 
 
-def test_the_keyed_pop_walks_as_pop_does_and_passes_over_the_full_keys() -> None:
-    keyed, plain = Q["pop_keyed"].sql, Q["pop"].sql
-    for hint in (
-        "INDEX(sq_items_ready), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK",
-        "INDEX(sq_items_lapsed), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK",
-    ):
-        assert hint in keyed
-        assert hint in plain
-    assert keyed.count("SELECT TOP (@walk) w.seq") == 2
-    assert (
-        keyed.count(
-            "NOT IN (\n                  SELECT f.value COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@full)"
-        )
-        == 2
-    )
-    assert "WHERE w.nth <= COALESCE(CAST(r.value AS INT), @default_room, w.nth)" in keyed
-    assert "SELECT TOP (@max_items) w.seq FROM walked AS w" in keyed
-    assert "SET NOCOUNT ON;\nSET XACT_ABORT ON;" in keyed
+def test_the_walk_reads_pops_indexes_without_claiming() -> None:
+    text = Q["lock_keys"].sql
+    assert "INDEX(sq_items_ready), READCOMMITTEDLOCK)" in text
+    assert "INDEX(sq_items_lapsed), READCOMMITTEDLOCK)" in text
+    assert text.count("SELECT TOP (@walk) w.seq") == 2
+    assert "READPAST, UPDLOCK" not in text  # items are not locked: the keys' rows are
+    assert "SET NOCOUNT ON;\nSET XACT_ABORT ON;" in text
 
 
-def test_the_keys_leases_are_counted_along_their_indexes() -> None:
-    counted = Q["key_leases"].sql
-    assert "WITH (INDEX(sq_items_key_leased))" in counted
-    assert "WITH (INDEX(sq_items_lapsed))" in counted
-    assert counted.count("i.visible_at > @now") == 2
+def test_the_keys_rows_are_locked_passing_over_held_ones_then_their_leases_counted() -> None:
+    trees = statements("lock_keys")
+    inserts = [t for t in trees if isinstance(t, exp.Insert)]
+    locking = next(t for t in inserts if t.this.this.sql("tsql") == "@locked")
+    [keys] = [t for t in locking.find_all(exp.Table) if t.name == "sq_fair_keys"]
+    assert hints(keys) == ["READCOMMITTEDLOCK", "READPAST", "ROWLOCK", "UPDLOCK"]
+    assert "TOP (@max_keys)" in locking.sql("tsql")
+    counted = trees[-1]
+    assert isinstance(counted, exp.Select)  # a statement of its own, after the lock
+    indexes = sorted(index_hint(t) for t in counted.find_all(exp.Table) if t.name == "sq_items")
+    assert len(indexes) == 2
+    assert "INDEX(sq_items_key_leased)" in indexes[0]
+    assert "INDEX(sq_items_lapsed)" in indexes[1]
+    assert [c.alias_or_name for c in counted.expressions] == ["key", "seq", "place", "cap", "leased"]
+
+
+def test_a_pop_that_finds_every_key_held_waits_for_one_key_without_readpast() -> None:
+    [*_, select] = statements("wait_keys")
+    [keys] = [t for t in select.find_all(exp.Table) if t.name == "sq_fair_keys"]
+    assert hints(keys) == ["READCOMMITTEDLOCK", "ROWLOCK", "UPDLOCK"]
+
+
+def test_the_picked_items_are_leased_by_seq_and_checked_again() -> None:
+    text = Q["lease_keyed"].sql
+    assert "WHERE x.seq IN (SELECT CAST(j.value AS BIGINT) FROM OPENJSON(@seqs) AS j)" in text
+    assert "(x.status = 'ready' OR (x.status = 'leased' AND x.attempts < @max_attempts))" in text
+    assert "x.visible_at <= @now AND @paused = 0" in text

@@ -9,6 +9,9 @@ from __future__ import annotations
 import re
 
 import pytest
+from simplequeue.domain import InvalidSettings, QueueSettings
+from simplequeue.domain.keys import KeySettings
+from simplequeue.domain.limits import FlowLimits
 from simplequeue.store.migrations import load_migrations
 from simplequeue.store.mssql.store import MssqlStore
 from sqlglot import exp
@@ -67,6 +70,18 @@ def test_the_queue_row_is_locked_to_the_end_of_the_transaction() -> None:
     assert "SYSUTCDATETIME()" in select.sql("tsql")  # the bucket's time: when the lock was had
 
 
+async def test_a_queue_limited_per_key_alone_takes_no_lock_on_its_row(
+    careful: tuple[MssqlStore, FakeConnection],
+) -> None:
+    [select] = statements("queue_limits")
+    assert hints(select.find(exp.Table)) == []  # its keys' turns instead (lock_keys)
+    store, conn = careful
+    conn.reply("queue_limits", limits_row(max_leased_per_key=2))
+    conn.reply("add_keys", result(added=0))
+    assert await store.pop("orders", 10, 30) == []
+    assert conn.names == ["queue_limits", "lock_keys", "add_keys", "wait_keys"]  # an empty queue
+
+
 def test_the_leases_are_counted_with_locking_reads_up_to_the_limit() -> None:
     [select] = statements("count_leased")
     inner = select.find(exp.Subquery).this
@@ -81,6 +96,7 @@ async def test_a_limited_pop_claims_what_is_left_and_takes_its_tokens(
     careful: tuple[MssqlStore, FakeConnection],
 ) -> None:
     store, conn = careful
+    conn.reply("queue_limits", limits_row(max_leased=5, rate_per_second=2.0))
     conn.reply("lock_limits", limits_row(max_leased=5, rate_per_second=2.0, rate_tokens=1.5, rate_at=NOW))
     conn.reply("count_leased", result(leased=2))
     conn.reply("pop", Result(["seq"], []))
@@ -88,7 +104,7 @@ async def test_a_limited_pop_claims_what_is_left_and_takes_its_tokens(
 
     assert await store.pop("orders", 10, 30) == []
 
-    assert conn.names == ["lock_limits", "count_leased", "pop", "take_tokens"]
+    assert conn.names == ["queue_limits", "lock_limits", "count_leased", "pop", "take_tokens"]
     assert conn.params("count_leased") == (NOW_TEXT, "orders", 5)
     # max_leased leaves 3, the bucket 1 (1.5 tokens): the pop asks for 1, told the limits were counted.
     _, queue, _, limits_checked, max_items, _ = conn.params("pop")
@@ -104,12 +120,13 @@ async def test_a_limited_pop_claims_what_is_left_and_takes_its_tokens(
 
 async def test_a_pop_with_no_room_sends_no_claim(careful: tuple[MssqlStore, FakeConnection]) -> None:
     store, conn = careful
+    conn.reply("queue_limits", limits_row(max_leased=2))
     conn.reply("lock_limits", limits_row(max_leased=2))
     conn.reply("count_leased", result(leased=2))
 
     assert await store.pop("orders", 10, 30) == []
 
-    assert conn.names == ["lock_limits", "count_leased"]
+    assert conn.names == ["queue_limits", "lock_limits", "count_leased"]
     assert store.flow.held_by("orders") == "max_leased"
 
 
@@ -117,10 +134,42 @@ async def test_a_queue_without_limits_pops_at_once_after_the_look(
     careful: tuple[MssqlStore, FakeConnection],
 ) -> None:
     store, conn = careful
-    conn.reply("lock_limits", limits_row())
+    conn.reply("queue_limits", limits_row())
     conn.reply("pop", Result(["seq"], []))
 
     await store.pop("orders", 10, 30)
 
-    assert conn.names == ["lock_limits", "pop"]
+    assert conn.names == ["queue_limits", "pop"]
     assert conn.params("pop")[3:5] == (1, 10)
+
+
+async def test_a_rate_per_key_is_refused_rather_than_stored_and_not_held(
+    fake: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = fake
+    with pytest.raises(InvalidSettings) as queue_wide:
+        await store.put_queue("q", QueueSettings(limits=FlowLimits(rate_per_key_per_second=2)))
+    with pytest.raises(InvalidSettings) as own:
+        await store.put_key("q", "acme", KeySettings(rate_per_second=2))
+    assert (queue_wide.value.field, own.value.field) == ("rate_per_key_per_second", "rate_per_second")
+    assert conn.names == []
+
+
+async def test_a_keyed_pop_leases_up_to_each_keys_room_of_what_it_walked(
+    careful: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = careful
+    conn.reply("queue_limits", limits_row(max_leased_per_key=2))
+    walked = [
+        ("a", 11, 1, 2, 1),
+        ("b", 12, 2, 2, 0),
+        ("a", 13, 3, 2, 1),
+        ("b", 14, 4, 2, 0),
+        ("b", 15, 5, 2, 0),
+    ]
+    conn.reply("lock_keys", Result(["key", "seq", "place", "cap", "leased"], walked))
+    conn.reply("lease_keyed", Result(["seq"], []))
+    await store.pop("orders", 10, 30)
+    assert conn.names == ["queue_limits", "lock_keys", "lease_keyed"]
+    assert "[11, 12, 14]" in conn.params("lease_keyed")  # a: room 1 of 2; b: room 2 of 3
+    assert store.flow.held_by("orders") == "max_leased_per_key"  # cut short by the keys' caps

@@ -89,7 +89,8 @@ def test_the_batches_that_write_are_the_ones_expected() -> None:
         "schedule_triggered",
         "put_key",
         "reset_key",
-        "pop_keyed",
+        "lease_keyed",
+        "add_keys",
     }
 
 

@@ -8,7 +8,7 @@ count, and the route that serves them (not in the spec).
 - Gauges of each queue's items by state and its oldest ready item's age, read from the database at
   scrape time (every worker reads the same tables, so they are not per process), cached briefly
   so that several scrapers cost one read.
-- Pops cut short by a queue's flow limit (max_leased, max_leased_per_key, rate) while more items
+- Pops cut short by a queue's flow limit (max_leased, max_leased_per_key, rate, rate_per_key) while more items
   were ready, by queue and limit: how often the limits bind. Never by key: a queue's keys are
   unbounded; its stats (GET /queues/{name}) show its busiest keys instead.
 - HTTP requests and their durations by route template (never a raw path: ids would make endless
@@ -71,7 +71,8 @@ class Metrics:
         self._throttled = Counter(
             "simplequeue_pops_throttled_total",
             "Pops that handed out fewer items than they asked for while more were ready, cut short "
-            "by the queue's flow limit (max_leased, max_leased_per_key, rate), by queue and limit.",
+            "by the queue's flow limit (max_leased, max_leased_per_key, rate, rate_per_key), by queue "
+            "and limit.",
             ["queue", "limit"],
             registry=registry,
         )

@@ -426,9 +426,8 @@ class AsyncClient:
         max_leased: int | None = None,
         rate_per_second: float | None = None,
     ) -> FairKey:
-        """Set a fairness key's own weight and max_leased (PUT replaces them all; None: the queue's
-        max_leased_per_key). The queue must exist. rate_per_second is reserved: a rate per key is
-        not enforced yet, and the service refuses any but None."""
+        """Set a fairness key's own weight, max_leased and rate_per_second (PUT replaces them all;
+        None: the queue's max_leased_per_key, rate_per_key_per_second). The queue must exist."""
         body = {"weight": weight, "max_leased": max_leased, "rate_per_second": rate_per_second}
         return FairKey.of(await self._json("PUT", _key_path(queue, key), retry=Repeat.ANY, json=body))
 

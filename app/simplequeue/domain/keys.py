@@ -61,42 +61,6 @@ UNLIMITED_ROOM = 2**31 - 1
 """A key's room when neither it nor its queue limits its leases."""
 
 
-@dataclass(frozen=True, slots=True)
-class KeyRooms:
-    """How many more items of each key a pop may lease now: `rooms` for the keys that have leases
-    or limits of their own, `default` (None: no limit) for every other key; `full`, the keys with
-    no room, which the claim's walks pass over."""
-
-    rooms: dict[str, int]
-    default: int | None
-    full: list[str]
-
-
-def key_rooms(default: int | None, caps: dict[str, int], leased: dict[str, int]) -> KeyRooms:
-    """From the queue's max_leased_per_key, the keys' own max_leased and their unexpired leases (the
-    unkeyed items' key is NO_KEY, '')."""
-    rooms: dict[str, int] = {}
-    for key in caps.keys() | leased.keys():
-        cap = caps.get(key, default)
-        rooms[key] = UNLIMITED_ROOM if cap is None else max(0, cap - leased.get(key, 0))
-    return KeyRooms(rooms, default, sorted(k for k, n in rooms.items() if n <= 0))
-
-
-def some_key_filled(rooms: KeyRooms, taken: Sequence[str | None]) -> bool:
-    """Whether, after a pop took items of these keys, some key has no room left: then a pop that
-    got fewer items than it asked for was cut short by the keys' limits (or may have been)."""
-    counts: dict[str, int] = {}
-    for key in taken:
-        counts[key or ""] = counts.get(key or "", 0) + 1
-    if rooms.full:
-        return True
-    for key, n in counts.items():
-        room = rooms.rooms.get(key, rooms.default)
-        if room is not None and n >= room:
-            return True
-    return False
-
-
 WALK_FACTOR = 4
 """How far past what a pop asks for its walks look when keys have limits: the keys' items
 alternate (fairness), so a key with little room rarely holds more than a few of the first items;
@@ -106,3 +70,45 @@ what lies beyond the walk waits for the next pop."""
 def walk_for(max_items: int) -> int:
     """How many items each walk of a pop with key limits looks at."""
     return max_items * WALK_FACTOR
+
+
+@dataclass(frozen=True, slots=True)
+class KeyTurn:
+    """A key a careful pop holds the turn of: its cap on leases (None: none), its unexpired leases
+    counted after it took the turn, the seqs of its items the pop's walk found, in pop order, with
+    their places in the walk, and the whole tokens its bucket holds now (None: no rate)."""
+
+    key: str
+    cap: int | None
+    leased: int
+    seqs: Sequence[int]
+    places: Sequence[int]
+    tokens: int | None = None
+
+    @property
+    def room(self) -> int:
+        by_cap = UNLIMITED_ROOM if self.cap is None else max(0, self.cap - self.leased)
+        return by_cap if self.tokens is None else max(0, min(by_cap, self.tokens))
+
+    @property
+    def bound_by(self) -> str:
+        """What limits its room: its rate when its tokens are fewer than its cap leaves."""
+        by_cap = UNLIMITED_ROOM if self.cap is None else self.cap - self.leased
+        return "rate_per_key" if self.tokens is not None and self.tokens < by_cap else "max_leased_per_key"
+
+
+def pick(turns: Sequence[KeyTurn], take: int) -> tuple[list[int], str | None]:
+    """The seqs a pop leases from the keys it holds: up to each key's room of its items, the first
+    `take` of them in pop order; and the limit that cut some key's items short ('rate_per_key'
+    when a rate did, else 'max_leased_per_key'; None: none did). A pop with fewer items than it
+    asked for and a limit here was bound by the keys' limits."""
+    chosen: list[tuple[int, int]] = []
+    cut: set[str] = set()
+    for turn in turns:
+        room = turn.room
+        if room < len(turn.seqs):
+            cut.add(turn.bound_by)
+        chosen += list(zip(turn.places[:room], turn.seqs[:room], strict=True))
+    chosen.sort()
+    bound_by = "rate_per_key" if "rate_per_key" in cut else next(iter(cut), None)
+    return [seq for _, seq in chosen[:take]], bound_by

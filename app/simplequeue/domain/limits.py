@@ -10,6 +10,7 @@ they were counted); a bucket never counted is full.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -27,6 +28,9 @@ class FlowLimits:
     rate: one second's worth, at least 1."""
     max_leased_per_key: int | None = None
     """Items of one fairness key leased at once, unless the key's own max_leased says otherwise."""
+    rate_per_key_per_second: float | None = None
+    """Items of one fairness key handed out per second, across replicas, unless the key's own
+    rate_per_second says otherwise: a bucket per key (key_bucket), of one second's worth, at least 1."""
     keys_limited: bool = False
     """Whether some key of the queue has limits of its own (domain/keys.py): known to a careful pop
     only, never a setting of the queue."""
@@ -38,13 +42,18 @@ class FlowLimits:
             self.max_leased is not None
             or self.rate_per_second is not None
             or self.max_leased_per_key is not None
+            or self.rate_per_key_per_second is not None
             or self.keys_limited
         )
 
     @property
     def per_key(self) -> bool:
         """Whether a pop must count each key's leases."""
-        return self.max_leased_per_key is not None or self.keys_limited
+        return (
+            self.max_leased_per_key is not None
+            or self.rate_per_key_per_second is not None
+            or self.keys_limited
+        )
 
     @property
     def burst(self) -> float:
@@ -56,7 +65,7 @@ class FlowLimits:
 
 NO_LIMITS = FlowLimits()
 
-LIMIT_NAMES = ("max_leased", "max_leased_per_key", "rate")
+LIMIT_NAMES = ("max_leased", "max_leased_per_key", "rate", "rate_per_key")
 """The limits that may cut a pop short (Room.bound_by)."""
 
 
@@ -121,3 +130,37 @@ def room(limits: FlowLimits, asked: int, leased: int, bucket: Bucket, now: datet
         if whole < items:
             items, bound_by = max(0, whole), "rate"
     return Room(items, tokens, at, bound_by)
+
+
+@dataclass(frozen=True, slots=True)
+class KeyBucket:
+    """A key's rate bucket as a pop finds it: `tokens` at `at`, filling at `rate` per second up to
+    one second's worth, at least 1 (as a queue's bucket with no rate_burst: a key's burst is not a
+    setting of its own)."""
+
+    rate: float
+    tokens: float
+    at: datetime
+
+    @property
+    def whole(self) -> int:
+        """The items it lets a pop take now."""
+        return max(0, int(self.tokens + 1e-9))
+
+    def refill_seconds(self, taken: int) -> float | None:
+        """After `taken` items: how long until it holds a whole token again (None: it does)."""
+        left = self.tokens - taken
+        return None if left >= 1 - 1e-9 else (1 - left) / self.rate
+
+
+def key_bucket(rate: float, stored: Bucket, now: datetime) -> KeyBucket:
+    """A key's bucket at `now` from its stored state (never counted: full)."""
+    tokens = stored.tokens_at(FlowLimits(rate_per_second=rate), now)
+    return KeyBucket(rate, tokens, max(now, stored.at) if stored.at is not None else now)
+
+
+def key_refill(buckets: Mapping[str, KeyBucket], taken: Mapping[str, int]) -> float | None:
+    """After a pop took `taken` items of each key: how long until the first of the keys' buckets
+    that ran dry holds a token again (None: none ran dry)."""
+    waits = [w for key, b in buckets.items() if (w := b.refill_seconds(taken.get(key, 0))) is not None]
+    return min(waits, default=None)

@@ -1,7 +1,9 @@
 """What one process knows of its queues' flow limits (domain/limits.py), shared by the stores.
 
-A queue with limits is popped the careful way: its row locked, its leases counted, its bucket's
-tokens taken, then the claim (several statements in one transaction). Every other queue keeps the
+A queue with limits is popped the careful way, several statements in one transaction: with
+queue-wide limits, its row locked, its leases counted and its bucket's tokens taken; with limits per
+key, the rows of the keys it takes from locked (passing over keys other pops hold), just those keys'
+leases counted and their buckets' tokens taken; then the claim. Every other queue keeps the
 one-statement pop, which claims nothing of a queue whose row says `limited`; so a process that has
 not yet seen a queue's new limits hands out nothing of it rather than too much, and learns of them
 within FRESH_SECONDS, when it pops that queue carefully once more.
@@ -30,12 +32,14 @@ LEASES_HOLD_SECONDS = 0.25
 @dataclass(frozen=True, slots=True)
 class Limited:
     """What a careful pop found: the queue's limits, the room they left (None: no limits), how many
-    items it took of how many asked."""
+    items it took of how many asked; when its keys' rates cut it short, how long until one of
+    their buckets holds a token again."""
 
     limits: FlowLimits
     room: Room | None
     taken: int
     asked: int
+    key_refill_seconds: float | None = None
 
 
 @dataclass(slots=True)
@@ -46,7 +50,7 @@ class Hold:
     @property
     def by_leases(self) -> bool:
         """Whether a completion or failure may free its room (max_leased, max_leased_per_key)."""
-        return self.limit != "rate"
+        return self.limit not in ("rate", "rate_per_key")
 
 
 class FlowState:
@@ -80,8 +84,10 @@ class FlowState:
             self._holds.pop(queue, None)
             return
         refill = room.refill_seconds(limits, taken)
-        if room.bound_by == "rate" and refill is not None:
-            self._holds[queue] = Hold(self._monotonic() + refill, "rate")
+        if room.bound_by == "rate_per_key":
+            refill = found.key_refill_seconds
+        if room.bound_by in ("rate", "rate_per_key") and refill is not None:
+            self._holds[queue] = Hold(self._monotonic() + refill, room.bound_by)
         else:
             # (A rate-bound pop whose bucket still holds a whole token found fewer items than the
             # bucket allowed: held briefly, as for leases, and named so, as it always was.)

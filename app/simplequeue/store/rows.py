@@ -134,9 +134,13 @@ def queue_settings(row: Row) -> QueueSettings:
 
 def flow_limits(row: Row) -> FlowLimits:
     """A queue row's flow limits (its settings, or a careful pop's look at them)."""
-    rate = row["rate_per_second"]
+    rate, per_key = row["rate_per_second"], row["rate_per_key_per_second"]
     return FlowLimits(
-        row["max_leased"], None if rate is None else float(rate), row["rate_burst"], row["max_leased_per_key"]
+        row["max_leased"],
+        None if rate is None else float(rate),
+        row["rate_burst"],
+        row["max_leased_per_key"],
+        None if per_key is None else float(per_key),
     )
 
 
@@ -160,6 +164,7 @@ def settings_params(settings: QueueSettings) -> dict[str, Any]:
         "rate_per_second": settings.limits.rate_per_second,
         "rate_burst": settings.limits.rate_burst,
         "max_leased_per_key": settings.limits.max_leased_per_key,
+        "rate_per_key_per_second": settings.limits.rate_per_key_per_second,
         "limited": settings.limits.limited,
     }
 

@@ -32,14 +32,16 @@ class KeySettingsRequest(Body):
         description="At most this many of the key's items are leased at once, across every replica. "
         "null: the queue's max_leased_per_key.",
     )
-    rate_per_second: None = Field(
+    rate_per_second: Annotated[float, Field(gt=0, le=1_000_000), Number] | None = Field(
         None,
-        description="Reserved for a rate per key: not enforced yet, so only null is taken (422 "
-        "otherwise, rather than a limit stored and not held).",
+        description="Pops hand out at most this many of the key's items per second on average, across "
+        "every replica (a token bucket of one second's worth, at least 1, kept in the key's row; "
+        "setting it starts a full bucket). null: the queue's rate_per_key_per_second. Not on SQL "
+        "Server yet (422).",
     )
 
     def to_domain(self) -> KeySettings:
-        return KeySettings(self.weight, self.max_leased)
+        return KeySettings(self.weight, self.max_leased, self.rate_per_second)
 
 
 class FairKey(BaseModel):

@@ -106,6 +106,14 @@ class QueueSettingsRequest(Body):
         "replica: a pop passes over a key at its limit and hands out the others' items. A key's own "
         "max_leased (PUT /queues/{name}/keys/{key}) replaces it. null: no limit.",
     )
+    rate_per_key_per_second: Annotated[float, Field(gt=0, le=1_000_000), Number] | None = Field(
+        DEFAULTS.limits.rate_per_key_per_second,
+        description="Pops hand out at most this many items of one fairness key per second on average, "
+        "across every replica: a token bucket per key, kept in the database, of one second's worth "
+        "(at least 1). A key over its rate is passed over; its items stay ready. A key's own "
+        "rate_per_second (PUT /queues/{name}/keys/{key}) replaces it. null: no limit. Not on SQL "
+        "Server yet (422).",
+    )
     priority_aging_seconds: Annotated[int, Field(ge=AGING_RANGE[0], le=AGING_RANGE[1]), Number] | None = (
         Field(
             DEFAULTS.priority_aging_seconds,
@@ -141,7 +149,11 @@ class QueueSettingsRequest(Body):
             message_retention_seconds=self.message_retention_seconds,
             priority_aging_seconds=self.priority_aging_seconds,
             limits=FlowLimits(
-                self.max_leased, self.rate_per_second, self.rate_burst, self.max_leased_per_key
+                self.max_leased,
+                self.rate_per_second,
+                self.rate_burst,
+                self.max_leased_per_key,
+                self.rate_per_key_per_second,
             ),
         )
 
@@ -172,6 +184,7 @@ class QueueSettings(BaseModel):
     rate_per_second: float | None
     rate_burst: int | None
     max_leased_per_key: int | None
+    rate_per_key_per_second: float | None
     priority_aging_seconds: int | None
 
     @classmethod
@@ -193,6 +206,7 @@ class QueueSettings(BaseModel):
             rate_per_second=settings.limits.rate_per_second,
             rate_burst=settings.limits.rate_burst,
             max_leased_per_key=settings.limits.max_leased_per_key,
+            rate_per_key_per_second=settings.limits.rate_per_key_per_second,
             priority_aging_seconds=settings.priority_aging_seconds,
         )
 
@@ -234,6 +248,7 @@ class BindingLimit(StrEnum):
     MAX_LEASED = "max_leased"
     MAX_LEASED_PER_KEY = "max_leased_per_key"
     RATE = "rate"
+    RATE_PER_KEY = "rate_per_key"
 
 
 class TopKey(BaseModel):

@@ -160,71 +160,123 @@ OUTPUT inserted.seq, inserted.id, inserted.queue, inserted.payload, inserted.cre
        inserted.lease_token, inserted.visible_at, inserted.priority, inserted.group_key, inserted.attributes,
        inserted.fairness_key, inserted.fair_rank, inserted.rank_priority;
 
--- name: pop_keyed
--- pop, for a queue whose keys have limits (store.py: _pop, after lock_limits locked the queue's row
--- and key_leases counted its keys' leases): each walk passes over the keys with no room left
--- (@full, a JSON array; N'' for unkeyed items) and locks up to @walk rows, and of what they found
--- each key hands out no more than its room (@rooms, a JSON object of key to room; @default_room for
--- any other key, NULL: no limit), in pop order, @max_items at most. The rows walked and not taken
--- are free again at commit.
--- include: pop_settings
+-- name: lock_keys
+-- The careful pop of a queue whose keys have limits (store.py: _pop_by_keys), its turn on the keys
+-- it takes from instead of on the queue's row: the first @walk poppable items in pop order (pop's
+-- two walks, reading committed rows without claiming them), then the rows of their keys (N'' for
+-- unkeyed items) in the order of each key's first item, at most @max_keys of them, locked to the end
+-- of the transaction: UPDLOCK, ROWLOCK, READPAST, so that a key another popper holds is passed over,
+-- never waited on, and pops of one queue take different keys side by side. Then, in a statement of
+-- its own that reads what committed before the locks were had, the unexpired leases of just those
+-- keys (a seek of sq_items_key_leased each; the unkeyed items', a range of sq_items_lapsed) with
+-- each one's cap (its own max_leased, else the queue's max_leased_per_key; NULL: none): one row per
+-- walked item of a locked key (seq, place in the walk), in pop order.
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @queue NVARCHAR(4000) = :queue;
+DECLARE @max_attempts INT = (SELECT max_attempts FROM dbo.sq_queues WHERE name = @queue);
+-- include: retained
+DECLARE @paused BIT = COALESCE((SELECT paused FROM dbo.sq_queues WHERE name = @queue), 0);
 DECLARE @walk INT = CAST(:walk AS INT);
-DECLARE @full NVARCHAR(MAX) = :full;
-DECLARE @rooms NVARCHAR(MAX) = :rooms;
-DECLARE @default_room INT = CAST(NULLIF(:default_room, N'') AS INT);
-WITH walked AS (
-    SELECT x.seq, x.rank_priority, x.fair_rank, x.created_at, COALESCE(x.fairness_key, N'') AS k,
-           ROW_NUMBER() OVER (PARTITION BY COALESCE(x.fairness_key, N'')
-                              ORDER BY x.rank_priority DESC, x.fair_rank, x.created_at, x.seq) AS nth
-    FROM dbo.sq_items AS x WITH (FORCESEEK, ROWLOCK)
-    WHERE x.seq IN (
-        SELECT r.seq FROM (
-            SELECT TOP (@walk) w.seq
-            FROM dbo.sq_items AS w WITH (INDEX(sq_items_ready), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
-            WHERE w.queue = @queue AND w.status = 'ready' AND w.visible_at <= @now AND @paused = 0
-              AND w.created_at >= @retained
-              AND COALESCE(w.fairness_key, N'') NOT IN (
-                  SELECT f.value COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@full) AS f)
-              AND (w.group_key IS NULL OR NOT EXISTS (
-                  SELECT 1
-                  FROM dbo.sq_items AS e WITH (INDEX(sq_items_group), READCOMMITTEDLOCK)
-                  WHERE e.queue = w.queue AND e.group_key = w.group_key AND e.seq < w.seq
-                    AND e.group_key IS NOT NULL AND e.status IN ('ready', 'leased')))
-            ORDER BY w.rank_priority DESC, w.fair_rank, w.created_at, w.seq
-        ) AS r
-        UNION ALL
-        SELECT l.seq FROM (
-            SELECT TOP (@walk) w.seq
-            FROM dbo.sq_items AS w WITH (INDEX(sq_items_lapsed), READCOMMITTEDLOCK, ROWLOCK, READPAST, UPDLOCK)
-            WHERE w.queue = @queue AND w.status = 'leased' AND w.visible_at <= @now AND @paused = 0
-              AND w.created_at >= @retained
-              AND COALESCE(w.fairness_key, N'') NOT IN (
-                  SELECT f.value COLLATE Latin1_General_100_BIN2 FROM OPENJSON(@full) AS f)
-              AND w.attempts < @max_attempts
-              AND (w.group_key IS NULL OR NOT EXISTS (
-                  SELECT 1
-                  FROM dbo.sq_items AS e WITH (INDEX(sq_items_group), READCOMMITTEDLOCK)
-                  WHERE e.queue = w.queue AND e.group_key = w.group_key AND e.seq < w.seq
-                    AND e.group_key IS NOT NULL AND e.status IN ('ready', 'leased')))
-            ORDER BY w.rank_priority DESC, w.fair_rank, w.created_at, w.seq
-        ) AS l
-    )
-),
-allowed AS (
-    SELECT TOP (@max_items) w.seq FROM walked AS w
-    LEFT JOIN OPENJSON(@rooms) AS r ON r.[key] COLLATE Latin1_General_100_BIN2 = w.k
-    WHERE w.nth <= COALESCE(CAST(r.value AS INT), @default_room, w.nth)
+DECLARE @max_keys INT = CAST(:max_keys AS INT);
+DECLARE @walked TABLE (seq BIGINT NOT NULL PRIMARY KEY, k NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL,
+                       place BIGINT NOT NULL);
+DECLARE @locked TABLE (k NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL PRIMARY KEY);
+INSERT INTO @walked (seq, k, place)
+SELECT TOP (@walk) c.seq, COALESCE(c.fairness_key, N''),
+       ROW_NUMBER() OVER (ORDER BY c.rank_priority DESC, c.fair_rank, c.created_at, c.seq)
+FROM (
+    SELECT r.seq, r.rank_priority, r.fair_rank, r.created_at, r.fairness_key FROM (
+        SELECT TOP (@walk) w.seq, w.rank_priority, w.fair_rank, w.created_at, w.fairness_key
+        FROM dbo.sq_items AS w WITH (INDEX(sq_items_ready), READCOMMITTEDLOCK)
+        WHERE w.queue = @queue AND w.status = 'ready' AND w.visible_at <= @now AND @paused = 0
+          AND w.created_at >= @retained
+          AND (w.group_key IS NULL OR NOT EXISTS (
+              SELECT 1
+              FROM dbo.sq_items AS e WITH (INDEX(sq_items_group), READCOMMITTEDLOCK)
+              WHERE e.queue = w.queue AND e.group_key = w.group_key AND e.seq < w.seq
+                AND e.group_key IS NOT NULL AND e.status IN ('ready', 'leased')))
+        ORDER BY w.rank_priority DESC, w.fair_rank, w.created_at, w.seq
+    ) AS r
+    UNION ALL
+    SELECT l.seq, l.rank_priority, l.fair_rank, l.created_at, l.fairness_key FROM (
+        SELECT TOP (@walk) w.seq, w.rank_priority, w.fair_rank, w.created_at, w.fairness_key
+        FROM dbo.sq_items AS w WITH (INDEX(sq_items_lapsed), READCOMMITTEDLOCK)
+        WHERE w.queue = @queue AND w.status = 'leased' AND w.visible_at <= @now AND @paused = 0
+          AND w.created_at >= @retained
+          AND w.attempts < @max_attempts
+          AND (w.group_key IS NULL OR NOT EXISTS (
+              SELECT 1
+              FROM dbo.sq_items AS e WITH (INDEX(sq_items_group), READCOMMITTEDLOCK)
+              WHERE e.queue = w.queue AND e.group_key = w.group_key AND e.seq < w.seq
+                AND e.group_key IS NOT NULL AND e.status IN ('ready', 'leased')))
+        ORDER BY w.rank_priority DESC, w.fair_rank, w.created_at, w.seq
+    ) AS l
+) AS c
+ORDER BY c.rank_priority DESC, c.fair_rank, c.created_at, c.seq;
+INSERT INTO @locked (k)
+SELECT TOP (@max_keys) f.fairness_key
+FROM (SELECT k, MIN(place) AS first FROM @walked GROUP BY k) AS w
+JOIN dbo.sq_fair_keys AS f WITH (UPDLOCK, ROWLOCK, READPAST, READCOMMITTEDLOCK)
+    ON f.queue = @queue AND f.fairness_key = w.k
+ORDER BY w.first;
+SELECT w.k AS [key], w.seq, w.place,
+       COALESCE(f.max_leased, q.max_leased_per_key) AS cap,
+       CASE WHEN COALESCE(f.max_leased, q.max_leased_per_key) IS NULL THEN 0
+            WHEN w.k = N'' THEN (
+                SELECT COUNT(*) FROM dbo.sq_items AS i WITH (INDEX(sq_items_lapsed), READCOMMITTEDLOCK)
+                WHERE i.queue = @queue AND i.status = 'leased' AND i.visible_at > @now AND i.fairness_key IS NULL)
+            ELSE (
+                SELECT COUNT(*) FROM dbo.sq_items AS i WITH (INDEX(sq_items_key_leased), READCOMMITTEDLOCK)
+                WHERE i.queue = @queue AND i.status = 'leased' AND i.fairness_key = w.k AND i.visible_at > @now)
+       END AS leased
+FROM @walked AS w
+JOIN @locked AS l ON l.k = w.k
+JOIN dbo.sq_fair_keys AS f ON f.queue = @queue AND f.fairness_key = w.k
+JOIN dbo.sq_queues AS q ON q.name = @queue
+ORDER BY w.place;
+
+-- name: wait_keys
+-- lock_keys, when other poppers held every key it walked: waits for one of them instead (UPDLOCK
+-- without READPAST), so that a queue of few keys is still handed out while others pop it. The pop
+-- holds no key's row while it waits (lock_keys locked none), so no two pops wait on each other; it
+-- then walks again (lock_keys: its own locks are not passed over).
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
+DECLARE @queue NVARCHAR(4000) = :queue;
+DECLARE @first NVARCHAR(128) = (
+    SELECT TOP (1) COALESCE(w.fairness_key, N'')
+    FROM dbo.sq_items AS w WITH (INDEX(sq_items_ready), READCOMMITTEDLOCK)
+    WHERE w.queue = @queue AND w.status = 'ready' AND w.visible_at <= @now
     ORDER BY w.rank_priority DESC, w.fair_rank, w.created_at, w.seq
-),
-claimable AS (
-    SELECT TOP (@max_items) x.seq, x.id, x.queue, x.payload, x.created_at, x.status, x.attempts,
-           x.lease_token, x.visible_at, x.first_popped_at, x.priority, x.group_key, x.attributes, x.fairness_key,
-           x.fair_rank, x.rank_priority
-    FROM dbo.sq_items AS x WITH (FORCESEEK, ROWLOCK)
-    WHERE x.seq IN (SELECT seq FROM allowed)
-    ORDER BY x.rank_priority DESC, x.fair_rank, x.created_at, x.seq
-)
-UPDATE claimable
+);
+SELECT f.fairness_key AS [key]
+FROM dbo.sq_fair_keys AS f WITH (UPDLOCK, ROWLOCK, READCOMMITTEDLOCK)
+WHERE f.queue = @queue AND f.fairness_key = @first;
+
+-- name: add_keys
+-- The row lock_keys finds missing: the unkeyed items' key (N'') of a queue that never saw a key
+-- (every key given to a push has its row). The row makes the queue fair: its pushes are ranked from
+-- then on, in push order while they have one key.
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @queue NVARCHAR(4000) = :queue;
+INSERT INTO dbo.sq_fair_keys (queue, fairness_key, last_rank)
+SELECT q.name, N'', 0 FROM dbo.sq_queues AS q
+WHERE q.name = @queue
+  AND NOT EXISTS (SELECT 1 FROM dbo.sq_fair_keys AS f WITH (UPDLOCK, HOLDLOCK)
+                  WHERE f.queue = @queue AND f.fairness_key = N'');
+SELECT @@ROWCOUNT AS added;
+
+-- name: lease_keyed
+-- The items a careful pop picked from lock_keys' walk (@seqs, a JSON array), leased as pop leases
+-- them. The walk read them before the keys' rows were locked, so each is checked again here: an
+-- item another popper leased or a completion ended in between is left.
+-- include: pop_settings
+DECLARE @seqs NVARCHAR(MAX) = :seqs;
+UPDATE x
 SET status = 'leased',
     attempts = attempts + 1,
     lease_token = CAST(:lease_token AS UNIQUEIDENTIFIER),
@@ -232,8 +284,11 @@ SET status = 'leased',
     first_popped_at = COALESCE(first_popped_at, @now)
 OUTPUT inserted.seq, inserted.id, inserted.queue, inserted.payload, inserted.created_at, inserted.attempts,
        inserted.lease_token, inserted.visible_at, inserted.priority, inserted.group_key, inserted.attributes,
-       inserted.fairness_key, inserted.fair_rank, inserted.rank_priority;
-
+       inserted.fairness_key, inserted.fair_rank, inserted.rank_priority
+FROM dbo.sq_items AS x WITH (FORCESEEK, ROWLOCK)
+WHERE x.seq IN (SELECT CAST(j.value AS BIGINT) FROM OPENJSON(@seqs) AS j)
+  AND x.queue = @queue AND x.visible_at <= @now AND @paused = 0 AND @max_items > 0
+  AND (x.status = 'ready' OR (x.status = 'leased' AND x.attempts < @max_attempts));
 
 -- fragment: item_row
 -- An item as simplequeue.store.rows reads it (with its queue's max_attempts and the batch's clock),
@@ -804,6 +859,7 @@ DECLARE @max_leased INT = CAST(NULLIF(:max_leased, N'') AS INT);
 DECLARE @rate_per_second FLOAT = CAST(NULLIF(:rate_per_second, N'') AS FLOAT);
 DECLARE @rate_burst INT = CAST(NULLIF(:rate_burst, N'') AS INT);
 DECLARE @max_leased_per_key INT = CAST(NULLIF(:max_leased_per_key, N'') AS INT);
+DECLARE @rate_per_key_per_second FLOAT = CAST(NULLIF(:rate_per_key_per_second, N'') AS FLOAT);
 DECLARE @priority_aging_seconds INT = CAST(NULLIF(:priority_aging_seconds, N'') AS INT);
 DECLARE @limited BIT = :limited;
 -- A key's own limits keep the queue limited whatever its own settings.
@@ -819,7 +875,8 @@ SET max_attempts = @max_attempts, lease_seconds = @lease_seconds, backoff_base_s
     dedup_window_from = @dedup_window_from, history_payload = @history_payload,
     dead_letter_queue = @dead_letter_queue, message_retention_seconds = @message_retention_seconds,
     max_leased = @max_leased, rate_per_second = @rate_per_second, rate_burst = @rate_burst,
-    max_leased_per_key = @max_leased_per_key, priority_aging_seconds = @priority_aging_seconds,
+    max_leased_per_key = @max_leased_per_key, rate_per_key_per_second = @rate_per_key_per_second,
+    priority_aging_seconds = @priority_aging_seconds,
     limited = @limited, modified_at = @now
 OUTPUT inserted.name, deleted.priority_aging_seconds INTO @updated
 WHERE name = @queue;
@@ -842,11 +899,12 @@ IF NOT EXISTS (SELECT 1 FROM @updated)
                                backoff_cap_seconds, backoff_jitter, retention_seconds, dedup_window_seconds,
                                dedup_window_from, history_payload, dead_letter_queue, message_retention_seconds,
                                max_leased, rate_per_second, rate_burst, max_leased_per_key,
-                               priority_aging_seconds, limited)
+                               rate_per_key_per_second, priority_aging_seconds, limited)
     VALUES (@queue, @now, @max_attempts, @lease_seconds, @backoff_base_seconds, @backoff_factor,
             @backoff_cap_seconds, @backoff_jitter, @retention_seconds, @dedup_window_seconds, @dedup_window_from,
             @history_payload, @dead_letter_queue, @message_retention_seconds,
-            @max_leased, @rate_per_second, @rate_burst, @max_leased_per_key, @priority_aging_seconds, @limited);
+            @max_leased, @rate_per_second, @rate_burst, @max_leased_per_key, @rate_per_key_per_second,
+            @priority_aging_seconds, @limited);
 
 -- name: next_visible_at
 -- The long-poll watcher's probe for every queue it waits on: the clock, then one row per queue with
@@ -1050,7 +1108,8 @@ SELECT @found AS found, @leased AS leased, @deleted AS deleted, @items AS items,
 -- sum is added to. The SELECT's head is each statement's own (TOP for a page).
 q.name AS name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backoff_factor,
 q.backoff_cap_seconds, q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds, q.dedup_window_from,
-q.history_payload, q.dead_letter_queue, q.message_retention_seconds, q.priority_aging_seconds, q.max_leased, q.rate_per_second, q.rate_burst, q.max_leased_per_key, q.limited, q.paused,
+q.history_payload, q.dead_letter_queue, q.message_retention_seconds, q.priority_aging_seconds, q.max_leased, q.rate_per_second,
+q.rate_burst, q.max_leased_per_key, q.rate_per_key_per_second, q.limited, q.paused,
 live.ready, live.leased, live.delayed, live.retrying, dead.dead + COALESCE(live.expired_dead, 0) AS dead,
 live.oldest_ready, hist.completed_in_history, hist.dead_in_history, @now AS now
 FROM dbo.sq_queues AS q
@@ -1408,11 +1467,32 @@ SELECT private_pem, certificate_pem FROM dbo.sq_signing_keys WHERE name = @name;
 -- leases (READCOMMITTEDLOCK: committed rows, not row versions, under READ_COMMITTED_SNAPSHOT); then
 -- claims what the limits allow and takes the tokens.
 
--- name: lock_limits
--- SYSUTCDATETIME() is read after the lock is had: the bucket's time is then, not when the pop began.
+-- name: queue_limits
+-- A careful pop's first look at the queue's limits, without a lock: pops limited per key alone take
+-- turns on their keys' rows (lock_keys), side by side; a queue with queue-wide limits (max_leased,
+-- rate_per_second) is read again under its lock (lock_limits). keys_limited: whether some key of the
+-- queue has limits of its own (then its pops take the keys' turns), looked up only when nothing
+-- else says so (queue-wide limits, no per-key default): a queue limited per key pops by its keys
+-- anyway, and reading all its keys' rows would cost every pop.
 SET NOCOUNT ON;
 DECLARE @queue NVARCHAR(4000) = :queue;
-SELECT limited, max_leased, rate_per_second, rate_burst, max_leased_per_key, rate_tokens, rate_at,
+SELECT q.limited, q.max_leased, q.rate_per_second, q.rate_burst, q.max_leased_per_key, q.rate_per_key_per_second,
+       q.rate_tokens, q.rate_at, COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME()) AS now,
+       CASE WHEN (q.max_leased IS NOT NULL OR q.rate_per_second IS NOT NULL)
+                 AND q.max_leased_per_key IS NULL AND q.rate_per_key_per_second IS NULL
+                 AND EXISTS (SELECT 1 FROM dbo.sq_fair_keys AS k
+                             WHERE k.queue = @queue AND (k.max_leased IS NOT NULL OR k.rate_per_second IS NOT NULL))
+            THEN 1 ELSE 0 END AS keys_limited
+FROM dbo.sq_queues AS q
+WHERE q.name = @queue;
+
+-- name: lock_limits
+-- queue_limits, for a queue with queue-wide limits: its row locked to the end of the pop's
+-- transaction. SYSUTCDATETIME() is read after the lock is had: the bucket's time is then, not when
+-- the pop began.
+SET NOCOUNT ON;
+DECLARE @queue NVARCHAR(4000) = :queue;
+SELECT limited, max_leased, rate_per_second, rate_burst, max_leased_per_key, rate_per_key_per_second, rate_tokens, rate_at,
        COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME()) AS now
 FROM dbo.sq_queues WITH (UPDLOCK, HOLDLOCK, ROWLOCK)
 WHERE name = @queue;
@@ -1621,6 +1701,7 @@ IF @@ROWCOUNT = 0
 -- The queue's `limited` after its keys' settings changed: a key's own limits make its pops careful.
 UPDATE dbo.sq_queues
 SET limited = CASE WHEN max_leased IS NOT NULL OR rate_per_second IS NOT NULL OR max_leased_per_key IS NOT NULL
+                        OR rate_per_key_per_second IS NOT NULL
                         OR EXISTS (SELECT 1 FROM dbo.sq_fair_keys AS k
                                    WHERE k.queue = @queue AND (k.max_leased IS NOT NULL OR k.rate_per_second IS NOT NULL))
                    THEN 1 ELSE 0 END
@@ -1638,6 +1719,7 @@ WHERE queue = @queue AND fairness_key = @key;
 -- The queue's `limited` after its keys' settings changed: a key's own limits make its pops careful.
 UPDATE dbo.sq_queues
 SET limited = CASE WHEN max_leased IS NOT NULL OR rate_per_second IS NOT NULL OR max_leased_per_key IS NOT NULL
+                        OR rate_per_key_per_second IS NOT NULL
                         OR EXISTS (SELECT 1 FROM dbo.sq_fair_keys AS k
                                    WHERE k.queue = @queue AND (k.max_leased IS NOT NULL OR k.rate_per_second IS NOT NULL))
                    THEN 1 ELSE 0 END
@@ -1682,22 +1764,3 @@ LEFT JOIN dbo.sq_fair_keys AS k ON k.queue = q.name AND k.fairness_key = c.fairn
 WHERE q.name = @queue AND EXISTS (SELECT 1 FROM dbo.sq_fair_keys AS f WHERE f.queue = @queue)
   AND (c.ready > 0 OR c.leased > 0)
 ORDER BY c.ready DESC, c.leased DESC, CASE WHEN c.fairness_key IS NULL THEN 1 ELSE 0 END, c.fairness_key;
-
--- name: key_caps
--- The queue's keys with a max_leased of their own (a careful pop's, store.py).
-SET NOCOUNT ON;
-DECLARE @queue NVARCHAR(4000) = :queue;
-SELECT fairness_key AS [key], max_leased FROM dbo.sq_fair_keys WHERE queue = @queue AND max_leased IS NOT NULL;
-
--- name: key_leases
--- The queue's unexpired leases by key: a range of sq_items_key_leased; then the unkeyed items' (key
--- N''), a range of sq_items_lapsed. After lock_limits, in the pop's transaction.
-SET NOCOUNT ON;
-DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
-DECLARE @queue NVARCHAR(4000) = :queue;
-SELECT i.fairness_key AS [key], COUNT(*) AS leased FROM dbo.sq_items AS i WITH (INDEX(sq_items_key_leased))
-WHERE i.queue = @queue AND i.status = 'leased' AND i.fairness_key IS NOT NULL AND i.visible_at > @now
-GROUP BY i.fairness_key
-UNION ALL
-SELECT N'' AS [key], COUNT(*) AS leased FROM dbo.sq_items AS i WITH (INDEX(sq_items_lapsed))
-WHERE i.queue = @queue AND i.status = 'leased' AND i.visible_at > @now AND i.fairness_key IS NULL;

@@ -29,6 +29,7 @@ from simplequeue.domain import (
     DeletedQueue,
     Failure,
     FinishedHook,
+    InvalidSettings,
     ItemExists,
     ItemNotFound,
     ItemStatus,
@@ -46,7 +47,7 @@ from simplequeue.domain import (
     ignore_finished,
     tell,
 )
-from simplequeue.domain.keys import KeyRooms, key_rooms, some_key_filled, walk_for
+from simplequeue.domain.keys import KeyTurn, pick, walk_for
 from simplequeue.domain.limits import NO_LIMITS, Bucket, FlowLimits, Room, room
 from simplequeue.domain.metadata import MetadataChange, QueueMetadata
 from simplequeue.domain.rules import (
@@ -56,7 +57,7 @@ from simplequeue.domain.rules import (
     why_refused,
 )
 from simplequeue.store import rows
-from simplequeue.store.keys import KeyStore
+from simplequeue.store.keys import KEY_RATES_REFUSED, KeyStore
 from simplequeue.store.limits import FlowState, Limited
 from simplequeue.store.metadata import change_params, metadata_of
 from simplequeue.store.migrations import latest_version
@@ -79,6 +80,7 @@ from simplequeue.store.topics import Step, TopicStore
 
 
 class MssqlStore(QueueReads, TopicStore, ScheduleStore, KeyStore):
+    _KEY_RATES = False  # not held by SQL Server's pop yet: refused rather than stored and not held
     _KEYS_SET_LIMITED = True  # put_key's and reset_key's batches set the queue's `limited` themselves
     dialect = "mssql"
     reaps_at_pop = False  # the service reaps after a pop with room (service.waiting)
@@ -213,22 +215,13 @@ class MssqlStore(QueueReads, TopicStore, ScheduleStore, KeyStore):
             "max_items": max_items,
             "lease_token": str(uuid4()),
         }
-        keys = await self._key_rooms(conn, queue, limits) if limits.per_key else None
-        if keys is not None:
-            limits = replace(limits, keys_limited=True)
+        if limits.per_key:
             group_runs = False  # a run would pass the keys' rooms
-            keyed: dict[str, Param] = {
-                "walk": walk_for(max_items),
-                "full": json.dumps(keys.full),
-                "rooms": json.dumps(keys.rooms),
-                "default_room": params.optional(keys.default),
-            }
-            found = (
-                await fetch(conn, "pop_keyed", **values, **keyed, limits_checked=1) if max_items > 0 else []
+            found, bound_by = (
+                await self._pop_by_keys(conn, values, max_items) if max_items > 0 else ([], None)
             )
-            taken = [row["fairness_key"] for row in found]
-            if allowed is not None and len(found) < max_items and some_key_filled(keys, taken):
-                allowed = replace(allowed, bound_by="max_leased_per_key")
+            if allowed is not None and len(found) < max_items and bound_by is not None:
+                allowed = replace(allowed, bound_by=bound_by)
         else:
             found = await fetch(conn, "pop", **values, limits_checked=int(careful)) if max_items > 0 else []
         heads = [row["seq"] for row in found if row["group_key"] is not None]
@@ -253,15 +246,19 @@ class MssqlStore(QueueReads, TopicStore, ScheduleStore, KeyStore):
     async def _within_limits(
         self, conn: Connection, queue: str, asked: int
     ) -> tuple[FlowLimits, Room | None]:
-        """The queue's flow limits, its row locked to the end of the pop's transaction, and the
-        room they leave (None: it has none); see store/limits.py."""
-        found = await fetch(conn, "lock_limits", queue=queue, now=self._now())
+        """The queue's flow limits, its row locked to the end of the pop's transaction when they
+        are queue-wide, and the room they leave (None: it has none); see store/limits.py."""
+        found = await fetch(conn, "queue_limits", queue=queue, now=self._now())
         if not found or not found[0]["limited"]:
             return NO_LIMITS, None
         row = found[0]
         limits = rows.flow_limits(row)
-        if not limits.limited:  # limited by its keys' own limits alone
+        # Limited, yet not by the queue's settings: by its keys' own.
+        if not limits.limited or row["keys_limited"]:
             limits = replace(limits, keys_limited=True)
+        if limits.max_leased is not None or limits.rate_per_second is not None:
+            # Queue-wide limits take the queue's turn: read again under its lock.
+            row = (await fetch(conn, "lock_limits", queue=queue, now=self._now()))[0]
         leased = 0
         if limits.max_leased is not None:
             [counted] = await fetch(conn, "count_leased", queue=queue, now=self._now(), cap=limits.max_leased)
@@ -269,14 +266,37 @@ class MssqlStore(QueueReads, TopicStore, ScheduleStore, KeyStore):
         bucket = Bucket(row["rate_tokens"], rows.as_utc_or_none(row["rate_at"]))
         return limits, room(limits, asked, leased, bucket, rows.as_utc(row["now"]))
 
-    async def _key_rooms(self, conn: Connection, queue: str, limits: FlowLimits) -> KeyRooms | None:
-        """Each key's room (domain/keys.py), counted under the queue's lock (lock_limits); None when
-        neither the queue nor any key of it limits a key's leases."""
-        caps = {row["key"]: int(row["max_leased"]) for row in await fetch(conn, "key_caps", queue=queue)}
-        if limits.max_leased_per_key is None and not caps:
-            return None
-        counted = await fetch(conn, "key_leases", queue=queue, now=self._now())
-        return key_rooms(limits.max_leased_per_key, caps, {row["key"]: int(row["leased"]) for row in counted})
+    async def _pop_by_keys(
+        self, conn: Connection, values: dict[str, Param], take: int
+    ) -> tuple[list[Row], str | None]:
+        """A pop of a queue whose keys have limits: the turns of the keys of its first items
+        (lock_keys: their rows locked, passing over those other poppers hold, and their leases
+        counted after), then up to each one's room of its items leased (lease_keyed). The rows it
+        leased, and the limit that cut it short (domain/keys.py: pick)."""
+        walk: dict[str, Param] = {"queue": values["queue"], "now": values["now"], "walk": walk_for(take)}
+        locked = await fetch(conn, "lock_keys", **walk, max_keys=take)
+        if not locked and (await fetch(conn, "add_keys", queue=values["queue"]))[0]["added"]:
+            locked = await fetch(conn, "lock_keys", **walk, max_keys=take)
+        if not locked and await fetch(conn, "wait_keys", queue=values["queue"], now=values["now"]):
+            locked = await fetch(conn, "lock_keys", **walk, max_keys=take)
+        by_key: dict[str, list[Row]] = {}
+        for row in locked:
+            by_key.setdefault(row["key"], []).append(row)
+        turns = [
+            KeyTurn(
+                key,
+                None if found[0]["cap"] is None else int(found[0]["cap"]),
+                int(found[0]["leased"]),
+                [int(r["seq"]) for r in found],
+                [int(r["place"]) for r in found],
+            )
+            for key, found in by_key.items()
+        ]
+        seqs, bound_by = pick(turns, take)
+        if not seqs:
+            return [], bound_by
+        leased = {**values, "max_items": len(seqs)}
+        return await fetch(conn, "lease_keyed", **leased, seqs=json.dumps(seqs), limits_checked=1), bound_by
 
     @retry_deadlocks
     async def extend(self, item_id: UUID, lease_token: UUID, lease_seconds: int) -> ItemView:
@@ -448,6 +468,8 @@ class MssqlStore(QueueReads, TopicStore, ScheduleStore, KeyStore):
 
     @retry_deadlocks
     async def put_queue(self, name: str, settings: QueueSettings) -> bool:
+        if settings.limits.rate_per_key_per_second is not None:
+            raise InvalidSettings("rate_per_key_per_second", KEY_RATES_REFUSED)
         given = rows.settings_params(settings)
         values: dict[str, Param] = {
             "now": self._now(),
@@ -468,6 +490,7 @@ class MssqlStore(QueueReads, TopicStore, ScheduleStore, KeyStore):
             "rate_per_second": params.optional_float(given["rate_per_second"]),
             "rate_burst": params.optional(given["rate_burst"]),
             "max_leased_per_key": params.optional(given["max_leased_per_key"]),
+            "rate_per_key_per_second": params.optional_float(given["rate_per_key_per_second"]),
             "priority_aging_seconds": params.optional(given["priority_aging_seconds"]),
             "limited": int(given["limited"]),
         }

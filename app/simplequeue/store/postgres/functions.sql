@@ -737,8 +737,9 @@ BEGIN
 END
 $$;
 
--- A flow-limited queue's pop (store.py: _pop_within_limits), its first step: the queue's row locked
--- (FOR NO KEY UPDATE: pops of one limited queue take turns, pushes into it do not wait), then its
+-- A flow-limited queue's pop (store.py: _pop_within_limits), its first step: the queue's row read,
+-- and locked when it has queue-wide limits (FOR NO KEY UPDATE: pops of such a queue take turns,
+-- pushes into it do not wait), then its
 -- unexpired leases counted no further than max_leased. Two statements of one function, one round
 -- trip: in a VOLATILE function under READ COMMITTED each statement takes a snapshot of its own, so
 -- the count, made after the lock, sees every lease the pops before this one committed. The time is
@@ -753,9 +754,14 @@ DECLARE
     v_queue sq_queues%ROWTYPE;
     v_leased bigint := 0;
 BEGIN
-    SELECT * INTO v_queue FROM sq_queues AS q WHERE q.name = p_queue FOR NO KEY UPDATE;
+    SELECT * INTO v_queue FROM sq_queues AS q WHERE q.name = p_queue;
     IF NOT FOUND THEN
         RETURN;
+    END IF;
+    -- Only queue-wide limits need the queue's turn: pops limited per key alone take turns on their
+    -- keys' rows instead (lock_keys, queries.sql), side by side.
+    IF v_queue.limited AND (v_queue.max_leased IS NOT NULL OR v_queue.rate_per_second IS NOT NULL) THEN
+        SELECT * INTO v_queue FROM sq_queues AS q WHERE q.name = p_queue FOR NO KEY UPDATE;
     END IF;
     IF v_queue.limited AND v_queue.max_leased IS NOT NULL THEN
         SELECT count(*) INTO v_leased FROM (

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -36,8 +37,8 @@ from simplequeue.domain import (
     ignore_finished,
     tell,
 )
-from simplequeue.domain.keys import KeyRooms, key_rooms, some_key_filled, walk_for
-from simplequeue.domain.limits import NO_LIMITS, Bucket, Room, room
+from simplequeue.domain.keys import KeyTurn, pick, walk_for
+from simplequeue.domain.limits import NO_LIMITS, Bucket, KeyBucket, Room, key_bucket, key_refill, room
 from simplequeue.domain.metadata import MetadataChange, QueueMetadata
 from simplequeue.domain.rules import (
     complete_outcomes,
@@ -295,61 +296,108 @@ class PostgresStore(QueueReads, TopicStore, ScheduleStore, KeyStore):
         lease_seconds: int | None,
         group_runs: bool,
     ) -> list[LeasedItem]:
-        """The careful pop (see store/limits.py), in the caller's transaction: the queue's row
-        locked and its leases counted in a snapshot taken after the lock (sq_flow_room), then what
-        the limits allow claimed and the bucket's tokens taken, all before the lock goes at commit."""
+        """The careful pop (see store/limits.py), in the caller's transaction: the queue's row read
+        (sq_flow_room: locked, and its leases counted in a snapshot taken after the lock, when it
+        has queue-wide limits), then what the limits allow claimed (per key: _pop_by_keys) and
+        the bucket's tokens taken, all before the locks go at commit."""
         now = self._now()
         settings = await fetch_one(conn, "flow_room", queue=queue, now=now)
         allowed: Room | None = None
         limits = NO_LIMITS
-        keys: KeyRooms | None = None
+        per_key = False
         if settings is not None and settings["limited"]:
             limits = rows.flow_limits(settings)
-            keys = await self._key_rooms(conn, queue, limits.max_leased_per_key, now)
-            if keys is not None or not limits.limited:  # (not limited: by its keys' own rates alone)
+            # Limited, yet not by the queue's settings: by its keys' own.
+            per_key = limits.per_key or not limits.limited or settings["keys_limited"]
+            if per_key:
                 limits = replace(limits, keys_limited=True)
             bucket = Bucket(settings["rate_tokens"], settings["rate_at"])
             allowed = room(limits, max_items, settings["leased"], bucket, settings["now"])
         take = max_items if allowed is None else allowed.items
-        found = []
-        if take > 0 and keys is not None:
-            found = await fetch(
-                conn,
-                "pop_keyed",
-                queue=queue,
-                now=now,
-                max_items=take,
-                walk=walk_for(take),
-                lease_token=uuid4(),
-                lease_seconds=lease_seconds,
-                full=keys.full,
-                room_keys=list(keys.rooms),
-                rooms=list(keys.rooms.values()),
-                default_room=keys.default,
+        found: list[Any] = []
+        refill: float | None = None
+        if take > 0 and per_key:
+            assert settings is not None
+            found, bound_by, refill = await self._pop_by_keys(
+                conn, queue, take, lease_seconds, now, settings["now"]
             )
-            if (
-                allowed is not None
-                and len(found) < take
-                and some_key_filled(keys, [r["fairness_key"] for r in found])
-            ):
-                allowed = replace(allowed, bound_by="max_leased_per_key")
+            if allowed is not None and len(found) < take and bound_by is not None:
+                allowed = replace(allowed, bound_by=bound_by)
         elif take > 0:
             found = await self._claim(conn, queue, take, lease_seconds, group_runs, limits_checked=True)
         if allowed is not None and allowed.tokens is not None:
             await execute(conn, "take_tokens", queue=queue, tokens=allowed.tokens - len(found), at=allowed.at)
-        self.flow.popped(queue, Limited(limits, allowed, len(found), max_items))
+        self.flow.popped(queue, Limited(limits, allowed, len(found), max_items, refill))
         return in_pop_order([(r["seq"], rows.leased_item(r)) for r in found])
 
-    async def _key_rooms(
-        self, conn: asyncpg.Connection, queue: str, default: int | None, now: datetime | None
-    ) -> KeyRooms | None:
-        """Each key's room (domain/keys.py), counted under the queue's lock; None when neither the
-        queue nor any key of it limits a key's leases."""
-        caps = {r["key"]: r["max_leased"] for r in await fetch(conn, "key_caps", queue=queue)}
-        if default is None and not caps:
+    async def _pop_by_keys(
+        self,
+        conn: asyncpg.Connection,
+        queue: str,
+        take: int,
+        lease_seconds: int | None,
+        now: datetime | None,
+        clock: datetime,
+    ) -> tuple[list[Any], str | None, float | None]:
+        """A pop of a queue whose keys have limits: the turns of the keys of its first items
+        (lock_keys: their rows locked, passing over those other poppers hold), those keys'
+        leases counted after the lock and their buckets read at `clock`, then up to each one's
+        room of its items leased and the tokens taken. The rows it leased, the limit that cut it
+        short (domain/keys.py: pick), and how long until a key's bucket refills (None: none cut)."""
+        walk: dict[str, Any] = {"queue": queue, "now": now, "walk": walk_for(take)}
+        locked = await fetch(conn, "lock_keys", **walk, max_keys=take)
+        if not locked and await execute(conn, "add_keys", queue=queue):
+            locked = await fetch(conn, "lock_keys", **walk, max_keys=take)
+        if not locked and await fetch(conn, "wait_keys", **walk):
+            locked = await fetch(conn, "lock_keys", **walk, max_keys=take)
+        if not locked:
+            return [], None, None
+        counted = await fetch(conn, "key_leases", queue=queue, now=now, keys=[r["key"] for r in locked])
+        leased = {r["key"]: r["leased"] for r in counted}
+        buckets = {
+            r["key"]: key_bucket(r["rate"], Bucket(r["rate_tokens"], r["rate_at"]), clock)
+            for r in locked
+            if r["rate"] is not None
+        }
+        turns = [
+            KeyTurn(
+                r["key"],
+                r["cap"],
+                leased.get(r["key"], 0),
+                r["seqs"],
+                r["places"],
+                buckets[r["key"]].whole if r["key"] in buckets else None,
+            )
+            for r in locked
+        ]
+        seqs, bound_by = pick(turns, take)
+        found = []
+        if seqs:
+            found = await fetch(
+                conn,
+                "lease_keyed",
+                queue=queue,
+                now=now,
+                seqs=seqs,
+                lease_token=uuid4(),
+                lease_seconds=lease_seconds,
+            )
+        return found, bound_by, await self._take_key_tokens(conn, queue, buckets, found)
+
+    async def _take_key_tokens(
+        self, conn: asyncpg.Connection, queue: str, buckets: dict[str, KeyBucket], found: list[Any]
+    ) -> float | None:
+        """The keys' buckets less what the pop took of each, written to their locked rows; how long
+        until the first that ran dry holds a token again (None: none did)."""
+        if not buckets:
             return None
-        leased = {r["key"]: r["leased"] for r in await fetch(conn, "key_leases", queue=queue, now=now)}
-        return key_rooms(default, caps, leased)
+        taken = Counter(r["fairness_key"] or "" for r in found)
+        keys = list(buckets)
+        tokens = [buckets[k].tokens - taken[k] for k in keys]
+        await execute(
+            conn, "take_key_tokens", queue=queue, keys=keys, tokens=tokens, ats=[buckets[k].at for k in keys]
+        )
+        return key_refill(buckets, taken)
 
     async def extend(self, item_id: UUID, lease_token: UUID, lease_seconds: int) -> ItemView:
         async with self._conn() as conn:

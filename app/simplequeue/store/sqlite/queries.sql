@@ -129,23 +129,13 @@ WHERE seq IN (
 RETURNING seq, id, queue, payload, created_at, attempts, lease_token, visible_at, priority, group_key, attributes,
           fairness_key, fair_rank, rank_priority
 
--- name: pop_keyed
--- pop, for a queue whose keys have limits (transactions.py: within_limits): each walk passes over
--- the keys with no room left (:full, a JSON array; '' for unkeyed items) and takes up to :walk
--- items, and of what they found each key hands out no more than its room (:rooms, a JSON object
--- of key to room; :default_room for any other key, NULL: no limit), in pop order, :max_items at
--- most. Under the writer's lock: the rooms were counted in this transaction.
-UPDATE sq_items
-SET status = 'leased',
-    attempts = attempts + 1,
-    lease_token = :lease_token,
-    visible_at = sq_add_seconds(:now, COALESCE(:lease_seconds, (SELECT lease_seconds FROM sq_queues WHERE name = :queue))),
-    first_popped_at = COALESCE(first_popped_at, :now)
-WHERE seq IN (
-    SELECT w.seq FROM (
-    SELECT c.seq, c.rank_priority, c.fair_rank, c.created_at, COALESCE(c.fairness_key, '') AS k,
-           row_number() OVER (PARTITION BY COALESCE(c.fairness_key, '')
-                              ORDER BY c.rank_priority DESC, c.fair_rank, c.created_at, c.seq) AS nth
+-- name: key_walk
+-- The careful pop of a queue whose keys have limits (transactions.py: pop_by_keys), its first step:
+-- the first :walk poppable items in pop order (the two walks of pop), each with its key ('' for
+-- unkeyed items) and its place in the walk.
+WITH walked AS (
+    SELECT c.seq, COALESCE(c.fairness_key, '') AS k,
+           row_number() OVER (ORDER BY c.rank_priority DESC, c.fair_rank, c.created_at, c.seq) AS place
     FROM (
         SELECT * FROM (
             SELECT x.seq, x.rank_priority, x.fair_rank, x.created_at, x.fairness_key FROM sq_items AS x INDEXED BY sq_items_ready
@@ -154,7 +144,6 @@ WHERE seq IN (
                   -- include: retained
               )
               AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
-              AND COALESCE(x.fairness_key, '') NOT IN (SELECT value FROM json_each(:full))
               AND (x.group_key IS NULL OR NOT EXISTS (
                   SELECT 1 FROM sq_items AS e INDEXED BY sq_items_group
                   WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
@@ -170,7 +159,6 @@ WHERE seq IN (
                   -- include: retained
               )
               AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
-              AND COALESCE(x.fairness_key, '') NOT IN (SELECT value FROM json_each(:full))
               AND x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)
               AND (x.group_key IS NULL OR NOT EXISTS (
                   SELECT 1 FROM sq_items AS e INDEXED BY sq_items_group
@@ -180,11 +168,43 @@ WHERE seq IN (
             LIMIT :walk
         )
     ) AS c
-    ) AS w
-    WHERE w.nth <= COALESCE((SELECT r.value FROM json_each(:rooms) AS r WHERE r.key = w.k), :default_room, w.nth)
-    ORDER BY w.rank_priority DESC, w.fair_rank, w.created_at, w.seq
-    LIMIT :max_items
 )
+SELECT w.k AS key, w.seq, w.place FROM walked AS w WHERE w.place <= :walk ORDER BY w.place
+
+-- name: key_rooms
+-- The keys a careful pop's walk found (:keys, a JSON array), each with its cap (its own max_leased,
+-- else the queue's max_leased_per_key; NULL: none), its unexpired leases when it has a cap (a seek
+-- of sq_items_key_leased; the unkeyed items', a range of sq_items_lapsed), and its rate (its own
+-- rate_per_second, else the queue's rate_per_key_per_second; NULL: none) and bucket. Only the keys
+-- the pop may take from are counted; under the writer's lock, the counts hold until it commits.
+WITH keys AS (
+    SELECT y.value AS k, COALESCE(f.max_leased, q.max_leased_per_key) AS cap,
+           COALESCE(f.rate_per_second, q.rate_per_key_per_second) AS rate, f.rate_tokens, f.rate_at
+    FROM json_each(:keys) AS y
+    JOIN sq_queues AS q ON q.name = :queue
+    LEFT JOIN sq_fair_keys AS f ON f.queue = :queue AND f.fairness_key = y.value
+)
+SELECT z.k AS key, z.cap, z.rate, z.rate_tokens, z.rate_at,
+       CASE WHEN z.cap IS NULL THEN 0
+            WHEN z.k = '' THEN (
+                SELECT count(*) FROM sq_items AS i INDEXED BY sq_items_lapsed
+                WHERE i.queue = :queue AND i.status = 'leased' AND i.visible_at > :now AND i.fairness_key IS NULL)
+            ELSE (
+                SELECT count(*) FROM sq_items AS i INDEXED BY sq_items_key_leased
+                WHERE i.queue = :queue AND i.status = 'leased' AND i.fairness_key = z.k AND i.visible_at > :now)
+       END AS leased
+FROM keys AS z
+
+-- name: lease_keyed
+-- The items a careful pop picked from key_walk (:seqs, a JSON array), leased as pop leases them;
+-- in the same write transaction as the walk, so they are as it found them.
+UPDATE sq_items
+SET status = 'leased',
+    attempts = attempts + 1,
+    lease_token = :lease_token,
+    visible_at = sq_add_seconds(:now, COALESCE(:lease_seconds, (SELECT lease_seconds FROM sq_queues WHERE name = :queue))),
+    first_popped_at = COALESCE(first_popped_at, :now)
+WHERE seq IN (SELECT value FROM json_each(:seqs)) AND queue = :queue
 RETURNING seq, id, queue, payload, created_at, attempts, lease_token, visible_at, priority, group_key, attributes,
           fairness_key, fair_rank, rank_priority
 
@@ -478,11 +498,11 @@ UPDATE sq_queues SET modified_at = :now WHERE name = :queue
 INSERT INTO sq_queues (name, created_at, max_attempts, lease_seconds, backoff_base_seconds, backoff_factor,
                        backoff_cap_seconds, backoff_jitter, retention_seconds, dedup_window_seconds, dedup_window_from,
                        history_payload, dead_letter_queue, message_retention_seconds, max_leased,
-                       rate_per_second, rate_burst, max_leased_per_key, priority_aging_seconds, limited)
+                       rate_per_second, rate_burst, max_leased_per_key, rate_per_key_per_second, priority_aging_seconds, limited)
 VALUES (:queue, :now, :max_attempts, :lease_seconds, :backoff_base_seconds, :backoff_factor,
         :backoff_cap_seconds, :backoff_jitter, :retention_seconds, :dedup_window_seconds, :dedup_window_from,
         :history_payload, :dead_letter_queue, :message_retention_seconds, :max_leased, :rate_per_second, :rate_burst, :max_leased_per_key,
-        :priority_aging_seconds,
+        :rate_per_key_per_second, :priority_aging_seconds,
         -- A key's own limits keep the queue limited whatever its own settings.
         :limited OR EXISTS (SELECT 1 FROM sq_fair_keys AS k WHERE k.queue = :queue AND (k.max_leased IS NOT NULL OR k.rate_per_second IS NOT NULL)))
 ON CONFLICT (name) DO UPDATE
@@ -493,7 +513,8 @@ SET max_attempts = excluded.max_attempts, lease_seconds = excluded.lease_seconds
     dedup_window_from = excluded.dedup_window_from, history_payload = excluded.history_payload,
     dead_letter_queue = excluded.dead_letter_queue, message_retention_seconds = excluded.message_retention_seconds,
     max_leased = excluded.max_leased, rate_per_second = excluded.rate_per_second, rate_burst = excluded.rate_burst,
-    max_leased_per_key = excluded.max_leased_per_key, priority_aging_seconds = excluded.priority_aging_seconds,
+    max_leased_per_key = excluded.max_leased_per_key, rate_per_key_per_second = excluded.rate_per_key_per_second,
+    priority_aging_seconds = excluded.priority_aging_seconds,
     limited = excluded.limited, modified_at = excluded.created_at
 
 -- name: rerank_queue
@@ -584,7 +605,7 @@ DELETE FROM sq_queues WHERE name = :queue
 -- slow the live figures down. An expired lease on its last attempt counts as dead already.
 SELECT q.name, q.max_attempts, q.lease_seconds, q.backoff_base_seconds, q.backoff_factor,
        q.backoff_cap_seconds, q.backoff_jitter, q.retention_seconds, q.dedup_window_seconds,
-       q.dedup_window_from, q.history_payload, q.dead_letter_queue, q.message_retention_seconds, q.priority_aging_seconds, q.max_leased, q.rate_per_second, q.rate_burst, q.max_leased_per_key, q.limited, q.paused,
+       q.dedup_window_from, q.history_payload, q.dead_letter_queue, q.message_retention_seconds, q.max_leased, q.rate_per_second, q.rate_burst, q.max_leased_per_key, q.rate_per_key_per_second, q.priority_aging_seconds, q.limited, q.paused,
        (SELECT COUNT(*) FROM sq_items AS i INDEXED BY sq_items_visible
         WHERE i.queue = q.name AND i.status IN ('ready', 'leased') AND i.visible_at <= :now
           AND (i.status = 'ready' OR i.attempts < q.max_attempts)) AS ready,
@@ -818,7 +839,17 @@ SELECT private_pem, certificate_pem FROM sq_signing_keys WHERE name = :name
 -- interleaves with.
 
 -- name: queue_limits
-SELECT limited, max_leased, rate_per_second, rate_burst, max_leased_per_key, rate_tokens, rate_at FROM sq_queues
+-- keys_limited: whether some key of the queue has limits of its own (then its pops count its keys),
+-- looked up only when nothing else says so (queue-wide limits, no per-key default): a queue limited
+-- per key pops by its keys anyway, and reading all its keys' rows would cost every pop.
+SELECT limited, max_leased, rate_per_second, rate_burst, max_leased_per_key, rate_per_key_per_second, rate_tokens,
+       rate_at,
+       CASE WHEN (max_leased IS NOT NULL OR rate_per_second IS NOT NULL)
+                 AND max_leased_per_key IS NULL AND rate_per_key_per_second IS NULL
+            THEN EXISTS (SELECT 1 FROM sq_fair_keys AS k
+                         WHERE k.queue = :queue AND (k.max_leased IS NOT NULL OR k.rate_per_second IS NOT NULL))
+            ELSE 0 END AS keys_limited
+FROM sq_queues
 WHERE name = :queue
 
 -- name: count_leased
@@ -832,6 +863,15 @@ SELECT count(*) AS leased FROM (
 -- name: take_tokens
 -- The bucket after a pop: its tokens as counted at :at, less the items the pop took.
 UPDATE sq_queues SET rate_tokens = :tokens, rate_at = :at WHERE name = :queue
+
+-- name: take_key_tokens
+-- The keys' buckets after a pop: :buckets, a JSON array of {"key", "tokens", "at"} (each key's
+-- tokens as counted at its at, less the items the pop took of it). A key with no row yet (the
+-- unkeyed items' of a queue that never saw a key) gets one.
+INSERT INTO sq_fair_keys (queue, fairness_key, last_rank, rate_tokens, rate_at)
+SELECT :queue, json_extract(b.value, '$.key'), 0, json_extract(b.value, '$.tokens'), json_extract(b.value, '$.at')
+FROM json_each(:buckets) AS b WHERE true
+ON CONFLICT (queue, fairness_key) DO UPDATE SET rate_tokens = excluded.rate_tokens, rate_at = excluded.rate_at
 
 -- fragment: schedule_columns
 -- Schedules (store/schedules.py holds the flow, written once for every dialect). previous_live:
@@ -1024,20 +1064,7 @@ LIMIT :limit
 -- The queue's `limited` after its keys' settings changed: a key's own limits make its pops careful.
 UPDATE sq_queues
 SET limited = (max_leased IS NOT NULL OR rate_per_second IS NOT NULL OR max_leased_per_key IS NOT NULL
+               OR rate_per_key_per_second IS NOT NULL
                OR EXISTS (SELECT 1 FROM sq_fair_keys AS k
                           WHERE k.queue = :queue AND (k.max_leased IS NOT NULL OR k.rate_per_second IS NOT NULL)))
 WHERE name = :queue
-
--- name: key_caps
--- The queue's keys with a max_leased of their own (a careful pop's, transactions.py).
-SELECT fairness_key AS key, max_leased FROM sq_fair_keys WHERE queue = :queue AND max_leased IS NOT NULL
-
--- name: key_leases
--- The queue's unexpired leases by key: a range of sq_items_key_leased; then the unkeyed items' (key
--- ''), a range of sq_items_lapsed.
-SELECT fairness_key AS key, count(*) AS leased FROM sq_items INDEXED BY sq_items_key_leased
-WHERE queue = :queue AND status = 'leased' AND fairness_key IS NOT NULL AND visible_at > :now
-GROUP BY fairness_key
-UNION ALL
-SELECT '' AS key, count(*) AS leased FROM sq_items INDEXED BY sq_items_lapsed
-WHERE queue = :queue AND status = 'leased' AND visible_at > :now AND fairness_key IS NULL

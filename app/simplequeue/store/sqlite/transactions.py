@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -25,8 +26,17 @@ from simplequeue.domain import (
     Pushed,
 )
 from simplequeue.domain.aging import rank_priority
-from simplequeue.domain.keys import KeyRooms, key_rooms, some_key_filled, walk_for
-from simplequeue.domain.limits import NO_LIMITS, Bucket, FlowLimits, Room, room
+from simplequeue.domain.keys import KeyTurn, pick, walk_for
+from simplequeue.domain.limits import (
+    NO_LIMITS,
+    Bucket,
+    FlowLimits,
+    KeyBucket,
+    Room,
+    key_bucket,
+    key_refill,
+    room,
+)
 from simplequeue.domain.rules import complete_outcomes, in_pop_order, why_refused
 from simplequeue.store import rows
 from simplequeue.store.limits import Limited
@@ -155,31 +165,14 @@ def pop(
     asked = max_items
     limits, allowed = within_limits(conn, queue, max_items, now)
     max_items = allowed.items if allowed is not None else max_items
-    keys = key_limits(conn, queue, limits, now) if limits.per_key else None
-    if keys is not None:
-        limits = replace(limits, keys_limited=True)
+    if limits.per_key:
         group_runs = False  # a run would pass the keys' rooms
-    found = []
-    if max_items > 0 and keys is not None:
-        found = statements.rows(
-            conn,
-            "pop_keyed",
-            queue=queue,
-            max_items=max_items,
-            walk=walk_for(max_items),
-            now=now,
-            lease_token=token,
-            lease_seconds=lease_seconds,
-            full=json.dumps(keys.full),
-            rooms=json.dumps(keys.rooms),
-            default_room=keys.default,
-        )
-        if (
-            len(found) < max_items
-            and allowed is not None
-            and some_key_filled(keys, [r["fairness_key"] for r in found])
-        ):
-            allowed = replace(allowed, bound_by="max_leased_per_key")
+    found: list[sqlite3.Row] = []
+    refill: float | None = None
+    if max_items > 0 and limits.per_key:
+        found, bound_by, refill = pop_by_keys(conn, queue, max_items, lease_seconds, now, token)
+        if len(found) < max_items and allowed is not None and bound_by is not None:
+            allowed = replace(allowed, bound_by=bound_by)
     elif max_items > 0:
         found = statements.rows(
             conn,
@@ -209,7 +202,7 @@ def pop(
             conn, "take_tokens", queue=queue, tokens=allowed.tokens - len(found), at=to_text(allowed.at)
         )
     if flow is not None:
-        flow.append(Limited(limits, allowed, len(found), asked))
+        flow.append(Limited(limits, allowed, len(found), asked, refill))
     return in_pop_order([(row["seq"], rows.leased_item(row)) for row in found])
 
 
@@ -222,7 +215,8 @@ def within_limits(
     if row is None or not row["limited"]:
         return NO_LIMITS, None
     limits = rows.flow_limits(row)
-    if not limits.limited:  # limited by its keys' own limits alone
+    # Limited, yet not by the queue's settings: by its keys' own.
+    if not limits.limited or row["keys_limited"]:
         limits = replace(limits, keys_limited=True)
     leased = 0
     if limits.max_leased is not None:
@@ -231,16 +225,49 @@ def within_limits(
     return limits, room(limits, asked, leased, bucket, rows.as_utc(now))
 
 
-def key_limits(conn: sqlite3.Connection, queue: str, limits: FlowLimits, now: str) -> KeyRooms | None:
-    """Each key's room (domain/keys.py) for a queue whose keys may have limits; None when neither
-    the queue nor any key of it has one."""
-    caps = {row["key"]: int(row["max_leased"]) for row in statements.rows(conn, "key_caps", queue=queue)}
-    if limits.max_leased_per_key is None and not caps:
-        return None
-    leased = {
-        row["key"]: int(row["leased"]) for row in statements.rows(conn, "key_leases", queue=queue, now=now)
-    }
-    return key_rooms(limits.max_leased_per_key, caps, leased)
+def pop_by_keys(
+    conn: sqlite3.Connection, queue: str, take: int, lease_seconds: int | None, now: str, token: str
+) -> tuple[list[sqlite3.Row], str | None, float | None]:
+    """A pop of a queue whose keys have limits: its first items by key (key_walk), with the leases
+    of just those keys counted and their buckets read (key_rooms), then up to each key's room of
+    them leased (domain/keys.py: pick) and the tokens taken. The rows leased, the limit that cut the pop
+    short, and how long until a key's bucket refills (None: none ran dry)."""
+    walked: dict[str, tuple[list[int], list[int]]] = {}
+    for row in statements.rows(conn, "key_walk", queue=queue, now=now, walk=walk_for(take)):
+        seqs, places = walked.setdefault(row["key"], ([], []))
+        seqs.append(row["seq"])
+        places.append(row["place"])
+    if not walked:
+        return [], None, None
+    buckets: dict[str, KeyBucket] = {}
+    clock = rows.as_utc(now)
+    turns = []
+    for row in statements.rows(conn, "key_rooms", queue=queue, now=now, keys=json.dumps(list(walked))):
+        key = row["key"]
+        if row["rate"] is not None:
+            stored = Bucket(row["rate_tokens"], rows.as_utc_or_none(row["rate_at"]))
+            buckets[key] = key_bucket(float(row["rate"]), stored, clock)
+        cap = None if row["cap"] is None else int(row["cap"])
+        tokens = buckets[key].whole if key in buckets else None
+        turns.append(KeyTurn(key, cap, int(row["leased"]), *walked[key], tokens))
+    seqs, bound_by = pick(turns, take)
+    leased: list[sqlite3.Row] = []
+    if seqs:
+        leased = statements.rows(
+            conn,
+            "lease_keyed",
+            queue=queue,
+            now=now,
+            seqs=json.dumps(seqs),
+            lease_token=token,
+            lease_seconds=lease_seconds,
+        )
+    if not buckets:
+        return leased, bound_by, None
+    taken = Counter(row["fairness_key"] or "" for row in leased)
+    spent = [{"key": k, "tokens": b.tokens - taken[k], "at": to_text(b.at)} for k, b in buckets.items()]
+    statements.run(conn, "take_key_tokens", queue=queue, buckets=json.dumps(spent))
+    return leased, bound_by, key_refill(buckets, taken)
 
 
 REAP_AT_POP = 100  # the most a pop reaps
