@@ -105,6 +105,15 @@ async def test_unkeyed_items_are_one_more_key(store: Store, queue: str) -> None:
     assert keys_of(await store.pop(queue, 5, 30)) == {None: 1, "k": 1}
 
 
+async def test_a_queue_that_never_saw_a_key_hands_its_unkeyed_items_out_on_its_first_pop(
+    store: Store, queue: str
+) -> None:
+    await configure(store, queue, limits=FlowLimits(max_leased_per_key=2))
+    await push(store, *[new_item(queue, n) for n in range(3)])
+    assert keys_of(await store.pop(queue, 5, 30)) == {None: 2}
+    assert await store.pop(queue, 5, 30) == []
+
+
 async def test_the_queues_own_max_leased_still_applies(store: Store, queue: str) -> None:
     await configure(store, queue, limits=FlowLimits(max_leased=3, max_leased_per_key=2))
     await fill(store, queue, {"a": 5, "b": 5})

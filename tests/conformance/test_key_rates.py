@@ -35,6 +35,15 @@ async def test_each_key_has_a_bucket_that_refills_at_the_rate(
     assert (stats.ready, stats.leased) == (10, 10)  # throttled items stay ready
 
 
+async def test_the_first_pop_of_a_queue_that_never_saw_a_key_takes_its_unkeyed_items_tokens(
+    store: Store, queue: str
+) -> None:
+    await configure(store, queue, limits=FlowLimits(rate_per_key_per_second=2))
+    await push(store, *[new_item(queue, n) for n in range(5)])
+    assert keys_of(await store.pop(queue, 5, 300)) == {None: 2}
+    assert await store.pop(queue, 5, 300) == []  # the clock stands still: no token made since
+
+
 async def test_a_keys_own_rate_replaces_the_queues_and_a_reset_restores_it(
     store: Store, queue: str, clock: FakeClock
 ) -> None:
