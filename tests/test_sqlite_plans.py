@@ -72,6 +72,7 @@ def test_pop_walks_ready_items_and_the_leases_that_ran_out_by_their_indexes(db: 
         "queue": "q",
         "now": NOW,
         "max_items": 10,
+        "walk": 10,
         "lease_token": str(uuid.uuid4()),
         "lease_seconds": 30,
     }

@@ -76,6 +76,41 @@ COALESCE((SELECT CASE WHEN r.message_retention_seconds IS NULL THEN ''
                       ELSE sq_add_seconds(:now, -r.message_retention_seconds) END
           FROM sq_queues AS r WHERE r.name = :queue), '')
 
+-- fragment: poppable
+-- The two walks of a pop, written once for pop and key_walk: ready items along sq_items_ready and
+-- leases that ran out along sq_items_lapsed, each in pop order and at most :walk of them (pop
+-- binds it to :max_items). Only a group's head qualifies.
+SELECT * FROM (
+    SELECT x.seq, x.rank_priority, x.fair_rank, x.created_at, x.fairness_key FROM sq_items AS x INDEXED BY sq_items_ready
+    WHERE x.queue = :queue AND x.status = 'ready' AND x.visible_at <= :now
+      AND x.created_at >= (
+          -- include: retained
+      )
+      AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
+      AND (x.group_key IS NULL OR NOT EXISTS (
+          SELECT 1 FROM sq_items AS e INDEXED BY sq_items_group
+          WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
+            AND e.group_key IS NOT NULL AND e.status <> 'dead'))
+    ORDER BY x.rank_priority DESC, x.fair_rank, x.created_at, x.seq
+    LIMIT :walk
+)
+UNION ALL
+SELECT * FROM (
+    SELECT x.seq, x.rank_priority, x.fair_rank, x.created_at, x.fairness_key FROM sq_items AS x INDEXED BY sq_items_lapsed
+    WHERE x.queue = :queue AND x.status = 'leased' AND x.visible_at <= :now
+      AND x.created_at >= (
+          -- include: retained
+      )
+      AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
+      AND x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)
+      AND (x.group_key IS NULL OR NOT EXISTS (
+          SELECT 1 FROM sq_items AS e INDEXED BY sq_items_group
+          WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
+            AND e.group_key IS NOT NULL AND e.status <> 'dead'))
+    ORDER BY x.rank_priority DESC, x.fair_rank, x.created_at, x.seq
+    LIMIT :walk
+)
+
 -- name: pop
 -- Poppable: due, not an expired lease on its last attempt (the sweep makes that one dead), not
 -- past its queue's retention (see retained), and for a grouped item, the head of its group: no
@@ -92,36 +127,7 @@ SET status = 'leased',
     first_popped_at = COALESCE(first_popped_at, :now)
 WHERE seq IN (
     SELECT c.seq FROM (
-        SELECT * FROM (
-            SELECT x.seq, x.rank_priority, x.fair_rank, x.created_at FROM sq_items AS x INDEXED BY sq_items_ready
-            WHERE x.queue = :queue AND x.status = 'ready' AND x.visible_at <= :now
-              AND x.created_at >= (
-                  -- include: retained
-              )
-              AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
-              AND (x.group_key IS NULL OR NOT EXISTS (
-                  SELECT 1 FROM sq_items AS e INDEXED BY sq_items_group
-                  WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
-                    AND e.group_key IS NOT NULL AND e.status <> 'dead'))
-            ORDER BY x.rank_priority DESC, x.fair_rank, x.created_at, x.seq
-            LIMIT :max_items
-        )
-        UNION ALL
-        SELECT * FROM (
-            SELECT x.seq, x.rank_priority, x.fair_rank, x.created_at FROM sq_items AS x INDEXED BY sq_items_lapsed
-            WHERE x.queue = :queue AND x.status = 'leased' AND x.visible_at <= :now
-              AND x.created_at >= (
-                  -- include: retained
-              )
-              AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
-              AND x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)
-              AND (x.group_key IS NULL OR NOT EXISTS (
-                  SELECT 1 FROM sq_items AS e INDEXED BY sq_items_group
-                  WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
-                    AND e.group_key IS NOT NULL AND e.status <> 'dead'))
-            ORDER BY x.rank_priority DESC, x.fair_rank, x.created_at, x.seq
-            LIMIT :max_items
-        )
+        -- include: poppable
     ) AS c
     ORDER BY c.rank_priority DESC, c.fair_rank, c.created_at, c.seq
     LIMIT :max_items
@@ -137,36 +143,7 @@ WITH walked AS (
     SELECT c.seq, COALESCE(c.fairness_key, '') AS k,
            row_number() OVER (ORDER BY c.rank_priority DESC, c.fair_rank, c.created_at, c.seq) AS place
     FROM (
-        SELECT * FROM (
-            SELECT x.seq, x.rank_priority, x.fair_rank, x.created_at, x.fairness_key FROM sq_items AS x INDEXED BY sq_items_ready
-            WHERE x.queue = :queue AND x.status = 'ready' AND x.visible_at <= :now
-              AND x.created_at >= (
-                  -- include: retained
-              )
-              AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
-              AND (x.group_key IS NULL OR NOT EXISTS (
-                  SELECT 1 FROM sq_items AS e INDEXED BY sq_items_group
-                  WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
-                    AND e.group_key IS NOT NULL AND e.status <> 'dead'))
-            ORDER BY x.rank_priority DESC, x.fair_rank, x.created_at, x.seq
-            LIMIT :walk
-        )
-        UNION ALL
-        SELECT * FROM (
-            SELECT x.seq, x.rank_priority, x.fair_rank, x.created_at, x.fairness_key FROM sq_items AS x INDEXED BY sq_items_lapsed
-            WHERE x.queue = :queue AND x.status = 'leased' AND x.visible_at <= :now
-              AND x.created_at >= (
-                  -- include: retained
-              )
-              AND NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
-              AND x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)
-              AND (x.group_key IS NULL OR NOT EXISTS (
-                  SELECT 1 FROM sq_items AS e INDEXED BY sq_items_group
-                  WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
-                    AND e.group_key IS NOT NULL AND e.status <> 'dead'))
-            ORDER BY x.rank_priority DESC, x.fair_rank, x.created_at, x.seq
-            LIMIT :walk
-        )
+        -- include: poppable
     ) AS c
 )
 SELECT w.k AS key, w.seq, w.place FROM walked AS w WHERE w.place <= :walk ORDER BY w.place

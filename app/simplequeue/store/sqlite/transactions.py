@@ -179,6 +179,7 @@ def pop(
             "pop",
             queue=queue,
             max_items=max_items,
+            walk=max_items,  # each of its walks (poppable) takes as many as the pop hands out
             now=now,
             lease_token=token,
             lease_seconds=lease_seconds,
