@@ -140,7 +140,8 @@ async def test_a_queues_stats_show_its_busiest_keys_and_the_limits_that_cut_its_
     # A page of queues keeps its counts only: no walk of each queue's keys.
     # (Any page shows it: the suite's processes share the database, so this queue may be on a later one.)
     listed = (await client.get("/queues", params={"limit": 5})).json()["queues"]
-    assert listed and all("top_keys" not in q and "limits_binding" not in q for q in listed)
+    assert listed
+    assert all("top_keys" not in q and "limits_binding" not in q for q in listed)
 
 
 async def test_a_queue_without_keys_or_limits_shows_none(client: Client, queue: str) -> None:

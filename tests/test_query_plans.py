@@ -768,7 +768,14 @@ async def test_a_schedulers_wake_and_a_firings_claims_seek_their_index(
 
 KEYED_STATEMENTS: dict[str, dict[str, object]] = {
     "lock_keys": {"queue": "q1", "now": None, "walk": 200, "max_keys": 50},
-    "key_leases": {"queue": "q1", "now": None, "keys": ["a", ""]},
+    "key_items": {
+        "queue": "q1",
+        "now": None,
+        "take": 50,
+        "keys": ["a", ""],
+        "caps": [2, None],
+        "tokens": [None, 3],
+    },
     "lease_keyed": {
         "queue": "q1",
         "now": None,
@@ -783,8 +790,8 @@ KEYED_STATEMENTS: dict[str, dict[str, object]] = {
 async def test_the_keyed_pops_statements_read_items_by_index_at_scale(
     schema: tuple[str, str], statistics: str
 ) -> None:
-    """A queue limited per key: its walk, its keys' leases and its lease read sq_items by index,
-    never a scan of the table, whatever it holds."""
+    """A queue limited per key: its walk, its keys' leases and items, and its lease read sq_items by
+    index, never a scan of the table, whatever it holds."""
     await crowd(schema)
     if statistics == "analysed":
         await analyze(schema)
@@ -794,8 +801,9 @@ async def test_the_keyed_pops_statements_read_items_by_index_at_scale(
     walk = await generic_plan_of(schema, "lock_keys", **KEYED_STATEMENTS["lock_keys"])
     assert '"Index Name": "sq_items_ready"' in walk
     assert '"Index Name": "sq_items_lapsed"' in walk
-    counted = await generic_plan_of(schema, "key_leases", **KEYED_STATEMENTS["key_leases"])
-    assert '"Index Name": "sq_items_key_leased"' in counted
+    after = await generic_plan_of(schema, "key_items", **KEYED_STATEMENTS["key_items"])
+    assert '"Index Name": "sq_items_key_leased"' in after  # the leases, and lapsed leases
+    assert '"Index Name": "sq_items_key_ready"' in after  # a key's ready items, from its first
 
 
 @pytest.mark.parametrize("statistics", ["stale", "analysed"])

@@ -123,3 +123,40 @@ async def test_concurrent_poppers_on_two_replicas_never_pass_a_keys_limit(
         assert taken > 0
     finally:
         await other.close()
+
+
+async def test_a_pop_takes_the_items_its_keys_hold_after_it_took_their_turns(
+    settings: Settings, store: Store, queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The walk that chooses a pop's keys reads the queue before their turns are taken: a pop that
+    committed in between may have leased the items it saw. What the pop takes of its keys is read
+    after the turns, so it takes their next items and counts the other pop's leases; here, the
+    other pop is played by a connection of the test's own, between the two steps."""
+    if store.dialect != "postgresql":
+        pytest.skip("statements of PostgreSQL's careful pop")
+    from simplequeue.store.postgres import store as postgres_store
+
+    await configure(store, queue, limits=FlowLimits(max_leased_per_key=3))
+    await fill(store, queue, {"a": 5})
+    other = await asyncpg.connect(settings.database_url)
+    original = postgres_store.fetch
+
+    async def fetch_then_lease(conn: asyncpg.Connection, name: str, /, **values: object) -> list[object]:
+        found = await original(conn, name, **values)
+        if name == "lock_keys":  # a1 and a2, leased and committed just before this pop's turn
+            await other.execute(
+                "UPDATE sq_items SET status = 'leased', attempts = 1, lease_token = gen_random_uuid(),"
+                " visible_at = now() + interval '1 hour'"
+                " WHERE queue = $1 AND payload::text IN ('\"a0\"', '\"a1\"')",
+                queue,
+            )
+        return found
+
+    monkeypatch.setattr(postgres_store, "fetch", fetch_then_lease)
+    try:
+        popped = await store.pop(queue, 10, 30)
+    finally:
+        monkeypatch.setattr(postgres_store, "fetch", original)
+        await other.close()
+    # Room for one more of "a" (3 less the 2 leased), and it is the next one.
+    assert [item.payload for item in popped] == ["a2"]

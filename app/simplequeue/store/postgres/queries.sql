@@ -1225,7 +1225,7 @@ WHERE name = :queue
 -- fragment: key_walk
 -- The first :walk poppable items of the queue in pop order (ready along sq_items_ready, leases that
 -- ran out along sq_items_lapsed; neither locked nor counted as taken), by key ('' for unkeyed
--- items): `keys`, each key with the seqs of its items in pop order and their places in the walk.
+-- items): `keys`, each key with the place of its first item in the walk.
 WITH done AS (SELECT NULL::uuid AS id WHERE false),  -- for group_head: nothing completed here
 walked AS (
     SELECT u.seq, COALESCE(u.fairness_key, '') AS k,
@@ -1258,9 +1258,7 @@ walked AS (
     ) AS u
 ),
 keys AS (
-    SELECT w.k, min(w.place) AS first, array_agg(w.seq ORDER BY w.place) AS seqs,
-           array_agg(w.place ORDER BY w.place) AS places
-    FROM walked AS w WHERE w.place <= :walk GROUP BY w.k
+    SELECT w.k, min(w.place) AS first FROM walked AS w WHERE w.place <= :walk GROUP BY w.k
 )
 
 -- name: lock_keys
@@ -1271,9 +1269,9 @@ keys AS (
 -- one another in a cycle. A key with no row yet is passed over too (add_keys makes it). Each key
 -- comes with its cap (its own max_leased, else the queue's max_leased_per_key; NULL: none), its rate
 -- (its own rate_per_second, else the queue's rate_per_key_per_second; NULL: none) and bucket (as
--- locked: the latest), and its walked items.
+-- locked: the latest). Which of their items the pop takes, key_items reads after the locks.
 -- include: key_walk
-SELECT f.fairness_key AS key, COALESCE(f.max_leased, q.max_leased_per_key) AS cap, k.seqs, k.places,
+SELECT f.fairness_key AS key, COALESCE(f.max_leased, q.max_leased_per_key) AS cap,
        COALESCE(f.rate_per_second, q.rate_per_key_per_second) AS rate, f.rate_tokens, f.rate_at
 FROM keys AS k
 JOIN sq_fair_keys AS f ON f.queue = :queue AND f.fairness_key = k.k
@@ -1302,16 +1300,90 @@ INSERT INTO sq_fair_keys (queue, fairness_key, last_rank)
 SELECT q.name, '', 0 FROM sq_queues AS q WHERE q.name = :queue
 ON CONFLICT (queue, fairness_key) DO NOTHING
 
--- name: key_leases
--- The unexpired leases of the keys :keys ('' for unkeyed items), one row per key that has any: a
--- seek of sq_items_key_leased per key, the unkeyed items' a range of sq_items_lapsed. Run after
--- lock_keys locked their rows, in a snapshot of its own: it sees every lease the pops of those keys
--- before this one committed.
-SELECT i.fairness_key AS key, count(*) AS leased FROM sq_items AS i
-WHERE i.queue = :queue AND i.status = 'leased' AND i.fairness_key IS NOT NULL
-  AND i.fairness_key = ANY (:keys::text[]) AND i.visible_at > COALESCE(:now::timestamptz, now())
-GROUP BY i.fairness_key
-UNION ALL
-SELECT '' AS key, count(*) AS leased FROM sq_items AS i
-WHERE '' = ANY (:keys::text[]) AND i.queue = :queue AND i.status = 'leased' AND i.fairness_key IS NULL
-  AND i.visible_at > COALESCE(:now::timestamptz, now())
+-- name: key_items
+-- What a careful pop may take of the keys it holds the turns of (lock_keys locked their rows), read
+-- after it took them, in a snapshot of its own: so it sees every lease the pops of those keys
+-- before it committed, and none of the items they leased. (lock_keys' walk read the queue's front
+-- before the locks: a pop that committed in between may have leased the very items it saw.)
+-- For each key (:keys, '' for unkeyed items, with its :caps and the whole :tokens its bucket holds,
+-- NULL: none): its unexpired leases, and its first poppable items in pop order, one more than its
+-- room (domain/keys.py: pick tells from the extra one that its limit cut it), at most :take + 1;
+-- a row with no seq for a key with none. place: the item's place in pop order among all returned.
+-- Keyed items along sq_items_key_ready and sq_items_key_leased, unkeyed along sq_items_ready and
+-- sq_items_lapsed; each branch runs only for its kind of key (a one-time filter on the key).
+WITH done AS (SELECT NULL::uuid AS id WHERE false),  -- for group_head: nothing completed here
+turns AS (
+    SELECT t.key, t.cap, t.tokens
+    FROM unnest(:keys::text[], :caps::integer[], :tokens::integer[]) AS t(key, cap, tokens)
+),
+-- All the keys' leases in one pass, as its own step (MATERIALIZED: counted once, not again for
+-- each branch below that reads the count): a seek of sq_items_key_leased per key, the unkeyed
+-- items' a range of sq_items_lapsed.
+leases AS MATERIALIZED (
+    SELECT i.fairness_key AS key, count(*) AS leased FROM sq_items AS i
+    WHERE i.queue = :queue AND i.status = 'leased' AND i.fairness_key IS NOT NULL
+      AND i.fairness_key = ANY (:keys::text[]) AND i.visible_at > COALESCE(:now::timestamptz, now())
+    GROUP BY i.fairness_key
+    UNION ALL
+    SELECT '' AS key, count(*) AS leased FROM sq_items AS i
+    WHERE '' = ANY (:keys::text[]) AND i.queue = :queue AND i.status = 'leased' AND i.fairness_key IS NULL
+      AND i.visible_at > COALESCE(:now::timestamptz, now())
+),
+counted AS MATERIALIZED (
+    SELECT t.key, COALESCE(l.leased, 0) AS leased,
+           LEAST(GREATEST(COALESCE(t.cap - COALESCE(l.leased, 0), :take), 0), COALESCE(t.tokens, :take), :take) + 1
+               AS reach
+    FROM turns AS t LEFT JOIN leases AS l ON l.key = t.key
+)
+SELECT c.key, c.leased, w.seq,
+       row_number() OVER (ORDER BY w.rank_priority DESC NULLS LAST, w.fair_rank, w.created_at, w.seq) AS place
+FROM counted AS c
+LEFT JOIN LATERAL (
+    SELECT u.* FROM (
+        (SELECT x.seq, x.rank_priority, x.fair_rank, x.created_at FROM sq_items AS x
+         WHERE c.key <> '' AND x.queue = :queue AND x.fairness_key = c.key AND x.status = 'ready'
+           AND x.visible_at <= COALESCE(:now::timestamptz, now())
+           AND x.created_at >= (
+               -- include: retained
+           )
+           -- include: group_head
+         ORDER BY x.rank_priority DESC, x.fair_rank, x.created_at, x.seq
+         LIMIT c.reach)
+        UNION ALL
+        (SELECT x.seq, x.rank_priority, x.fair_rank, x.created_at FROM sq_items AS x
+         WHERE c.key = '' AND x.queue = :queue AND x.fairness_key IS NULL AND x.status = 'ready'
+           AND x.visible_at <= COALESCE(:now::timestamptz, now())
+           AND x.created_at >= (
+               -- include: retained
+           )
+           -- include: group_head
+         ORDER BY x.rank_priority DESC, x.fair_rank, x.created_at, x.seq
+         LIMIT c.reach)
+        UNION ALL
+        (SELECT x.seq, x.rank_priority, x.fair_rank, x.created_at FROM sq_items AS x
+         WHERE c.key <> '' AND x.queue = :queue AND x.fairness_key = c.key AND x.status = 'leased'
+           AND x.visible_at <= COALESCE(:now::timestamptz, now())
+           AND x.created_at >= (
+               -- include: retained
+           )
+           AND x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)
+           -- include: group_head
+         ORDER BY x.rank_priority DESC, x.fair_rank, x.created_at, x.seq
+         LIMIT c.reach)
+        UNION ALL
+        (SELECT x.seq, x.rank_priority, x.fair_rank, x.created_at FROM sq_items AS x
+         WHERE c.key = '' AND x.queue = :queue AND x.fairness_key IS NULL AND x.status = 'leased'
+           AND x.visible_at <= COALESCE(:now::timestamptz, now())
+           AND x.created_at >= (
+               -- include: retained
+           )
+           AND x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)
+           -- include: group_head
+         ORDER BY x.rank_priority DESC, x.fair_rank, x.created_at, x.seq
+         LIMIT c.reach)
+    ) AS u
+    WHERE NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = :queue AND paused)
+    ORDER BY u.rank_priority DESC, u.fair_rank, u.created_at, u.seq
+    LIMIT c.reach
+) AS w ON true
+ORDER BY place

@@ -340,10 +340,11 @@ class PostgresStore(QueueReads, TopicStore, ScheduleStore, KeyStore):
         clock: datetime,
     ) -> tuple[list[Any], str | None, float | None]:
         """A pop of a queue whose keys have limits: the turns of the keys of its first items
-        (lock_keys: their rows locked, passing over those other poppers hold), those keys'
-        leases counted after the lock and their buckets read at `clock`, then up to each one's
-        room of its items leased and the tokens taken. The rows it leased, the limit that cut it
-        short (domain/keys.py: pick), and how long until a key's bucket refills (None: none cut)."""
+        (lock_keys: their rows locked, passing over those other poppers hold), then, after the
+        locks, those keys' leases counted and their first items read (key_items) and their buckets
+        read at `clock`, then up to each one's room of its items leased and the tokens taken. The
+        rows it leased, the limit that cut it short (domain/keys.py: pick), and how long until a
+        key's bucket refills (None: none cut)."""
         walk: dict[str, Any] = {"queue": queue, "now": now, "walk": walk_for(take)}
         locked = await fetch(conn, "lock_keys", **walk, max_keys=take)
         if not locked and await execute(conn, "add_keys", queue=queue):
@@ -352,20 +353,36 @@ class PostgresStore(QueueReads, TopicStore, ScheduleStore, KeyStore):
             locked = await fetch(conn, "lock_keys", **walk, max_keys=take)
         if not locked:
             return [], None, None
-        counted = await fetch(conn, "key_leases", queue=queue, now=now, keys=[r["key"] for r in locked])
-        leased = {r["key"]: r["leased"] for r in counted}
         buckets = {
             r["key"]: key_bucket(r["rate"], Bucket(r["rate_tokens"], r["rate_at"]), clock)
             for r in locked
             if r["rate"] is not None
         }
+        keys = [r["key"] for r in locked]
+        found_items = await fetch(
+            conn,
+            "key_items",
+            queue=queue,
+            now=now,
+            take=take,
+            keys=keys,
+            caps=[r["cap"] for r in locked],
+            tokens=[buckets[k].whole if k in buckets else None for k in keys],
+        )
+        leased: dict[str, int] = {}
+        walked: dict[str, tuple[list[int], list[int]]] = {k: ([], []) for k in keys}
+        for r in found_items:
+            leased[r["key"]] = r["leased"]
+            if r["seq"] is not None:
+                walked[r["key"]][0].append(r["seq"])
+                walked[r["key"]][1].append(r["place"])
         turns = [
             KeyTurn(
                 r["key"],
                 r["cap"],
                 leased.get(r["key"], 0),
-                r["seqs"],
-                r["places"],
+                walked[r["key"]][0],
+                walked[r["key"]][1],
                 buckets[r["key"]].whole if r["key"] in buckets else None,
             )
             for r in locked
