@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 import asyncpg
 import pytest
@@ -268,6 +268,62 @@ def test_a_database_of_every_release_upgrades_to_a_new_ones_schema_with_its_item
 
     with postgres_database() as url:
         asyncio.run(upgrade(url))
+
+
+def test_an_upgrade_keeps_the_grants_on_sq_push_through_its_new_signature(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Migration 0022 changed sq_push's arguments: an application's role granted EXECUTE on the old
+    # one (docs/outbox.md) may still push after the upgrade, and may still grant it if it could.
+    old = "sq_push(text, json, integer, double precision, text, text, uuid, timestamptz, timestamptz)"
+    new = "sq_push(text, json, integer, double precision, text, text, uuid, timestamptz, timestamptz, text)"
+    app, plain = f"sq_app_{uuid4().hex[:12]}", f"sq_app_{uuid4().hex[:12]}"
+
+    async def run(url: str) -> None:
+        await build_release(url, RELEASED_VERSIONS[-1], monkeypatch)
+        conn = await asyncpg.connect(url, timeout=5)
+        try:
+            await conn.execute(f"CREATE ROLE {app} NOLOGIN; CREATE ROLE {plain} NOLOGIN")
+            try:
+                await conn.execute(f"GRANT USAGE ON SCHEMA public TO {app}, {plain}")
+                await conn.execute(f"GRANT EXECUTE ON FUNCTION {old} TO {app} WITH GRANT OPTION")
+                await conn.execute(f"GRANT EXECUTE ON FUNCTION {old} TO {plain}")
+                assert await migrate(url) == [
+                    m.version for m in load_migrations("postgresql") if m.version > RELEASED_VERSIONS[-1]
+                ]
+                rights = await conn.fetchrow(
+                    "SELECT has_function_privilege($1, $3::regprocedure, 'EXECUTE'),"
+                    " has_function_privilege($1, $3::regprocedure, 'EXECUTE WITH GRANT OPTION'),"
+                    " has_function_privilege($2, $3::regprocedure, 'EXECUTE'),"
+                    " has_function_privilege($2, $3::regprocedure, 'EXECUTE WITH GRANT OPTION'),"
+                    " has_function_privilege('public', $3::regprocedure, 'EXECUTE')",
+                    app,
+                    plain,
+                    new,
+                )
+                assert tuple(rights) == (True, True, True, False, False)
+                assert (
+                    await conn.fetchval("SELECT count(*) FROM pg_proc WHERE proname LIKE 'sq_push%v21'") == 0
+                )
+                async with conn.transaction():
+                    await conn.execute(f"SET LOCAL ROLE {plain}")
+                    pushed = await conn.fetchrow(
+                        "SELECT * FROM sq_push('granted', '1'::json, fairness_key => 'tenant')"
+                    )
+                    assert pushed is not None
+                    assert pushed["created"]
+                    await conn.execute("RESET ROLE")
+                    assert (
+                        await conn.fetchval("SELECT fairness_key FROM sq_items WHERE id = $1", pushed["id"])
+                        == "tenant"
+                    )
+            finally:
+                await conn.execute(f"DROP OWNED BY {app}, {plain}; DROP ROLE {app}, {plain}")
+        finally:
+            await conn.close()
+
+    with postgres_database() as url:
+        asyncio.run(run(url))
 
 
 def test_every_migrate_applies_the_functions_again(

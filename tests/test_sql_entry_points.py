@@ -30,7 +30,7 @@ from tests.queue_names import NAMES, decisions
 PUSH = "SELECT id, created FROM sq_push"
 BATCH = "SELECT id, created FROM sq_push_batch($1::json)"
 DEFINERS = (
-    "sq_push(text, json, integer, double precision, text, text, uuid, timestamptz, timestamptz)",
+    "sq_push(text, json, integer, double precision, text, text, uuid, timestamptz, timestamptz, text)",
     "sq_push_batch(json)",
     "sq_push_limits()",
 )
@@ -296,6 +296,73 @@ async def test_sq_push_batch_ranks_items_by_their_fairness_keys(
         ('"small"', "small"),
         ("1", "big"),
     ]
+
+
+async def test_sq_push_pushes_a_keyed_item_that_takes_its_fair_turn(
+    conn: asyncpg.Connection, seen: asyncpg.Connection, url: str
+) -> None:
+    queue = _queue()
+    async with conn.transaction():
+        for n in range(3):
+            await conn.fetch(f"{PUSH}($1, $2::json, fairness_key => 'big')", queue, str(n))
+        [(small, created)] = await conn.fetch(
+            f"{PUSH}($1, '\"small\"'::json, fairness_key => 'small')", queue
+        )
+    assert created
+    assert await seen.fetchval("SELECT fairness_key FROM sq_items WHERE id = $1", small) == "small"
+    store = store_for(Settings(database_url=url, db_timeout_seconds=5, sweep=False))
+    await store.open()
+    try:
+        popped = [(item.payload, item.fairness_key) for item in await store.pop(queue, 3, None)]
+    finally:
+        await store.close()
+    assert popped == [(0, "big"), ("small", "small"), (1, "big")], "the small key's turn, not its place"
+
+
+async def test_sq_push_without_a_fairness_key_is_called_as_before(
+    conn: asyncpg.Connection, seen: asyncpg.Connection
+) -> None:
+    # Every argument by place, as a call written before fairness_key was: it means the same.
+    queue, item = _queue(), uuid4()
+    later = await conn.fetchval("SELECT clock_timestamp() + interval '1 hour'")
+    async with conn.transaction():
+        [(pushed, created)] = await conn.fetch(
+            f"{PUSH}($1, '1'::json, 5, 0, 'g', 'd', $2, NULL, $3)", queue, item, later
+        )
+    assert (pushed, created) == (item, True)
+    row = await seen.fetchrow(
+        "SELECT priority, group_key, dedup_key, visible_at, fairness_key FROM sq_items WHERE id = $1", item
+    )
+    assert tuple(row) == (5, "g", "d", later, None)
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["", "trailing ", "f" * 129, "\U0001f600" * 65],
+    ids=["empty", "trailing-space", "129", "65-astral"],
+)
+async def test_sq_push_refuses_a_fairness_key_as_sq_push_batch_does(
+    conn: asyncpg.Connection, seen: asyncpg.Connection, key: str
+) -> None:
+    before = await seen.fetchval(ROWS)
+    async with conn.transaction():
+        one = await _refused(conn, f"{PUSH}('ep-rules', '1'::json, fairness_key => $1)", key)
+        batch = await _refused(conn, BATCH, json.dumps([_item(fairness_key=key)]))
+    assert (one.sqlstate, str(one)) == (batch.sqlstate, str(batch))
+    assert one.sqlstate == "SQ400"
+    assert str(one).startswith("simplequeue: items[0].fairness_key ")
+    assert await seen.fetchval(ROWS) == before
+
+
+async def test_sq_push_takes_a_fairness_key_at_the_limit(conn: asyncpg.Connection) -> None:
+    tx = conn.transaction()
+    await tx.start()
+    try:
+        for key in ["f" * 128, "\U0001f600" * 64]:
+            [(item, _)] = await conn.fetch(f"{PUSH}('ep-rules', '1'::json, fairness_key => $1)", key)
+            assert await conn.fetchval("SELECT fairness_key FROM sq_items WHERE id = $1", item) == key
+    finally:
+        await tx.rollback()
 
 
 async def _takes(conn: asyncpg.Connection, sql: str, *args: Any) -> bool:

@@ -5,6 +5,8 @@
 -- REPLACE, a guarded CREATE TYPE, REVOKE. What CREATE OR REPLACE cannot do (change a function's
 -- arguments or its result, drop a function) is a migration's: it drops the old one, and this file
 -- creates the new (0007 dropped sq_push_rows' and sq_push_planned's signatures without attributes).
+-- An entry point granted to applications is renamed rather than dropped, so that this file can pass
+-- its grants on before it drops it (0022, sq_push_v21 at the end).
 --
 -- The push as SQL functions, so that a caller can push inside its own transaction (the item exists
 -- if and only if the caller's transaction commits), and the service pushes through the very same
@@ -17,7 +19,7 @@
 --
 -- sq_push and sq_push_batch are SECURITY DEFINER with a fixed search_path: a role that may only
 -- EXECUTE them (GRANT EXECUTE ON FUNCTION sq_push(text, json, integer, double precision, text, text,
--- uuid, timestamptz, timestamptz), sq_push_batch(json), sq_push_limits() TO app) pushes without any
+-- uuid, timestamptz, timestamptz, text), sq_push_batch(json), sq_push_limits() TO app) pushes without any
 -- right on the tables. EXECUTE is revoked from PUBLIC, since PostgreSQL grants it to everyone by
 -- default. CREATE OR REPLACE keeps a function's grants, so applying this file again keeps an
 -- application's GRANT EXECUTE.
@@ -574,10 +576,11 @@ END
 $$;
 
 -- One item, with named arguments: SELECT * FROM sq_push('emails', '{"order": 42}', dedup_key => 'order-42').
+-- fairness_key came last (migration 0022), so that calls written before it still mean the same.
 CREATE OR REPLACE FUNCTION sq_push(
     queue text, payload json, priority integer DEFAULT NULL, delay_seconds double precision DEFAULT NULL,
     group_key text DEFAULT NULL, dedup_key text DEFAULT NULL, id uuid DEFAULT NULL,
-    created_at timestamptz DEFAULT NULL, not_before timestamptz DEFAULT NULL
+    created_at timestamptz DEFAULT NULL, not_before timestamptz DEFAULT NULL, fairness_key text DEFAULT NULL
 ) RETURNS SETOF sq_pushed
 LANGUAGE plpgsql
 SECURITY DEFINER
@@ -593,7 +596,7 @@ BEGIN
         'queue', sq_push.queue, 'payload', sq_push.payload, 'priority', sq_push.priority,
         'delay_seconds', sq_push.delay_seconds, 'group_key', sq_push.group_key,
         'dedup_key', sq_push.dedup_key, 'id', sq_push.id, 'created_at', sq_push.created_at,
-        'not_before', sq_push.not_before
+        'not_before', sq_push.not_before, 'fairness_key', sq_push.fairness_key
     ))) AS b;
 END
 $$;
@@ -785,7 +788,7 @@ $$;
 DO $$
 BEGIN
     EXECUTE format('ALTER FUNCTION sq_push(text, json, integer, double precision, text, text, uuid, timestamptz,'
-                   ' timestamptz) SET search_path = %I, pg_temp', current_schema());
+                   ' timestamptz, text) SET search_path = %I, pg_temp', current_schema());
     EXECUTE format('ALTER FUNCTION sq_push_batch(json) SET search_path = %I, pg_temp', current_schema());
     EXECUTE format('ALTER FUNCTION sq_publish(text, json, text, json, uuid, text, text) SET search_path = %I, pg_temp',
                    current_schema());
@@ -806,10 +809,34 @@ REVOKE ALL ON FUNCTION sq_checked_key(json, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION sq_checked_number(json, text, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION sq_checked_time(json, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION sq_push_batch(json) FROM PUBLIC;
-REVOKE ALL ON FUNCTION sq_push(text, json, integer, double precision, text, text, uuid, timestamptz, timestamptz)
-    FROM PUBLIC;
+REVOKE ALL ON FUNCTION sq_push(text, json, integer, double precision, text, text, uuid, timestamptz, timestamptz,
+    text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION sq_push_limits() FROM PUBLIC;
 REVOKE ALL ON FUNCTION sq_publish(text, json, text, json, uuid, text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION sq_ready_token(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION sq_items_notify_ready() FROM PUBLIC;
 REVOKE ALL ON FUNCTION sq_flow_room(text, timestamptz) FROM PUBLIC;
+
+-- sq_push before fairness_key, which migration 0022 renamed rather than dropped: the roles it was
+-- granted to keep their EXECUTE (and the right to grant it) on the new sq_push, then it goes.
+DO $$
+DECLARE
+    old regprocedure := to_regprocedure(
+        'sq_push_v21(text, json, integer, double precision, text, text, uuid, timestamptz, timestamptz)');
+    grant_ record;
+BEGIN
+    IF old IS NULL THEN
+        RETURN;
+    END IF;
+    FOR grant_ IN
+        SELECT a.grantee::regrole AS grantee, a.is_grantable
+        FROM pg_proc AS p, aclexplode(p.proacl) AS a
+        WHERE p.oid = old AND a.privilege_type = 'EXECUTE' AND a.grantee NOT IN (0, p.proowner)
+    LOOP
+        EXECUTE format('GRANT EXECUTE ON FUNCTION sq_push(text, json, integer, double precision, text, text, uuid,'
+                       ' timestamptz, timestamptz, text) TO %s%s',
+                       grant_.grantee, CASE WHEN grant_.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+    EXECUTE format('DROP FUNCTION %s', old);
+END
+$$;
