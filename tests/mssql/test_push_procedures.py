@@ -213,7 +213,20 @@ def test_the_procedures_parameters() -> None:
         "id": "UNIQUEIDENTIFIER = NULL",
         "created_at": "DATETIMEOFFSET = NULL",
         "not_before": "DATETIMEOFFSET = NULL",
+        "fairness_key": "NVARCHAR(4000) = NULL",
     }
+
+
+def test_sq_push_hands_every_argument_to_sq_push_batch_as_its_items_field() -> None:
+    # Its element, but the payload (spliced in as raw JSON): each argument under its own name, a
+    # field sq_push_batch reads and checks, so a fairness key is refused or ranked as a batch's is.
+    [element] = [s for s in body_statements("sq_push") if s.startswith("SET @item =")]
+    fields = re.findall(r"@(\w+) AS (\w+)", element)
+    assert all(argument == field for argument, field in fields)
+    assert {field for field, _ in fields} | {"payload"} == set(parameters("sq_push"))
+    read = set(re.findall(r"NVARCHAR\(4000\) '\$\.(\w+)'", body("sq_push_batch")))
+    assert {field for field, _ in fields} <= read
+    assert "fairness_key" in read
 
 
 def test_sq_push_batch_answers_one_result_set_of_id_and_created_in_the_items_order() -> None:

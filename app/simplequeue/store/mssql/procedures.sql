@@ -660,7 +660,9 @@ GO
 -- Push one item from an application: dbo.sq_push_batch with one element, so the same checks,
 -- savepoint and errors; one row (id, created). @payload is JSON text (N'{"order": 42}', N'"text"',
 -- N'null'). The names and keys are declared wider than they may be, so that an overlong one is refused
--- (51400) rather than cut short, as a procedure's parameter silently would be.
+-- (51400) rather than cut short, as a procedure's parameter silently would be. @fairness_key came
+-- last, so that calls by position written before it still mean the same (and altering a procedure
+-- keeps its grants).
 CREATE OR ALTER PROCEDURE dbo.sq_push
     @queue NVARCHAR(4000),
     @payload NVARCHAR(MAX),
@@ -670,7 +672,8 @@ CREATE OR ALTER PROCEDURE dbo.sq_push
     @dedup_key NVARCHAR(4000) = NULL,
     @id UNIQUEIDENTIFIER = NULL,
     @created_at DATETIMEOFFSET = NULL,
-    @not_before DATETIMEOFFSET = NULL
+    @not_before DATETIMEOFFSET = NULL,
+    @fairness_key NVARCHAR(4000) = NULL
 AS
 BEGIN
 SET NOCOUNT ON;
@@ -689,7 +692,8 @@ BEGIN
 END;
 SET @item = (
     SELECT @queue AS queue, @priority AS priority, @delay_seconds AS delay_seconds, @not_before AS not_before,
-           @group_key AS group_key, @dedup_key AS dedup_key, @id AS id, @created_at AS created_at
+           @group_key AS group_key, @dedup_key AS dedup_key, @id AS id, @created_at AS created_at,
+           @fairness_key AS fairness_key
     FOR JSON PATH, WITHOUT_ARRAY_WRAPPER
 );
 SET @items = N'[' + STUFF(@item, LEN(@item), 1, N',"payload":' + @payload + N'}') + N']';
