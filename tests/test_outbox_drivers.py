@@ -325,7 +325,7 @@ async def test_a_role_that_may_only_execute_the_entry_points_pushes(case: Case) 
     # through sq_push_limits(), never from the tables.
     role, queue = f"sq_outbox_{uuid4().hex[:12]}", _queue()
     functions = [
-        "sq_push(text, json, integer, double precision, text, text, uuid, timestamptz, timestamptz)",
+        "sq_push(text, json, integer, double precision, text, text, uuid, timestamptz, timestamptz, text)",
         "sq_push_batch(json)",
         "sq_push_limits()",
     ]

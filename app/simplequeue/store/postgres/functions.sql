@@ -19,10 +19,10 @@
 --
 -- sq_push and sq_push_batch are SECURITY DEFINER with a fixed search_path: a role that may only
 -- EXECUTE them (GRANT EXECUTE ON FUNCTION sq_push(text, json, integer, double precision, text, text,
--- uuid, timestamptz, timestamptz, text), sq_push_batch(json), sq_push_limits() TO app) pushes without any
--- right on the tables. EXECUTE is revoked from PUBLIC, since PostgreSQL grants it to everyone by
--- default. CREATE OR REPLACE keeps a function's grants, so applying this file again keeps an
--- application's GRANT EXECUTE.
+-- uuid, timestamptz, timestamptz, text), sq_push_batch(json), sq_push_limits() TO app) pushes
+-- without any right on the tables. EXECUTE is revoked from PUBLIC, since PostgreSQL grants it to
+-- everyone by default. CREATE OR REPLACE keeps a function's grants, so applying this file again
+-- keeps an application's GRANT EXECUTE.
 --
 -- NOTIFY (sq_ready_token, sq_items_notify_ready and its trigger on sq_items) names no queue: see
 -- store/postgres/listen.py.
