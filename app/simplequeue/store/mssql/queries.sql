@@ -169,8 +169,11 @@ OUTPUT inserted.seq, inserted.id, inserted.queue, inserted.payload, inserted.cre
 -- never waited on, and pops of one queue take different keys side by side. Then, in a statement of
 -- its own that reads what committed before the locks were had, the unexpired leases of just those
 -- keys (a seek of sq_items_key_leased each; the unkeyed items', a range of sq_items_lapsed) with
--- each one's cap (its own max_leased, else the queue's max_leased_per_key; NULL: none): one row per
--- walked item of a locked key (seq, place in the walk), in pop order.
+-- each one's cap (its own max_leased, else the queue's max_leased_per_key; NULL: none), its rate
+-- (its own rate_per_second, else the queue's rate_per_key_per_second; NULL: none) and its bucket as
+-- stored (rate_tokens counted at rate_at; read under the lock, so no other pop takes the same
+-- tokens), and the batch's clock: one row per walked item of a locked key (seq, place in the walk),
+-- in pop order.
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
 DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
@@ -230,7 +233,8 @@ SELECT w.k AS [key], w.seq, w.place,
             ELSE (
                 SELECT COUNT(*) FROM dbo.sq_items AS i WITH (INDEX(sq_items_key_leased), READCOMMITTEDLOCK)
                 WHERE i.queue = @queue AND i.status = 'leased' AND i.fairness_key = w.k AND i.visible_at > @now)
-       END AS leased
+       END AS leased,
+       COALESCE(f.rate_per_second, q.rate_per_key_per_second) AS rate, f.rate_tokens, f.rate_at, @now AS now
 FROM @walked AS w
 JOIN @locked AS l ON l.k = w.k
 JOIN dbo.sq_fair_keys AS f ON f.queue = @queue AND f.fairness_key = w.k
@@ -289,6 +293,22 @@ FROM dbo.sq_items AS x WITH (FORCESEEK, ROWLOCK)
 WHERE x.seq IN (SELECT CAST(j.value AS BIGINT) FROM OPENJSON(@seqs) AS j)
   AND x.queue = @queue AND x.visible_at <= @now AND @paused = 0 AND @max_items > 0
   AND (x.status = 'ready' OR (x.status = 'leased' AND x.attempts < @max_attempts));
+
+-- name: take_key_tokens
+-- The keys' buckets after a careful pop (their rows locked by lock_keys, in the same transaction):
+-- :buckets, a JSON array of {"key", "tokens", "at"}, each key's tokens as counted at its at, less
+-- the items the pop took of it (floats and times as text, CAST here). OPENJSON's text takes the
+-- database's collation: the key is compared in the column's.
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @queue NVARCHAR(4000) = :queue;
+DECLARE @buckets NVARCHAR(MAX) = :buckets;
+UPDATE f SET rate_tokens = CAST(b.tokens AS FLOAT), rate_at = CAST(b.at AS DATETIME2(7))
+FROM dbo.sq_fair_keys AS f
+JOIN OPENJSON(@buckets) WITH (
+    k NVARCHAR(128) '$.key', tokens NVARCHAR(40) '$.tokens', at NVARCHAR(40) '$.at'
+) AS b ON f.queue = @queue AND f.fairness_key = b.k COLLATE Latin1_General_100_BIN2;
+SELECT @@ROWCOUNT AS changed;
 
 -- fragment: item_row
 -- An item as simplequeue.store.rows reads it (with its queue's max_attempts and the batch's clock),
