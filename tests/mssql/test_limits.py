@@ -243,3 +243,17 @@ async def test_a_keyed_pop_leases_up_to_each_keys_room_of_what_it_walked(
     assert conn.names == ["queue_limits", "lock_keys", "lease_keyed"]  # no rate: no bucket written
     assert "[11, 12, 14]" in conn.params("lease_keyed")  # a: room 1 of 2; b: room 2 of 3
     assert store.flow.held_by("orders") == "max_leased_per_key"  # cut short by the keys' caps
+
+
+async def test_a_key_whose_items_went_between_the_walk_and_its_lock_gives_none_and_cuts_nothing(
+    careful: tuple[MssqlStore, FakeConnection],
+) -> None:
+    store, conn = careful
+    conn.reply("queue_limits", limits_row(max_leased_per_key=2))
+    # lock_keys reads the keys' items after their locks: a's went to a pop that committed in between.
+    conn.reply("lock_keys", locked_keys(("a", None, 1, 2, 2), ("b", 12, 2, 2, 0)))
+    conn.reply("lease_keyed", Result(["seq"], []))
+    await store.pop("orders", 10, 30)
+    assert conn.names == ["queue_limits", "lock_keys", "lease_keyed"]
+    assert "[12]" in conn.params("lease_keyed")
+    assert store.flow.held_by("orders") is None  # no key had more items than room

@@ -279,11 +279,11 @@ class MssqlStore(QueueReads, TopicStore, ScheduleStore, KeyStore):
         self, conn: Connection, values: dict[str, Param], take: int
     ) -> tuple[list[Row], str | None, float | None]:
         """A pop of a queue whose keys have limits: the turns of the keys of its first items
-        (lock_keys: their rows locked, passing over those other poppers hold, their leases counted
-        after, their buckets read under the locks), then up to each one's room of its items leased
-        (lease_keyed) and the tokens taken (take_key_tokens). The rows it leased, the limit that cut
-        it short (domain/keys.py: pick), and how long until a key's bucket refills (None: none ran
-        dry)."""
+        (lock_keys: their rows locked, passing over those other poppers hold; after the locks, their
+        leases counted, their buckets read and their first items read), then up to each one's room
+        of its items leased (lease_keyed) and the tokens taken (take_key_tokens). The rows it
+        leased, the limit that cut it short (domain/keys.py: pick), and how long until a key's
+        bucket refills (None: none ran dry)."""
         walk: dict[str, Param] = {"queue": values["queue"], "now": values["now"], "walk": walk_for(take)}
         locked = await fetch(conn, "lock_keys", **walk, max_keys=take)
         if not locked and (await fetch(conn, "add_keys", queue=values["queue"]))[0]["added"]:
@@ -310,8 +310,8 @@ class MssqlStore(QueueReads, TopicStore, ScheduleStore, KeyStore):
                 key,
                 None if found[0]["cap"] is None else int(found[0]["cap"]),
                 int(found[0]["leased"]),
-                [int(r["seq"]) for r in found],
-                [int(r["place"]) for r in found],
+                [int(r["seq"]) for r in found if r["seq"] is not None],  # None: a key with no items now
+                [int(r["place"]) for r in found if r["seq"] is not None],
                 buckets[key].whole if key in buckets else None,
             )
             for key, found in by_key.items()
