@@ -482,20 +482,35 @@ def limits_row(
     rate_tokens: float | None = None,
     rate_at: datetime | None = None,
     max_leased_per_key: int | None = None,
+    rate_per_key_per_second: float | None = None,
 ) -> Result:
     """queue_limits' and lock_limits' row, as pyodbc gives it (naive UTC times; BIT as bool)."""
     return result(
-        limited=max_leased is not None or rate_per_second is not None or max_leased_per_key is not None,
+        limited=max_leased is not None
+        or rate_per_second is not None
+        or max_leased_per_key is not None
+        or rate_per_key_per_second is not None,
         max_leased=max_leased,
         rate_per_second=rate_per_second,
         rate_burst=rate_burst,
         max_leased_per_key=max_leased_per_key,
-        rate_per_key_per_second=None,
+        rate_per_key_per_second=rate_per_key_per_second,
         rate_tokens=rate_tokens,
         rate_at=rate_at,
         now=NOW.replace(tzinfo=None),
         keys_limited=False,
     )
+
+
+LOCKED_COLUMNS = ["key", "seq", "place", "cap", "leased", "rate", "rate_tokens", "rate_at", "now"]
+"""lock_keys' columns: a walked item of a locked key, with the key's cap, leases, rate and bucket."""
+
+
+def locked_keys(*walked: tuple[Any, ...]) -> Result:
+    """lock_keys' rows, each (key, seq, place, cap, leased), or with (rate, rate_tokens, rate_at)
+    after them for a key with a rate; the batch's clock is NOW."""
+    padded = [(*row, None, None, None)[:8] for row in walked]
+    return Result(LOCKED_COLUMNS, [(*row, NOW.replace(tzinfo=None)) for row in padded])
 
 
 def dead_rows(*found: tuple[int, UUID, datetime]) -> Result:

@@ -45,6 +45,7 @@ from tests.mssql.helpers import (
     history_rows,
     item_row,
     limits_row,
+    locked_keys,
     parse,
     picked,
     placeholders,
@@ -158,6 +159,7 @@ PARAMETERS = {
     "queue_limits": ("queue", "now"),
     "count_leased": ("now", "queue", "cap"),
     "take_tokens": ("queue", "tokens", "at"),
+    "take_key_tokens": ("queue", "buckets"),
     "schedule_put": (
         "now",
         "name",
@@ -360,8 +362,14 @@ async def test_every_query_is_sent_by_a_store_method_that_binds_each_of_its_name
     # A queue with per-key limits: its keys' turns taken and their leases counted (lock_keys),
     # then what their rooms allow leased (test_key_limits.py).
     conn.reply("queue_limits", limits_row(max_leased_per_key=2))
-    conn.reply("lock_keys", Result(["key", "seq", "place", "cap", "leased"], [("gold", 7, 1, 5, 4)]))
+    conn.reply("lock_keys", locked_keys(("gold", 7, 1, 5, 4)))
     conn.reply("lease_keyed", Result(["seq"], []))
+    await store.pop("orders", 3, None)
+    # With a rate per key: the keys' buckets written back less what the pop took (take_key_tokens).
+    conn.reply("queue_limits", limits_row(rate_per_key_per_second=2.0))
+    conn.reply("lock_keys", locked_keys(("gold", 7, 1, None, 0, 2.0, 1.5, NOW.replace(tzinfo=None))))
+    conn.reply("lease_keyed", Result(["seq"], []))
+    conn.reply("take_key_tokens", result(changed=1))
     await store.pop("orders", 3, None)
     # Every key held by other pops: the missing row made (add_keys), one key waited for.
     conn.reply("queue_limits", limits_row(max_leased_per_key=2))

@@ -69,6 +69,7 @@ def test_the_batches_that_write_are_the_ones_expected() -> None:
         "put_queue",
         "set_paused",
         "take_tokens",
+        "take_key_tokens",
         "delete_queue",
         "change_queue_metadata",
         "expire_retained",

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from simplequeue.domain import InvalidSettings, Page, QueueNotFound
+from simplequeue.domain import Page, QueueNotFound
 from simplequeue.domain.keys import KeyLoad, KeySettings, KeyStats
 from simplequeue.domain.names import key_problem
 from simplequeue.store.cursors import decode_name_cursor, encode_name_cursor
@@ -16,8 +16,6 @@ from simplequeue.store.limits import FlowState
 from simplequeue.store.rows import Row
 
 _KEY_MARK = "k:"
-
-KEY_RATES_REFUSED = "a rate per key is not held on this database yet (SQL Server): only null is taken"
 
 
 def _is_key(value: str) -> bool:
@@ -61,9 +59,6 @@ class KeyStore:
 
     _KEYS_SET_LIMITED = False
 
-    _KEY_RATES = True
-    """Whether the dialect's pop holds a rate per key (else put_key refuses one)."""
-
     async def _topic_run(self, steps: Sequence[tuple[str, Mapping[str, Any]]]) -> Sequence[Sequence[Row]]:
         raise NotImplementedError
 
@@ -71,10 +66,7 @@ class KeyStore:
         raise NotImplementedError
 
     async def put_key(self, queue: str, key: str, settings: KeySettings) -> None:
-        """Set a key's settings (making its row: the queue becomes fair). QueueNotFound;
-        InvalidSettings for a rate where the dialect holds none."""
-        if settings.rate_per_second is not None and not self._KEY_RATES:
-            raise InvalidSettings("rate_per_second", KEY_RATES_REFUSED)
+        """Set a key's settings (making its row: the queue becomes fair). QueueNotFound."""
         values = {
             "queue": queue,
             "key": key,

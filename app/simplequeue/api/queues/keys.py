@@ -36,8 +36,7 @@ class KeySettingsRequest(Body):
         None,
         description="Pops hand out at most this many of the key's items per second on average, across "
         "every replica (a token bucket of one second's worth, at least 1, kept in the key's row; "
-        "setting it starts a full bucket). null: the queue's rate_per_key_per_second. Not on SQL "
-        "Server yet (422).",
+        "setting it starts a full bucket). null: the queue's rate_per_key_per_second.",
     )
 
     def to_domain(self) -> KeySettings:

@@ -111,8 +111,7 @@ class QueueSettingsRequest(Body):
         description="Pops hand out at most this many items of one fairness key per second on average, "
         "across every replica: a token bucket per key, kept in the database, of one second's worth "
         "(at least 1). A key over its rate is passed over; its items stay ready. A key's own "
-        "rate_per_second (PUT /queues/{name}/keys/{key}) replaces it. null: no limit. Not on SQL "
-        "Server yet (422).",
+        "rate_per_second (PUT /queues/{name}/keys/{key}) replaces it. null: no limit.",
     )
     priority_aging_seconds: Annotated[int, Field(ge=AGING_RANGE[0], le=AGING_RANGE[1]), Number] | None = (
         Field(

@@ -166,11 +166,21 @@ OUTPUT inserted.seq, inserted.id, inserted.queue, inserted.payload, inserted.cre
 -- two walks, reading committed rows without claiming them), then the rows of their keys (N'' for
 -- unkeyed items) in the order of each key's first item, at most @max_keys of them, locked to the end
 -- of the transaction: UPDLOCK, ROWLOCK, READPAST, so that a key another popper holds is passed over,
--- never waited on, and pops of one queue take different keys side by side. Then, in a statement of
--- its own that reads what committed before the locks were had, the unexpired leases of just those
--- keys (a seek of sq_items_key_leased each; the unkeyed items', a range of sq_items_lapsed) with
--- each one's cap (its own max_leased, else the queue's max_leased_per_key; NULL: none): one row per
--- walked item of a locked key (seq, place in the walk), in pop order.
+-- never waited on, and pops of one queue take different keys side by side. Then, in statements of
+-- their own that read what committed before the locks were had, what the pop may take of just those
+-- keys: each one's cap (its own max_leased, else the queue's max_leased_per_key; NULL: none) and
+-- unexpired leases (a seek of sq_items_key_leased each; the unkeyed items', a range of
+-- sq_items_lapsed), its rate (its own rate_per_second, else the queue's rate_per_key_per_second;
+-- NULL: none) and its bucket as stored (rate_tokens counted at rate_at; read under the lock, so no
+-- other pop takes the same tokens), and its first poppable items in pop order, read after the lock
+-- too: the walk read the queue's front before the locks, and a pop that committed in between may
+-- have leased the very items it saw. A key's items are read one more than its cap leaves (pick,
+-- domain/keys.py, tells from the extra one that its limit cut it), at most @max_keys + 1 (the pop
+-- takes @max_keys); its rate's tokens are counted by the store, which leases no more than they
+-- allow. Keyed items along sq_items_key_ready and sq_items_key_leased, unkeyed along sq_items_ready
+-- and sq_items_lapsed; each branch runs only for its kind of key. One row per item (seq, place in
+-- pop order among all returned), or a row with no seq for a key with none, with its key's columns
+-- and the batch's clock.
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
 DECLARE @now DATETIME2(7) = COALESCE(CAST(NULLIF(:now, N'') AS DATETIME2(7)), SYSUTCDATETIME());
@@ -221,21 +231,93 @@ FROM (SELECT k, MIN(place) AS first FROM @walked GROUP BY k) AS w
 JOIN dbo.sq_fair_keys AS f WITH (UPDLOCK, ROWLOCK, READPAST, READCOMMITTEDLOCK)
     ON f.queue = @queue AND f.fairness_key = w.k
 ORDER BY w.first;
-SELECT w.k AS [key], w.seq, w.place,
-       COALESCE(f.max_leased, q.max_leased_per_key) AS cap,
-       CASE WHEN COALESCE(f.max_leased, q.max_leased_per_key) IS NULL THEN 0
-            WHEN w.k = N'' THEN (
-                SELECT COUNT(*) FROM dbo.sq_items AS i WITH (INDEX(sq_items_lapsed), READCOMMITTEDLOCK)
-                WHERE i.queue = @queue AND i.status = 'leased' AND i.visible_at > @now AND i.fairness_key IS NULL)
-            ELSE (
-                SELECT COUNT(*) FROM dbo.sq_items AS i WITH (INDEX(sq_items_key_leased), READCOMMITTEDLOCK)
-                WHERE i.queue = @queue AND i.status = 'leased' AND i.fairness_key = w.k AND i.visible_at > @now)
-       END AS leased
-FROM @walked AS w
-JOIN @locked AS l ON l.k = w.k
-JOIN dbo.sq_fair_keys AS f ON f.queue = @queue AND f.fairness_key = w.k
-JOIN dbo.sq_queues AS q ON q.name = @queue
-ORDER BY w.place;
+DECLARE @turns TABLE (k NVARCHAR(128) COLLATE Latin1_General_100_BIN2 NOT NULL PRIMARY KEY, cap INT NULL,
+                      leased INT NOT NULL, reach INT NOT NULL, rate FLOAT NULL, rate_tokens FLOAT NULL,
+                      rate_at DATETIME2(7) NULL);
+INSERT INTO @turns (k, cap, leased, reach, rate, rate_tokens, rate_at)
+SELECT c.k, c.cap, c.leased,
+       CASE WHEN c.cap IS NULL OR c.cap - c.leased > @max_keys THEN @max_keys
+            WHEN c.cap - c.leased < 0 THEN 0
+            ELSE c.cap - c.leased END + 1,
+       c.rate, c.rate_tokens, c.rate_at
+FROM (
+    SELECT l.k, COALESCE(f.max_leased, q.max_leased_per_key) AS cap,
+           CASE WHEN COALESCE(f.max_leased, q.max_leased_per_key) IS NULL THEN 0
+                WHEN l.k = N'' THEN (
+                    SELECT COUNT(*) FROM dbo.sq_items AS i WITH (INDEX(sq_items_lapsed), READCOMMITTEDLOCK)
+                    WHERE i.queue = @queue AND i.status = 'leased' AND i.visible_at > @now AND i.fairness_key IS NULL)
+                ELSE (
+                    SELECT COUNT(*) FROM dbo.sq_items AS i WITH (INDEX(sq_items_key_leased), READCOMMITTEDLOCK)
+                    WHERE i.queue = @queue AND i.status = 'leased' AND i.fairness_key = l.k AND i.visible_at > @now)
+           END AS leased,
+           COALESCE(f.rate_per_second, q.rate_per_key_per_second) AS rate, f.rate_tokens, f.rate_at
+    FROM @locked AS l
+    JOIN dbo.sq_fair_keys AS f ON f.queue = @queue AND f.fairness_key = l.k
+    JOIN dbo.sq_queues AS q ON q.name = @queue
+) AS c;
+SELECT t.k AS [key], i.seq,
+       ROW_NUMBER() OVER (ORDER BY i.rank_priority DESC, i.fair_rank, i.created_at, i.seq) AS place,
+       t.cap, t.leased, t.rate, t.rate_tokens, t.rate_at, @now AS now
+FROM @turns AS t
+OUTER APPLY (
+    SELECT TOP (t.reach) u.seq, u.rank_priority, u.fair_rank, u.created_at FROM (
+        SELECT r.seq, r.rank_priority, r.fair_rank, r.created_at FROM (
+            SELECT TOP (t.reach) x.seq, x.rank_priority, x.fair_rank, x.created_at
+            FROM dbo.sq_items AS x WITH (INDEX(sq_items_key_ready), READCOMMITTEDLOCK)
+            WHERE t.k <> N'' AND x.queue = @queue AND x.fairness_key = t.k AND x.fairness_key IS NOT NULL
+              AND x.status = 'ready' AND x.visible_at <= @now AND @paused = 0 AND x.created_at >= @retained
+              AND (x.group_key IS NULL OR NOT EXISTS (
+                  SELECT 1
+                  FROM dbo.sq_items AS e WITH (INDEX(sq_items_group), READCOMMITTEDLOCK)
+                  WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
+                    AND e.group_key IS NOT NULL AND e.status IN ('ready', 'leased')))
+            ORDER BY x.rank_priority DESC, x.fair_rank, x.created_at, x.seq
+        ) AS r
+        UNION ALL
+        SELECT n.seq, n.rank_priority, n.fair_rank, n.created_at FROM (
+            SELECT TOP (t.reach) x.seq, x.rank_priority, x.fair_rank, x.created_at
+            FROM dbo.sq_items AS x WITH (INDEX(sq_items_ready), READCOMMITTEDLOCK)
+            WHERE t.k = N'' AND x.queue = @queue AND x.fairness_key IS NULL
+              AND x.status = 'ready' AND x.visible_at <= @now AND @paused = 0 AND x.created_at >= @retained
+              AND (x.group_key IS NULL OR NOT EXISTS (
+                  SELECT 1
+                  FROM dbo.sq_items AS e WITH (INDEX(sq_items_group), READCOMMITTEDLOCK)
+                  WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
+                    AND e.group_key IS NOT NULL AND e.status IN ('ready', 'leased')))
+            ORDER BY x.rank_priority DESC, x.fair_rank, x.created_at, x.seq
+        ) AS n
+        UNION ALL
+        SELECT l.seq, l.rank_priority, l.fair_rank, l.created_at FROM (
+            SELECT TOP (t.reach) x.seq, x.rank_priority, x.fair_rank, x.created_at
+            FROM dbo.sq_items AS x WITH (INDEX(sq_items_key_leased), READCOMMITTEDLOCK)
+            WHERE t.k <> N'' AND x.queue = @queue AND x.fairness_key = t.k AND x.fairness_key IS NOT NULL
+              AND x.status = 'leased' AND x.visible_at <= @now AND @paused = 0 AND x.created_at >= @retained
+              AND x.attempts < @max_attempts
+              AND (x.group_key IS NULL OR NOT EXISTS (
+                  SELECT 1
+                  FROM dbo.sq_items AS e WITH (INDEX(sq_items_group), READCOMMITTEDLOCK)
+                  WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
+                    AND e.group_key IS NOT NULL AND e.status IN ('ready', 'leased')))
+            ORDER BY x.rank_priority DESC, x.fair_rank, x.created_at, x.seq
+        ) AS l
+        UNION ALL
+        SELECT m.seq, m.rank_priority, m.fair_rank, m.created_at FROM (
+            SELECT TOP (t.reach) x.seq, x.rank_priority, x.fair_rank, x.created_at
+            FROM dbo.sq_items AS x WITH (INDEX(sq_items_lapsed), READCOMMITTEDLOCK)
+            WHERE t.k = N'' AND x.queue = @queue AND x.fairness_key IS NULL
+              AND x.status = 'leased' AND x.visible_at <= @now AND @paused = 0 AND x.created_at >= @retained
+              AND x.attempts < @max_attempts
+              AND (x.group_key IS NULL OR NOT EXISTS (
+                  SELECT 1
+                  FROM dbo.sq_items AS e WITH (INDEX(sq_items_group), READCOMMITTEDLOCK)
+                  WHERE e.queue = x.queue AND e.group_key = x.group_key AND e.seq < x.seq
+                    AND e.group_key IS NOT NULL AND e.status IN ('ready', 'leased')))
+            ORDER BY x.rank_priority DESC, x.fair_rank, x.created_at, x.seq
+        ) AS m
+    ) AS u
+    ORDER BY u.rank_priority DESC, u.fair_rank, u.created_at, u.seq
+) AS i
+ORDER BY place;
 
 -- name: wait_keys
 -- lock_keys, when other poppers held every key it walked: waits for one of them instead (UPDLOCK
@@ -271,9 +353,9 @@ WHERE q.name = @queue
 SELECT @@ROWCOUNT AS added;
 
 -- name: lease_keyed
--- The items a careful pop picked from lock_keys' walk (@seqs, a JSON array), leased as pop leases
--- them. The walk read them before the keys' rows were locked, so each is checked again here: an
--- item another popper leased or a completion ended in between is left.
+-- The items a careful pop picked of what lock_keys read of its keys (@seqs, a JSON array), leased
+-- as pop leases them. lock_keys read them after the keys' rows were locked; each is checked again
+-- here all the same (cheaply, by seq): an item no longer poppable is left.
 -- include: pop_settings
 DECLARE @seqs NVARCHAR(MAX) = :seqs;
 UPDATE x
@@ -289,6 +371,22 @@ FROM dbo.sq_items AS x WITH (FORCESEEK, ROWLOCK)
 WHERE x.seq IN (SELECT CAST(j.value AS BIGINT) FROM OPENJSON(@seqs) AS j)
   AND x.queue = @queue AND x.visible_at <= @now AND @paused = 0 AND @max_items > 0
   AND (x.status = 'ready' OR (x.status = 'leased' AND x.attempts < @max_attempts));
+
+-- name: take_key_tokens
+-- The keys' buckets after a careful pop (their rows locked by lock_keys, in the same transaction):
+-- :buckets, a JSON array of {"key", "tokens", "at"}, each key's tokens as counted at its at, less
+-- the items the pop took of it (floats and times as text, CAST here). OPENJSON's text takes the
+-- database's collation: the key is compared in the column's.
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @queue NVARCHAR(4000) = :queue;
+DECLARE @buckets NVARCHAR(MAX) = :buckets;
+UPDATE f SET rate_tokens = CAST(b.tokens AS FLOAT), rate_at = CAST(b.at AS DATETIME2(7))
+FROM dbo.sq_fair_keys AS f
+JOIN OPENJSON(@buckets) WITH (
+    k NVARCHAR(128) '$.key', tokens NVARCHAR(40) '$.tokens', at NVARCHAR(40) '$.at'
+) AS b ON f.queue = @queue AND f.fairness_key = b.k COLLATE Latin1_General_100_BIN2;
+SELECT @@ROWCOUNT AS changed;
 
 -- fragment: item_row
 -- An item as simplequeue.store.rows reads it (with its queue's max_attempts and the batch's clock),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, suppress
@@ -29,7 +30,6 @@ from simplequeue.domain import (
     DeletedQueue,
     Failure,
     FinishedHook,
-    InvalidSettings,
     ItemExists,
     ItemNotFound,
     ItemStatus,
@@ -48,7 +48,16 @@ from simplequeue.domain import (
     tell,
 )
 from simplequeue.domain.keys import KeyTurn, pick, walk_for
-from simplequeue.domain.limits import NO_LIMITS, Bucket, FlowLimits, Room, room
+from simplequeue.domain.limits import (
+    NO_LIMITS,
+    Bucket,
+    FlowLimits,
+    KeyBucket,
+    Room,
+    key_bucket,
+    key_refill,
+    room,
+)
 from simplequeue.domain.metadata import MetadataChange, QueueMetadata
 from simplequeue.domain.rules import (
     complete_outcomes,
@@ -57,7 +66,7 @@ from simplequeue.domain.rules import (
     why_refused,
 )
 from simplequeue.store import rows
-from simplequeue.store.keys import KEY_RATES_REFUSED, KeyStore
+from simplequeue.store.keys import KeyStore
 from simplequeue.store.limits import FlowState, Limited
 from simplequeue.store.metadata import change_params, metadata_of
 from simplequeue.store.migrations import latest_version
@@ -80,7 +89,6 @@ from simplequeue.store.topics import Step, TopicStore
 
 
 class MssqlStore(QueueReads, TopicStore, ScheduleStore, KeyStore):
-    _KEY_RATES = False  # not held by SQL Server's pop yet: refused rather than stored and not held
     _KEYS_SET_LIMITED = True  # put_key's and reset_key's batches set the queue's `limited` themselves
     dialect = "mssql"
     reaps_at_pop = False  # the service reaps after a pop with room (service.waiting)
@@ -215,10 +223,11 @@ class MssqlStore(QueueReads, TopicStore, ScheduleStore, KeyStore):
             "max_items": max_items,
             "lease_token": str(uuid4()),
         }
+        refill: float | None = None
         if limits.per_key:
             group_runs = False  # a run would pass the keys' rooms
-            found, bound_by = (
-                await self._pop_by_keys(conn, values, max_items) if max_items > 0 else ([], None)
+            found, bound_by, refill = (
+                await self._pop_by_keys(conn, values, max_items) if max_items > 0 else ([], None, None)
             )
             if allowed is not None and len(found) < max_items and bound_by is not None:
                 allowed = replace(allowed, bound_by=bound_by)
@@ -240,7 +249,7 @@ class MssqlStore(QueueReads, TopicStore, ScheduleStore, KeyStore):
                 at=params.timestamp(allowed.at),
             )
         if careful:
-            self.flow.popped(queue, Limited(limits, allowed, len(found), asked))
+            self.flow.popped(queue, Limited(limits, allowed, len(found), asked, refill))
         return in_pop_order([(row["seq"], rows.leased_item(row)) for row in found])
 
     async def _within_limits(
@@ -268,35 +277,66 @@ class MssqlStore(QueueReads, TopicStore, ScheduleStore, KeyStore):
 
     async def _pop_by_keys(
         self, conn: Connection, values: dict[str, Param], take: int
-    ) -> tuple[list[Row], str | None]:
+    ) -> tuple[list[Row], str | None, float | None]:
         """A pop of a queue whose keys have limits: the turns of the keys of its first items
-        (lock_keys: their rows locked, passing over those other poppers hold, and their leases
-        counted after), then up to each one's room of its items leased (lease_keyed). The rows it
-        leased, and the limit that cut it short (domain/keys.py: pick)."""
+        (lock_keys: their rows locked, passing over those other poppers hold; after the locks, their
+        leases counted, their buckets read and their first items read), then up to each one's room
+        of its items leased (lease_keyed) and the tokens taken (take_key_tokens). The rows it
+        leased, the limit that cut it short (domain/keys.py: pick), and how long until a key's
+        bucket refills (None: none ran dry)."""
         walk: dict[str, Param] = {"queue": values["queue"], "now": values["now"], "walk": walk_for(take)}
         locked = await fetch(conn, "lock_keys", **walk, max_keys=take)
         if not locked and (await fetch(conn, "add_keys", queue=values["queue"]))[0]["added"]:
             locked = await fetch(conn, "lock_keys", **walk, max_keys=take)
         if not locked and await fetch(conn, "wait_keys", queue=values["queue"], now=values["now"]):
             locked = await fetch(conn, "lock_keys", **walk, max_keys=take)
+        if not locked:
+            return [], None, None
         by_key: dict[str, list[Row]] = {}
         for row in locked:
             by_key.setdefault(row["key"], []).append(row)
+        clock = rows.as_utc(locked[0]["now"])  # the batch's clock, as the leases were counted
+        buckets = {
+            key: key_bucket(
+                float(found[0]["rate"]),
+                Bucket(found[0]["rate_tokens"], rows.as_utc_or_none(found[0]["rate_at"])),
+                clock,
+            )
+            for key, found in by_key.items()
+            if found[0]["rate"] is not None
+        }
         turns = [
             KeyTurn(
                 key,
                 None if found[0]["cap"] is None else int(found[0]["cap"]),
                 int(found[0]["leased"]),
-                [int(r["seq"]) for r in found],
-                [int(r["place"]) for r in found],
+                [int(r["seq"]) for r in found if r["seq"] is not None],  # None: a key with no items now
+                [int(r["place"]) for r in found if r["seq"] is not None],
+                buckets[key].whole if key in buckets else None,
             )
             for key, found in by_key.items()
         ]
         seqs, bound_by = pick(turns, take)
-        if not seqs:
-            return [], bound_by
-        leased = {**values, "max_items": len(seqs)}
-        return await fetch(conn, "lease_keyed", **leased, seqs=json.dumps(seqs), limits_checked=1), bound_by
+        leased: list[Row] = []
+        if seqs:
+            given = {**values, "max_items": len(seqs)}
+            leased = await fetch(conn, "lease_keyed", **given, seqs=json.dumps(seqs), limits_checked=1)
+        return leased, bound_by, await self._take_key_tokens(conn, values["queue"], buckets, leased)
+
+    async def _take_key_tokens(
+        self, conn: Connection, queue: Param, buckets: dict[str, KeyBucket], leased: list[Row]
+    ) -> float | None:
+        """The keys' buckets less what the pop took of each, written to their locked rows; how long
+        until the first that ran dry holds a token again (None: none did)."""
+        if not buckets:
+            return None
+        taken = Counter(row["fairness_key"] or "" for row in leased)
+        spent = [
+            {"key": key, "tokens": params.float_text(b.tokens - taken[key]), "at": params.timestamp(b.at)}
+            for key, b in buckets.items()
+        ]
+        await fetch(conn, "take_key_tokens", queue=queue, buckets=params.json_text(spent))
+        return key_refill(buckets, taken)
 
     @retry_deadlocks
     async def extend(self, item_id: UUID, lease_token: UUID, lease_seconds: int) -> ItemView:
@@ -468,8 +508,6 @@ class MssqlStore(QueueReads, TopicStore, ScheduleStore, KeyStore):
 
     @retry_deadlocks
     async def put_queue(self, name: str, settings: QueueSettings) -> bool:
-        if settings.limits.rate_per_key_per_second is not None:
-            raise InvalidSettings("rate_per_key_per_second", KEY_RATES_REFUSED)
         given = rows.settings_params(settings)
         values: dict[str, Param] = {
             "now": self._now(),
