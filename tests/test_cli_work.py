@@ -136,6 +136,7 @@ def test_sigterm_stops_popping_and_lets_the_running_command_finish(
         stdout, stderr = process.communicate(timeout=60)
     finally:
         process.kill()
+        process.communicate(timeout=30)  # reaped: a failed test leaves no process to warn of later
     assert process.returncode == 0, stderr
     assert stdout == "0\n"  # the first item's payload, and no other item ran
     assert stderr.strip().splitlines()[-1] == "simplequeue work: 1 succeeded, 0 failed"
@@ -157,6 +158,7 @@ def test_a_second_signal_terminates_the_running_commands(url: str, sq: Client, t
         _, stderr = process.communicate(timeout=60)
     finally:
         process.kill()
+        process.communicate(timeout=30)  # reaped: a failed test leaves no process to warn of later
     assert process.returncode == 5, stderr  # its command failed: killed
     assert "SIGINT: terminating 1 running command(s)" in stderr
     assert stderr.strip().splitlines()[-1] == "simplequeue work: 0 succeeded, 1 failed"  # retried later
@@ -232,6 +234,7 @@ def test_a_queue_nothing_was_pushed_to_is_said_once_and_waited_on(
         _, stderr = process.communicate(timeout=60)
     finally:
         process.kill()
+        process.communicate(timeout=30)  # reaped: a failed test leaves no process to warn of later
     assert process.returncode == 0, stderr
     assert (tmp_path / "done").read_text() == '{"first": true}\n'
     assert stderr.strip().splitlines()[-1] == "simplequeue work: 1 succeeded, 0 failed"

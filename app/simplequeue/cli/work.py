@@ -55,6 +55,11 @@ class Commands:
     def __init__(self, argv: Sequence[str]) -> None:
         self.argv = list(argv)
         self.running: set[asyncio.subprocess.Process] = set()
+        # Commands from the moment their start is asked for to their end. A signal can arrive
+        # while a command's process exists but create_subprocess_exec has not returned it yet (its
+        # pipes are still being connected): such a command is running for the person who asked.
+        self.in_flight = 0
+        self.terminating = False
         self.succeeded = 0
         self.failed = 0
 
@@ -65,24 +70,30 @@ class Commands:
             "SIMPLEQUEUE_QUEUE": item.queue,
             "SIMPLEQUEUE_ATTEMPT": str(item.attempts),
         }
+        self.in_flight += 1
         try:
-            process = await asyncio.create_subprocess_exec(
-                *self.argv,
-                stdin=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                env=env,
-                start_new_session=True,
-            )
-        except OSError as exc:
-            self.failed += 1
-            raise ItemFailed(f"cannot run {self.argv[0]}: {exc.strerror or exc}") from exc
-        self.running.add(process)
-        try:
-            payload = json.dumps(item.payload, ensure_ascii=False).encode() + b"\n"
-            _, tail = await asyncio.gather(_feed(process, payload), _relay_stderr(process))
-            status = await process.wait()
+            try:
+                process = await asyncio.create_subprocess_exec(
+                    *self.argv,
+                    stdin=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                    env=env,
+                    start_new_session=True,
+                )
+            except OSError as exc:
+                self.failed += 1
+                raise ItemFailed(f"cannot run {self.argv[0]}: {exc.strerror or exc}") from exc
+            self.running.add(process)
+            if self.terminating:  # the second signal came while it was starting
+                _terminate(process)
+            try:
+                payload = json.dumps(item.payload, ensure_ascii=False).encode() + b"\n"
+                _, tail = await asyncio.gather(_feed(process, payload), _relay_stderr(process))
+                status = await process.wait()
+            finally:
+                self.running.discard(process)
         finally:
-            self.running.discard(process)
+            self.in_flight -= 1
         if status == 0:
             self.succeeded += 1
             return
@@ -90,10 +101,15 @@ class Commands:
         raise ItemFailed(_failure(status, tail))
 
     def terminate(self) -> None:
+        self.terminating = True
         for process in self.running:
-            if process.returncode is None:
-                with contextlib.suppress(ProcessLookupError):  # it ended in between
-                    os.killpg(process.pid, signal.SIGTERM)
+            _terminate(process)
+
+
+def _terminate(process: asyncio.subprocess.Process) -> None:
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError):  # it ended in between
+            os.killpg(process.pid, signal.SIGTERM)
 
 
 async def _feed(process: asyncio.subprocess.Process, payload: bytes) -> None:
@@ -254,11 +270,11 @@ async def _work(
             if signals == 1:
                 worker.stop()
                 say(
-                    f"{sig.name}: no more pops; waiting for {len(commands.running)} running "
+                    f"{sig.name}: no more pops; waiting for {commands.in_flight} running "
                     f"command(s) ({sig.name} again stops them)"
                 )
             else:
-                say(f"{sig.name}: terminating {len(commands.running)} running command(s)")
+                say(f"{sig.name}: terminating {commands.in_flight} running command(s)")
                 commands.terminate()
 
         loop = asyncio.get_running_loop()

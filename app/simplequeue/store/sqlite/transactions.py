@@ -232,26 +232,36 @@ def pop_by_keys(
     """A pop of a queue whose keys have limits: its first items by key (key_walk), with the leases
     of just those keys counted and their buckets read (key_rooms), then up to each key's room of
     them leased (domain/keys.py: pick) and the tokens taken. The rows leased, the limit that cut the pop
-    short, and how long until a key's bucket refills (None: none ran dry)."""
-    walked: dict[str, tuple[list[int], list[int]]] = {}
-    for row in statements.rows(conn, "key_walk", queue=queue, now=now, walk=walk_for(take)):
-        seqs, places = walked.setdefault(row["key"], ([], []))
-        seqs.append(row["seq"])
-        places.append(row["place"])
-    if not walked:
-        return [], None, None
-    buckets: dict[str, KeyBucket] = {}
-    clock = rows.as_utc(now)
-    turns = []
-    for row in statements.rows(conn, "key_rooms", queue=queue, now=now, keys=json.dumps(list(walked))):
-        key = row["key"]
-        if row["rate"] is not None:
-            stored = Bucket(row["rate_tokens"], rows.as_utc_or_none(row["rate_at"]))
-            buckets[key] = key_bucket(float(row["rate"]), stored, clock)
-        cap = None if row["cap"] is None else int(row["cap"])
-        tokens = buckets[key].whole if key in buckets else None
-        turns.append(KeyTurn(key, cap, int(row["leased"]), *walked[key], tokens))
-    seqs, bound_by = pick(turns, take)
+    short, and how long until a key's bucket refills (None: none ran dry).
+
+    The first walk reaches only as far as the pop takes: SQLite has one writer, so no other pop
+    holds any key, and while no key is at its limit those items are the pop's. Only when a limit
+    cut it short, and more items lay beyond, does it walk again, as far as walk_for reaches (the
+    same first items, then those behind them)."""
+    for walk in (take, walk_for(take)):
+        walked: dict[str, tuple[list[int], list[int]]] = {}
+        found = 0
+        for row in statements.rows(conn, "key_walk", queue=queue, now=now, walk=walk):
+            seqs, places = walked.setdefault(row["key"], ([], []))
+            seqs.append(row["seq"])
+            places.append(row["place"])
+            found += 1
+        if not walked:
+            return [], None, None
+        buckets: dict[str, KeyBucket] = {}
+        clock = rows.as_utc(now)
+        turns = []
+        for row in statements.rows(conn, "key_rooms", queue=queue, now=now, keys=json.dumps(list(walked))):
+            key = row["key"]
+            if row["rate"] is not None:
+                stored = Bucket(row["rate_tokens"], rows.as_utc_or_none(row["rate_at"]))
+                buckets[key] = key_bucket(float(row["rate"]), stored, clock)
+            cap = None if row["cap"] is None else int(row["cap"])
+            tokens = buckets[key].whole if key in buckets else None
+            turns.append(KeyTurn(key, cap, int(row["leased"]), *walked[key], tokens))
+        seqs, bound_by = pick(turns, take)
+        if len(seqs) >= take or bound_by is None or found < walk:
+            break
     leased: list[sqlite3.Row] = []
     if seqs:
         leased = statements.rows(
