@@ -801,6 +801,13 @@ async def test_the_keyed_pops_statements_read_items_by_index_at_scale(
     walk = await generic_plan_of(schema, "lock_keys", **KEYED_STATEMENTS["lock_keys"])
     assert '"Index Name": "sq_items_ready"' in walk
     assert '"Index Name": "sq_items_lapsed"' in walk
+    # The keys' rows are looked up in walk order and the lookups stop at :max_keys locked: no sort
+    # between the lock and the lookups, which would look every walked key up first.
+    top = json.loads(walk)[0]["Plan"]
+    lookups = next(p for p in top["Plans"] if p.get("Parent Relationship") == "Outer")
+    assert (top["Node Type"], lookups["Node Type"]) == ("Limit", "Nested Loop"), walk
+    [each] = [p for p in lookups["Plans"] if p.get("Parent Relationship") == "Inner"]
+    assert '"Node Type": "LockRows"' in json.dumps(each), walk  # locked key by key, in the loop
     after = await generic_plan_of(schema, "key_items", **KEYED_STATEMENTS["key_items"])
     assert '"Index Name": "sq_items_key_leased"' in after  # the leases, and lapsed leases
     assert '"Index Name": "sq_items_key_ready"' in after  # a key's ready items, from its first

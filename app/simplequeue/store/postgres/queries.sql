@@ -1271,14 +1271,25 @@ keys AS (
 -- (its own rate_per_second, else the queue's rate_per_key_per_second; NULL: none) and bucket (as
 -- locked: the latest). Which of their items the pop takes, key_items reads after the locks.
 -- include: key_walk
-SELECT f.fairness_key AS key, COALESCE(f.max_leased, q.max_leased_per_key) AS cap,
-       COALESCE(f.rate_per_second, q.rate_per_key_per_second) AS rate, f.rate_tokens, f.rate_at
-FROM keys AS k
-JOIN sq_fair_keys AS f ON f.queue = :queue AND f.fairness_key = k.k
-JOIN sq_queues AS q ON q.name = :queue
-ORDER BY k.first
+-- The keys are put in order, then each one's row is looked up and locked in turn (a subquery that
+-- locks is never merged into a join, so this is a loop over the keys in order) until :max_keys
+-- rows are locked: the rows of keys beyond are never read, where a join then sort would look every
+-- walked key up first (200 lookups for 50 rows).
+, ordered AS MATERIALIZED (
+    SELECT k.k FROM keys AS k ORDER BY k.first
+)
+SELECT f.fairness_key AS key,
+       COALESCE(f.max_leased, (SELECT q.max_leased_per_key FROM sq_queues AS q WHERE q.name = :queue)) AS cap,
+       COALESCE(f.rate_per_second, (SELECT q.rate_per_key_per_second FROM sq_queues AS q WHERE q.name = :queue))
+           AS rate,
+       f.rate_tokens, f.rate_at
+FROM ordered AS k
+CROSS JOIN LATERAL (
+    SELECT r.fairness_key, r.max_leased, r.rate_per_second, r.rate_tokens, r.rate_at FROM sq_fair_keys AS r
+    WHERE r.queue = :queue AND r.fairness_key = k.k
+    FOR UPDATE SKIP LOCKED
+) AS f
 LIMIT :max_keys
-FOR UPDATE OF f SKIP LOCKED
 
 -- name: wait_keys
 -- lock_keys, when other poppers held every key it walked: waits for one of them instead, so that a
