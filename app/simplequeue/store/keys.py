@@ -5,11 +5,11 @@ busiest keys (`top_keys`) are one statement too."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from simplequeue.domain import Page, QueueNotFound
-from simplequeue.domain.keys import KeyLoad, KeySettings, KeyStats
+from simplequeue.domain.keys import KeyLoad, KeySettings, KeyStats, KeyTurn
 from simplequeue.domain.names import key_problem
 from simplequeue.store.cursors import decode_name_cursor, encode_name_cursor
 from simplequeue.store.limits import FlowState
@@ -41,6 +41,23 @@ def key_load(row: Row) -> KeyLoad:
         int(row["leased"] or 0),
         int(cap) if cap is not None else None,
     )
+
+
+def key_turns(
+    caps: Mapping[str, int | None], found: Iterable[Row], tokens: Mapping[str, int]
+) -> list[KeyTurn]:
+    """The turns of the keys a careful pop holds (`caps`: each key's cap, in the order the pop took
+    them) from the rows it read after taking them: per key its unexpired leases (`leased`) and its
+    items in pop order (`seq`, `place`; a row without a seq for a key with none). `tokens`: the
+    whole tokens of each key that has a rate."""
+    leased: dict[str, int] = {}
+    items: dict[str, tuple[list[int], list[int]]] = {key: ([], []) for key in caps}
+    for row in found:
+        leased[row["key"]] = int(row["leased"])
+        if row["seq"] is not None:
+            items[row["key"]][0].append(int(row["seq"]))
+            items[row["key"]][1].append(int(row["place"]))
+    return [KeyTurn(key, cap, leased.get(key, 0), *items[key], tokens.get(key)) for key, cap in caps.items()]
 
 
 class KeyStore:

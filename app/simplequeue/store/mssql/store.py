@@ -47,7 +47,7 @@ from simplequeue.domain import (
     ignore_finished,
     tell,
 )
-from simplequeue.domain.keys import KeyTurn, pick, walk_for
+from simplequeue.domain.keys import pick, walk_for
 from simplequeue.domain.limits import (
     NO_LIMITS,
     Bucket,
@@ -66,7 +66,7 @@ from simplequeue.domain.rules import (
     why_refused,
 )
 from simplequeue.store import rows
-from simplequeue.store.keys import KeyStore
+from simplequeue.store.keys import KeyStore, key_turns
 from simplequeue.store.limits import FlowState, Limited
 from simplequeue.store.metadata import change_params, metadata_of
 from simplequeue.store.migrations import latest_version
@@ -305,17 +305,10 @@ class MssqlStore(QueueReads, TopicStore, ScheduleStore, KeyStore):
             for key, found in by_key.items()
             if found[0]["rate"] is not None
         }
-        turns = [
-            KeyTurn(
-                key,
-                None if found[0]["cap"] is None else int(found[0]["cap"]),
-                int(found[0]["leased"]),
-                [int(r["seq"]) for r in found if r["seq"] is not None],  # None: a key with no items now
-                [int(r["place"]) for r in found if r["seq"] is not None],
-                buckets[key].whole if key in buckets else None,
-            )
-            for key, found in by_key.items()
-        ]
+        caps = {
+            key: None if found[0]["cap"] is None else int(found[0]["cap"]) for key, found in by_key.items()
+        }
+        turns = key_turns(caps, locked, {key: bucket.whole for key, bucket in buckets.items()})
         seqs, bound_by = pick(turns, take)
         leased: list[Row] = []
         if seqs:

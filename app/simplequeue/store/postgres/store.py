@@ -37,7 +37,7 @@ from simplequeue.domain import (
     ignore_finished,
     tell,
 )
-from simplequeue.domain.keys import KeyTurn, pick, walk_for
+from simplequeue.domain.keys import pick, walk_for
 from simplequeue.domain.limits import NO_LIMITS, Bucket, KeyBucket, Room, key_bucket, key_refill, room
 from simplequeue.domain.metadata import MetadataChange, QueueMetadata
 from simplequeue.domain.rules import (
@@ -48,7 +48,7 @@ from simplequeue.domain.rules import (
     why_refused,
 )
 from simplequeue.store import rows
-from simplequeue.store.keys import KeyStore
+from simplequeue.store.keys import KeyStore, key_turns
 from simplequeue.store.limits import FlowState, Limited
 from simplequeue.store.metadata import change_params, metadata_of
 from simplequeue.store.migrations import latest_version
@@ -358,35 +358,19 @@ class PostgresStore(QueueReads, TopicStore, ScheduleStore, KeyStore):
             for r in locked
             if r["rate"] is not None
         }
-        keys = [r["key"] for r in locked]
-        found_items = await fetch(
+        caps = {r["key"]: r["cap"] for r in locked}
+        tokens = {key: bucket.whole for key, bucket in buckets.items()}
+        after = await fetch(
             conn,
             "key_items",
             queue=queue,
             now=now,
             take=take,
-            keys=keys,
-            caps=[r["cap"] for r in locked],
-            tokens=[buckets[k].whole if k in buckets else None for k in keys],
+            keys=list(caps),
+            caps=list(caps.values()),
+            tokens=[tokens.get(key) for key in caps],
         )
-        leased: dict[str, int] = {}
-        walked: dict[str, tuple[list[int], list[int]]] = {k: ([], []) for k in keys}
-        for r in found_items:
-            leased[r["key"]] = r["leased"]
-            if r["seq"] is not None:
-                walked[r["key"]][0].append(r["seq"])
-                walked[r["key"]][1].append(r["place"])
-        turns = [
-            KeyTurn(
-                r["key"],
-                r["cap"],
-                leased.get(r["key"], 0),
-                walked[r["key"]][0],
-                walked[r["key"]][1],
-                buckets[r["key"]].whole if r["key"] in buckets else None,
-            )
-            for r in locked
-        ]
+        turns = key_turns(caps, after, tokens)
         seqs, bound_by = pick(turns, take)
         found = []
         if seqs:
