@@ -1311,6 +1311,13 @@ INSERT INTO sq_fair_keys (queue, fairness_key, last_rank)
 SELECT q.name, '', 0 FROM sq_queues AS q WHERE q.name = :queue
 ON CONFLICT (queue, fairness_key) DO NOTHING
 
+-- fragment: due_now
+-- An item x that time lets a pop hand out now: visible, and not past its queue's retention.
+AND x.visible_at <= COALESCE(:now::timestamptz, now())
+AND x.created_at >= (
+    -- include: retained
+)
+
 -- name: key_items
 -- What a careful pop may take of the keys it holds the turns of (lock_keys locked their rows), read
 -- after it took them, in a snapshot of its own: so it sees every lease the pops of those keys
@@ -1353,30 +1360,21 @@ LEFT JOIN LATERAL (
     SELECT u.* FROM (
         (SELECT x.seq, x.rank_priority, x.fair_rank, x.created_at FROM sq_items AS x
          WHERE c.key <> '' AND x.queue = :queue AND x.fairness_key = c.key AND x.status = 'ready'
-           AND x.visible_at <= COALESCE(:now::timestamptz, now())
-           AND x.created_at >= (
-               -- include: retained
-           )
+           -- include: due_now
            -- include: group_head
          ORDER BY x.rank_priority DESC, x.fair_rank, x.created_at, x.seq
          LIMIT c.reach)
         UNION ALL
         (SELECT x.seq, x.rank_priority, x.fair_rank, x.created_at FROM sq_items AS x
          WHERE c.key = '' AND x.queue = :queue AND x.fairness_key IS NULL AND x.status = 'ready'
-           AND x.visible_at <= COALESCE(:now::timestamptz, now())
-           AND x.created_at >= (
-               -- include: retained
-           )
+           -- include: due_now
            -- include: group_head
          ORDER BY x.rank_priority DESC, x.fair_rank, x.created_at, x.seq
          LIMIT c.reach)
         UNION ALL
         (SELECT x.seq, x.rank_priority, x.fair_rank, x.created_at FROM sq_items AS x
          WHERE c.key <> '' AND x.queue = :queue AND x.fairness_key = c.key AND x.status = 'leased'
-           AND x.visible_at <= COALESCE(:now::timestamptz, now())
-           AND x.created_at >= (
-               -- include: retained
-           )
+           -- include: due_now
            AND x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)
            -- include: group_head
          ORDER BY x.rank_priority DESC, x.fair_rank, x.created_at, x.seq
@@ -1384,10 +1382,7 @@ LEFT JOIN LATERAL (
         UNION ALL
         (SELECT x.seq, x.rank_priority, x.fair_rank, x.created_at FROM sq_items AS x
          WHERE c.key = '' AND x.queue = :queue AND x.fairness_key IS NULL AND x.status = 'leased'
-           AND x.visible_at <= COALESCE(:now::timestamptz, now())
-           AND x.created_at >= (
-               -- include: retained
-           )
+           -- include: due_now
            AND x.attempts < (SELECT max_attempts FROM sq_queues WHERE name = :queue)
            -- include: group_head
          ORDER BY x.rank_priority DESC, x.fair_rank, x.created_at, x.seq
