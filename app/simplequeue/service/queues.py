@@ -314,7 +314,14 @@ class QueueService:
         return outcomes, items
 
     async def extend(self, item_id: UUID, lease_token: UUID, lease_seconds: int) -> ItemView:
-        return await self._store.extend(item_id, lease_token, lease_seconds)
+        view = await self._store.extend(item_id, lease_token, lease_seconds)
+        if lease_seconds == 0:
+            # Cut to nothing (SQS's ChangeMessageVisibility 0), the lease ends as a failure's does:
+            # its item is poppable now and the room it held under the queue's limits is free, so
+            # long-polls here hear of both now, not at the watcher's next probe or a hold's end.
+            self._waiting.room_freed(1)
+            self._waiting.notify(view.queue, 1)
+        return view
 
     async def complete(self, item_id: UUID, lease_token: UUID | None) -> None:
         await self._store.complete(item_id, lease_token)
@@ -471,11 +478,6 @@ class QueueService:
         counted, and long-polls waiting on the queue here hear of them now."""
         self._waiting.notify(queue, count)
         self._events.pushed(queue, count)
-
-    def made_visible(self, queue: str) -> None:
-        """A lease was cut to nothing (SQS's ChangeMessageVisibility 0): long-polls waiting on the
-        queue here hear of it now, not at the watcher's next probe."""
-        self._waiting.notify(queue, 1)
 
     async def _known(self, queue: str) -> None:
         """Every call that names a queue answers an unknown one alike: QueueNotFound."""

@@ -137,7 +137,7 @@ async def _change(ctx: Context, queue: str, handle: str, seconds: int) -> None:
     if is_fifo(queue):
         await _unexpired(ctx, handle, item_id, token)
     try:
-        view = await ctx.service.extend(item_id, token, seconds)
+        await ctx.service.extend(item_id, token, seconds)
     except (ItemNotFound, LeaseMismatch):
         raise invalid(
             "ReceiptHandle",
@@ -148,8 +148,6 @@ async def _change(ctx: Context, queue: str, handle: str, seconds: int) -> None:
         raise SqsError("MessageNotInflight", "The message referred to isn't in flight.") from None
     except QueueError as exc:
         raise from_domain(exc) from None
-    if seconds == 0:
-        ctx.service.made_visible(view.queue)
 
 
 def _visibility(p: dict[str, Any]) -> int:
