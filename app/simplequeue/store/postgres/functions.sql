@@ -209,10 +209,16 @@ BEGIN
     INSERT INTO sq_fair_keys (queue, fairness_key, last_rank)
     SELECT c.q, c.k, 0 FROM unnest(v_queues, v_keys) AS c(q, k) ORDER BY c.q, c.k
     ON CONFLICT (queue, fairness_key) DO NOTHING;
+    -- The call's keys' rows, locked in (queue, key) order, so that two pushes never wait on each
+    -- other's locks in opposite orders: v_queues and v_keys are in that order, and the rows are
+    -- looked up and locked one at a time in it (a subquery that locks is never merged into a join,
+    -- so this is a loop over the arrays). Joined and sorted instead, with sorts discouraged (the
+    -- service's sessions), the plan read every key of every queue once per key of the call.
     PERFORM count(*) FROM (
-        SELECT 1 FROM sq_fair_keys AS f JOIN unnest(v_queues, v_keys) AS c(q, k) ON f.queue = c.q AND f.fairness_key = c.k
-        ORDER BY f.queue, f.fairness_key
-        FOR UPDATE OF f
+        SELECT 1 FROM unnest(v_queues, v_keys) AS c(q, k)
+        CROSS JOIN LATERAL (
+            SELECT 1 FROM sq_fair_keys AS f WHERE f.queue = c.q AND f.fairness_key = c.k FOR UPDATE
+        ) AS f
     ) AS locked;
     -- A key's items are 1/weight apart: a key of weight 2 takes two turns to another's one.
     WITH moved AS (
