@@ -76,12 +76,19 @@ async def worker(http: httpx.AsyncClient, queue: str, waits: list[float], all_in
         done = [{"id": i["id"], "lease_token": i["lease_token"]} for i in popped]
 
 
-async def quiet_waits(engine: str, noisy: int, keyed: bool, arrival: str, cap: float) -> dict[str, Any]:
-    """The quiet tenants' waits behind `noisy` ready items (0: an idle queue)."""
+async def quiet_waits(
+    engine: str, noisy: int, keyed: bool, arrival: str, cap: float, weight: float | None = None
+) -> dict[str, Any]:
+    """The quiet tenants' waits behind `noisy` ready items (0: an idle queue); `weight`: the noisy
+    tenant's key's, set before its items are pushed (None: the default, 1)."""
     async with database(engine) as url:
         with server(url, access_log="false") as base:
             async with httpx.AsyncClient(base_url=base, timeout=60) as http:
                 queue = "tenants"
+                if weight is not None:
+                    (await http.put(f"/queues/{queue}", json={})).raise_for_status()
+                    noisy_key = await http.put(f"/queues/{queue}/keys/noisy", json={"weight": weight})
+                    noisy_key.raise_for_status()
                 await push_backlog(http, queue, noisy, "noisy" if keyed else None)
                 waits: list[float] = []
                 if arrival == "ready":
@@ -203,6 +210,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=8, help="each push-rate measure's length")
     parser.add_argument("--arrivals", default="ready,streaming", help="ready, streaming, both or none ('')")
+    parser.add_argument(
+        "--noisy-weight", type=float, default=None, help="also run with the noisy tenant's key at this weight"
+    )
     args = parser.parse_args()
     figures: dict[str, Any] = {
         "engine": args.engine,
@@ -212,16 +222,20 @@ def main() -> None:
     }
     for arrival in filter(None, args.arrivals.split(",")):
         runs = {}
-        for name, noisy, keyed in (
-            ("idle", 0, True),
-            ("fair", args.noisy, True),
-            ("no keys", args.noisy, False),
-        ):
-            runs[name] = asyncio.run(quiet_waits(args.engine, noisy, keyed, arrival, args.cap))
+        weighted = f"fair, noisy weight {args.noisy_weight:g}"
+        plan: list[tuple[str, int, bool, float | None]] = [
+            ("idle", 0, True, None),
+            ("fair", args.noisy, True, None),
+            ("no keys", args.noisy, False, None),
+        ]
+        if args.noisy_weight is not None:
+            plan.append((weighted, args.noisy, True, args.noisy_weight))
+        for name, noisy, keyed, weight in plan:
+            runs[name] = asyncio.run(quiet_waits(args.engine, noisy, keyed, arrival, args.cap, weight))
             print(f"[{args.engine}] {arrival}, {name}: {runs[name]}", flush=True)
         p95 = {name: run["p95 wait, s"] for name, run in runs.items()}
         figures[f"{arrival}: quiet waits"] = runs
-        for name in ("fair", "no keys"):
+        for name in [n for n, *_ in plan if n != "idle"]:
             ratio = p95[name] / p95["idle"] if p95[name] and p95["idle"] else None
             figures[f"{arrival}: quiet p95, {name} / idle"] = None if ratio is None else round(ratio, 3)
     if args.before is not None:
