@@ -37,7 +37,7 @@ from typing import Any
 from uuid import uuid4
 
 import asyncpg
-from simplequeue.domain import Completion, LeasedItem, NewItem, QueueSettings
+from simplequeue.domain import Completion, LeasedItem
 from simplequeue.domain.limits import FlowLimits
 from simplequeue.main import store_for
 from simplequeue.settings import Settings
@@ -47,6 +47,7 @@ from simplequeue.store.queries import Query, parse_queries
 
 from bench.infra import database
 from bench.key_limits import BATCH, ITEMS, KEYS, RESULTS, WORKERS
+from bench.key_limits_store import SECONDS, fill
 
 CAP = 2
 
@@ -119,17 +120,6 @@ def statement(check: str) -> Query:
     text = text.replace(_WALK_END, _WALK_END.replace("\n        ORDER", f"\n{checked}\n        ORDER"))
     return parse_queries(text, "numbered")["complete_and_pop"]
 
-
-async def fill(store: Store, queue: str, limits: FlowLimits) -> None:
-    await store.put_queue(queue, QueueSettings(limits=limits))
-    now = datetime.now(UTC)
-    items = [NewItem(uuid4(), queue, str(n), now, fairness_key=f"k{n % KEYS}") for n in range(ITEMS)]
-    for start in range(0, ITEMS, 500):
-        await store.push_batch(items[start : start + 500], skip_existing=False)
-
-
-SECONDS = 120
-"""How long a round may take at most: its workers stop then, whatever is left."""
 
 Pop = Callable[[list[Any]], Awaitable[list[Any]]]
 """One worker's call: complete these (rows or items it popped), pop the next batch."""

@@ -846,13 +846,12 @@ async def test_top_keys_read_their_queues_live_items_only_and_a_queue_without_ke
     assert reads_of(none, "sq_items") == 0, none  # no key: its 2,000 items are never walked
 
 
-async def test_a_keyed_push_locks_its_keys_rows_one_by_one_whatever_other_queues_hold(
-    schema: tuple[str, str],
-) -> None:
-    """sq_fair_ranks locks the rows of a push's keys in order. It reads those rows and no others:
-    joined to every queue's keys and sorted, with sorts discouraged as the service's sessions
-    discourage them, it read every key of every queue once per key of the push (a batch of 500
-    keyed items took 250 ms in a fresh database, and 900 ms once it held 6,000 keys)."""
+async def plans_of_a_push_beside_a_crowded_queue(
+    schema: tuple[str, str], keys: list[str | None], *, analysed: bool = False
+) -> list[dict[str, Any]]:
+    """The plans (auto_explain's, of every statement the push's functions ran, with their actual
+    rows) of a push of one item per entry of `keys` (None: no key) into queue q, in a database
+    where another queue has 3,000 keys, in a session with the service's planner settings."""
     url, name = schema
     conn = await asyncpg.connect(url, server_settings={"search_path": name, **PLANNER_SETTINGS})
     plans: list[dict[str, Any]] = []
@@ -863,63 +862,15 @@ async def test_a_keyed_push_locks_its_keys_rows_one_by_one_whatever_other_queues
             "INSERT INTO sq_fair_keys (queue, fairness_key, last_rank)"
             " SELECT 'crowded', 'k' || n, 0 FROM generate_series(1, 3000) AS n"
         )
+        if analysed:
+            await conn.execute("ANALYZE sq_fair_keys")
         await conn.execute(
             "LOAD 'auto_explain'; SET auto_explain.log_min_duration = 0; SET auto_explain.log_analyze = on;"
             " SET auto_explain.log_nested_statements = on; SET auto_explain.log_format = json;"
             " SET auto_explain.log_level = notice"
         )
-        keys = [f"k{n % 20}" for n in range(40)]
-        values = {
-            "ids": [uuid.uuid4() for _ in keys],
-            "queues": ["q"] * len(keys),
-            "payloads": ["1"] * len(keys),
-            "created_ats": [datetime.now(UTC)] * len(keys),
-            "priorities": [0] * len(keys),
-            "groups": [None] * len(keys),
-            "dedup_keys": [None] * len(keys),
-            "delays": [0.0] * len(keys),
-            "not_befores": [None] * len(keys),
-            "remember": [False] * len(keys),
-            "skip_existing": False,
-            "now": None,
-            "attributes": [None] * len(keys),
-            "fairness_keys": keys,
-        }
-        await conn.fetch(Q["push_fair"].sql, *Q["push_fair"].bind(**values))
-    finally:
-        await conn.close()
-    [lock] = [p for p in plans if "FOR UPDATE" in p["Query Text"] and "sq_fair_keys AS f" in p["Query Text"]]
-    reads = [n for n in plan_nodes(lock["Plan"]) if n.get("Relation Name") == "sq_fair_keys"]
-    assert reads, lock
-    # 20 keys, each looked up by its primary key (once per loop), none of the crowded queue's 3,000.
-    assert all(n["Node Type"] == "Index Scan" for n in reads), lock
-    assert sum(n["Actual Rows"] * n["Actual Loops"] for n in reads) == 20, lock
-    assert "Rows Removed by Join Filter" not in json.dumps(lock), lock
-
-
-async def test_a_push_without_keys_probes_its_queues_for_keys_by_index(schema: tuple[str, str]) -> None:
-    """A push without keys asks whether its queues have keys (then its items are ranked): one index
-    probe per queue, never a read of every key of every queue, which a batch of 500 items into one
-    queue was planned as (`f.queue = ANY (p_queues)`: 80 ms a push once keyed pushes had left many
-    row versions of their keys behind)."""
-    url, name = schema
-    conn = await asyncpg.connect(url, server_settings={"search_path": name, **PLANNER_SETTINGS})
-    plans: list[dict[str, Any]] = []
-    conn.add_log_listener(lambda _, message: plans.append(json.loads(message.message.split("\n", 1)[1])))
-    try:
-        await conn.execute("INSERT INTO sq_queues (name, created_at) VALUES ('crowded', now()), ('q', now())")
-        await conn.execute(
-            "INSERT INTO sq_fair_keys (queue, fairness_key, last_rank)"
-            " SELECT 'crowded', 'k' || n, 0 FROM generate_series(1, 3000) AS n"
-        )
-        await conn.execute("ANALYZE sq_fair_keys")
-        await conn.execute(
-            "LOAD 'auto_explain'; SET auto_explain.log_min_duration = 0; SET auto_explain.log_analyze = on;"
-            " SET auto_explain.log_nested_statements = on; SET auto_explain.log_format = json;"
-            " SET auto_explain.log_level = notice"
-        )
-        count = 500
-        values = {
+        count = len(keys)
+        values: dict[str, object] = {
             "ids": [uuid.uuid4() for _ in range(count)],
             "queues": ["q"] * count,
             "payloads": ["1"] * count,
@@ -934,9 +885,38 @@ async def test_a_push_without_keys_probes_its_queues_for_keys_by_index(schema: t
             "now": None,
             "attributes": [None] * count,
         }
-        await conn.fetch(Q["push"].sql, *Q["push"].bind(**values))
+        query = "push"
+        if any(key is not None for key in keys):
+            query, values["fairness_keys"] = "push_fair", keys
+        await conn.fetch(Q[query].sql, *Q[query].bind(**values))
     finally:
         await conn.close()
+    return plans
+
+
+async def test_a_keyed_push_locks_its_keys_rows_one_by_one_whatever_other_queues_hold(
+    schema: tuple[str, str],
+) -> None:
+    """sq_fair_ranks locks the rows of a push's keys in order. It reads those rows and no others:
+    joined to every queue's keys and sorted, with sorts discouraged as the service's sessions
+    discourage them, it read every key of every queue once per key of the push (a batch of 500
+    keyed items took 250 ms in a fresh database, and 900 ms once it held 6,000 keys)."""
+    plans = await plans_of_a_push_beside_a_crowded_queue(schema, [f"k{n % 20}" for n in range(40)])
+    [lock] = [p for p in plans if "FOR UPDATE" in p["Query Text"] and "sq_fair_keys AS f" in p["Query Text"]]
+    reads = [n for n in plan_nodes(lock["Plan"]) if n.get("Relation Name") == "sq_fair_keys"]
+    assert reads, lock
+    # 20 keys, each looked up by its primary key (once per loop), none of the crowded queue's 3,000.
+    assert all(n["Node Type"] == "Index Scan" for n in reads), lock
+    assert sum(n["Actual Rows"] * n["Actual Loops"] for n in reads) == 20, lock
+    assert "Rows Removed by Join Filter" not in json.dumps(lock), lock
+
+
+async def test_a_push_without_keys_probes_its_queues_for_keys_by_index(schema: tuple[str, str]) -> None:
+    """A push without keys asks whether its queues have keys (then its items are ranked): one index
+    probe per queue, never a read of every key of every queue, which a batch of 500 items into one
+    queue was planned as (`f.queue = ANY (p_queues)`: 80 ms a push once keyed pushes had left many
+    row versions of their keys behind)."""
+    plans = await plans_of_a_push_beside_a_crowded_queue(schema, [None] * 500, analysed=True)
     reads = [
         node
         for plan in plans
